@@ -1,0 +1,42 @@
+// swift-tools-version:6.0
+// Homeroom: a distributed classroom state-sync engine.
+// Layers run one way: Wire -> Node -> Core (pure) -> Context -> UI.
+import PackageDescription
+
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "Homeroom",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "homeroom", targets: ["homeroom"]),
+        .executable(name: "homeroom-bench", targets: ["homeroom-bench"]),
+        .library(name: "HomeroomCore", targets: ["HomeroomCore"]),
+        .library(name: "HomeroomWire", targets: ["HomeroomWire"]),
+        .library(name: "HomeroomNode", targets: ["HomeroomNode"]),
+    ],
+    targets: [
+        // C libraries from Debian, wrapped so their types stay inside one module each.
+        .systemLibrary(name: "CNNG", path: "Sources/CNNG"),
+        .target(
+            name: "CHomeroomProto",
+            path: "Sources/CHomeroomProto",
+            cSettings: [.unsafeFlags(["-Wno-everything"])],
+            linkerSettings: [.linkedLibrary("protobuf-c")]
+        ),
+
+        // Pure, deterministic room-state engine: no I/O, no clock reads.
+        .target(name: "HomeroomCore", swiftSettings: strict),
+        // Swift <-> protobuf mapping, limits and validation of untrusted bytes.
+        .target(name: "HomeroomWire", dependencies: ["HomeroomCore", "CHomeroomProto"], swiftSettings: strict),
+        // nng transport, cluster membership, anti-entropy.
+        .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomWire", "CNNG"], swiftSettings: strict),
+
+        .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
+        .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
+
+        .testTarget(name: "HomeroomCoreTests", dependencies: ["HomeroomCore"], swiftSettings: strict),
+        .testTarget(name: "HomeroomWireTests", dependencies: ["HomeroomWire", "HomeroomCore"], swiftSettings: strict),
+        .testTarget(name: "HomeroomNodeTests", dependencies: ["HomeroomNode", "HomeroomWire", "HomeroomCore"], swiftSettings: strict),
+    ]
+)

@@ -1,0 +1,75 @@
+/// Every change a room can undergo. Each case is one small, self-contained write.
+public enum Operation: Hashable, Sendable {
+    // Room (teacher, assistant)
+    case setRoomName(String)
+    case setRoomType(RoomType)
+    case setStageLimit(UInt32)
+    case setHandLimit(UInt32)
+    case setSchedule(Schedule)
+    case setClassState(ClassState)
+    case muteAll
+    case setRoomProperty(key: String, value: [UInt8]?, cause: String)
+
+    // Presence (a user for itself; the system for sessions of a dead node)
+    case joinSession(user: UserID, session: SessionID, name: String, role: Role, host: ReplicaID, incarnation: UInt64)
+    case leaveSession(user: UserID, session: SessionID)
+    /// Every session hosted by `replica` in an incarnation up to `incarnation` is over.
+    case replicaDown(replica: ReplicaID, incarnation: UInt64)
+
+    // A user for itself
+    case setName(user: UserID, name: String)
+    case setDevice(user: UserID, device: Device, on: Bool)
+    case setHand(user: UserID, raised: Bool)
+
+    // Teacher, assistant over a user
+    case setStage(user: UserID, on: Bool)
+    case setBoard(user: UserID, granted: Bool)
+    case setPrivilege(user: UserID, device: Device, allowed: Bool)
+    case reward(user: UserID, amount: Int32)
+    case kick(user: UserID)
+    case ban(user: UserID)
+
+    // A user for itself, or teacher, assistant
+    case setUserProperty(user: UserID, key: String, value: [UInt8]?, cause: String)
+
+    /// The user the operation is about, if any.
+    public var target: UserID? {
+        switch self {
+        case .setRoomName, .setRoomType, .setStageLimit, .setHandLimit, .setSchedule, .setClassState,
+             .muteAll, .setRoomProperty, .replicaDown:
+            return nil
+        case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _), let .setName(user, _),
+             let .setDevice(user, _, _), let .setHand(user, _), let .setStage(user, _), let .setBoard(user, _),
+             let .setPrivilege(user, _, _), let .reward(user, _), let .kick(user), let .ban(user),
+             let .setUserProperty(user, _, _, _):
+            return user
+        }
+    }
+
+    /// A short stable name, for logs, metrics and rejection reasons.
+    public var name: String {
+        switch self {
+        case .setRoomName: return "set-room-name"
+        case .setRoomType: return "set-room-type"
+        case .setStageLimit: return "set-stage-limit"
+        case .setHandLimit: return "set-hand-limit"
+        case .setSchedule: return "set-schedule"
+        case .setClassState: return "set-class-state"
+        case .muteAll: return "mute-all"
+        case .setRoomProperty: return "set-room-property"
+        case .joinSession: return "join"
+        case .leaveSession: return "leave"
+        case .replicaDown: return "replica-down"
+        case .setName: return "set-name"
+        case .setDevice: return "set-device"
+        case .setHand: return "set-hand"
+        case .setStage: return "set-stage"
+        case .setBoard: return "set-board"
+        case .setPrivilege: return "set-privilege"
+        case .reward: return "reward"
+        case .kick: return "kick"
+        case .ban: return "ban"
+        case .setUserProperty: return "set-user-property"
+        }
+    }
+}

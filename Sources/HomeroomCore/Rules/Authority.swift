@@ -1,0 +1,97 @@
+/// Why a delta was refused. Every replica computes the same reason for the same delta.
+public enum Rejection: Hashable, Sendable, CustomStringConvertible {
+    /// Observers may not change anything.
+    case observerIsReadOnly(operation: String)
+    /// Only the teacher or an assistant may do this.
+    case requiresModerator(operation: String, role: Role)
+    /// A student may change only itself.
+    case notOwnUser(operation: String, author: UserID, target: UserID)
+    /// Only a node acting for the cluster may do this.
+    case requiresSystem(operation: String)
+    /// The delta carries a value no valid client would send.
+    case invalidValue(operation: String, reason: String)
+
+    /// A stable code, for metrics and for clients to match on.
+    public var code: String {
+        switch self {
+        case .observerIsReadOnly: return "observer-read-only"
+        case .requiresModerator: return "requires-moderator"
+        case .notOwnUser: return "not-own-user"
+        case .requiresSystem: return "requires-system"
+        case .invalidValue: return "invalid-value"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .observerIsReadOnly(operation):
+            return "\(operation) refused: observers cannot change the room"
+        case let .requiresModerator(operation, role):
+            return "\(operation) refused: only a teacher or an assistant may do this, the author is a \(role)"
+        case let .notOwnUser(operation, author, target):
+            return "\(operation) refused: \(author) may change only itself, not \(target)"
+        case let .requiresSystem(operation):
+            return "\(operation) refused: only a node may do this"
+        case let .invalidValue(operation, reason):
+            return "\(operation) refused: \(reason)"
+        }
+    }
+}
+
+/// The default authority rules (shared/DESIGN.md). A pure function of the delta
+/// alone, so that every replica accepts or refuses it identically, in any order.
+public enum Authority {
+    public static func check(author: UserID, role: Role, operation: Operation) -> Rejection? {
+        let name = operation.name
+        if role == .observer {
+            // Observers may only come and go.
+            switch operation {
+            case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _):
+                return user == author ? nil : .notOwnUser(operation: name, author: author, target: user)
+            default:
+                return .observerIsReadOnly(operation: name)
+            }
+        }
+        switch operation {
+        case .setRoomName, .setRoomType, .setSchedule, .setClassState, .muteAll, .setRoomProperty:
+            return role.moderates ? nil : .requiresModerator(operation: name, role: role)
+
+        case let .setStageLimit(limit), let .setHandLimit(limit):
+            guard role.moderates else { return .requiresModerator(operation: name, role: role) }
+            return limit <= 100_000 ? nil : .invalidValue(operation: name, reason: "limit \(limit) is above 100000")
+
+        case .replicaDown:
+            return role == .system ? nil : .requiresSystem(operation: name)
+
+        case let .joinSession(user, _, _, joinRole, _, _):
+            if role == .system { return nil }
+            if user != author { return .notOwnUser(operation: name, author: author, target: user) }
+            // A user joins in the role its credential gives, never a higher one.
+            return joinRole == role ? nil : .invalidValue(operation: name, reason: "joins as \(joinRole) but is a \(role)")
+
+        case let .leaveSession(user, _):
+            return role == .system || user == author ? nil : .notOwnUser(operation: name, author: author, target: user)
+
+        case let .setName(user, _), let .setDevice(user, _, _):
+            return user == author || role == .system ? nil : .notOwnUser(operation: name, author: author, target: user)
+
+        case let .setHand(user, raised):
+            if user == author { return nil }
+            // Moderators may lower anyone's hand, never raise it for them.
+            if role.moderates && !raised { return nil }
+            return role.moderates
+                ? .invalidValue(operation: name, reason: "a hand is raised only by its owner")
+                : .notOwnUser(operation: name, author: author, target: user)
+
+        case .setStage, .setBoard, .setPrivilege, .kick, .ban:
+            return role.moderates ? nil : .requiresModerator(operation: name, role: role)
+
+        case let .reward(_, amount):
+            guard role.moderates else { return .requiresModerator(operation: name, role: role) }
+            return amount > 0 && amount <= 1_000 ? nil : .invalidValue(operation: name, reason: "a reward is 1 to 1000, not \(amount)")
+
+        case let .setUserProperty(user, _, _, _):
+            return user == author || role.moderates ? nil : .notOwnUser(operation: name, author: author, target: user)
+        }
+    }
+}

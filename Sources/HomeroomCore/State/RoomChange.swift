@@ -1,0 +1,35 @@
+/// What applying a delta or merging a patch changed, as the context layer's
+/// handlers will report it. Callers never diff two states.
+public enum RoomChange: Hashable, Sendable {
+    case roomInfoUpdated
+    case classStateUpdated(ClassState)
+    case allMicrophonesMuted
+    case roomPropertiesUpdated(keys: [String])
+    case userJoined(UserID)
+    case userLeft(UserID)
+    case userUpdated(UserID)
+    case coHostsAdded([UserID])
+    case coHostsRemoved([UserID])
+    case streamUpdated(UserID, Device, StreamState)
+    case boardUpdated(UserID, granted: Bool)
+    case userRewarded(UserID, amount: Int32, total: Int64)
+    case handWaved(UserID)
+    case handLowered(UserID)
+    case userKicked(UserID)
+    case userBanned(UserID)
+    case userPropertiesUpdated(UserID, keys: [String])
+}
+
+/// The result of applying one delta.
+public enum ApplyOutcome: Hashable, Sendable {
+    case applied([RoomChange])
+    /// Seen before: nothing changed.
+    case duplicate
+    /// Refused by the authority rules; recorded as seen, so it is not asked for again.
+    case rejected(Rejection)
+
+    public var changes: [RoomChange] {
+        if case let .applied(changes) = self { return changes }
+        return []
+    }
+}

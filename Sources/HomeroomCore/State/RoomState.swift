@@ -1,0 +1,185 @@
+/// The replicated state of one room: a join-semilattice of registers, counters
+/// and sets, plus the version vector of the deltas it contains.
+///
+/// `apply` takes one delta, `merge` takes a patch (another `RoomState`, usually
+/// cut down by `missing(since:)`); both are commutative, associative and
+/// idempotent, and both return the change set they caused.
+public struct RoomState: Sendable {
+    public let roomID: String
+    public var name = Register("", stamp: .origin)
+    public var type = Register(RoomType.smallClassroom, stamp: .origin)
+    public var stageLimit = Register(UInt32(RoomState.defaultStageLimit), stamp: .origin)
+    public var handLimit = Register(UInt32(RoomState.defaultHandLimit), stamp: .origin)
+    public var schedule = Register(Schedule(), stamp: .origin)
+    public var classState = ClassStateRegister()
+    /// The latest mute-all: a microphone privilege granted before it is off.
+    public var muteAll: Stamp = .origin
+    /// Per node, the highest incarnation known to be dead (max-merge).
+    public var deadIncarnations: [ReplicaID: UInt64] = [:]
+    public var properties: [String: Register<PropertyValue>] = [:]
+    public var users: [UserID: UserRecord] = [:]
+    /// Every delta this state contains, rejected ones included.
+    public var seen = VersionVector()
+
+    // Derived, rebuilt from the fields above; not part of equality.
+    var stageQueue = CandidateQueue()
+    var handQueue = CandidateQueue()
+
+    public static let defaultStageLimit = 6
+    public static let defaultHandLimit = 10
+
+    public init(roomID: String) {
+        self.roomID = roomID
+    }
+}
+
+extension RoomState: Equatable {
+    public static func == (a: RoomState, b: RoomState) -> Bool {
+        a.roomID == b.roomID && a.name == b.name && a.type == b.type && a.stageLimit == b.stageLimit
+            && a.handLimit == b.handLimit && a.schedule == b.schedule && a.classState == b.classState
+            && a.muteAll == b.muteAll && a.deadIncarnations == b.deadIncarnations
+            && a.properties == b.properties && a.users == b.users && a.seen == b.seen
+    }
+}
+
+// MARK: - Derived facts
+
+/// What the room shows of one user; two of these are compared to emit changes.
+struct UserFacts: Equatable {
+    var known = false
+    var online = false
+    var name = ""
+    var role = Role.student
+    var onStage = false
+    var camera = StreamState.inoperable
+    var microphone = StreamState.inoperable
+    var board = false
+    var handUp = false
+    var rewardTotal: Int64 = 0
+    var kicked = Stamp.origin
+    var banned = false
+}
+
+/// The room-wide inputs to `UserFacts`, captured before a change so the
+/// "before" facts of untouched users can be computed afterwards.
+struct FactsContext {
+    var stageWinners: [UserID]
+    var handWinners: [UserID]
+    var muteAll: Stamp
+    var deadIncarnations: [ReplicaID: UInt64]
+}
+
+extension RoomState {
+    var stageLimitValue: Int { type.value == .oneToOne ? 2 : Int(stageLimit.value) }
+
+    /// Users on stage, in the order every replica agrees on.
+    public var stageWinners: [UserID] {
+        if type.value == .oneToOne {
+            return users.filter { $0.value.isKnown && !$0.value.isBanned && ($0.value.role.value == .teacher || $0.value.role.value == .student) }
+                .keys.sorted()
+        }
+        return stageQueue.winners(limit: stageLimitValue).map(\.user)
+    }
+
+    /// Users promoted while the stage was full: shown as waiting, in order.
+    public var stageWaiting: [UserID] {
+        type.value == .oneToOne ? [] : stageQueue.waiting(limit: stageLimitValue).map(\.user)
+    }
+
+    public var raisedHands: [UserID] { handQueue.winners(limit: Int(handLimit.value)).map(\.user) }
+    public var waitingHands: [UserID] { handQueue.waiting(limit: Int(handLimit.value)).map(\.user) }
+
+    public func isOnStage(_ user: UserID) -> Bool {
+        if type.value == .oneToOne {
+            guard let record = users[user], record.isKnown, !record.isBanned else { return false }
+            return record.role.value == .teacher || record.role.value == .student
+        }
+        guard let rank = stageQueue.rank(of: user) else { return false }
+        return rank < stageLimitValue
+    }
+
+    public func isHandUp(_ user: UserID) -> Bool {
+        guard let rank = handQueue.rank(of: user) else { return false }
+        return rank < Int(handLimit.value)
+    }
+
+    public func isOnline(_ user: UserID) -> Bool {
+        users[user]?.isOnline(deadIncarnations: deadIncarnations) ?? false
+    }
+
+    func microphonePrivilege(_ record: UserRecord, muteAll: Stamp) -> Bool {
+        record.microphonePrivilege.value && muteAll < record.microphonePrivilege.stamp
+    }
+
+    func currentContext() -> FactsContext {
+        FactsContext(stageWinners: stageWinners, handWinners: raisedHands, muteAll: muteAll, deadIncarnations: deadIncarnations)
+    }
+
+    func facts(_ record: UserRecord, onStage: Bool, handUp: Bool, muteAll: Stamp, dead: [ReplicaID: UInt64]) -> UserFacts {
+        UserFacts(
+            known: record.isKnown,
+            online: record.isOnline(deadIncarnations: dead),
+            name: record.name.value,
+            role: record.role.value,
+            onStage: onStage,
+            camera: StreamState.derive(onStage: onStage, deviceOn: record.cameraDevice.value, privilegeOn: record.cameraPrivilege.value),
+            microphone: StreamState.derive(onStage: onStage, deviceOn: record.microphoneDevice.value,
+                                           privilegeOn: microphonePrivilege(record, muteAll: muteAll)),
+            board: record.board.value,
+            handUp: handUp,
+            rewardTotal: record.rewardTotal,
+            kicked: record.kicked,
+            banned: record.isBanned
+        )
+    }
+
+    func currentFacts(_ user: UserID) -> UserFacts {
+        guard let record = users[user] else { return UserFacts() }
+        return facts(record, onStage: isOnStage(user), handUp: isHandUp(user), muteAll: muteAll, dead: deadIncarnations)
+    }
+
+    func facts(_ user: UserID, record: UserRecord, in context: FactsContext) -> UserFacts {
+        facts(record, onStage: context.stageWinners.contains(user), handUp: context.handWinners.contains(user),
+              muteAll: context.muteAll, dead: context.deadIncarnations)
+    }
+
+    /// Keeps the stage and hand queues in step with one user's record.
+    mutating func reindex(_ user: UserID) {
+        guard let record = users[user] else { return }
+        stageQueue.set(user, stamp: record.isStageCandidate() ? record.stage.stamp : nil)
+        handQueue.set(user, stamp: record.isHandCandidate() ? record.hand.stamp : nil)
+    }
+
+    /// Rebuilds every derived index (after decoding a snapshot, for example).
+    public mutating func rebuildIndexes() {
+        stageQueue = CandidateQueue()
+        handQueue = CandidateQueue()
+        for user in users.keys { reindex(user) }
+    }
+}
+
+// MARK: - Emitting changes
+
+extension RoomState {
+    static func emit(_ user: UserID, before: UserFacts, after: UserFacts, into changes: inout [RoomChange],
+                     stageAdded: inout [UserID], stageRemoved: inout [UserID]) {
+        if before == after { return }
+        if !before.online && after.online { changes.append(.userJoined(user)) }
+        if before.known && after.known && (before.name != after.name || before.role != after.role) {
+            changes.append(.userUpdated(user))
+        }
+        if before.kicked != after.kicked { changes.append(.userKicked(user)) }
+        if !before.banned && after.banned { changes.append(.userBanned(user)) }
+        if before.online && !after.online { changes.append(.userLeft(user)) }
+        if before.onStage != after.onStage {
+            if after.onStage { stageAdded.append(user) } else { stageRemoved.append(user) }
+        }
+        if before.camera != after.camera { changes.append(.streamUpdated(user, .camera, after.camera)) }
+        if before.microphone != after.microphone { changes.append(.streamUpdated(user, .microphone, after.microphone)) }
+        if before.board != after.board { changes.append(.boardUpdated(user, granted: after.board)) }
+        if before.handUp != after.handUp { changes.append(after.handUp ? .handWaved(user) : .handLowered(user)) }
+        if after.rewardTotal != before.rewardTotal {
+            changes.append(.userRewarded(user, amount: Int32(clamping: after.rewardTotal - before.rewardTotal), total: after.rewardTotal))
+        }
+    }
+}

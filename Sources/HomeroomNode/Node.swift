@@ -1,0 +1,1 @@
+// Node: nng transport and cluster.
