@@ -6,6 +6,7 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
     case stageFull(limit: Int)
     case handLimitReached(limit: Int)
     case roomClosed
+    case roomFull(reason: String)
     case userNotFound(UserID)
     case banned(UserID)
     case classStateCannotGoBack(from: ClassState, to: ClassState)
@@ -17,6 +18,7 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case .stageFull: return "stage-full"
         case .handLimitReached: return "hand-limit-reached"
         case .roomClosed: return "room-closed"
+        case .roomFull: return "room-full"
         case .userNotFound: return "user-not-found"
         case .banned: return "banned"
         case .classStateCannotGoBack: return "class-state-backwards"
@@ -30,6 +32,7 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .stageFull(limit): return "the stage is full (\(limit) seats): take someone off the stage first"
         case let .handLimitReached(limit): return "\(limit) hands are already raised: wait until the teacher lowers one"
         case .roomClosed: return "the class is over and the room is closed"
+        case let .roomFull(reason): return "the room is full: \(reason)"
         case let .userNotFound(user): return "no user \(user) has joined this room"
         case let .banned(user): return "\(user) is banned from this room"
         case let .classStateCannotGoBack(from, to): return "class state moves only forward: it is \(from), cannot go to \(to)"
@@ -49,8 +52,12 @@ extension RoomState {
         if isClosed(nowMillis: nowMillis) { return .roomClosed }
         let op = write.operation
         if let target = op.target {
-            if case .joinSession = op {
+            if case let .joinSession(_, _, _, role, _, _) = op {
                 if users[target]?.isBanned == true { return .banned(target) }
+                if type.value == .oneToOne, role == .teacher || role == .student,
+                   users.contains(where: { $0.key != target && $0.value.isKnown && !$0.value.isBanned && $0.value.role.value == role }) {
+                    return .roomFull(reason: "a one-to-one room has one \(role) already")
+                }
             } else if users[target]?.isKnown != true {
                 return .userNotFound(target)
             }

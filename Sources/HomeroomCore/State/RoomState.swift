@@ -74,11 +74,24 @@ extension RoomState {
 
     /// Users on stage, in the order every replica agrees on.
     public var stageWinners: [UserID] {
-        if type.value == .oneToOne {
-            return users.filter { $0.value.isKnown && !$0.value.isBanned && ($0.value.role.value == .teacher || $0.value.role.value == .student) }
-                .keys.sorted()
-        }
+        if type.value == .oneToOne { return oneToOneParties }
         return stageQueue.winners(limit: stageLimitValue).map(\.user)
+    }
+
+    /// In a one-to-one room the first teacher and the first student to join are
+    /// both always on stage (earliest join, then id, so every replica agrees).
+    var oneToOneParties: [UserID] {
+        var teacher: (Stamp, UserID)?
+        var student: (Stamp, UserID)?
+        for (user, record) in users where record.isKnown && !record.isBanned {
+            let key = (record.role.stamp, user)
+            switch record.role.value {
+            case .teacher: if teacher.map({ key < $0 }) ?? true { teacher = key }
+            case .student: if student.map({ key < $0 }) ?? true { student = key }
+            default: break
+            }
+        }
+        return [teacher?.1, student?.1].compactMap { $0 }.sorted()
     }
 
     /// Users promoted while the stage was full: shown as waiting, in order.
@@ -90,10 +103,7 @@ extension RoomState {
     public var waitingHands: [UserID] { handQueue.waiting(limit: Int(handLimit.value)).map(\.user) }
 
     public func isOnStage(_ user: UserID) -> Bool {
-        if type.value == .oneToOne {
-            guard let record = users[user], record.isKnown, !record.isBanned else { return false }
-            return record.role.value == .teacher || record.role.value == .student
-        }
+        if type.value == .oneToOne { return oneToOneParties.contains(user) }
         guard let rank = stageQueue.rank(of: user) else { return false }
         return rank < stageLimitValue
     }

@@ -1,0 +1,46 @@
+/// The shape of one simulated schedule.
+public struct SimulationConfig: Sendable, Hashable {
+    public var replicas = 3
+    public var students = 8
+    public var steps = 300
+    public var stageLimit: UInt32 = 3
+    public var handLimit: UInt32 = 4
+    /// Percent of messages lost, duplicated; and of steps that flip a partition.
+    public var dropPercent = 15
+    public var duplicatePercent = 10
+    public var partitionPercent = 3
+    /// Percent of writes that skip the origin's admission check, as a forged or
+    /// racing write would: the merge rules alone must then keep the invariants.
+    public var forgedPercent = 15
+    public var roomType = RoomType.smallClassroom
+
+    public init() {}
+}
+
+/// What a finished schedule found.
+public struct SimulationReport: Sendable, CustomStringConvertible {
+    public var seed: UInt64
+    public var writes = 0
+    public var refusedAtOrigin = 0
+    public var rejectedByMerge = 0
+    public var messagesSent = 0
+    public var messagesDropped = 0
+    public var messagesDuplicated = 0
+    public var partitions = 0
+    public var syncRounds = 0
+    public var patchesSent = 0
+    public var violations: [String] = []
+    public var finalRoster: Roster?
+
+    public var converged: Bool { violations.isEmpty }
+
+    public var description: String {
+        var lines = [
+            "seed \(seed): \(writes) writes (\(refusedAtOrigin) refused at origin, \(rejectedByMerge) rejected by merge), "
+                + "\(messagesSent) messages (\(messagesDropped) dropped, \(messagesDuplicated) duplicated), "
+                + "\(partitions) partitions, \(patchesSent) repair patches, \(syncRounds) final sync rounds",
+        ]
+        lines.append(violations.isEmpty ? "all replicas identical, every invariant held" : "VIOLATIONS:\n  " + violations.joined(separator: "\n  "))
+        return lines.joined(separator: "\n")
+    }
+}

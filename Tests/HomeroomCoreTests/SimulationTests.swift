@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+@testable import HomeroomCore
+
+/// Seeded schedules over several replicas with loss, duplication, reordering,
+/// partitions and restarts. `HOMEROOM_SCHEDULES` sets how many (CI runs 10,000);
+/// `HOMEROOM_SEED` replays one.
+@Suite struct SimulationTests {
+    static var environment: [String: String] { ProcessInfo.processInfo.environment }
+
+    @Test func randomSchedulesConvergeAndKeepInvariants() {
+        let env = Self.environment
+        let seeds: [UInt64]
+        if let replay = env["HOMEROOM_SEED"].flatMap(UInt64.init) {
+            seeds = [replay]
+        } else {
+            let count = env["HOMEROOM_SCHEDULES"].flatMap(Int.init) ?? 2_000
+            let base = env["HOMEROOM_SEED_BASE"].flatMap(UInt64.init) ?? 0x5EED_0000
+            seeds = (0..<UInt64(count)).map { base &+ $0 }
+        }
+        var failures = 0
+        for seed in seeds {
+            var config = SimulationConfig()
+            var rng = SplitMix64(seed: seed ^ 0xC0FFEE)
+            config.replicas = Int.random(in: 2...5, using: &rng)
+            config.students = Int.random(in: 2...10, using: &rng)
+            config.steps = Int.random(in: 50...250, using: &rng)
+            config.roomType = Int.random(in: 0..<10, using: &rng) == 0 ? .oneToOne : .smallClassroom
+            let report = Simulation.run(seed: seed, config: config)
+            if !report.converged {
+                failures += 1
+                Issue.record("""
+                    schedule failed: \(report)
+                    replay: HOMEROOM_SEED=\(seed) swift test --filter SimulationTests
+                    """)
+                if failures >= 3 { break }
+            }
+        }
+        #expect(failures == 0, "\(failures) of \(seeds.count) schedules failed")
+    }
+
+    @Test func lectureHallScheduleConverges() {
+        var config = SimulationConfig()
+        config.replicas = 3
+        config.students = 60
+        config.steps = 2_000
+        config.roomType = .lectureHall
+        let report = Simulation.run(seed: 42, config: config)
+        #expect(report.converged, "\(report)\nreplay: swift test --filter lectureHallScheduleConverges")
+    }
+}
