@@ -14,21 +14,26 @@ extension RoomState {
         switch delta.operation {
         // Fast paths: one user's own registers; stage and hand order unchanged.
         case let .setDevice(user, device, on):
-            return updateUser(user, keepsRanks: true) { record in
-                if device == .camera { record.cameraDevice.write(on, at: stamp) } else { record.microphoneDevice.write(on, at: stamp) }
+            return writeStream(user, device) { activity in
+                device == .camera ? activity.cameraDevice.write(on, at: stamp) : activity.microphoneDevice.write(on, at: stamp)
             }
         case let .setPrivilege(user, device, allowed):
-            return updateUser(user, keepsRanks: true) { record in
-                if device == .camera { record.cameraPrivilege.write(allowed, at: stamp) } else { record.microphonePrivilege.write(allowed, at: stamp) }
+            return writeStream(user, device) { activity in
+                device == .camera ? activity.cameraPrivilege.write(allowed, at: stamp) : activity.microphonePrivilege.write(allowed, at: stamp)
             }
         case let .setBoard(user, granted):
-            return updateUser(user, keepsRanks: true) { record in record.board.write(granted, at: stamp) }
+            guard let index = users.index(forKey: user) else { return unknownUser(user) { $0.board.write(granted, at: stamp) } }
+            let before = users.values[index].board.value
+            guard users.values[index].modifyActivity({ $0.board.write(granted, at: stamp) }),
+                  users.values[index].board.value != before else { return [] }
+            return [.boardUpdated(user, granted: granted)]
+        case let .reward(user, amount):
+            let key = RewardKey(author: delta.author, authorCounter: delta.authorCounter)
+            let entry = RewardEntry(amount: amount, stamp: stamp)
+            let added = users[user, default: UserRecord()].addReward(key, entry)
+            return added == 0 ? [] : [.userRewarded(user, amount: added, total: users[user]!.rewardTotal)]
         case let .setName(user, name):
             return updateUser(user, keepsRanks: true) { record in record.name.write(name, at: stamp) }
-        case let .reward(user, amount):
-            return updateUser(user, keepsRanks: true) { record in
-                record.addReward(RewardKey(author: delta.author, authorCounter: delta.authorCounter), RewardEntry(amount: amount, stamp: stamp))
-            }
         case let .leaveSession(user, session):
             return updateUser(user, keepsRanks: true) { record in record.endSession(session, at: stamp) }
         case let .setUserProperty(user, key, value, cause):
@@ -49,9 +54,9 @@ extension RoomState {
                 record.upsertSession(SessionRecord(id: session, host: host, incarnation: incarnation, started: stamp))
             }
         case let .setStage(user, on):
-            return updateUser(user, keepsRanks: false) { record in record.stage.write(on, at: stamp) }
+            return requeue(user) { $0.stage.write(on, at: stamp) }
         case let .setHand(user, raised):
-            return updateUser(user, keepsRanks: false) { record in record.hand.write(raised, at: stamp) }
+            return requeue(user) { $0.hand.write(raised, at: stamp) }
         case let .kick(user):
             return updateUser(user, keepsRanks: false) { record in
                 if record.kicked < stamp { record.kicked = stamp }
@@ -91,6 +96,63 @@ extension RoomState {
             if properties[key] == nil { properties[key] = written; won = true } else { won = properties[key]!.merge(written) }
             return won ? [.roomPropertiesUpdated(keys: [key])] : []
         }
+    }
+
+    /// A stage or hand write: only places on the stage and the hand list can move.
+    private mutating func requeue(_ user: UserID, _ write: (inout UserActivity) -> Bool) -> [RoomChange] {
+        let stageBefore = stageWinners
+        let handsBefore = raisedHands
+        guard users[user, default: UserRecord()].modifyActivity(write) else { return [] }
+        reindex(user)
+        var changes: [RoomChange] = []
+        let stageAfter = stageWinners
+        if stageBefore != stageAfter {
+            let removed = stageBefore.filter { !stageAfter.contains($0) }
+            let added = stageAfter.filter { !stageBefore.contains($0) }
+            for (moved, nowOnStage) in removed.map({ ($0, false) }) + added.map({ ($0, true) }) {
+                guard let record = users[moved] else { continue }
+                for device in Device.allCases {
+                    let before = streamState(record, device, onStage: !nowOnStage)
+                    let after = streamState(record, device, onStage: nowOnStage)
+                    if before != after { changes.append(.streamUpdated(moved, device, after)) }
+                }
+            }
+            if !removed.isEmpty { changes.append(.coHostsRemoved(removed.sorted())) }
+            if !added.isEmpty { changes.append(.coHostsAdded(added.sorted())) }
+        }
+        let handsAfter = raisedHands
+        if handsBefore != handsAfter {
+            for lowered in handsBefore where !handsAfter.contains(lowered) { changes.append(.handLowered(lowered)) }
+            for waved in handsAfter where !handsBefore.contains(waved) { changes.append(.handWaved(waved)) }
+        }
+        return changes
+    }
+
+    /// A write to one camera or microphone register: reports the stream state
+    /// only when the visible state changed.
+    @inline(__always)
+    private mutating func writeStream(_ user: UserID, _ device: Device, _ write: (inout UserActivity) -> Bool) -> [RoomChange] {
+        guard let index = users.index(forKey: user) else { return unknownUser(user) { _ = write(&$0) } }
+        let onStage = isOnStage(user)
+        let before = streamState(users.values[index], device, onStage: onStage)
+        guard users.values[index].modifyActivity(write) else { return [] }
+        let after = streamState(users.values[index], device, onStage: onStage)
+        return before == after ? [] : [.streamUpdated(user, device, after)]
+    }
+
+    @inline(__always)
+    func streamState(_ record: UserRecord, _ device: Device, onStage: Bool) -> StreamState {
+        guard onStage else { return .inoperable }
+        return device == .camera
+            ? .derive(onStage: true, deviceOn: record.cameraDevice.value, privilegeOn: record.cameraPrivilege.value)
+            : .derive(onStage: true, deviceOn: record.microphoneDevice.value, privilegeOn: microphonePrivilege(record, muteAll: muteAll))
+    }
+
+    /// A write about a user this replica has not seen join yet: keep it (the join
+    /// will come), nothing visible changes.
+    private mutating func unknownUser(_ user: UserID, _ write: (inout UserActivity) -> Void) -> [RoomChange] {
+        users[user, default: UserRecord()].modifyActivity(write)
+        return []
     }
 
     /// Changes one user's record and reports what that changed. `keepsRanks` says
@@ -133,28 +195,31 @@ extension RoomState {
 
     /// Runs a change and reports, for the touched users and everyone whose stage
     /// or hand place moved, what is different afterwards.
-    mutating func reportingChanges(touched: [UserID], _ mutate: (inout RoomState) -> Void) -> [RoomChange] {
+    mutating func reportingChanges(touched: [UserID], isTouched: ((UserID) -> Bool)? = nil,
+                                   _ mutate: (inout RoomState) -> Void) -> [RoomChange] {
         let contextBefore = currentContext()
-        var before: [UserID: UserFacts] = [:]
-        for user in touched { before[user] = currentFacts(user) }
+        let beforeFacts = touched.map { user in users[user].map { facts(user, record: $0, in: contextBefore) } ?? UserFacts() }
         mutate(&self)
         let contextAfter = currentContext()
 
-        var affected = touched
-        var seenUsers = Set(touched)
-        func note(_ list: [UserID]) { for user in list where seenUsers.insert(user).inserted { affected.append(user) } }
-        note(contextBefore.stageWinners)
-        note(contextAfter.stageWinners)
-        note(contextBefore.handWinners)
-        note(contextAfter.handWinners)
+        // Users whose stage or hand place may have moved without being touched.
+        let touchedTest = isTouched ?? { touched.contains($0) }
+        var moved: [UserID] = []
+        for list in [contextBefore.stageWinners, contextAfter.stageWinners, contextBefore.handWinners, contextAfter.handWinners] {
+            for user in list where !touchedTest(user) && !moved.contains(user) { moved.append(user) }
+        }
 
         var changes: [RoomChange] = []
         var added: [UserID] = [], removed: [UserID] = []
-        for user in affected {
+        for (index, user) in touched.enumerated() {
             guard let record = users[user] else { continue }
-            let old = before[user] ?? facts(user, record: record, in: contextBefore)
-            let new = facts(user, record: record, in: contextAfter)
-            Self.emit(user, before: old, after: new, into: &changes, stageAdded: &added, stageRemoved: &removed)
+            Self.emit(user, before: beforeFacts[index], after: facts(user, record: record, in: contextAfter),
+                      into: &changes, stageAdded: &added, stageRemoved: &removed)
+        }
+        for user in moved {
+            guard let record = users[user] else { continue }
+            Self.emit(user, before: facts(user, record: record, in: contextBefore), after: facts(user, record: record, in: contextAfter),
+                      into: &changes, stageAdded: &added, stageRemoved: &removed)
         }
         if !removed.isEmpty { changes.append(.coHostsRemoved(removed.sorted())) }
         if !added.isEmpty { changes.append(.coHostsAdded(added.sorted())) }

@@ -35,16 +35,21 @@ extension RoomState {
     public mutating func merge(_ patch: RoomState) -> [RoomChange] {
         precondition(patch.roomID == roomID, "merging room \(patch.roomID) into \(roomID)")
         var touched = Array(patch.users.keys)
+        var hostedOnDeadReplica: [UserID] = []
         for (replica, incarnation) in patch.deadIncarnations where deadIncarnations[replica].map({ $0 < incarnation }) ?? true {
-            for (user, record) in users where record.sessions.contains(where: { $0.host == replica }) { touched.append(user) }
+            for (user, record) in users where patch.users[user] == nil && record.sessions.contains(where: { $0.host == replica })
+                && !hostedOnDeadReplica.contains(user) {
+                hostedOnDeadReplica.append(user)
+            }
         }
-        if touched.count > 1 { touched = Array(Set(touched)) }
+        touched.append(contentsOf: hostedOnDeadReplica)
+        let isTouched: (UserID) -> Bool = { patch.users[$0] != nil || hostedOnDeadReplica.contains($0) }
         var roomInfoChanged = false
         var classStateChanged = false
         var muted = false
         var propertyKeys: [String] = []
         var userPropertyChanges: [RoomChange] = []
-        var changes = reportingChanges(touched: touched) { state in
+        var changes = reportingChanges(touched: touched, isTouched: isTouched) { state in
             roomInfoChanged = state.name.merge(patch.name)
             roomInfoChanged = state.type.merge(patch.type) || roomInfoChanged
             roomInfoChanged = state.stageLimit.merge(patch.stageLimit) || roomInfoChanged
@@ -64,11 +69,13 @@ extension RoomState {
                 }
             }
             for (user, record) in patch.users {
-                let existing = state.users[user]?.properties
-                let wonKeys = record.properties.compactMap { key, register in
-                    existing?[key].map { $0.stamp < register.stamp } ?? true ? key : nil
+                if record.hasActivity, !record.properties.isEmpty {
+                    let existing = state.users[user]?.properties
+                    let wonKeys = record.properties.compactMap { key, register in
+                        existing?[key].map { $0.stamp < register.stamp } ?? true ? key : nil
+                    }
+                    if !wonKeys.isEmpty { userPropertyChanges.append(.userPropertiesUpdated(user, keys: wonKeys.sorted())) }
                 }
-                if !wonKeys.isEmpty { userPropertyChanges.append(.userPropertiesUpdated(user, keys: wonKeys.sorted())) }
                 state.users[user, default: UserRecord()].merge(record)
                 state.reindex(user)
             }

@@ -48,10 +48,10 @@ public struct RewardEntry: Hashable, Sendable {
     public var stamp: Stamp
 }
 
-/// Everything the room knows about one user, each field with its own lattice.
-public struct UserRecord: Hashable, Sendable {
-    public var name = Register("", stamp: .origin)
-    public var role = Register(Role.student, stamp: .origin)
+/// What a user does in class beyond joining: stage, devices, privileges, hand,
+/// rewards, kicks and properties. Most of a lecture hall's audience never has
+/// any of it, so `UserRecord` allocates it only on the first such write.
+public struct UserActivity: Hashable, Sendable {
     public var stage = Register(false, stamp: .origin)
     public var board = Register(false, stamp: .origin)
     public var cameraDevice = Register(false, stamp: .origin)
@@ -59,18 +59,95 @@ public struct UserRecord: Hashable, Sendable {
     public var microphoneDevice = Register(false, stamp: .origin)
     public var microphonePrivilege = Register(false, stamp: .origin)
     public var hand = Register(false, stamp: .origin)
-    /// The latest kick (max-merge): sessions started before it are over.
     public var kicked: Stamp = .origin
-    /// The earliest ban (min-merge). Once set, never cleared: remove wins, forever.
     public var banned: Stamp?
-    /// Sorted by id.
-    public var sessions: [SessionRecord] = []
     public var rewards: [RewardKey: RewardEntry] = [:]
-    /// Sum of `rewards`, kept so the roster need not add them up.
-    public private(set) var rewardTotal: Int64 = 0
+    public fileprivate(set) var rewardTotal: Int64 = 0
     public var properties: [String: Register<PropertyValue>] = [:]
 
     public init() {}
+
+    static let none = UserActivity()
+
+    mutating func merge(_ other: UserActivity) {
+        stage.merge(other.stage)
+        board.merge(other.board)
+        cameraDevice.merge(other.cameraDevice)
+        cameraPrivilege.merge(other.cameraPrivilege)
+        microphoneDevice.merge(other.microphoneDevice)
+        microphonePrivilege.merge(other.microphonePrivilege)
+        hand.merge(other.hand)
+        if kicked < other.kicked { kicked = other.kicked }
+        if let otherBan = other.banned, banned.map({ otherBan < $0 }) ?? true { banned = otherBan }
+        for (key, entry) in other.rewards { addReward(key, entry) }
+        for (key, register) in other.properties {
+            if properties[key] == nil { properties[key] = register } else { properties[key]!.merge(register) }
+        }
+    }
+
+    @discardableResult
+    mutating func addReward(_ key: RewardKey, _ entry: RewardEntry) -> Int32 {
+        if let existing = rewards[key] {
+            if entry.stamp < existing.stamp { rewards[key]!.stamp = entry.stamp }
+            return 0
+        }
+        rewards[key] = entry
+        rewardTotal += Int64(entry.amount)
+        return entry.amount
+    }
+}
+
+/// Everything the room knows about one user, each field with its own lattice.
+public struct UserRecord: Hashable, Sendable {
+    public var name = Register("", stamp: .origin)
+    public var role = Register(Role.student, stamp: .origin)
+    /// Sorted by id.
+    public var sessions: [SessionRecord] = []
+    /// Empty until the first activity write; then exactly one element. An array
+    /// costs one word when empty and copies on write, like a lazy box.
+    private var activityStorage: [UserActivity] = []
+
+    public init() {}
+
+    public var activity: UserActivity {
+        get { activityStorage.first ?? .none }
+        set {
+            if activityStorage.isEmpty {
+                if newValue == .none { return }
+                activityStorage = [newValue]
+            } else {
+                activityStorage[0] = newValue
+            }
+        }
+    }
+
+    /// Changes the activity in place (allocating it on first use).
+    @inline(__always)
+    mutating func modifyActivity<Result>(_ body: (inout UserActivity) -> Result) -> Result {
+        if activityStorage.isEmpty { activityStorage = [UserActivity()] }
+        return body(&activityStorage[0])
+    }
+
+    public var hasActivity: Bool { !activityStorage.isEmpty }
+
+    public var stage: Register<Bool> { get { activity.stage } set { modifyActivity { $0.stage = newValue } } }
+    public var board: Register<Bool> { get { activity.board } set { modifyActivity { $0.board = newValue } } }
+    public var cameraDevice: Register<Bool> { get { activity.cameraDevice } set { modifyActivity { $0.cameraDevice = newValue } } }
+    public var cameraPrivilege: Register<Bool> { get { activity.cameraPrivilege } set { modifyActivity { $0.cameraPrivilege = newValue } } }
+    public var microphoneDevice: Register<Bool> { get { activity.microphoneDevice } set { modifyActivity { $0.microphoneDevice = newValue } } }
+    public var microphonePrivilege: Register<Bool> { get { activity.microphonePrivilege } set { modifyActivity { $0.microphonePrivilege = newValue } } }
+    public var hand: Register<Bool> { get { activity.hand } set { modifyActivity { $0.hand = newValue } } }
+    /// The latest kick (max-merge): sessions started before it are over.
+    public var kicked: Stamp { get { activity.kicked } set { modifyActivity { $0.kicked = newValue } } }
+    /// The earliest ban (min-merge). Once set, never cleared: remove wins, forever.
+    public var banned: Stamp? { get { activity.banned } set { modifyActivity { $0.banned = newValue } } }
+    public var rewards: [RewardKey: RewardEntry] { activity.rewards }
+    /// Sum of `rewards`, kept so the roster need not add them up.
+    public var rewardTotal: Int64 { activityStorage.first?.rewardTotal ?? 0 }
+    public var properties: [String: Register<PropertyValue>] {
+        get { activity.properties }
+        set { modifyActivity { $0.properties = newValue } }
+    }
 
     /// Whether anyone has told this replica about this user joining.
     public var isKnown: Bool { role.stamp != .origin }
@@ -84,7 +161,8 @@ public struct UserRecord: Hashable, Sendable {
     func isHandCandidate() -> Bool { hand.value && kicked < hand.stamp && banned == nil }
 
     func isOnline(deadIncarnations: [ReplicaID: UInt64]) -> Bool {
-        guard banned == nil else { return false }
+        let kicked = activityStorage.first?.kicked ?? .origin
+        if activityStorage.first?.banned != nil { return false }
         for session in sessions where session.ended == nil && kicked < session.started {
             if let dead = deadIncarnations[session.host], session.incarnation <= dead { continue }
             return true
@@ -95,13 +173,7 @@ public struct UserRecord: Hashable, Sendable {
     /// Adds a reward; returns the amount actually added (0 for a copy already counted).
     @discardableResult
     mutating func addReward(_ key: RewardKey, _ entry: RewardEntry) -> Int32 {
-        if let existing = rewards[key] {
-            if entry.stamp < existing.stamp { rewards[key]!.stamp = entry.stamp }
-            return 0
-        }
-        rewards[key] = entry
-        rewardTotal += Int64(entry.amount)
-        return entry.amount
+        modifyActivity { $0.addReward(key, entry) }
     }
 
     mutating func upsertSession(_ session: SessionRecord) {
@@ -130,31 +202,47 @@ public struct UserRecord: Hashable, Sendable {
     mutating func merge(_ other: UserRecord) {
         name.merge(other.name)
         role.merge(other.role)
-        stage.merge(other.stage)
-        board.merge(other.board)
-        cameraDevice.merge(other.cameraDevice)
-        cameraPrivilege.merge(other.cameraPrivilege)
-        microphoneDevice.merge(other.microphoneDevice)
-        microphonePrivilege.merge(other.microphonePrivilege)
-        hand.merge(other.hand)
-        if kicked < other.kicked { kicked = other.kicked }
-        if let otherBan = other.banned, banned.map({ otherBan < $0 }) ?? true { banned = otherBan }
         for session in other.sessions { upsertSession(session) }
-        for (key, entry) in other.rewards { addReward(key, entry) }
-        for (key, register) in other.properties {
-            if properties[key] == nil { properties[key] = register } else { properties[key]!.merge(register) }
-        }
+        if let otherActivity = other.activityStorage.first { modifyActivity { $0.merge(otherActivity) } }
     }
 
     /// The part of this record whose writes `seen` does not cover; nil when nothing is missing.
     func missing(from seen: VersionVector) -> UserRecord? {
         var patch = UserRecord()
         var any = false
-        func take<V>(_ source: Register<V>, _ target: inout Register<V>) {
+        if !seen.contains(name.stamp.dot) { patch.name = name; any = true }
+        if !seen.contains(role.stamp.dot) { patch.role = role; any = true }
+        for session in sessions {
+            let startMissing = !seen.contains(session.started.dot) && session.started != Stamp.maxedOut
+            let endMissing = session.ended.map { !seen.contains($0.dot) } ?? false
+            if startMissing || endMissing { patch.sessions.append(session); any = true }
+        }
+        if let activity = activityStorage.first, let missing = activity.missing(from: seen) {
+            patch.activityStorage = [missing]
+            any = true
+        }
+        return any ? patch : nil
+    }
+
+    public static func == (a: UserRecord, b: UserRecord) -> Bool {
+        a.name == b.name && a.role == b.role && a.sessions == b.sessions && a.activity == b.activity
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(role)
+        hasher.combine(sessions)
+        hasher.combine(activity)
+    }
+}
+
+extension UserActivity {
+    func missing(from seen: VersionVector) -> UserActivity? {
+        var patch = UserActivity()
+        var any = false
+        func take(_ source: Register<Bool>, _ target: inout Register<Bool>) {
             if !seen.contains(source.stamp.dot) { target = source; any = true }
         }
-        take(name, &patch.name)
-        take(role, &patch.role)
         take(stage, &patch.stage)
         take(board, &patch.board)
         take(cameraDevice, &patch.cameraDevice)
@@ -164,11 +252,6 @@ public struct UserRecord: Hashable, Sendable {
         take(hand, &patch.hand)
         if !seen.contains(kicked.dot) { patch.kicked = kicked; any = true }
         if let ban = banned, !seen.contains(ban.dot) { patch.banned = ban; any = true }
-        for session in sessions {
-            let startMissing = !seen.contains(session.started.dot) && session.started != Stamp.maxedOut
-            let endMissing = session.ended.map { !seen.contains($0.dot) } ?? false
-            if startMissing || endMissing { patch.sessions.append(session); any = true }
-        }
         for (key, entry) in rewards where !seen.contains(entry.stamp.dot) {
             patch.addReward(key, entry)
             any = true

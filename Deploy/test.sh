@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is missing, check generated code, fuzz briefly,
+# then run every Swift test. The last lines are swift test's own summary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/opt/swift/usr/bin:$PATH"
+bash Deploy/bootstrap.sh
+
+# Runs a build quietly; on failure shows its whole output.
+quiet_build() {
+  local log; log=$(mktemp)
+  if ! "$@" >"$log" 2>&1; then cat "$log" >&2; rm -f "$log"; return 1; fi
+  grep -E 'warning:|Compiling|Build complete' "$log" | grep -vE '^\[[0-9]+/[0-9]+\] Compiling' | tail -n 3 >&2 || true
+  rm -f "$log"
+}
+
+echo "== generated protobuf-c code matches Proto/" >&2
+bash Proto/generate.sh --check
+
+if [ -x Fuzz/run.sh ] && [ "${HOMEROOM_FUZZ_SECONDS:-60}" != "0" ]; then
+  echo "== fuzzing decode + merge for ${HOMEROOM_FUZZ_SECONDS:-60} s" >&2
+  bash Fuzz/run.sh "${HOMEROOM_FUZZ_SECONDS:-60}" >&2
+fi
+
+echo "== swift test (10,000 simulated schedules)" >&2
+export HOMEROOM_SCHEDULES="${HOMEROOM_SCHEDULES:-10000}"
+quiet_build swift build --build-tests
+swift test --skip-build 2>&1

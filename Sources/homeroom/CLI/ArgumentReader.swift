@@ -1,0 +1,44 @@
+/// Reads `--name value` options and flags from a list of arguments, in the
+/// manner of swift-argument-parser (which cannot be fetched here).
+struct ArgumentReader {
+    private var remaining: [String]
+    let usage: String
+
+    init(_ arguments: ArraySlice<String>, usage: String) {
+        self.remaining = Array(arguments)
+        self.usage = usage
+    }
+
+    var wantsHelp: Bool { remaining.contains("-h") || remaining.contains("--help") }
+
+    mutating func flag(_ name: String) -> Bool {
+        guard let index = remaining.firstIndex(of: name) else { return false }
+        remaining.remove(at: index)
+        return true
+    }
+
+    mutating func string(_ name: String) throws(CommandLineError) -> String? {
+        guard let index = remaining.firstIndex(of: name) else { return nil }
+        guard index + 1 < remaining.count, !remaining[index + 1].hasPrefix("--") else {
+            throw .usage("missing value for '\(name)'", usage: usage)
+        }
+        let value = remaining[index + 1]
+        remaining.removeSubrange(index...(index + 1))
+        return value
+    }
+
+    mutating func integer<T: FixedWidthInteger>(_ name: String, in range: ClosedRange<T>) throws(CommandLineError) -> T? {
+        guard let text = try string(name) else { return nil }
+        guard let value = T(text), range.contains(value) else {
+            throw .usage("'\(name)' must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'", usage: usage)
+        }
+        return value
+    }
+
+    /// Fails on anything not consumed, so a typo never passes silently.
+    func finish() throws(CommandLineError) {
+        if let first = remaining.first {
+            throw .usage("unknown argument '\(first)'", usage: usage)
+        }
+    }
+}
