@@ -60,6 +60,7 @@ func runBench() {
         MergeBench.catchUp(quick: options.quick, emit: emit)
     }
     if wants("memory") { MergeBench.memory(quick: options.quick, emit: emit) }
+    if wants("codec") { CodecBench.run(quick: options.quick, emit: emit) }
 
     if options.markdown {
         print("")

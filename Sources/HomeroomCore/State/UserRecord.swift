@@ -46,6 +46,11 @@ public struct RewardEntry: Hashable, Sendable {
     public var amount: Int32
     /// The smallest stamp among the copies of this reward (min-merge).
     public var stamp: Stamp
+
+    public init(amount: Int32, stamp: Stamp) {
+        self.amount = amount
+        self.stamp = stamp
+    }
 }
 
 /// What a user does in class beyond joining: stage, devices, privileges, hand,
@@ -61,8 +66,9 @@ public struct UserActivity: Hashable, Sendable {
     public var hand = Register(false, stamp: .origin)
     public var kicked: Stamp = .origin
     public var banned: Stamp?
-    public var rewards: [RewardKey: RewardEntry] = [:]
-    public fileprivate(set) var rewardTotal: Int64 = 0
+    /// Added to only through `addReward`, which keeps `rewardTotal` their sum.
+    public private(set) var rewards: [RewardKey: RewardEntry] = [:]
+    public private(set) var rewardTotal: Int64 = 0
     public var properties: [String: Register<PropertyValue>] = [:]
 
     public init() {}
@@ -85,8 +91,9 @@ public struct UserActivity: Hashable, Sendable {
         }
     }
 
+    /// Adds a reward; returns the amount actually added (0 for a copy already counted).
     @discardableResult
-    mutating func addReward(_ key: RewardKey, _ entry: RewardEntry) -> Int32 {
+    public mutating func addReward(_ key: RewardKey, _ entry: RewardEntry) -> Int32 {
         if let existing = rewards[key] {
             if entry.stamp < existing.stamp { rewards[key]!.stamp = entry.stamp }
             return 0

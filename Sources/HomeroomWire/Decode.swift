@@ -1,0 +1,317 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CHomeroomProto
+import HomeroomCore
+
+// protobuf-c structures -> Swift values, validating every field against the
+// limits. protobuf-c has already checked the wire syntax; here we check
+// meaning: counts, lengths, UTF-8, enum ranges, table indexes, required parts.
+// Field names in errors are proto paths, so a sender can find its mistake.
+
+struct CDecoder {
+    let limits: WireLimits
+
+    // MARK: Primitives
+
+    @inline(__always)
+    func count(_ count: Int, max limit: Int, _ what: @autoclosure () -> String) throws(WireError) {
+        if count > limit { throw .limitExceeded(what: what(), limit: limit, actual: count) }
+    }
+
+    @inline(__always)
+    func string(_ pointer: UnsafePointer<CChar>?, _ field: @autoclosure () -> String) throws(WireError) -> String {
+        guard let pointer else { return "" }
+        let length = strlen(pointer)
+        if length == 0 { return "" }
+        if length > limits.maxStringBytes {
+            throw .limitExceeded(what: "\(field()) (bytes)", limit: limits.maxStringBytes, actual: length)
+        }
+        let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: length)
+        guard let value = String(validating: bytes, as: UTF8.self) else {
+            throw .invalidValue(field: field(), reason: "not valid UTF-8")
+        }
+        return value
+    }
+
+    @inline(__always)
+    func string(_ pointer: UnsafeMutablePointer<CChar>?, _ field: @autoclosure () -> String) throws(WireError) -> String {
+        try string(UnsafePointer(pointer), field())
+    }
+
+    func bytes(_ data: ProtobufCBinaryData, _ field: @autoclosure () -> String) throws(WireError) -> [UInt8] {
+        guard data.len > 0, let base = data.data else { return [] }
+        if data.len > limits.maxBytesValue {
+            throw .limitExceeded(what: "\(field()) (bytes)", limit: limits.maxBytesValue, actual: data.len)
+        }
+        return Array(UnsafeBufferPointer(start: base, count: data.len))
+    }
+
+    func stringTable(_ count: Int, _ table: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                     _ field: @autoclosure () -> String) throws(WireError) -> [String] {
+        try self.count(count, max: limits.maxStringTable, "\(field()) entries")
+        guard count > 0, let table else { return [] }
+        var strings: [String] = []
+        strings.reserveCapacity(count)
+        for index in 0..<count {
+            strings.append(try string(table[index], "\(field())[\(index)]"))
+        }
+        return strings
+    }
+
+    // MARK: Enums (wire value = Core raw value + 1; 0 is UNSPECIFIED)
+
+    @inline(__always)
+    static func role(_ raw: UInt32) -> Role? {
+        raw >= 1 && raw <= 5 ? Role(rawValue: UInt8(raw - 1)) : nil
+    }
+
+    func role(_ value: Homeroom__V1__Role, _ field: @autoclosure () -> String) throws(WireError) -> Role {
+        if value.rawValue == 0 { throw .missingField(field()) }
+        guard let role = Self.role(value.rawValue) else {
+            throw .invalidValue(field: field(), reason: "role \(value.rawValue) is not one of 1-5 (observer..system)")
+        }
+        return role
+    }
+
+    func device(_ value: Homeroom__V1__Device, _ field: @autoclosure () -> String) throws(WireError) -> Device {
+        switch value.rawValue {
+        case 1: return .camera
+        case 2: return .microphone
+        case 0: throw .missingField(field())
+        default: throw .invalidValue(field: field(), reason: "device \(value.rawValue) is not 1 (camera) or 2 (microphone)")
+        }
+    }
+
+    func roomType(_ value: Homeroom__V1__RoomType, _ field: @autoclosure () -> String) throws(WireError) -> RoomType {
+        if value.rawValue == 0 { throw .missingField(field()) }
+        guard value.rawValue <= 3, let type = RoomType(rawValue: UInt8(value.rawValue - 1)) else {
+            throw .invalidValue(field: field(), reason: "room type \(value.rawValue) is not one of 1-3")
+        }
+        return type
+    }
+
+    func classState(_ value: Homeroom__V1__ClassState, _ field: @autoclosure () -> String) throws(WireError) -> ClassState {
+        if value.rawValue == 0 { throw .missingField(field()) }
+        guard value.rawValue <= 3, let state = ClassState(rawValue: UInt8(value.rawValue - 1)) else {
+            throw .invalidValue(field: field(), reason: "class state \(value.rawValue) is not one of 1-3")
+        }
+        return state
+    }
+
+    @inline(__always)
+    func bool(_ value: protobuf_c_boolean) -> Bool { value != 0 }
+
+    // MARK: Small messages
+
+    func timestamp(_ message: UnsafeMutablePointer<Homeroom__V1__Timestamp>?) -> HybridTimestamp {
+        guard let message else { return .zero }
+        return HybridTimestamp(packed: message.pointee.packed, replica: ReplicaID(message.pointee.replica))
+    }
+
+    func schedule(_ message: UnsafeMutablePointer<Homeroom__V1__Schedule>?, _ field: @autoclosure () -> String) throws(WireError) -> Schedule {
+        guard let message else { throw .missingField(field()) }
+        return Schedule(startMillis: message.pointee.start_millis, durationSeconds: message.pointee.duration_seconds,
+                        closeDelaySeconds: message.pointee.close_delay_seconds)
+    }
+
+    func versionVector(_ message: UnsafeMutablePointer<Homeroom__V1__VersionVector>?,
+                       _ field: @autoclosure () -> String) throws(WireError) -> VersionVector {
+        guard let message, message.pointee.n_origins > 0, let list = message.pointee.origins else { return VersionVector() }
+        let count = message.pointee.n_origins
+        try self.count(count, max: limits.maxOrigins, "\(field()).origins")
+        var origins: [ReplicaID: OriginProgress] = [:]
+        origins.reserveCapacity(count)
+        for index in 0..<count {
+            let entry = list[index]!.pointee
+            let origin = ReplicaID(entry.origin)
+            if origins[origin] != nil {
+                throw .invalidValue(field: "\(field()).origins[\(index)]", reason: "origin \(origin) appears twice")
+            }
+            var early: [UInt64] = []
+            if entry.n_early_gaps > 0, let gaps = entry.early_gaps {
+                try self.count(entry.n_early_gaps, max: limits.maxEarlyPerOrigin, "\(field()).origins[\(index)].early_gaps")
+                early.reserveCapacity(entry.n_early_gaps)
+                var previous = entry.contiguous
+                for position in 0..<entry.n_early_gaps {
+                    let gap = gaps[position]
+                    let (sequence, overflow) = previous.addingReportingOverflow(gap)
+                    if gap == 0 || overflow {
+                        throw .invalidValue(field: "\(field()).origins[\(index)].early_gaps[\(position)]",
+                                            reason: gap == 0 ? "gaps are at least 1 (early sequences are sorted and unique)"
+                                                : "sequence number overflows 64 bits")
+                    }
+                    early.append(sequence)
+                    previous = sequence
+                }
+            }
+            origins[origin] = OriginProgress(contiguous: entry.contiguous, early: early)
+        }
+        return VersionVector(origins)
+    }
+
+    // MARK: Deltas
+
+    /// Per-batch decoding state (see delta.proto).
+    struct DeltaContext {
+        var strings: [String]
+        var lastCounter: [UInt64]
+        var lastRole: [UInt8]
+
+        init(strings: [String]) {
+            self.strings = strings
+            lastCounter = [UInt64](repeating: 0, count: strings.count)
+            lastRole = [UInt8](repeating: 0, count: strings.count)
+        }
+    }
+
+    func deltaBatch(_ message: UnsafeMutablePointer<Homeroom__V1__DeltaBatch>?, _ field: String) throws(WireError) -> WireMessage.DeltaBatch {
+        guard let message else { throw .missingField(field) }
+        let batch = message.pointee
+        try count(batch.n_deltas, max: limits.maxDeltasPerBatch, "\(field).deltas")
+        var context = DeltaContext(strings: try stringTable(batch.n_strings, batch.strings, "\(field).strings"))
+        let origin = ReplicaID(batch.origin)
+        var deltas: [Delta] = []
+        deltas.reserveCapacity(batch.n_deltas)
+        var previousClock: UInt64 = 0
+        var previousSequence: UInt64 = 0
+        for index in 0..<batch.n_deltas {
+            let delta = batch.deltas[index]!
+            let clock = previousClock &+ UInt64(bitPattern: delta.pointee.clock_delta)
+            let sequence = previousSequence &+ 1 &+ UInt64(bitPattern: delta.pointee.sequence_delta)
+            previousClock = clock
+            previousSequence = sequence
+            if sequence == 0 {
+                throw .invalidValue(field: "\(field).deltas[\(index)].sequence_delta", reason: "gives sequence 0; sequence numbers start at 1")
+            }
+            let replica = delta.pointee.origin.map { ReplicaID($0.pointee.id) } ?? origin
+            let (author, role, counter, operation) = try write(delta, context: &context, "\(field).deltas[\(index)]")
+            deltas.append(Delta(sequence: sequence, clock: HybridTimestamp(packed: clock, replica: replica), author: author,
+                                authorRole: role, authorCounter: counter, operation: operation))
+        }
+        return WireMessage.DeltaBatch(origin: origin, deltas: deltas)
+    }
+
+    func writeRequest(_ message: UnsafeMutablePointer<Homeroom__V1__WriteRequest>?, _ field: String) throws(WireError) -> WireMessage.WriteRequest {
+        guard let message else { throw .missingField(field) }
+        var context = DeltaContext(strings: try stringTable(message.pointee.n_strings, message.pointee.strings, "\(field).strings"))
+        guard let delta = message.pointee.write else { throw .missingField("\(field).write") }
+        let (author, role, counter, operation) = try write(delta, context: &context, "\(field).write")
+        return WireMessage.WriteRequest(requestID: message.pointee.request_id,
+                                        write: Write(author: author, authorRole: role, authorCounter: counter, operation: operation))
+    }
+
+    /// The author, role, counter and operation of one delta.
+    @inline(__always)
+    private func write(_ delta: UnsafeMutablePointer<Homeroom__V1__Delta>, context: inout DeltaContext,
+                       _ field: @autoclosure () -> String) throws(WireError) -> (UserID, Role, UInt64, HomeroomCore.Operation) {
+        let authorIndex = Int(delta.pointee.author)
+        guard authorIndex < context.strings.count else {
+            throw .invalidValue(field: "\(field()).author", reason: "index \(authorIndex) is past the string table (\(context.strings.count) entries)")
+        }
+        var roleRaw = delta.pointee.author_role.rawValue
+        if roleRaw == 0 {
+            roleRaw = UInt32(context.lastRole[authorIndex])
+            if roleRaw == 0 { throw .missingField("\(field()).author_role (first delta of this author in the batch)") }
+        }
+        guard let role = Self.role(roleRaw) else {
+            throw .invalidValue(field: "\(field()).author_role", reason: "role \(roleRaw) is not one of 1-5 (observer..system)")
+        }
+        context.lastRole[authorIndex] = UInt8(roleRaw)
+        let counter = context.lastCounter[authorIndex] &+ 1 &+ UInt64(bitPattern: delta.pointee.author_counter_delta)
+        context.lastCounter[authorIndex] = counter
+        let author = context.strings[authorIndex]
+        let operation = try self.operation(delta, author: author, strings: context.strings, field())
+        return (author, role, counter, operation)
+    }
+
+    @inline(__always)
+    private func user(_ raw: UInt32, author: UserID, strings: [String], _ field: @autoclosure () -> String) throws(WireError) -> UserID {
+        if raw == 0 { return author }
+        let index = Int(raw) - 1
+        guard index < strings.count else {
+            throw .invalidValue(field: "\(field()).user", reason: "index \(raw) is past the string table (\(strings.count) entries; 0 is the author)")
+        }
+        return strings[index]
+    }
+
+    private func property(deleted: protobuf_c_boolean, value: ProtobufCBinaryData, _ field: @autoclosure () -> String) throws(WireError) -> [UInt8]? {
+        deleted != 0 ? nil : try bytes(value, "\(field()).value")
+    }
+
+    private func operation(_ delta: UnsafeMutablePointer<Homeroom__V1__Delta>, author: UserID, strings: [String],
+                           _ field: @autoclosure () -> String) throws(WireError) -> HomeroomCore.Operation {
+        let d = delta.pointee
+        switch d.op_case.rawValue {
+        case 6:
+            let op = d.set_stage!.pointee
+            return .setStage(user: try user(op.user, author: author, strings: strings, "\(field()).set_stage"), on: bool(op.on))
+        case 7:
+            let op = d.set_device!.pointee
+            return .setDevice(user: try user(op.user, author: author, strings: strings, "\(field()).set_device"),
+                              device: try device(op.device, "\(field()).set_device.device"), on: bool(op.on))
+        case 8:
+            let op = d.set_privilege!.pointee
+            return .setPrivilege(user: try user(op.user, author: author, strings: strings, "\(field()).set_privilege"),
+                                 device: try device(op.device, "\(field()).set_privilege.device"), allowed: bool(op.allowed))
+        case 9:
+            let op = d.set_board!.pointee
+            return .setBoard(user: try user(op.user, author: author, strings: strings, "\(field()).set_board"), granted: bool(op.granted))
+        case 10:
+            let op = d.set_hand!.pointee
+            return .setHand(user: try user(op.user, author: author, strings: strings, "\(field()).set_hand"), raised: bool(op.raised))
+        case 11:
+            let op = d.reward!.pointee
+            return .reward(user: try user(op.user, author: author, strings: strings, "\(field()).reward"), amount: op.amount)
+        case 12:
+            let op = d.join_session!.pointee
+            let path = "\(field()).join_session"
+            return .joinSession(user: try user(op.user, author: author, strings: strings, path),
+                                session: try string(op.session, "\(path).session"), name: try string(op.name, "\(path).name"),
+                                role: try role(op.role, "\(path).role"), host: ReplicaID(op.host), incarnation: op.incarnation)
+        case 13:
+            let op = d.leave_session!.pointee
+            return .leaveSession(user: try user(op.user, author: author, strings: strings, "\(field()).leave_session"),
+                                 session: try string(op.session, "\(field()).leave_session.session"))
+        case 14:
+            let op = d.set_name!.pointee
+            return .setName(user: try user(op.user, author: author, strings: strings, "\(field()).set_name"),
+                            name: try string(op.name, "\(field()).set_name.name"))
+        case 15:
+            let op = d.set_user_property!.pointee
+            let path = "\(field()).set_user_property"
+            return .setUserProperty(user: try user(op.user, author: author, strings: strings, path), key: try string(op.key, "\(path).key"),
+                                    value: try property(deleted: op.deleted, value: op.value, path), cause: try string(op.cause, "\(path).cause"))
+        case 16:
+            return .setRoomName(try string(d.set_room_name!.pointee.name, "\(field()).set_room_name.name"))
+        case 17:
+            return .setRoomType(try roomType(d.set_room_type!.pointee.type, "\(field()).set_room_type.type"))
+        case 18:
+            return .setStageLimit(d.set_stage_limit!.pointee.limit)
+        case 19:
+            return .setHandLimit(d.set_hand_limit!.pointee.limit)
+        case 20:
+            return .setSchedule(try schedule(d.set_schedule!.pointee.schedule, "\(field()).set_schedule.schedule"))
+        case 21:
+            return .setClassState(try classState(d.set_class_state!.pointee.state, "\(field()).set_class_state.state"))
+        case 22:
+            return .muteAll
+        case 23:
+            let op = d.set_room_property!.pointee
+            let path = "\(field()).set_room_property"
+            return .setRoomProperty(key: try string(op.key, "\(path).key"), value: try property(deleted: op.deleted, value: op.value, path),
+                                    cause: try string(op.cause, "\(path).cause"))
+        case 24:
+            let op = d.replica_down!.pointee
+            return .replicaDown(replica: ReplicaID(op.replica), incarnation: op.incarnation)
+        case 25:
+            return .kick(user: try user(d.kick!.pointee.user, author: author, strings: strings, "\(field()).kick"))
+        case 26:
+            return .ban(user: try user(d.ban!.pointee.user, author: author, strings: strings, "\(field()).ban"))
+        default:
+            throw .missingField("\(field()).op (no operation this version knows)")
+        }
+    }
+}

@@ -1,0 +1,183 @@
+import CHomeroomProto
+import HomeroomCore
+
+extension CDecoder {
+    /// The string and replica tables a patch's indexes refer to.
+    struct PatchTables {
+        var strings: [String]
+        var replicas: [ReplicaID]
+    }
+
+    func roomPatch(_ message: UnsafeMutablePointer<Homeroom__V1__RoomPatch>?, _ field: String) throws(WireError) -> RoomState {
+        guard let message else { throw .missingField(field) }
+        let patch = message.pointee
+        let defaults = PatchEncoder.defaultRoom
+        try count(patch.n_users, max: limits.maxUsersPerPatch, "\(field).users")
+        try count(patch.n_replicas, max: limits.maxOrigins, "\(field).replicas")
+        try count(patch.n_properties, max: limits.maxMapEntries, "\(field).properties")
+        try count(patch.n_dead_incarnations, max: limits.maxOrigins, "\(field).dead_incarnations")
+
+        var tables = PatchTables(strings: try stringTable(patch.n_strings, patch.strings, "\(field).strings"), replicas: [])
+        if patch.n_replicas > 0, let replicas = patch.replicas {
+            tables.replicas = (0..<patch.n_replicas).map { ReplicaID(replicas[$0]) }
+        }
+
+        var state = RoomState(roomID: try string(patch.room_id, "\(field).room_id"))
+        state.users.reserveCapacity(patch.n_users)
+        for index in 0..<patch.n_users {
+            let path = "\(field).users[\(index)]"
+            let (id, record) = try user(patch.users[index]!, tables, path)
+            if state.users.updateValue(record, forKey: id) != nil {
+                throw .invalidValue(field: "\(path).id", reason: "user \(id) appears twice")
+            }
+        }
+
+        if let register = patch.name {
+            state.name = Register(try string(register.pointee.value, "\(field).name.value"), stamp: try stamp(register.pointee.stamp, tables, "\(field).name.stamp"))
+        }
+        if let register = patch.type {
+            state.type = Register(try roomType(register.pointee.value, "\(field).type.value"), stamp: try stamp(register.pointee.stamp, tables, "\(field).type.stamp"))
+        }
+        if let register = patch.stage_limit {
+            state.stageLimit = Register(register.pointee.value, stamp: try stamp(register.pointee.stamp, tables, "\(field).stage_limit.stamp"))
+        }
+        if let register = patch.hand_limit {
+            state.handLimit = Register(register.pointee.value, stamp: try stamp(register.pointee.stamp, tables, "\(field).hand_limit.stamp"))
+        }
+        if let register = patch.schedule {
+            state.schedule = Register(try schedule(register.pointee.value, "\(field).schedule.value"),
+                                      stamp: try stamp(register.pointee.stamp, tables, "\(field).schedule.stamp"))
+        }
+        if let register = patch.class_state {
+            state.classState = ClassStateRegister(state: try classState(register.pointee.value, "\(field).class_state.value"),
+                                                  stamp: try stamp(register.pointee.stamp, tables, "\(field).class_state.stamp"))
+        }
+        state.muteAll = patch.mute_all == nil ? defaults.muteAll : try stamp(patch.mute_all, tables, "\(field).mute_all")
+        for index in 0..<patch.n_dead_incarnations {
+            let entry = patch.dead_incarnations[index]!.pointee
+            if state.deadIncarnations.updateValue(entry.incarnation, forKey: ReplicaID(entry.replica)) != nil {
+                throw .invalidValue(field: "\(field).dead_incarnations[\(index)]", reason: "node \(ReplicaID(entry.replica)) appears twice")
+            }
+        }
+        state.properties = try properties(patch.n_properties, patch.properties, tables, "\(field).properties")
+        state.seen = try versionVector(patch.seen, "\(field).seen")
+        state.rebuildIndexes()
+        return state
+    }
+
+    private func user(_ message: UnsafeMutablePointer<Homeroom__V1__UserPatch>, _ tables: PatchTables,
+                      _ field: String) throws(WireError) -> (UserID, UserRecord) {
+        let patch = message.pointee
+        let id = try string(patch.id, "\(field).id")
+        var record = UserRecord()
+        if let register = patch.name {
+            record.name = Register(try string(register.pointee.value, "\(field).name.value"), stamp: try stamp(register.pointee.stamp, tables, "\(field).name.stamp"))
+        }
+        if let register = patch.role {
+            record.role = Register(try role(register.pointee.value, "\(field).role.value"), stamp: try stamp(register.pointee.stamp, tables, "\(field).role.stamp"))
+        }
+        var activity = UserActivity()
+        try bool(patch.stage, &activity.stage, tables, "\(field).stage")
+        try bool(patch.board, &activity.board, tables, "\(field).board")
+        try bool(patch.camera_device, &activity.cameraDevice, tables, "\(field).camera_device")
+        try bool(patch.camera_privilege, &activity.cameraPrivilege, tables, "\(field).camera_privilege")
+        try bool(patch.microphone_device, &activity.microphoneDevice, tables, "\(field).microphone_device")
+        try bool(patch.microphone_privilege, &activity.microphonePrivilege, tables, "\(field).microphone_privilege")
+        try bool(patch.hand, &activity.hand, tables, "\(field).hand")
+        if patch.kicked != nil { activity.kicked = try stamp(patch.kicked, tables, "\(field).kicked") }
+        if patch.banned != nil { activity.banned = try stamp(patch.banned, tables, "\(field).banned") }
+
+        try count(patch.n_sessions, max: limits.maxSessionsPerUser, "\(field).sessions")
+        if patch.n_sessions > 0 {
+            var sessions: [SessionRecord] = []
+            sessions.reserveCapacity(patch.n_sessions)
+            for index in 0..<patch.n_sessions {
+                let entry = patch.sessions[index]!.pointee
+                let path = "\(field).sessions[\(index)]"
+                let host = Int(entry.host)
+                guard host < tables.replicas.count else {
+                    throw .invalidValue(field: "\(path).host", reason: "index \(host) is past the replica table (\(tables.replicas.count) entries)")
+                }
+                guard entry.started != nil else { throw .missingField("\(path).started") }
+                sessions.append(SessionRecord(id: try string(entry.id, "\(path).id"), host: tables.replicas[host], incarnation: entry.incarnation,
+                                              started: try stamp(entry.started, tables, "\(path).started"),
+                                              ended: entry.ended == nil ? nil : try stamp(entry.ended, tables, "\(path).ended")))
+            }
+            // Core keeps sessions sorted by id (Swift order) and searches them.
+            sessions.sort { $0.id < $1.id }
+            for index in sessions.indices.dropFirst() where sessions[index].id == sessions[index - 1].id {
+                throw .invalidValue(field: "\(field).sessions", reason: "session \(sessions[index].id) appears twice")
+            }
+            record.sessions = sessions
+        }
+
+        activity.properties = try properties(patch.n_properties, patch.properties, tables, "\(field).properties")
+
+        try count(patch.n_rewards, max: limits.maxMapEntries, "\(field).rewards")
+        if patch.n_rewards > 0 {
+            var rewards: [RewardKey: RewardEntry] = [:]
+            rewards.reserveCapacity(patch.n_rewards)
+            for index in 0..<patch.n_rewards {
+                let entry = patch.rewards[index]!.pointee
+                let path = "\(field).rewards[\(index)]"
+                let key = RewardKey(author: try tableString(entry.author, tables, "\(path).author"), authorCounter: entry.author_counter)
+                guard entry.stamp != nil else { throw .missingField("\(path).stamp") }
+                let value = RewardEntry(amount: entry.amount, stamp: try stamp(entry.stamp, tables, "\(path).stamp"))
+                if rewards.updateValue(value, forKey: key) != nil {
+                    throw .invalidValue(field: path, reason: "reward (\(key.author), \(key.authorCounter)) appears twice")
+                }
+            }
+            for (key, value) in rewards { activity.addReward(key, value) }
+        }
+        // Left unallocated when it is all defaults, as Core does.
+        record.activity = activity
+        return (id, record)
+    }
+
+    private func properties(_ count: Int, _ list: UnsafeMutablePointer<UnsafeMutablePointer<Homeroom__V1__Property>?>?,
+                            _ tables: PatchTables, _ field: String) throws(WireError) -> [String: Register<PropertyValue>] {
+        try self.count(count, max: limits.maxMapEntries, field)
+        guard count > 0, let list else { return [:] }
+        var result: [String: Register<PropertyValue>] = [:]
+        result.reserveCapacity(count)
+        for index in 0..<count {
+            let entry = list[index]!.pointee
+            let path = "\(field)[\(index)]"
+            let key = try string(entry.key, "\(path).key")
+            let value = PropertyValue(bytes: entry.deleted != 0 ? nil : try bytes(entry.value, "\(path).value"),
+                                      operatorID: try tableString(entry.writer, tables, "\(path).writer"),
+                                      cause: try string(entry.cause, "\(path).cause"))
+            guard entry.stamp != nil else { throw .missingField("\(path).stamp") }
+            if result.updateValue(Register(value, stamp: try stamp(entry.stamp, tables, "\(path).stamp")), forKey: key) != nil {
+                throw .invalidValue(field: "\(path).key", reason: "property \(key) appears twice")
+            }
+        }
+        return result
+    }
+
+    private func bool(_ message: UnsafeMutablePointer<Homeroom__V1__BoolRegister>?, _ register: inout Register<Bool>,
+                      _ tables: PatchTables, _ field: @autoclosure () -> String) throws(WireError) {
+        guard let message else { return }
+        register = Register(message.pointee.value != 0, stamp: try stamp(message.pointee.stamp, tables, "\(field()).stamp"))
+    }
+
+    @inline(__always)
+    private func tableString(_ index: UInt32, _ tables: PatchTables, _ field: @autoclosure () -> String) throws(WireError) -> String {
+        guard Int(index) < tables.strings.count else {
+            throw .invalidValue(field: field(), reason: "index \(index) is past the string table (\(tables.strings.count) entries)")
+        }
+        return tables.strings[Int(index)]
+    }
+
+    /// An absent stamp is the origin (the stamp no write has).
+    @inline(__always)
+    func stamp(_ message: UnsafeMutablePointer<Homeroom__V1__Stamp>?, _ tables: PatchTables,
+               _ field: @autoclosure () -> String) throws(WireError) -> Stamp {
+        guard let message else { return .origin }
+        let index = Int(message.pointee.replica)
+        guard index < tables.replicas.count else {
+            throw .invalidValue(field: "\(field()).replica", reason: "index \(index) is past the replica table (\(tables.replicas.count) entries)")
+        }
+        return Stamp(clock: HybridTimestamp(packed: message.pointee.clock, replica: tables.replicas[index]), sequence: message.pointee.sequence)
+    }
+}

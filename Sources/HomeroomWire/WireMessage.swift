@@ -1,0 +1,320 @@
+import HomeroomCore
+
+/// One message between Homeroom peers: the envelope fields and a body.
+/// Maps to `homeroom.v1.Envelope`.
+public struct WireEnvelope: Equatable, Sendable {
+    /// `WireProtocol.version` when sending.
+    public var protocolVersion: UInt32
+    /// The room the message is about; empty for messages about no room (heartbeats).
+    public var roomID: String
+    /// The sending node (0 for a client).
+    public var sender: ReplicaID
+    /// The sender's envelope sequence number, from 1, so a receiver can see drops.
+    public var sequence: UInt64
+    /// The sender's clock when it sent the message.
+    public var clock: HybridTimestamp
+    /// The author's credential (filled by the security layer); empty when none.
+    public var credential: [UInt8]
+    public var message: WireMessage
+
+    public init(roomID: String, sender: ReplicaID, sequence: UInt64, clock: HybridTimestamp,
+                credential: [UInt8] = [], message: WireMessage, protocolVersion: UInt32 = WireProtocol.version) {
+        self.protocolVersion = protocolVersion
+        self.roomID = roomID
+        self.sender = sender
+        self.sequence = sequence
+        self.clock = clock
+        self.credential = credential
+        self.message = message
+    }
+}
+
+/// The body of an envelope.
+public enum WireMessage: Equatable, Sendable {
+    /// Live deltas from one node.
+    case deltaBatch(DeltaBatch)
+    /// The whole room (a patch since the empty version vector).
+    case snapshot(RoomState)
+    /// Only what the receiver is missing.
+    case patch(RoomState)
+    /// What the sender has seen of the room.
+    case digest(VersionVector)
+    case syncRequest(SyncRequest)
+    case syncResponse(SyncResponse)
+    case writeRequest(WriteRequest)
+    case writeAck(WriteAck)
+    case heartbeat(Heartbeat)
+    case joinRequest(JoinRequest)
+    case joinResponse(JoinResponse)
+    case roomMessage(RoomMessage)
+    case peerMessage(PeerMessage)
+    case error(ErrorReply)
+
+    /// The proto name of the body case, for logs and metrics.
+    public var kind: String {
+        switch self {
+        case .deltaBatch: return "delta_batch"
+        case .snapshot: return "snapshot"
+        case .patch: return "patch"
+        case .digest: return "digest"
+        case .syncRequest: return "sync_request"
+        case .syncResponse: return "sync_response"
+        case .writeRequest: return "write_request"
+        case .writeAck: return "write_ack"
+        case .heartbeat: return "heartbeat"
+        case .joinRequest: return "join_request"
+        case .joinResponse: return "join_response"
+        case .roomMessage: return "room_message"
+        case .peerMessage: return "peer_message"
+        case .error: return "error"
+        }
+    }
+}
+
+extension WireMessage {
+    /// Deltas sequenced by `origin` (a delta sequenced elsewhere is allowed and
+    /// carries its own origin on the wire).
+    public struct DeltaBatch: Hashable, Sendable {
+        public var origin: ReplicaID
+        public var deltas: [Delta]
+
+        public init(origin: ReplicaID, deltas: [Delta]) {
+            self.origin = origin
+            self.deltas = deltas
+        }
+    }
+
+    /// Sequence numbers `first...last` from `origin`.
+    public struct MissingRange: Hashable, Sendable {
+        public var origin: ReplicaID
+        public var first: UInt64
+        public var last: UInt64
+
+        public init(origin: ReplicaID, first: UInt64, last: UInt64) {
+            self.origin = origin
+            self.first = first
+            self.last = last
+        }
+    }
+
+    /// "Send me what I am missing."
+    public struct SyncRequest: Hashable, Sendable {
+        public var seen: VersionVector
+        /// Optional: exact ranges the requester knows it lacks.
+        public var missing: [MissingRange]
+
+        public init(seen: VersionVector, missing: [MissingRange] = []) {
+            self.seen = seen
+            self.missing = missing
+        }
+    }
+
+    /// A patch and/or stored deltas, and the responder's version vector.
+    public struct SyncResponse: Equatable, Sendable {
+        public var patch: RoomState?
+        public var batches: [DeltaBatch]
+        public var seen: VersionVector
+
+        public init(patch: RoomState? = nil, batches: [DeltaBatch] = [], seen: VersionVector) {
+            self.patch = patch
+            self.batches = batches
+            self.seen = seen
+        }
+    }
+
+    /// A write a client asks a node to sequence; answered by a `WriteAck` with the same id.
+    public struct WriteRequest: Hashable, Sendable {
+        public var requestID: UInt64
+        public var write: Write
+
+        public init(requestID: UInt64, write: Write) {
+            self.requestID = requestID
+            self.write = write
+        }
+    }
+
+    public enum WriteStatus: UInt8, CaseIterable, Hashable, Sendable, CustomStringConvertible {
+        /// Sequenced: the ack carries the delta's dot.
+        case accepted = 1
+        /// Already applied (same author and counter): nothing more to do.
+        case duplicate = 2
+        /// Refused by the authority or admission rules: see `errorCode`.
+        case rejected = 3
+        /// Malformed or over the limits: fix the request.
+        case invalid = 4
+        /// Try again later or at another node.
+        case unavailable = 5
+
+        public var description: String {
+            switch self {
+            case .accepted: return "accepted"
+            case .duplicate: return "duplicate"
+            case .rejected: return "rejected"
+            case .invalid: return "invalid"
+            case .unavailable: return "unavailable"
+            }
+        }
+    }
+
+    public struct WriteAck: Hashable, Sendable {
+        public var requestID: UInt64
+        public var status: WriteStatus
+        /// Stable machine-readable code (e.g. a `Rejection.code`); empty when accepted.
+        public var errorCode: String
+        public var message: String
+        /// The delta the write became, when accepted.
+        public var dot: Dot?
+
+        public init(requestID: UInt64, status: WriteStatus, errorCode: String = "", message: String = "", dot: Dot? = nil) {
+            self.requestID = requestID
+            self.status = status
+            self.errorCode = errorCode
+            self.message = message
+            self.dot = dot
+        }
+    }
+
+    public enum PeerStatus: UInt8, CaseIterable, Hashable, Sendable {
+        case alive = 1
+        case suspect = 2
+        case dead = 3
+    }
+
+    public struct Peer: Hashable, Sendable {
+        public var node: ReplicaID
+        public var address: String
+        public var incarnation: UInt64
+        public var status: PeerStatus
+
+        public init(node: ReplicaID, address: String, incarnation: UInt64, status: PeerStatus) {
+            self.node = node
+            self.address = address
+            self.incarnation = incarnation
+            self.status = status
+        }
+    }
+
+    public struct RoomDigest: Hashable, Sendable {
+        public var roomID: String
+        public var seen: VersionVector
+
+        public init(roomID: String, seen: VersionVector) {
+            self.roomID = roomID
+            self.seen = seen
+        }
+    }
+
+    /// Gossip between nodes: liveness, room digests and known peers.
+    public struct Heartbeat: Hashable, Sendable {
+        public var node: ReplicaID
+        public var incarnation: UInt64
+        /// Where the sender listens.
+        public var address: String
+        public var rooms: [RoomDigest]
+        public var peers: [Peer]
+
+        public init(node: ReplicaID, incarnation: UInt64, address: String, rooms: [RoomDigest] = [], peers: [Peer] = []) {
+            self.node = node
+            self.incarnation = incarnation
+            self.address = address
+            self.rooms = rooms
+            self.peers = peers
+        }
+    }
+
+    public struct JoinRequest: Hashable, Sendable {
+        public var user: UserID
+        public var role: Role
+        public var session: SessionID
+        public var name: String
+        /// What the client already has, when it resumes; nil for a fresh join.
+        public var resume: VersionVector?
+
+        public init(user: UserID, role: Role, session: SessionID, name: String, resume: VersionVector? = nil) {
+            self.user = user
+            self.role = role
+            self.session = session
+            self.name = name
+            self.resume = resume
+        }
+    }
+
+    public struct JoinResponse: Equatable, Sendable {
+        public var session: SessionID
+        public var host: ReplicaID
+        public var incarnation: UInt64
+        /// The room: whole (`isSnapshot`) or only what the resume vector lacked.
+        public var state: RoomState
+        public var isSnapshot: Bool
+
+        public init(session: SessionID, host: ReplicaID, incarnation: UInt64, state: RoomState, isSnapshot: Bool) {
+            self.session = session
+            self.host = host
+            self.incarnation = incarnation
+            self.state = state
+            self.isSnapshot = isSnapshot
+        }
+    }
+
+    /// A message to everyone in the room (chat, custom signals).
+    public struct RoomMessage: Hashable, Sendable {
+        public var sender: UserID
+        public var type: String
+        public var payload: [UInt8]
+        public var senderSequence: UInt64
+        public var timestampMillis: UInt64
+
+        public init(sender: UserID, type: String, payload: [UInt8], senderSequence: UInt64, timestampMillis: UInt64) {
+            self.sender = sender
+            self.type = type
+            self.payload = payload
+            self.senderSequence = senderSequence
+            self.timestampMillis = timestampMillis
+        }
+    }
+
+    /// A message to one user.
+    public struct PeerMessage: Hashable, Sendable {
+        public var sender: UserID
+        public var recipient: UserID
+        public var type: String
+        public var payload: [UInt8]
+        public var senderSequence: UInt64
+        public var timestampMillis: UInt64
+
+        public init(sender: UserID, recipient: UserID, type: String, payload: [UInt8], senderSequence: UInt64, timestampMillis: UInt64) {
+            self.sender = sender
+            self.recipient = recipient
+            self.type = type
+            self.payload = payload
+            self.senderSequence = senderSequence
+            self.timestampMillis = timestampMillis
+        }
+    }
+
+    /// The answer to a request that could not be served.
+    public struct ErrorReply: Hashable, Sendable {
+        /// Stable code: a `WireError.code`, a `Rejection.code`, or one listed in docs/PROTOCOL.md.
+        public var code: String
+        public var message: String
+        /// Set with code "unsupported-version": the version the replier speaks.
+        public var supportedVersion: UInt32
+
+        public init(code: String, message: String, supportedVersion: UInt32 = 0) {
+            self.code = code
+            self.message = message
+            self.supportedVersion = supportedVersion
+        }
+
+        /// The reply to send for bytes that failed to decode.
+        public init(_ error: WireError) {
+            self.code = error.code
+            self.message = error.description
+            if case .unsupportedVersion = error {
+                self.supportedVersion = WireProtocol.version
+            } else {
+                self.supportedVersion = 0
+            }
+        }
+    }
+}
