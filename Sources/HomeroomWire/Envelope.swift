@@ -71,6 +71,7 @@ extension CEncoder {
             body.pointee.node = heartbeat.node.rawValue
             body.pointee.incarnation = heartbeat.incarnation
             body.pointee.address = string(heartbeat.address)
+            body.pointee.publish_address = string(heartbeat.publishAddress)
             let rooms = arena.pointers(Homeroom__V1__RoomDigest.self, count: heartbeat.rooms.count)
             for (index, room) in heartbeat.rooms.enumerated() {
                 let entry = make(homeroom__v1__room_digest__init)
@@ -85,6 +86,7 @@ extension CEncoder {
                 let entry = make(homeroom__v1__peer__init)
                 entry.pointee.node = peer.node.rawValue
                 entry.pointee.address = string(peer.address)
+                entry.pointee.publish_address = string(peer.publishAddress)
                 entry.pointee.incarnation = peer.incarnation
                 entry.pointee.status = Homeroom__V1__PeerStatus(rawValue: UInt32(peer.status.rawValue))
                 peers[index] = entry
@@ -271,10 +273,12 @@ extension CDecoder {
                 throw .invalidValue(field: "envelope.heartbeat.peers[\(index)].status", reason: "status \(raw) is not one of 1-3")
             }
             peers.append(WireMessage.Peer(node: ReplicaID(peer.node), address: try string(peer.address, "envelope.heartbeat.peers[\(index)].address"),
-                                          incarnation: peer.incarnation, status: status))
+                                          incarnation: peer.incarnation, status: status,
+                                          publishAddress: try string(peer.publish_address, "envelope.heartbeat.peers[\(index)].publish_address")))
         }
         return WireMessage.Heartbeat(node: ReplicaID(heartbeat.node), incarnation: heartbeat.incarnation,
-                                     address: try string(heartbeat.address, "envelope.heartbeat.address"), rooms: rooms, peers: peers)
+                                     address: try string(heartbeat.address, "envelope.heartbeat.address"), rooms: rooms, peers: peers,
+                                     publishAddress: try string(heartbeat.publish_address, "envelope.heartbeat.publish_address"))
     }
 
     private func joinRequest(_ request: Homeroom__V1__JoinRequest) throws(WireError) -> WireMessage.JoinRequest {

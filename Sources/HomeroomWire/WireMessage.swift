@@ -185,10 +185,13 @@ extension WireMessage {
         public var address: String
         public var incarnation: UInt64
         public var status: PeerStatus
+        /// Where the peer's PUB socket listens.
+        public var publishAddress: String
 
-        public init(node: ReplicaID, address: String, incarnation: UInt64, status: PeerStatus) {
+        public init(node: ReplicaID, address: String, incarnation: UInt64, status: PeerStatus, publishAddress: String = "") {
             self.node = node
             self.address = address
+            self.publishAddress = publishAddress
             self.incarnation = incarnation
             self.status = status
         }
@@ -212,8 +215,12 @@ extension WireMessage {
         public var address: String
         public var rooms: [RoomDigest]
         public var peers: [Peer]
+        /// Where the sender's PUB socket listens.
+        public var publishAddress: String
 
-        public init(node: ReplicaID, incarnation: UInt64, address: String, rooms: [RoomDigest] = [], peers: [Peer] = []) {
+        public init(node: ReplicaID, incarnation: UInt64, address: String, rooms: [RoomDigest] = [], peers: [Peer] = [],
+                    publishAddress: String = "") {
+            self.publishAddress = publishAddress
             self.node = node
             self.incarnation = incarnation
             self.address = address

@@ -1389,7 +1389,7 @@ const ProtobufCMessageDescriptor homeroom__v1__room_digest__descriptor =
   (ProtobufCMessageInit) homeroom__v1__room_digest__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[4] =
+static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[5] =
 {
   {
     "node",
@@ -1439,17 +1439,30 @@ static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[4] =
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "publish_address",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Peer, publish_address),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__peer__field_indices_by_name[] = {
   1,   /* field[1] = address */
   2,   /* field[2] = incarnation */
   0,   /* field[0] = node */
+  4,   /* field[4] = publish_address */
   3,   /* field[3] = status */
 };
 static const ProtobufCIntRange homeroom__v1__peer__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__peer__descriptor =
 {
@@ -1459,14 +1472,14 @@ const ProtobufCMessageDescriptor homeroom__v1__peer__descriptor =
   "Homeroom__V1__Peer",
   "homeroom.v1",
   sizeof(Homeroom__V1__Peer),
-  4,
+  5,
   homeroom__v1__peer__field_descriptors,
   homeroom__v1__peer__field_indices_by_name,
   1,  homeroom__v1__peer__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__peer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[5] =
+static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[6] =
 {
   {
     "node",
@@ -1528,18 +1541,31 @@ static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "publish_address",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Heartbeat, publish_address),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
   2,   /* field[2] = address */
   1,   /* field[1] = incarnation */
   0,   /* field[0] = node */
   4,   /* field[4] = peers */
+  5,   /* field[5] = publish_address */
   3,   /* field[3] = rooms */
 };
 static const ProtobufCIntRange homeroom__v1__heartbeat__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
 {
@@ -1549,7 +1575,7 @@ const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
   "Homeroom__V1__Heartbeat",
   "homeroom.v1",
   sizeof(Homeroom__V1__Heartbeat),
-  5,
+  6,
   homeroom__v1__heartbeat__field_descriptors,
   homeroom__v1__heartbeat__field_indices_by_name,
   1,  homeroom__v1__heartbeat__number_ranges,

@@ -271,10 +271,14 @@ struct  Homeroom__V1__Peer
   char *address;
   uint64_t incarnation;
   Homeroom__V1__PeerStatus status;
+  /*
+   * where the peer's PUB socket listens (deltas, heartbeats)
+   */
+  char *publish_address;
 };
 #define HOMEROOM__V1__PEER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__peer__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, 0, HOMEROOM__V1__PEER_STATUS__PEER_STATUS_UNSPECIFIED }
+    , 0, (char *)protobuf_c_empty_string, 0, HOMEROOM__V1__PEER_STATUS__PEER_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -286,17 +290,21 @@ struct  Homeroom__V1__Heartbeat
   uint64_t node;
   uint64_t incarnation;
   /*
-   * where the sender listens
+   * where the sender's REP socket listens (joins, writes, sync)
    */
   char *address;
   size_t n_rooms;
   Homeroom__V1__RoomDigest **rooms;
   size_t n_peers;
   Homeroom__V1__Peer **peers;
+  /*
+   * where the sender's PUB socket listens (deltas, heartbeats)
+   */
+  char *publish_address;
 };
 #define HOMEROOM__V1__HEARTBEAT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__heartbeat__descriptor) \
-    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL }
+    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string }
 
 
 struct  Homeroom__V1__JoinRequest

@@ -1,0 +1,382 @@
+import HomeroomCore
+import HomeroomWire
+import Synchronization
+
+/// A node a client can attach to: its REP address (joins, writes, sync). The PUB
+/// address is asked from the node itself.
+public struct NodeEndpoint: Sendable, Hashable {
+    public var address: String
+    public init(_ address: String) { self.address = address }
+}
+
+public enum ConnectionState: String, Sendable, Equatable {
+    case connecting, connected, reconnecting, aborted
+}
+
+public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The node refused the write; `code` is stable (stage-full, not-allowed, ...).
+    case refused(code: String, message: String)
+    /// No node answered in time, after every retry.
+    case unavailable(String)
+    /// The client gave up reconnecting.
+    case aborted
+    case protocolError(String)
+
+    public var code: String {
+        switch self {
+        case let .refused(code, _): return code
+        case .unavailable: return "unavailable"
+        case .aborted: return "aborted"
+        case .protocolError: return "protocol-error"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .refused(code, message): return "\(message) (\(code))"
+        case let .unavailable(detail): return "no node answered: \(detail)"
+        case .aborted: return "the connection was given up after every node failed; reconnect to try again"
+        case let .protocolError(detail): return "unexpected reply: \(detail)"
+        }
+    }
+}
+
+/// A peer in one room: it joins through any node, holds a replica of the room,
+/// follows live deltas, repairs gaps, sends acknowledged writes, and reconnects
+/// (to the same or another node) resuming from its version vector.
+public final class RoomClient: Sendable {
+    public struct Options: Sendable {
+        public var requestTimeoutMillis: UInt64 = 1_000
+        public var syncIntervalMillis: UInt64 = 300
+        /// Failed probes before switching node; attempts over all nodes before giving up.
+        public var failuresBeforeReconnect = 2
+        public var reconnectRounds = 20
+        public var limits = WireLimits.default
+        public init() {}
+    }
+
+    public let room: String
+    public let user: UserID
+    public let role: Role
+    public let name: String
+    let endpoints: [NodeEndpoint]
+    let options: Options
+    let logger: Logger
+
+    struct State {
+        var replica: RoomState
+        var connection = ConnectionState.connecting
+        var endpointIndex = 0
+        var session: SessionID
+        var sessionCount = 0
+        var writeCounter: UInt64 = 0
+        var requestID: UInt64 = 0
+        var failures = 0
+        var latencyMicros: Double = 0
+        var closing = false
+        var link: NNGRequester?
+        var subscriber: NNGSubscriber?
+        var listeners: [UInt64: @Sendable ([RoomChange]) -> Void] = [:]
+        var nextListener: UInt64 = 0
+        var node: ReplicaID = ReplicaID(0)
+    }
+
+    let state: Mutex<State>
+    private let ticker = Mutex<NNGThread?>(nil)
+
+    public init(room: String, user: UserID, role: Role, name: String, endpoints: [NodeEndpoint], options: Options = Options(),
+                logger: Logger) {
+        self.room = room
+        self.user = user
+        self.role = role
+        self.name = name
+        self.endpoints = endpoints
+        self.options = options
+        self.logger = logger.with("user", user)
+        self.state = Mutex(State(replica: RoomState(roomID: room), session: "\(user)-\(UInt32.random(in: 0...UInt32.max))"))
+    }
+
+    deinit { close() }
+
+    // MARK: - Observing
+
+    public var connectionState: ConnectionState { state.withLock { $0.connection } }
+    public var replica: RoomState { state.withLock { $0.replica } }
+    public var roster: Roster { state.withLock { $0.replica.roster() } }
+    public var seen: VersionVector { state.withLock { $0.replica.seen } }
+    /// The last sync round trip, in microseconds.
+    public var latencyMicros: Double { state.withLock { $0.latencyMicros } }
+    public var attachedNode: ReplicaID { state.withLock { $0.node } }
+
+    /// Calls `handler` with every change set this client applies; returns a token for `removeListener`.
+    @discardableResult
+    public func onChange(_ handler: @escaping @Sendable ([RoomChange]) -> Void) -> UInt64 {
+        state.withLock { state in
+            state.nextListener += 1
+            state.listeners[state.nextListener] = handler
+            return state.nextListener
+        }
+    }
+
+    public func removeListener(_ token: UInt64) { _ = state.withLock { $0.listeners.removeValue(forKey: token) } }
+
+    // MARK: - Connecting
+
+    /// Joins through the first node that answers; then keeps the replica in sync in the background.
+    public func connect() throws(ClientError) {
+        try attachToSomeNode(initial: true)
+        let thread = try? NNGThread(name: "hr-client") { [weak self] in self?.syncLoop() }
+        ticker.withLock { $0 = thread }
+    }
+
+    func attachToSomeNode(initial: Bool) throws(ClientError) {
+        var lastError = ClientError.unavailable("no node endpoints given")
+        let rounds = initial ? 1 : options.reconnectRounds
+        for round in 0..<rounds {
+            for _ in endpoints.indices {
+                if state.withLock({ $0.closing }) { throw .aborted }
+                let index = state.withLock { $0.endpointIndex }
+                do {
+                    try attach(to: endpoints[index % endpoints.count])
+                    return
+                } catch {
+                    lastError = error
+                    logger.debug("attach failed", ["node": endpoints[index % endpoints.count].address, "error": error.description])
+                    state.withLock { $0.endpointIndex = (index + 1) % max(1, endpoints.count) }
+                }
+            }
+            if round + 1 < rounds { NNGSleep.milliseconds(min(100 * UInt64(round + 1), 1_000)) }
+        }
+        state.withLock { $0.connection = .aborted }
+        throw lastError
+    }
+
+    private func attach(to endpoint: NodeEndpoint) throws(ClientError) {
+        detach()
+        let requester: NNGRequester
+        do {
+            requester = try NNGRequester()
+            try requester.socket.setMaxReceiveSize(max(options.limits.maxMessageBytes, 64 << 20))
+            try requester.socket.setReconnectTime(min: .milliseconds(50), max: .milliseconds(300))
+            try requester.dial(endpoint.address)
+        } catch {
+            throw .unavailable("\(endpoint.address): \(error)")
+        }
+        // Where does this node publish?
+        let hello = WireMessage.Heartbeat(node: ReplicaID(0), incarnation: 0, address: "")
+        let reply = try request(requester, .heartbeat(hello))
+        guard case let .heartbeat(nodeInfo) = reply.message, !nodeInfo.publishAddress.isEmpty else {
+            requester.close()
+            throw .protocolError("the node did not say where it publishes")
+        }
+        // Subscribe before joining, so no delta falls between the snapshot and the stream.
+        let subscriber: NNGSubscriber
+        do {
+            let socket = try NNGSocket(.sub)
+            try socket.setReceiveBuffer(8192)
+            try socket.setMaxReceiveSize(max(options.limits.maxMessageBytes, 64 << 20))
+            try socket.subscribe(Topics.clientRoom(room))
+            try socket.dial(nodeInfo.publishAddress)
+            subscriber = try NNGSubscriber(socket: socket, name: "hr-client-sub") { [weak self] message in self?.receive(message) }
+        } catch {
+            requester.close()
+            throw .unavailable("subscribe to \(nodeInfo.publishAddress): \(error)")
+        }
+        let (session, resume) = state.withLock { state -> (SessionID, VersionVector?) in
+            state.sessionCount += 1
+            state.session = "\(user)-\(UInt32.random(in: 0...UInt32.max))-\(state.sessionCount)"
+            return (state.session, state.replica.seen.count > 0 ? state.replica.seen : nil)
+        }
+        let join = WireMessage.JoinRequest(user: user, role: role, session: session, name: name, resume: resume)
+        let joined: WireEnvelope
+        do {
+            joined = try request(requester, .joinRequest(join))
+        } catch {
+            subscriber.close()
+            requester.close()
+            throw error
+        }
+        switch joined.message {
+        case let .joinResponse(response):
+            merge(response.state)
+            state.withLock { state in
+                state.link = requester
+                state.subscriber = subscriber
+                state.connection = .connected
+                state.failures = 0
+                state.node = response.host
+            }
+            logger.info("joined", ["room": room, "node": endpoint.address, "resumed": "\(resume != nil)"])
+        case let .error(reply):
+            subscriber.close()
+            requester.close()
+            throw .refused(code: reply.code, message: reply.message)
+        default:
+            subscriber.close()
+            requester.close()
+            throw .protocolError("a join was answered with \(joined.message.kind)")
+        }
+    }
+
+    private func detach() {
+        let (link, subscriber) = state.withLock { state -> (NNGRequester?, NNGSubscriber?) in
+            defer { state.link = nil; state.subscriber = nil }
+            return (state.link, state.subscriber)
+        }
+        subscriber?.close()
+        link?.close()
+    }
+
+    /// Leaves the room (best effort) and closes every socket.
+    public func close() {
+        let alreadyClosing = state.withLock { state -> Bool in
+            defer { state.closing = true }
+            return state.closing
+        }
+        if alreadyClosing { return }
+        let session = state.withLock { $0.session }
+        if connectionState == .connected {
+            _ = try? sendWrite(.leaveSession(user: user, session: session), retries: 0)
+        }
+        if let thread = ticker.withLock({ $0 }) { thread.join() }
+        detach()
+        state.withLock { $0.connection = .aborted }
+    }
+
+    // MARK: - Writing
+
+    /// Sends a write and waits for the node's acknowledgement (the change is merged
+    /// there). Retried through reconnects with the same author counter, so a
+    /// retried reward still counts once.
+    @discardableResult
+    public func write(_ operation: Operation) throws(ClientError) -> Dot {
+        try sendWrite(operation, retries: 3)
+    }
+
+    private func sendWrite(_ operation: Operation, retries: Int) throws(ClientError) -> Dot {
+        let (write, requestID) = state.withLock { state -> (Write, UInt64) in
+            state.writeCounter += 1
+            state.requestID += 1
+            return (Write(author: user, authorRole: role, authorCounter: state.writeCounter, operation: operation), state.requestID)
+        }
+        var attempt = 0
+        while true {
+            guard let link = state.withLock({ $0.link }) else {
+                if attempt >= retries { throw .unavailable("not connected") }
+                attempt += 1
+                try reconnect()
+                continue
+            }
+            do throws(ClientError) {
+                let reply = try request(link, .writeRequest(WireMessage.WriteRequest(requestID: requestID, write: write)))
+                switch reply.message {
+                case let .writeAck(ack):
+                    switch ack.status {
+                    case .accepted, .duplicate:
+                        guard let dot = ack.dot else { throw ClientError.protocolError("an accepted write without a dot") }
+                        return dot
+                    case .unavailable where attempt < retries:
+                        attempt += 1
+                        try reconnect()
+                    default:
+                        throw ClientError.refused(code: ack.errorCode, message: ack.message)
+                    }
+                case let .error(reply):
+                    throw ClientError.refused(code: reply.code, message: reply.message)
+                default:
+                    throw ClientError.protocolError("a write was answered with \(reply.message.kind)")
+                }
+            } catch {
+                guard case .unavailable = error, attempt < retries else { throw error }
+                attempt += 1
+                try reconnect()
+            }
+        }
+    }
+
+    private func reconnect() throws(ClientError) {
+        state.withLock { state in
+            state.connection = .reconnecting
+            state.endpointIndex = (state.endpointIndex + 1) % max(1, endpoints.count)
+        }
+        try attachToSomeNode(initial: false)
+    }
+
+    // MARK: - Receiving
+
+    func receive(_ message: [UInt8]) {
+        guard let (kind, payload) = Topics.split(message), kind == 0,
+              let envelope = try? WireCodec.decode(Array(payload), limits: options.limits), envelope.roomID == room else { return }
+        switch envelope.message {
+        case let .deltaBatch(batch):
+            var changes: [RoomChange] = []
+            let listeners = state.withLock { state -> [@Sendable ([RoomChange]) -> Void] in
+                for delta in batch.deltas { changes += state.replica.apply(delta).changes }
+                return Array(state.listeners.values)
+            }
+            if !changes.isEmpty { for listener in listeners { listener(changes) } }
+        case let .patch(patch):
+            merge(patch)
+        default:
+            break
+        }
+    }
+
+    func merge(_ patch: RoomState) {
+        guard patch.roomID == room else { return }
+        let (changes, listeners) = state.withLock { state in (state.replica.merge(patch), Array(state.listeners.values)) }
+        if !changes.isEmpty { for listener in listeners { listener(changes) } }
+    }
+
+    /// Every sync interval: pull what is missing (which also measures the link), and
+    /// switch node after repeated failures.
+    func syncLoop() {
+        while !state.withLock({ $0.closing }) {
+            let started = WallClock.monotonicMillis()
+            if let link = state.withLock({ $0.link }) {
+                let seen = state.withLock { $0.replica.seen }
+                let clock = ContinuousClock()
+                let begin = clock.now
+                do {
+                    let reply = try request(link, .syncRequest(WireMessage.SyncRequest(seen: seen)))
+                    let elapsed = clock.now - begin
+                    if case let .syncResponse(response) = reply.message, let patch = response.patch { merge(patch) }
+                    state.withLock { state in
+                        state.failures = 0
+                        state.latencyMicros = Double(elapsed.components.attoseconds) / 1e12 + Double(elapsed.components.seconds) * 1e6
+                        if state.connection == .reconnecting { state.connection = .connected }
+                    }
+                } catch {
+                    let failures = state.withLock { state -> Int in
+                        state.failures += 1
+                        return state.failures
+                    }
+                    if failures >= options.failuresBeforeReconnect {
+                        logger.notice("node unreachable, reconnecting", ["error": error.description])
+                        try? reconnect()
+                    }
+                }
+            }
+            while !state.withLock({ $0.closing }) {
+                let elapsed = WallClock.monotonicMillis() &- started
+                if elapsed >= options.syncIntervalMillis { break }
+                NNGSleep.milliseconds(min(20, options.syncIntervalMillis - elapsed))
+            }
+        }
+    }
+
+    func request(_ link: NNGRequester, _ message: WireMessage) throws(ClientError) -> WireEnvelope {
+        let envelope = WireEnvelope(roomID: room, sender: ReplicaID(0), sequence: 0, clock: .zero, message: message)
+        let reply: [UInt8]
+        do {
+            reply = try link.request(WireCodec.encode(envelope), timeout: .milliseconds(Int64(options.requestTimeoutMillis)))
+        } catch {
+            throw .unavailable("\(error)")
+        }
+        do {
+            return try WireCodec.decode(reply, limits: options.limits)
+        } catch {
+            throw .protocolError("\(error)")
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import HomeroomCore
+import HomeroomWire
+
+/// How one `homeroom node` runs. Validated before anything starts, with errors that
+/// say what to fix.
+public struct NodeConfig: Sendable, Equatable {
+    /// A stable, unique name in the cluster (it derives the node's replica id).
+    public var name: String
+    /// Where the REP socket listens: joins, acknowledged writes, sync, gossip hellos.
+    public var listen: String
+    /// Where the PUB socket listens: live deltas per room, heartbeats.
+    public var publish: String
+    /// REP addresses of nodes to join through; one is enough.
+    public var seeds: [String]
+    public var heartbeatMillis: UInt64 = 200
+    /// No heartbeat for this long: suspect. Then `downMillis`: declared down.
+    public var suspectMillis: UInt64 = 1_000
+    public var downMillis: UInt64 = 2_500
+    public var requestTimeoutMillis: UInt64 = 1_000
+    public var maxClockDriftMillis: UInt64 = HybridClock.defaultMaxForwardDriftMillis
+    public var workers = 2
+    public var limits: WireLimits = .default
+
+    public init(name: String, listen: String, publish: String, seeds: [String] = []) {
+        self.name = name
+        self.listen = listen
+        self.publish = publish
+        self.seeds = seeds
+    }
+
+    public static func == (a: NodeConfig, b: NodeConfig) -> Bool {
+        a.name == b.name && a.listen == b.listen && a.publish == b.publish && a.seeds == b.seeds
+            && a.heartbeatMillis == b.heartbeatMillis && a.suspectMillis == b.suspectMillis && a.downMillis == b.downMillis
+            && a.requestTimeoutMillis == b.requestTimeoutMillis && a.maxClockDriftMillis == b.maxClockDriftMillis && a.workers == b.workers
+    }
+
+    public func validate() throws(NodeConfigError) {
+        if name.isEmpty || name.utf8.count > 64 || name.contains(where: { $0.isWhitespace }) {
+            throw .invalid(field: "name", reason: "'\(name)' must be 1 to 64 characters without spaces, unique in the cluster")
+        }
+        for (field, address) in [("listen", listen), ("publish", publish)] + seeds.map({ ("seed", $0) }) {
+            try Self.checkAddress(address, field: field)
+        }
+        if listen == publish && !listen.hasSuffix(":0") {
+            throw .invalid(field: "publish", reason: "the publish address must differ from the listen address \(listen)")
+        }
+        if heartbeatMillis < 10 || heartbeatMillis > 60_000 {
+            throw .invalid(field: "heartbeat-ms", reason: "\(heartbeatMillis) must be from 10 to 60000")
+        }
+        if downMillis < 2 * heartbeatMillis {
+            throw .invalid(field: "down-ms", reason: "the down period (\(downMillis) ms) must be at least twice the heartbeat period (\(heartbeatMillis) ms)")
+        }
+        if suspectMillis < heartbeatMillis || suspectMillis >= downMillis {
+            throw .invalid(field: "suspect-ms", reason: "\(suspectMillis) ms must be at least the heartbeat period and below the down period (\(downMillis) ms)")
+        }
+        if workers < 1 || workers > 64 {
+            throw .invalid(field: "workers", reason: "\(workers) must be from 1 to 64")
+        }
+    }
+
+    static func checkAddress(_ address: String, field: String) throws(NodeConfigError) {
+        let schemes = ["tcp://", "ipc://", "inproc://", "tls+tcp://"]
+        guard let scheme = schemes.first(where: { address.hasPrefix($0) }) else {
+            throw .invalid(field: field, reason: "'\(address)' must start with tcp://, ipc:// or inproc:// (for example tcp://127.0.0.1:7100)")
+        }
+        let rest = address.dropFirst(scheme.count)
+        if rest.isEmpty { throw .invalid(field: field, reason: "'\(address)' has no host or path after \(scheme)") }
+        if scheme == "tcp://" {
+            guard let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]), (0...65535).contains(port) else {
+                throw .invalid(field: field, reason: "'\(address)' needs a port from 0 to 65535, as in tcp://127.0.0.1:7100")
+            }
+        }
+    }
+}
+
+public enum NodeConfigError: Error, Equatable, Sendable, CustomStringConvertible {
+    case invalid(field: String, reason: String)
+    case missing(field: String, hint: String)
+    case unreadableFile(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case let .invalid(field, reason): return "invalid \(field): \(reason)"
+        case let .missing(field, hint): return "missing \(field): \(hint)"
+        case let .unreadableFile(path, reason): return "cannot use config file \(path): \(reason)"
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// Node: nng transport and cluster.

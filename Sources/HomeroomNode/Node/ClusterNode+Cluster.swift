@@ -1,0 +1,214 @@
+import HomeroomCore
+import HomeroomWire
+
+extension ClusterNode {
+    /// A message from another node's PUB socket: deltas it sequenced, or a heartbeat.
+    func receiveFromCluster(_ message: [UInt8]) {
+        guard let (kind, payload) = Topics.split(message) else { return }
+        let envelope: WireEnvelope
+        do {
+            envelope = try WireCodec.decode(Array(payload), limits: config.limits)
+        } catch {
+            metrics.add("cluster_rejected_total{reason=\"\(error.code)\"}")
+            logger.debug("undecodable cluster message", ["error": error.description])
+            return
+        }
+        if envelope.sender == replica { return }
+        let copies = state.withLock { state -> Int in
+            state.faults.cuts(envelope.sender) ? 0 : state.dice.copies(state.faults)
+        }
+        for _ in 0..<copies {
+            switch (kind, envelope.message) {
+            case let (1, .deltaBatch(batch)): applyRemote(room: envelope.roomID, batch: batch, from: envelope.sender)
+            case let (2, .heartbeat(heartbeat)): heard(heartbeat)
+            default: metrics.add("cluster_rejected_total{reason=\"unexpected\"}")
+            }
+        }
+    }
+
+    /// Applies another node's deltas, relays the new ones to this node's clients, and
+    /// schedules a pull when a gap shows.
+    func applyRemote(room roomID: String, batch: WireMessage.DeltaBatch, from sender: ReplicaID) {
+        guard RoomID.validate(roomID) == nil else { return }
+        let now = WallClock.nowMillis()
+        var fresh: [Delta] = []
+        var rejectedClock = 0
+        state.withLock { state in
+            var room = state.rooms.removeValue(forKey: roomID) ?? RoomState(roomID: roomID)
+            for delta in batch.deltas {
+                // A clock far ahead is refused and not recorded: anti-entropy offers it again later.
+                guard (try? state.sequencer.observe(delta.clock, nowMillis: now)) != nil else {
+                    rejectedClock += 1
+                    continue
+                }
+                if case .duplicate = room.apply(delta) { continue }
+                fresh.append(delta)
+            }
+            if room.seen.origins[batch.origin].map({ !$0.early.isEmpty }) ?? false {
+                state.pendingSyncs.insert(NodeState.SyncKey(peer: sender, room: roomID))
+            }
+            state.rooms[roomID] = room
+        }
+        metrics.add("deltas_in_total", UInt64(fresh.count))
+        if rejectedClock > 0 { metrics.add("deltas_rejected_total{reason=\"clock-ahead\"}", UInt64(rejectedClock)) }
+        publish(room: roomID, deltas: fresh, toNodes: false)
+    }
+
+    /// A heartbeat or hello: liveness, addresses, peers to meet, rooms to repair.
+    func heard(_ heartbeat: WireMessage.Heartbeat) {
+        guard heartbeat.node != replica else { return }
+        let now = WallClock.monotonicMillis()
+        let toConnect = state.withLock { state -> [PeerTable.Entry] in
+            var connect: [ReplicaID] = []
+            if state.peers.heard(heartbeat, nowMillis: now) { connect.append(heartbeat.node) }
+            for peer in heartbeat.peers where peer.node != replica {
+                if state.peers.learn(peer, nowMillis: now) { connect.append(peer.node) }
+            }
+            for digest in heartbeat.rooms where RoomID.validate(digest.roomID) == nil {
+                let mine = state.rooms[digest.roomID]?.seen ?? VersionVector()
+                if !mine.dominates(digest.seen) {
+                    state.pendingSyncs.insert(NodeState.SyncKey(peer: heartbeat.node, room: digest.roomID))
+                }
+            }
+            for node in connect { state.peers.markConnected(node) }
+            return connect.compactMap { state.peers.entries[$0] }
+        }
+        for peer in toConnect { connect(peer) }
+    }
+
+    func connect(_ peer: PeerTable.Entry) {
+        if !peer.publishAddress.isEmpty {
+            do {
+                try subscriber.socket.dial(peer.publishAddress)
+            } catch {
+                logger.warning("cannot subscribe to a peer", ["peer": peer.node.description, "address": peer.publishAddress, "error": error.description])
+            }
+        }
+        _ = link(peer.address)
+        logger.info("peer connected", ["peer": peer.node.description, "address": peer.address])
+    }
+
+    /// The REQ link to a node's REP address, made on first use.
+    func link(_ address: String) -> NNGRequester? {
+        links.withLock { links -> NNGRequester? in
+            if let existing = links[address] { return existing }
+            guard let requester = try? NNGRequester() else { return nil }
+            try? requester.socket.setReconnectTime(min: .milliseconds(50), max: .milliseconds(500))
+            try? requester.socket.setMaxReceiveSize(config.limits.maxMessageBytes)
+            do { try requester.dial(address) } catch { return nil }
+            links[address] = requester
+            return requester
+        }
+    }
+
+    func ownHeartbeat() -> WireMessage.Heartbeat {
+        state.withLock { state in
+            WireMessage.Heartbeat(node: replica, incarnation: incarnation, address: listenAddress,
+                                  rooms: state.rooms.keys.sorted().map { WireMessage.RoomDigest(roomID: $0, seen: state.rooms[$0]!.seen) },
+                                  peers: state.peers.wirePeers, publishAddress: publishAddress)
+        }
+    }
+
+    // MARK: - The tick
+
+    func tickLoop() {
+        var tick: UInt64 = 0
+        while !state.withLock({ $0.stopping }) {
+            tick &+= 1
+            let started = WallClock.monotonicMillis()
+            let isolated = state.withLock { $0.faults.isolated }
+            if !isolated {
+                let message = WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat())))
+                try? publisher.send(topic: Topics.heartbeat, payload: message)
+                greetSeeds()
+            }
+            declareSilentNodesDown()
+            runPendingSyncs()
+            // Sleep the rest of the period, in short steps so stop() is prompt.
+            let period = config.heartbeatMillis
+            while !state.withLock({ $0.stopping }) {
+                let elapsed = WallClock.monotonicMillis() &- started
+                if elapsed >= period { break }
+                NNGSleep.milliseconds(min(20, period - elapsed))
+            }
+        }
+    }
+
+    /// Says hello to every seed not yet known as a live peer.
+    func greetSeeds() {
+        let known = state.withLock { state in Set(state.peers.alive.filter { $0.status == .alive }.map(\.address)) }
+        for seed in config.seeds where seed != listenAddress && seed != config.listen && !known.contains(seed) {
+            guard let requester = link(seed) else { continue }
+            let hello = WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat())))
+            guard let reply = try? requester.request(hello, timeout: .milliseconds(Int64(config.requestTimeoutMillis))),
+                  let decoded = try? WireCodec.decode(reply, limits: config.limits),
+                  case let .heartbeat(heartbeat) = decoded.message else { continue }
+            if state.withLock({ $0.faults.cuts(heartbeat.node) }) { continue }
+            heard(heartbeat)
+        }
+    }
+
+    /// Nodes silent past the down period are declared down: their sessions end on every replica.
+    func declareSilentNodesDown() {
+        let now = WallClock.monotonicMillis()
+        let dead = state.withLock { $0.peers.sweep(nowMillis: now, suspectMillis: config.suspectMillis, downMillis: config.downMillis) }
+        for peer in dead {
+            logger.notice("peer declared down", ["peer": peer.node.description, "address": peer.address])
+            metrics.add("peers_declared_down_total")
+            endSessions(of: peer.node, incarnation: peer.incarnation)
+        }
+    }
+
+    func endSessions(of node: ReplicaID, incarnation: UInt64) {
+        let rooms = state.withLock { Array($0.rooms.keys) }
+        for room in rooms {
+            let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0,
+                              operation: .replicaDown(replica: node, incarnation: incarnation))
+            let delta = state.withLock { state -> Delta? in
+                guard var current = state.rooms.removeValue(forKey: room) else { return nil }
+                defer { state.rooms[room] = current }
+                let delta = state.sequencer.stamp(write, nowMillis: WallClock.nowMillis())
+                _ = current.apply(delta)
+                return delta
+            }
+            if let delta { publish(room: room, deltas: [delta], toNodes: true) }
+        }
+    }
+
+    /// Pulls from peers what this node lacks: compact patches, merged and relayed to clients.
+    func runPendingSyncs() {
+        let (pending, addresses) = state.withLock { state -> ([NodeState.SyncKey], [ReplicaID: String]) in
+            let pending = Array(state.pendingSyncs)
+            state.pendingSyncs.removeAll()
+            var addresses: [ReplicaID: String] = [:]
+            for key in pending where !state.faults.cuts(key.peer) {
+                if let entry = state.peers.entries[key.peer], entry.status != .dead { addresses[key.peer] = entry.address }
+            }
+            return (pending, addresses)
+        }
+        for key in pending {
+            guard let address = addresses[key.peer], let requester = link(address) else { continue }
+            let seen = state.withLock { $0.rooms[key.room]?.seen ?? VersionVector() }
+            let request = WireCodec.encode(envelope(room: key.room, .syncRequest(WireMessage.SyncRequest(seen: seen))))
+            guard let reply = try? requester.request(request, timeout: .milliseconds(Int64(config.requestTimeoutMillis))) else {
+                state.withLock { _ = $0.pendingSyncs.insert(key) }
+                continue
+            }
+            metrics.add("sync_bytes_total", UInt64(reply.count + request.count))
+            guard let decoded = try? WireCodec.decode(reply, limits: config.limits),
+                  case let .syncResponse(response) = decoded.message, let patch = response.patch, patch.roomID == key.room else { continue }
+            let changed = state.withLock { state -> Bool in
+                var room = state.rooms.removeValue(forKey: key.room) ?? RoomState(roomID: key.room)
+                let before = room.seen
+                room.merge(patch)
+                let changed = room.seen != before
+                state.rooms[key.room] = room
+                return changed
+            }
+            if changed {
+                metrics.add("gaps_repaired_total")
+                publishPatch(room: key.room, patch)
+            }
+        }
+    }
+}

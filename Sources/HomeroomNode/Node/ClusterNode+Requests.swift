@@ -1,0 +1,135 @@
+import HomeroomCore
+import HomeroomWire
+
+extension ClusterNode {
+    /// One request on the REP socket: decode, dispatch, encode the reply. Never throws,
+    /// never crashes on bad input: every failure is an `ErrorReply` with a code.
+    func handleRequest(_ bytes: [UInt8]) -> [UInt8] {
+        let request: WireEnvelope
+        do {
+            request = try WireCodec.decode(bytes, limits: config.limits)
+        } catch {
+            metrics.add("requests_rejected_total{reason=\"\(error.code)\"}")
+            logger.debug("undecodable request", ["error": error.description])
+            return WireCodec.encode(Self.errorEnvelope(code: error.code, message: error.description))
+        }
+        let room = request.roomID
+        if request.sender.rawValue != 0, state.withLock({ $0.faults.cuts(request.sender) }) {
+            return WireCodec.encode(Self.errorEnvelope(code: "unavailable", message: "link cut by fault injection", room: room))
+        }
+        let reply: WireMessage
+        switch request.message {
+        case let .heartbeat(hello):
+            // Sender 0 is a client asking where this node publishes; only nodes join the cluster.
+            if request.sender.rawValue != 0 { heard(hello) }
+            reply = .heartbeat(ownHeartbeat())
+        case let .writeRequest(write):
+            if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
+            reply = .writeAck(handleWrite(room: room, write))
+        case let .joinRequest(join):
+            if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
+            reply = handleJoin(room: room, join)
+        case let .syncRequest(sync):
+            if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
+            let (patch, seen) = state.withLock { state -> (RoomState, VersionVector) in
+                let current = state.rooms[room] ?? RoomState(roomID: room)
+                return (current.missing(since: sync.seen), current.seen)
+            }
+            reply = .syncResponse(WireMessage.SyncResponse(patch: patch, seen: seen))
+        case .digest:
+            reply = .digest(state.withLock { $0.rooms[room]?.seen ?? VersionVector() })
+        default:
+            return errorReply("unsupported", "a \(request.message.kind) is not a request this node answers; see docs/PROTOCOL.md", room)
+        }
+        let encoded = WireCodec.encode(envelope(room: room, reply))
+        metrics.add("reply_bytes_total", UInt64(encoded.count))
+        return encoded
+    }
+
+    private func errorReply(_ code: String, _ message: String, _ room: String) -> [UInt8] {
+        metrics.add("requests_rejected_total{reason=\"\(code)\"}")
+        return WireCodec.encode(Self.errorEnvelope(code: code, message: message, room: room))
+    }
+
+    /// An acknowledged write: checked, sequenced, applied and published before the
+    /// acknowledgement leaves.
+    func handleWrite(room roomID: String, _ request: WireMessage.WriteRequest) -> WireMessage.WriteAck {
+        let write = request.write
+        let now = WallClock.nowMillis()
+        let result = state.withLock { state -> (WireMessage.WriteAck, Delta?) in
+            if state.stopping { return (ack(request, .unavailable, "unavailable", "the node is stopping; retry on another node"), nil) }
+            if write.authorRole == .system {
+                return (ack(request, .rejected, "not-allowed", "clients cannot write as the system"), nil)
+            }
+            // Taken out of the dictionary while it changes, so the change is in place, not a copy.
+            let existed = state.rooms[roomID] != nil
+            var room = state.rooms.removeValue(forKey: roomID) ?? RoomState(roomID: roomID)
+            defer { if existed || room.seen.count > 0 { state.rooms[roomID] = room } }
+            if case .joinSession = write.operation {
+            } else if let record = room.users[write.author], record.isKnown {
+                if record.role.value != write.authorRole {
+                    return (ack(request, .rejected, "role-mismatch", "\(write.author) joined as \(record.role.value), not \(write.authorRole)"), nil)
+                }
+            } else {
+                return (ack(request, .rejected, "not-joined", "\(write.author) has not joined room \(roomID): join first"), nil)
+            }
+            if let refusal = room.admit(write, nowMillis: now) {
+                return (ack(request, .rejected, refusal.code, refusal.description), nil)
+            }
+            let delta = state.sequencer.stamp(write, nowMillis: now)
+            let outcome = room.apply(delta)
+            if case let .rejected(reason) = outcome {
+                return (ack(request, .rejected, reason.code, reason.description, dot: delta.dot), delta)
+            }
+            return (ack(request, .accepted, "", "", dot: delta.dot), delta)
+        }
+        if let delta = result.1 {
+            publish(room: roomID, deltas: [delta], toNodes: true)
+            metrics.add("writes_accepted_total")
+        } else {
+            metrics.add("writes_refused_total{code=\"\(result.0.errorCode)\"}")
+        }
+        return result.0
+    }
+
+    private func ack(_ request: WireMessage.WriteRequest, _ status: WireMessage.WriteStatus, _ code: String, _ message: String,
+                     dot: Dot? = nil) -> WireMessage.WriteAck {
+        WireMessage.WriteAck(requestID: request.requestID, status: status, errorCode: code, message: message, dot: dot)
+    }
+
+    /// A peer joins: its session starts here, then it gets the room (or what its
+    /// resume vector lacks). The peer should subscribe to the room's topic first.
+    func handleJoin(room roomID: String, _ join: WireMessage.JoinRequest) -> WireMessage {
+        let write = Write(author: join.user, authorRole: join.role, authorCounter: 0,
+                          operation: .joinSession(user: join.user, session: join.session, name: join.name, role: join.role,
+                                                  host: replica, incarnation: incarnation))
+        let ack = handleWrite(room: roomID, WireMessage.WriteRequest(requestID: 0, write: write))
+        guard ack.status == .accepted else {
+            return .error(WireMessage.ErrorReply(code: ack.errorCode, message: ack.message))
+        }
+        let state = self.state.withLock { state -> RoomState in
+            let room = state.rooms[roomID] ?? RoomState(roomID: roomID)
+            return join.resume.map { room.missing(since: $0) } ?? room.snapshot()
+        }
+        metrics.add("joins_total")
+        return .joinResponse(WireMessage.JoinResponse(session: join.session, host: replica, incarnation: incarnation,
+                                                      state: state, isSnapshot: join.resume == nil))
+    }
+
+    /// Publishes deltas to the room's clients and, when this node sequenced them, to the other nodes.
+    func publish(room: String, deltas: [Delta], toNodes: Bool) {
+        guard !deltas.isEmpty else { return }
+        let message = WireCodec.encode(envelope(room: room, .deltaBatch(WireMessage.DeltaBatch(origin: deltas[0].origin, deltas: deltas))))
+        try? publisher.send(topic: Topics.clientRoom(room), payload: message)
+        if toNodes, !state.withLock({ $0.faults.isolated }) {
+            try? publisher.send(topic: Topics.nodeRoom(room), payload: message)
+            metrics.add("deltas_out_total", UInt64(deltas.count))
+        }
+    }
+
+    /// Publishes a repair patch to the room's clients, so they see what anti-entropy brought.
+    func publishPatch(room: String, _ patch: RoomState) {
+        let message = WireCodec.encode(envelope(room: room, .patch(patch)))
+        try? publisher.send(topic: Topics.clientRoom(room), payload: message)
+    }
+}

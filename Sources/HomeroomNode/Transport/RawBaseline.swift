@@ -1,0 +1,218 @@
+@preconcurrency import Glibc
+import CNNG
+import Synchronization
+
+/// Measurements of bare nng (C calls only, none of the Swift wrappers), so the
+/// benchmarks can show what the transport layer adds on top of nng itself.
+/// Times come from `ContinuousClock`; speed is claimed only from `homeroom-bench`.
+public enum RawBaseline {
+    /// Publishes `count` messages of `messageSize` bytes (at least 8: a sequence number
+    /// leads each payload) from a PUB to one SUB as fast as PUB accepts them, and counts
+    /// what arrives. Ends when the last message arrives or nothing has arrived for
+    /// 500 ms. Throughput is messages delivered per second from the first send to the
+    /// last arrival; `lost` is what PUB or SUB dropped (`count - delivered`).
+    ///
+    /// - Parameters:
+    ///   - url: where the PUB listens, e.g. `tcp://127.0.0.1:0` (port picked by the system).
+    ///   - sendBuffer: `NNG_OPT_SENDBUF` of the PUB (nng default 16, at most 8192).
+    ///   - receiveBuffer: `NNG_OPT_RECVBUF` of the SUB (nng default 128, at most 8192).
+    public static func pubSubThroughput(url: String = "tcp://127.0.0.1:0", messageSize: Int, count: Int,
+                                        sendBuffer: Int = 16, receiveBuffer: Int = 128)
+        throws(NNGError) -> (messagesPerSecond: Double, delivered: Int, lost: Int)
+    {
+        precondition(count > 0, "count must be positive")
+        let size = max(messageSize, 8)
+        let probeMark = UInt64.max, stopMark = UInt64.max - 1
+
+        var pub = nng_socket()
+        try nngCheck(nng_pub0_open(&pub), "open pub socket")
+        defer { _ = nng_close(pub) }
+        var sub = nng_socket()
+        try nngCheck(nng_sub0_open(&sub), "open sub socket")
+        defer { _ = nng_close(sub) }
+
+        try nngCheck(nng_socket_set_int(pub, NNG_OPT_SENDBUF, Int32(sendBuffer)), "set pub send buffer to \(sendBuffer)")
+        try nngCheck(nng_socket_set_int(sub, NNG_OPT_RECVBUF, Int32(receiveBuffer)), "set sub receive buffer to \(receiveBuffer)")
+        try nngCheck(nng_socket_set(sub, NNG_OPT_SUB_SUBSCRIBE, nil, 0), "subscribe to everything")
+        let bound = try nngListen(pub, url)
+        try nngCheck(nng_dial(sub, bound, nil, 0), "dial \(bound)", addressOperation: true)
+
+        var message = [UInt8](repeating: 0xA5, count: size)
+        func send(_ seq: UInt64) -> Int32 {
+            message.withUnsafeMutableBytes { buffer in
+                buffer.storeBytes(of: seq.littleEndian, as: UInt64.self)
+                return nng_send(pub, buffer.baseAddress, buffer.count, 0)
+            }
+        }
+
+        // The dial is up, but PUB attaches the pipe a little later: probe until one arrives.
+        // Non-blocking polls, not receive timeouts (nng 1.5.2 issue 1523).
+        let connectBy = ContinuousClock.now + .seconds(2)
+        var connected = false
+        while !connected && ContinuousClock.now < connectBy {
+            try nngCheck(send(probeMark), "send probe")
+            for _ in 0..<5 where !connected {
+                var buffer: UnsafeMutableRawPointer? = nil
+                var got = 0
+                let rv = withUnsafeMutablePointer(to: &buffer) {
+                    nng_recv(sub, $0, &got, Int32(NNG_FLAG_ALLOC | NNG_FLAG_NONBLOCK))
+                }
+                if rv == 0 { nng_free(buffer, got); connected = true } else { usleep(1_000) }
+            }
+        }
+        guard connected else {
+            throw NNGError(.nngTimedOut, "wait 2 s for the subscriber to attach to \(bound)")
+        }
+
+        let progress = NNGCounter()
+        let outcome = Mutex<(delivered: Int, last: ContinuousClock.Instant?)>((0, nil))
+        let subID = sub.id
+        let receiver = try NNGThread(name: "hr-bench-sub") {
+            let sub = nng_socket(id: subID)
+            var seen = [Bool](repeating: false, count: count)
+            var delivered = 0
+            var last: ContinuousClock.Instant? = nil
+            receiving: while true {
+                var buffer: UnsafeMutableRawPointer? = nil
+                var got = 0
+                let rv = withUnsafeMutablePointer(to: &buffer) { nng_recv(sub, $0, &got, Int32(NNG_FLAG_ALLOC)) }
+                if rv == .nngClosed { break }
+                if rv != 0 { continue }
+                let seq = got >= 8 ? UInt64(littleEndian: buffer!.loadUnaligned(as: UInt64.self)) : probeMark
+                nng_free(buffer, got)
+                switch seq {
+                case stopMark:
+                    break receiving
+                case let s where s < UInt64(count):
+                    if !seen[Int(s)] {
+                        seen[Int(s)] = true
+                        delivered += 1
+                        last = .now
+                        progress.value.store(delivered, ordering: .relaxed)
+                    }
+                    if s == UInt64(count - 1) { break receiving }
+                default:
+                    continue // a late probe
+                }
+            }
+            outcome.withLock { $0 = (delivered, last) }
+        }
+
+        let start = ContinuousClock.now
+        for seq in 0..<UInt64(count) {
+            try nngCheck(send(seq), "publish message \(seq)")
+        }
+
+        // Wait for the last message, or until arrivals stop for 500 ms.
+        var seenProgress = -1
+        var lastChange = ContinuousClock.now
+        while !receiver.isFinished {
+            let now = progress.value.load(ordering: .relaxed)
+            if now != seenProgress { seenProgress = now; lastChange = .now }
+            if ContinuousClock.now - lastChange > .milliseconds(500) { break }
+            usleep(200)
+        }
+        // Stop the receiver by message rather than by closing under it (nng issue 1543);
+        // close only as a last resort.
+        let stopBy = ContinuousClock.now + .seconds(2)
+        while !receiver.isFinished && ContinuousClock.now < stopBy {
+            _ = send(stopMark)
+            usleep(5_000)
+        }
+        if !receiver.isFinished { _ = nng_close(sub) }
+        receiver.join()
+
+        let (delivered, last) = outcome.withLock { $0 }
+        var perSecond = 0.0
+        if let last, delivered > 0 {
+            let seconds = (last - start).seconds
+            perSecond = seconds > 0 ? Double(delivered) / seconds : 0
+        }
+        return (perSecond, delivered, count - delivered)
+    }
+
+    /// Sends `count` requests of `messageSize` bytes (at least 1) one after another from
+    /// a REQ to a REP that echoes them, after 100 unmeasured warm-up round trips, and
+    /// reports round-trip latency percentiles in microseconds and round trips per second.
+    public static func requestReplyLatency(url: String = "tcp://127.0.0.1:0", messageSize: Int, count: Int)
+        throws(NNGError) -> (p50Micros: Double, p99Micros: Double, perSecond: Double)
+    {
+        precondition(count > 0, "count must be positive")
+        let size = max(messageSize, 1)
+
+        var rep = nng_socket()
+        try nngCheck(nng_rep0_open(&rep), "open rep socket")
+        defer { _ = nng_close(rep) }
+        var req = nng_socket()
+        try nngCheck(nng_req0_open(&req), "open req socket")
+        defer { _ = nng_close(req) }
+        try nngCheck(nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 5_000), "set req receive timeout")
+        try nngCheck(nng_socket_set_ms(req, NNG_OPT_SENDTIMEO, 5_000), "set req send timeout")
+
+        let bound = try nngListen(rep, url)
+        let repID = rep.id
+        // Echo server; an empty request means "stop" and is answered before it stops.
+        let server = try NNGThread(name: "hr-bench-rep") {
+            let rep = nng_socket(id: repID)
+            while true {
+                var msg: OpaquePointer? = nil
+                let rv = nng_recvmsg(rep, &msg, 0)
+                if rv == .nngClosed { return }
+                if rv != 0 { continue }
+                let stop = nng_msg_len(msg) == 0
+                if nng_sendmsg(rep, msg, 0) != 0 { nng_msg_free(msg) }
+                if stop { return }
+            }
+        }
+        var serverStopped = false
+        defer {
+            if !serverStopped {
+                _ = nng_close(rep)
+                server.join()
+            }
+        }
+        try nngCheck(nng_dial(req, bound, nil, 0), "dial \(bound)", addressOperation: true)
+
+        let request = [UInt8](repeating: 0x5A, count: size)
+        func roundTrip(_ bytes: [UInt8]) throws(NNGError) {
+            let sent = bytes.withUnsafeBytes { nng_send(req, UnsafeMutableRawPointer(mutating: $0.baseAddress), $0.count, 0) }
+            try nngCheck(sent, "send a \(bytes.count)-byte request")
+            var buffer: UnsafeMutableRawPointer? = nil
+            var got = 0
+            let rv = withUnsafeMutablePointer(to: &buffer) { nng_recv(req, $0, &got, Int32(NNG_FLAG_ALLOC)) }
+            try nngCheck(rv, "receive the reply to a \(bytes.count)-byte request")
+            nng_free(buffer, got)
+        }
+
+        for _ in 0..<min(100, count) { try roundTrip(request) }
+
+        var samples = [Double]()
+        samples.reserveCapacity(count)
+        let clock = ContinuousClock()
+        let start = clock.now
+        for _ in 0..<count {
+            let t0 = clock.now
+            try roundTrip(request)
+            samples.append((clock.now - t0).seconds * 1e6)
+        }
+        let total = (clock.now - start).seconds
+
+        try roundTrip([])
+        server.join()
+        serverStopped = true
+
+        samples.sort()
+        func percentile(_ q: Double) -> Double {
+            samples[min(samples.count - 1, Int((Double(samples.count - 1) * q).rounded()))]
+        }
+        return (percentile(0.50), percentile(0.99), total > 0 ? Double(count) / total : 0)
+    }
+}
+
+fileprivate extension Duration {
+    /// The duration in seconds as a Double.
+    var seconds: Double {
+        let (s, atto) = components
+        return Double(s) + Double(atto) * 1e-18
+    }
+}

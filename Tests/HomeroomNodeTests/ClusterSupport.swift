@@ -1,0 +1,60 @@
+@preconcurrency import Glibc
+import HomeroomCore
+@testable import HomeroomNode
+
+/// Polls `condition` every 20 ms until it holds or `seconds` pass; bounded, never hangs.
+func eventually(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
+    let deadline = WallClock.monotonicMillis() + UInt64(seconds * 1000)
+    while WallClock.monotonicMillis() < deadline {
+        if condition() { return true }
+        usleep(20_000)
+    }
+    return condition()
+}
+
+/// A cluster of in-process nodes on loopback (ephemeral ports) or inproc, each
+/// seeded with the first node; stops every node it started.
+final class TestCluster {
+    var nodes: [ClusterNode] = []
+    let logger: Logger
+
+    init(size: Int, transport: String = "tcp", label: String, heartbeatMillis: UInt64 = 50) throws {
+        (logger, _) = Logger.capturing(label: label, level: .warning)
+        for index in 0..<size {
+            try add(name: "\(label)-\(index)", transport: transport, heartbeatMillis: heartbeatMillis)
+        }
+    }
+
+    @discardableResult
+    func add(name: String, transport: String = "tcp", heartbeatMillis: UInt64 = 50) throws -> ClusterNode {
+        let listen = transport == "tcp" ? "tcp://127.0.0.1:0" : "inproc://\(name)-rep-\(UInt32.random(in: 0...UInt32.max))"
+        let publish = transport == "tcp" ? "tcp://127.0.0.1:0" : "inproc://\(name)-pub-\(UInt32.random(in: 0...UInt32.max))"
+        var config = NodeConfig(name: name, listen: listen, publish: publish, seeds: nodes.first.map { [$0.listenAddress] } ?? [])
+        config.heartbeatMillis = heartbeatMillis
+        config.suspectMillis = heartbeatMillis * 6
+        config.downMillis = heartbeatMillis * 20
+        config.requestTimeoutMillis = 500
+        let node = try ClusterNode(config: config, logger: logger)
+        nodes.append(node)
+        return node
+    }
+
+    func meshed() -> Bool {
+        eventually(10) { nodes.allSatisfy { $0.alivePeers.count == nodes.count - 1 } }
+    }
+
+    func converged(room: String, clients: [RoomClient] = []) -> Bool {
+        guard let reference = nodes.first?.room(room) else { return false }
+        return nodes.allSatisfy { $0.room(room) == reference } && clients.allSatisfy { $0.replica == reference }
+    }
+
+    func client(_ user: String, _ role: Role, node: Int, room: String) -> RoomClient {
+        var options = RoomClient.Options()
+        options.requestTimeoutMillis = 500
+        options.syncIntervalMillis = 100
+        let endpoints = ([node] + nodes.indices.filter { $0 != node }).map { NodeEndpoint(nodes[$0].listenAddress) }
+        return RoomClient(room: room, user: user, role: role, name: user.uppercased(), endpoints: endpoints, options: options, logger: logger)
+    }
+
+    deinit { for node in nodes { node.stop() } }
+}
