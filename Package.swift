@@ -32,7 +32,7 @@ let package = Package(
         // nng transport, cluster membership, anti-entropy.
         .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomWire", "CNNG"], swiftSettings: strict),
 
-        .executableTarget(name: "homeroom", dependencies: ["HomeroomCore"], swiftSettings: strict),
+        .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
         .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomWire"], swiftSettings: strict),
 
         .testTarget(name: "HomeroomCoreTests", dependencies: ["HomeroomCore"], swiftSettings: strict),

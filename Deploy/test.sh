@@ -24,5 +24,6 @@ fi
 
 echo "== swift test (10,000 simulated schedules)" >&2
 export HOMEROOM_SCHEDULES="${HOMEROOM_SCHEDULES:-10000}"
+quiet_build swift build
 quiet_build swift build --build-tests
 swift test --skip-build 2>&1

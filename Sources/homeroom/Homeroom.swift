@@ -10,6 +10,7 @@ enum Homeroom {
 
         SUBCOMMANDS:
           demo        The main job: a scripted lesson, with its summary and roster.
+          node        Run a node of a Homeroom cluster.
           simulate    Seeded simulations of a replicated room, checked for convergence.
 
         OPTIONS:
@@ -29,6 +30,7 @@ enum Homeroom {
             case "-h", "--help", "help": print(usage)
             case "simulate": try SimulateCommand.run(rest)
             case "demo": try DemoCommand.run(rest)
+            case "node": try NodeCommand.run(rest)
             default: throw CommandLineError.usage("unknown subcommand '\(subcommand)'", usage: usage)
             }
         } catch let error as CommandLineError {

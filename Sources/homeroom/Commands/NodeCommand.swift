@@ -1,0 +1,184 @@
+@preconcurrency import Glibc
+import FoundationEssentials
+import HomeroomCore
+import HomeroomNode
+
+/// `homeroom node`: run one node of a cluster until SIGTERM or SIGINT.
+enum NodeCommand {
+    static let usage = """
+        OVERVIEW: Run a Homeroom node. Peers join rooms through it; nodes find each other from one seed.
+
+        USAGE: homeroom node --name <name> --listen <address> --publish <address> [--seed <address> ...] [options]
+
+        OPTIONS:
+          --name <name>          Unique node name in the cluster.            (HOMEROOM_NAME)
+          --listen <address>     REP address: joins, writes, sync.            (HOMEROOM_LISTEN)
+                                 e.g. tcp://127.0.0.1:7100, ipc:///tmp/hr.sock
+          --publish <address>    PUB address: live deltas and heartbeats.     (HOMEROOM_PUBLISH)
+          --seed <address>       Another node's listen address; repeatable.  (HOMEROOM_SEEDS, comma-separated)
+          --config <file>        JSON file with any of: name, listen, publish, seeds, heartbeat_ms,
+                                 suspect_ms, down_ms, workers, log_level, log_format.  (HOMEROOM_CONFIG)
+          --heartbeat-ms <n>     Heartbeat period (default 200).             (HOMEROOM_HEARTBEAT_MS)
+          --suspect-ms <n>       Silence before a node is suspect (default 1000).
+          --down-ms <n>          Silence before a node is down (default 2500, at least twice the heartbeat).
+          --workers <n>          Request worker threads (default 2).
+          --log-level <level>    trace, debug, info, notice, warning, error (default info).  (HOMEROOM_LOG_LEVEL)
+          --log-format <format>  text or json (default text).               (HOMEROOM_LOG_FORMAT)
+          -h, --help             Show help information.
+
+        Flags win over environment variables, which win over the config file.
+        When ready, prints one JSON line on stdout with the bound addresses.
+        Signals: SIGTERM/SIGINT stop the node; SIGUSR1 cuts it from the cluster, SIGUSR2 heals (fault hooks for tests).
+        """
+
+    struct FileConfig: Decodable {
+        var name: String?
+        var listen: String?
+        var publish: String?
+        var seeds: [String]?
+        var heartbeat_ms: UInt64?
+        var suspect_ms: UInt64?
+        var down_ms: UInt64?
+        var workers: Int?
+        var log_level: String?
+        var log_format: String?
+    }
+
+    static func run(_ arguments: ArraySlice<String>) throws(CommandLineError) {
+        var reader = ArgumentReader(arguments, usage: usage)
+        if reader.wantsHelp { print(usage); return }
+        let environment = ProcessEnvironment.current
+
+        var file = FileConfig()
+        if let path = try reader.string("--config") ?? environment["HOMEROOM_CONFIG"] {
+            file = try load(path)
+        }
+        func pick(_ flag: String, _ env: String, _ fileValue: String?) throws(CommandLineError) -> String? {
+            try reader.string(flag) ?? environment[env] ?? fileValue
+        }
+        func number(_ flag: String, _ env: String, _ fileValue: UInt64?) throws(CommandLineError) -> UInt64? {
+            if let value = try reader.integer(flag, in: UInt64(1)...UInt64(3_600_000)) { return value }
+            if let text = environment[env] {
+                guard let value = UInt64(text) else { throw .usage("\(env) must be a whole number, not '\(text)'", usage: usage) }
+                return value
+            }
+            return fileValue
+        }
+        let name = try pick("--name", "HOMEROOM_NAME", file.name)
+        let listen = try pick("--listen", "HOMEROOM_LISTEN", file.listen)
+        let publish = try pick("--publish", "HOMEROOM_PUBLISH", file.publish)
+        var seeds: [String] = []
+        while let seed = try reader.string("--seed") { seeds.append(seed) }
+        if seeds.isEmpty, let env = environment["HOMEROOM_SEEDS"] { seeds = env.split(separator: ",").map { String($0).trimmed } }
+        if seeds.isEmpty { seeds = file.seeds ?? [] }
+        let heartbeat = try number("--heartbeat-ms", "HOMEROOM_HEARTBEAT_MS", file.heartbeat_ms)
+        let suspect = try number("--suspect-ms", "HOMEROOM_SUSPECT_MS", file.suspect_ms)
+        let down = try number("--down-ms", "HOMEROOM_DOWN_MS", file.down_ms)
+        let workers = try reader.integer("--workers", in: 1...64) ?? file.workers
+        let levelName = try pick("--log-level", "HOMEROOM_LOG_LEVEL", file.log_level) ?? "info"
+        let formatName = try pick("--log-format", "HOMEROOM_LOG_FORMAT", file.log_format) ?? "text"
+        try reader.finish()
+
+        guard let name else { throw .usage("missing --name (or HOMEROOM_NAME): give the node a unique name", usage: usage) }
+        guard let listen else { throw .usage("missing --listen (or HOMEROOM_LISTEN), e.g. tcp://127.0.0.1:7100", usage: usage) }
+        guard let publish else { throw .usage("missing --publish (or HOMEROOM_PUBLISH), e.g. tcp://127.0.0.1:7101", usage: usage) }
+        guard let level = Logger.Level(name: levelName) else {
+            throw .usage("unknown log level '\(levelName)': use trace, debug, info, notice, warning or error", usage: usage)
+        }
+        guard let format = Logger.Format(rawValue: formatName) else {
+            throw .usage("unknown log format '\(formatName)': use text or json", usage: usage)
+        }
+        var config = NodeConfig(name: name, listen: listen, publish: publish, seeds: seeds)
+        if let heartbeat { config.heartbeatMillis = heartbeat }
+        if let suspect { config.suspectMillis = suspect }
+        if let down { config.downMillis = down }
+        if let workers { config.workers = workers }
+        do {
+            try config.validate()
+        } catch {
+            throw .usage(error.description, usage: usage)
+        }
+
+        // Signals are taken by sigwait on this thread; every thread started later inherits the mask.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for signal in [SIGINT, SIGTERM, SIGUSR1, SIGUSR2] { sigaddset(&signals, signal) }
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+
+        let logger = Logger(label: "homeroom", level: level, format: format)
+        let node: ClusterNode
+        do {
+            node = try ClusterNode(config: config, logger: logger)
+        } catch {
+            throw .failure(error.description)
+        }
+        print("{\"event\":\"ready\",\"name\":\(quoted(name)),\"listen\":\(quoted(node.listenAddress)),\"publish\":\(quoted(node.publishAddress)),\"replica\":\(quoted(node.replica.description))}")
+        fflush(stdout)
+
+        while true {
+            var received: Int32 = 0
+            sigwait(&signals, &received)
+            switch received {
+            case SIGUSR1:
+                var faults = node.faults
+                faults.isolated = true
+                node.faults = faults
+            case SIGUSR2:
+                node.faults = FaultPolicy()
+            default:
+                logger.notice("stopping", ["signal": received == SIGTERM ? "SIGTERM" : "SIGINT"])
+                node.stop()
+                return
+            }
+        }
+    }
+
+    static func load(_ path: String) throws(CommandLineError) -> FileConfig {
+        guard let handle = fopen(path, "r") else {
+            throw .failure("cannot read config file \(path): \(String(cString: strerror(errno))); check the path and its permissions")
+        }
+        defer { fclose(handle) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, handle)
+            if count <= 0 { break }
+            bytes.append(contentsOf: buffer[0..<count])
+            if bytes.count > 1 << 20 { throw .failure("config file \(path) is larger than 1 MiB") }
+        }
+        do {
+            return try JSONDecoder().decode(FileConfig.self, from: Data(bytes))
+        } catch {
+            throw .failure("config file \(path) is not valid: \(error); see 'homeroom node --help' for the keys")
+        }
+    }
+
+    static func quoted(_ text: String) -> String {
+        "\"" + text.flatMap { $0 == "\"" || $0 == "\\" ? ["\\", $0] : [$0] }.map(String.init).joined() + "\""
+    }
+}
+
+extension String {
+    var trimmed: String {
+        var slice = Substring(self)
+        while slice.first?.isWhitespace == true { slice.removeFirst() }
+        while slice.last?.isWhitespace == true { slice.removeLast() }
+        return String(slice)
+    }
+}
+
+/// The process environment as a dictionary.
+enum ProcessEnvironment {
+    static var current: [String: String] {
+        var result: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            pointer += 1
+        }
+        return result
+    }
+}
