@@ -44,6 +44,7 @@ extension ClusterNode {
                 if case .duplicate = room.apply(delta) { continue }
                 fresh.append(delta)
             }
+            outbox.enqueue(room: roomID, deltas: fresh, toNodes: false)
             if room.seen.origins[batch.origin].map({ !$0.early.isEmpty }) ?? false {
                 state.pendingSyncs.insert(NodeState.SyncKey(peer: sender, room: roomID))
             }
@@ -51,7 +52,6 @@ extension ClusterNode {
         }
         metrics.add("deltas_in_total", UInt64(fresh.count))
         if rejectedClock > 0 { metrics.add("deltas_rejected_total{reason=\"clock-ahead\"}", UInt64(rejectedClock)) }
-        publish(room: roomID, deltas: fresh, toNodes: false)
     }
 
     /// A heartbeat or hello: liveness, addresses, peers to meet, rooms to repair.
@@ -169,9 +169,10 @@ extension ClusterNode {
                 defer { state.rooms[room] = current }
                 let delta = state.sequencer.stamp(write, nowMillis: WallClock.nowMillis())
                 _ = current.apply(delta)
+                outbox.enqueue(room: room, deltas: [delta], toNodes: true)
                 return delta
             }
-            if let delta { publish(room: room, deltas: [delta], toNodes: true) }
+            _ = delta
         }
     }
 

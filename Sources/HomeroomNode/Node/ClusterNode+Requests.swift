@@ -78,13 +78,14 @@ extension ClusterNode {
             }
             let delta = state.sequencer.stamp(write, nowMillis: now)
             let outcome = room.apply(delta)
+            // Queued under the lock, so deltas leave in sequence order.
+            outbox.enqueue(room: roomID, deltas: [delta], toNodes: true)
             if case let .rejected(reason) = outcome {
                 return (ack(request, .rejected, reason.code, reason.description, dot: delta.dot), delta)
             }
             return (ack(request, .accepted, "", "", dot: delta.dot), delta)
         }
-        if let delta = result.1 {
-            publish(room: roomID, deltas: [delta], toNodes: true)
+        if result.1 != nil {
             metrics.add("writes_accepted_total")
         } else {
             metrics.add("writes_refused_total{code=\"\(result.0.errorCode)\"}")
@@ -116,9 +117,17 @@ extension ClusterNode {
                                                       state: state, isSnapshot: join.resume == nil))
     }
 
+    /// The publisher thread: sends what the outbox holds, batched, until the node stops.
+    func publishLoop() {
+        while true {
+            let batches = outbox.take(timeoutMillis: 50)
+            for batch in batches { send(room: batch.room, deltas: batch.deltas, toNodes: batch.toNodes) }
+            if batches.isEmpty && stopped.load(ordering: .acquiring) { return }
+        }
+    }
+
     /// Publishes deltas to the room's clients and, when this node sequenced them, to the other nodes.
-    func publish(room: String, deltas: [Delta], toNodes: Bool) {
-        guard !deltas.isEmpty else { return }
+    private func send(room: String, deltas: [Delta], toNodes: Bool) {
         let message = WireCodec.encode(envelope(room: room, .deltaBatch(WireMessage.DeltaBatch(origin: deltas[0].origin, deltas: deltas))))
         try? publisher.send(topic: Topics.clientRoom(room), payload: message)
         if toNodes, !state.withLock({ $0.faults.isolated }) {

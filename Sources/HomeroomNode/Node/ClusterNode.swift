@@ -30,7 +30,9 @@ public final class ClusterNode: Sendable {
     let replier: NNGReplier
     let subscriber: NNGSubscriber
     let links = Mutex<[String: NNGRequester]>([:])
+    let outbox = Outbox()
     private let ticker: Mutex<NNGThread?> = Mutex(nil)
+    private let sender: Mutex<NNGThread?> = Mutex(nil)
     let stopped = Atomic<Bool>(false)
 
     /// Starts a node: binds its sockets, then gossips with its seeds in the background.
@@ -85,6 +87,8 @@ public final class ClusterNode: Sendable {
         }
         let thread = try? NNGThread(name: "hr-tick") { [weak self] in self?.tickLoop() }
         ticker.withLock { $0 = thread }
+        let publishing = try? NNGThread(name: "hr-publish") { [weak self] in self?.publishLoop() }
+        sender.withLock { $0 = publishing }
         self.logger.info("node started", ["listen": listenAddress, "publish": publishAddress, "replica": replica.description,
                                           "seeds": config.seeds.joined(separator: ",")])
     }
@@ -96,6 +100,8 @@ public final class ClusterNode: Sendable {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         state.withLock { $0.stopping = true }
         if let thread = ticker.withLock({ $0 }) { thread.join() }
+        outbox.wake()
+        if let thread = sender.withLock({ $0 }) { thread.join() }
         subscriber.close()
         replier.close()
         let requesters = links.withLock { links in
