@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomWire", "CNNG"], swiftSettings: strict),
 
         .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
-        .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomWire"], swiftSettings: strict),
+        .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
 
         .testTarget(name: "HomeroomCoreTests", dependencies: ["HomeroomCore"], swiftSettings: strict),
         .testTarget(name: "HomeroomWireTests", dependencies: ["HomeroomWire", "HomeroomCore"], swiftSettings: strict),

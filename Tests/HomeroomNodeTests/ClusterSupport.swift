@@ -27,8 +27,13 @@ final class TestCluster {
 
     @discardableResult
     func add(name: String, transport: String = "tcp", heartbeatMillis: UInt64 = 50) throws -> ClusterNode {
-        let listen = transport == "tcp" ? "tcp://127.0.0.1:0" : "inproc://\(name)-rep-\(UInt32.random(in: 0...UInt32.max))"
-        let publish = transport == "tcp" ? "tcp://127.0.0.1:0" : "inproc://\(name)-pub-\(UInt32.random(in: 0...UInt32.max))"
+        let unique = UInt32.random(in: 0...UInt32.max)
+        let (listen, publish): (String, String)
+        switch transport {
+        case "tcp": (listen, publish) = ("tcp://127.0.0.1:0", "tcp://127.0.0.1:0")
+        case "ipc": (listen, publish) = ("ipc:///tmp/hr-\(name)-\(unique)-rep.sock", "ipc:///tmp/hr-\(name)-\(unique)-pub.sock")
+        default: (listen, publish) = ("inproc://\(name)-rep-\(unique)", "inproc://\(name)-pub-\(unique)")
+        }
         var config = NodeConfig(name: name, listen: listen, publish: publish, seeds: nodes.first.map { [$0.listenAddress] } ?? [])
         config.heartbeatMillis = heartbeatMillis
         config.suspectMillis = heartbeatMillis * 6
@@ -56,5 +61,12 @@ final class TestCluster {
         return RoomClient(room: room, user: user, role: role, name: user.uppercased(), endpoints: endpoints, options: options, logger: logger)
     }
 
-    deinit { for node in nodes { node.stop() } }
+    deinit {
+        for node in nodes {
+            node.stop()
+            for address in [node.config.listen, node.config.publish] where address.hasPrefix("ipc://") {
+                unlink(String(address.dropFirst("ipc://".count)))
+            }
+        }
+    }
 }

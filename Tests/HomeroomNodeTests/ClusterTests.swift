@@ -83,6 +83,20 @@ import Testing
         #expect(total == 30, "seed \(seed)")
     }
 
+    @Test func ipcNodesAndALateJoinerLearnTheWholeCluster() throws {
+        let cluster = try TestCluster(size: 2, transport: "ipc", label: "ipc")
+        #expect(cluster.meshed())
+        let teacher = cluster.client("teacher", .teacher, node: 0, room: "geo")
+        defer { teacher.close() }
+        try teacher.connect()
+        try teacher.write(.setRoomName("Geography"))
+        // A third node, seeded only with the first, meets the second and gets the room.
+        try cluster.add(name: "ipc-late", transport: "ipc")
+        #expect(cluster.meshed(), "the late node did not learn every peer")
+        #expect(eventually(5) { cluster.converged(room: "geo") })
+        #expect(cluster.nodes[2].room("geo")?.name.value == "Geography")
+    }
+
     @Test func clientReconnectsToAnotherNodeAndResumes() throws {
         let cluster = try TestCluster(size: 2, label: "resume")
         #expect(cluster.meshed())

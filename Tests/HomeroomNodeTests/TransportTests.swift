@@ -58,6 +58,12 @@ private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async ->
 
 private func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
 
+private final class NNGTestFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    var isSet: Bool { value.load(ordering: .relaxed) }
+    func set() { value.store(true, ordering: .relaxed) }
+}
+
 @Suite("Transport")
 struct TransportTests {
 
@@ -154,10 +160,36 @@ struct TransportTests {
         #expect(real == (0..<10).map { bytes("d/m\($0)") } + [bytes("d/last")])
         #expect(subscriber.isRunning)
 
-        subscriber.close()
-        subscriber.close()
+        #expect(subscriber.close())
+        #expect(subscriber.close())
         #expect(!subscriber.isRunning)
         #expect(socket.isClosed)
+    }
+
+    @Test("subscriber loop stops cleanly while an inproc publisher floods it")
+    func subscriberCloseUnderLoad() async throws {
+        for round in 0..<20 {
+            let url = uniqueInproc("flood\(round)")
+            let pub = try NNGSocket(.pub)
+            try pub.listen(url)
+            let socket = try NNGSocket(.sub)
+            try socket.subscribe([])
+            try socket.dial(url)
+            let subscriber = try NNGSubscriber(socket: socket) { _ in }
+            let stop = NNGTestFlag()
+            let publisher = Task.detached {
+                await onThread {
+                    while !stop.isSet { try? pub.send(bytes("flood")) }
+                }
+            }
+            try await Task.sleep(for: .milliseconds(2))
+            #expect(subscriber.close(), "round \(round)")
+            #expect(!subscriber.isRunning)
+            stop.set()
+            await publisher.value
+            #expect(pub.close())
+        }
+        #expect(NNGSocket.stalledCloses == 0)
     }
 
     // MARK: Request/reply
@@ -382,9 +414,11 @@ struct TransportTests {
         for _ in 0..<20 {
             let socket = try NNGSocket(.rep)
             try socket.listen(uniqueInproc("race"))
-            await withTaskGroup(of: Void.self) { group in
+            let results = await withTaskGroup(of: Bool.self) { group in
                 for _ in 0..<4 { group.addTask { await onThread { socket.close() } } }
+                return await group.reduce(into: [Bool]()) { $0.append($1) }
             }
+            #expect(results == [true, true, true, true])
             #expect(socket.isClosed)
         }
     }
@@ -403,8 +437,8 @@ struct TransportTests {
         let inFlight = Task { try await requester.request(bytes("slow"), timeout: .seconds(30)) }
         try await Task.sleep(for: .milliseconds(100))
         let start = ContinuousClock.now
-        requester.close()
-        requester.close()
+        #expect(requester.close())
+        #expect(requester.close())
         let result = await inFlight.result
         #expect(ContinuousClock.now - start < .seconds(3))
         if case .failure(let e as NNGError) = result { #expect(e.code == .closed) } else { Issue.record("expected .closed, got \(result)") }
@@ -412,9 +446,10 @@ struct TransportTests {
         #expect(after?.code == .closed)
 
         // Closing the replier waits for the running handler, then the socket closes.
-        replier.close()
-        replier.close()
+        #expect(replier.close())
+        #expect(replier.close())
         #expect(replier.socket.isClosed)
+        #expect(NNGSocket.stalledCloses == 0)
         #expect((#expect(throws: NNGError.self) { try replier.serve(workers: 1) { $0 } })?.code == .closed)
     }
 

@@ -51,6 +51,9 @@ extension ClusterNode {
             state.rooms[roomID] = room
         }
         metrics.add("deltas_in_total", UInt64(fresh.count))
+        if !fresh.isEmpty {
+            for observer in appliedObservers.withLock({ $0 }) { observer(roomID, fresh) }
+        }
         if rejectedClock > 0 { metrics.add("deltas_rejected_total{reason=\"clock-ahead\"}", UInt64(rejectedClock)) }
     }
 

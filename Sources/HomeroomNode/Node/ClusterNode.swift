@@ -31,6 +31,7 @@ public final class ClusterNode: Sendable {
     let subscriber: NNGSubscriber
     let links = Mutex<[String: NNGRequester]>([:])
     let outbox = Outbox()
+    let appliedObservers = Mutex<[@Sendable (String, [Delta]) -> Void]>([])
     private let ticker: Mutex<NNGThread?> = Mutex(nil)
     private let sender: Mutex<NNGThread?> = Mutex(nil)
     let stopped = Atomic<Bool>(false)
@@ -116,6 +117,22 @@ public final class ClusterNode: Sendable {
     // MARK: - Inspection (tests, CLI, bench)
 
     public func room(_ id: String) -> RoomState? { state.withLock { $0.rooms[id] } }
+
+    /// Calls `observer` (on the subscriber thread) with every batch of other nodes'
+    /// deltas this node applies for the first time. For benchmarks and embedding.
+    public func observeRemoteDeltas(_ observer: @escaping @Sendable (String, [Delta]) -> Void) {
+        appliedObservers.withLock { $0.append(observer) }
+    }
+
+    /// Writes as a local client would, without the REQ round trip (embedding, benchmarks).
+    public func submit(room: String, _ write: Write, requestID: UInt64 = 0) -> WireMessage.WriteAck {
+        handleWrite(room: room, WireMessage.WriteRequest(requestID: requestID, write: write))
+    }
+
+    /// Joins a user locally, without the REQ round trip (embedding, benchmarks).
+    public func join(room: String, user: UserID, role: Role, session: SessionID, name: String) -> WireMessage {
+        handleJoin(room: room, WireMessage.JoinRequest(user: user, role: role, session: session, name: name))
+    }
 
     public var roomIDs: [String] { state.withLock { Array($0.rooms.keys).sorted() } }
 

@@ -66,18 +66,20 @@ public final class NNGReplier: Sendable {
         }
     }
 
-    /// Stops the workers and closes the socket. Idempotent; may be called from a handler.
-    public func close() {
+    /// Stops the workers and closes the socket. Idempotent; may be called from a
+    /// handler. Returns false if `nng_close` stalled (see `NNGSocket.close(timeout:)`).
+    @discardableResult
+    public func close() -> Bool {
         let taken: ([UInt32], [NNGThread])? = workers.withLock { w in
             if w.closed { return nil }
             w.closed = true
             defer { w.contexts = []; w.threads = [] }
             return (w.contexts, w.threads)
         }
-        guard let (contexts, threads) = taken else { return }
+        guard let (contexts, threads) = taken else { return true }
         for ctx in contexts { _ = nng_ctx_close(nng_ctx(id: ctx)) }
         for thread in threads { thread.join() }
-        socket.close()
+        return socket.close()
     }
 
     private static func work(context: UInt32, handler: @Sendable ([UInt8]) -> [UInt8], failures: NNGCounter) {

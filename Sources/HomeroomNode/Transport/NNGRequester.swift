@@ -113,8 +113,10 @@ public final class NNGRequester: Sendable {
     }
 
     /// Closes every context (in-flight requests throw `.closed`), waits briefly for
-    /// them to return, then closes the socket. Idempotent.
-    public func close() {
+    /// them to return, then closes the socket. Idempotent. Returns false if
+    /// `nng_close` stalled (see `NNGSocket.close(timeout:)`).
+    @discardableResult
+    public func close() -> Bool {
         let contexts: [UInt32]? = pool.withLock { pool in
             if pool.closed { return nil }
             pool.closed = true
@@ -123,14 +125,14 @@ public final class NNGRequester: Sendable {
             pool.active = []
             return all
         }
-        guard let contexts else { return }
+        guard let contexts else { return true }
         for ctx in contexts { _ = nng_ctx_close(nng_ctx(id: ctx)) }
         // Let aborted calls unwind before the socket goes (orderly close, nng issue 1543).
         let giveUp = ContinuousClock.now + .seconds(2)
         while pool.withLock({ $0.inFlight }) > 0 && ContinuousClock.now < giveUp {
             usleep(1_000)
         }
-        socket.close()
+        return socket.close()
     }
 
     // MARK: Context pool

@@ -43,16 +43,29 @@ public final class NNGSocket: Sendable {
     public var isClosed: Bool { closed.load(ordering: .acquiring) }
 
     /// Closes the socket, its listeners, dialers and contexts; blocked calls on it
-    /// throw `.closed`. Only the first call does anything.
+    /// throw `.closed`. Only the first call does anything; later ones return true.
     ///
-    /// nng 1.5.2 can deadlock in `nng_close` when it races with work still starting
-    /// (nng issue 1543); the loop helpers therefore stop their own threads first and
-    /// close the socket last.
-    public func close() {
+    /// Returns false when `nng_close` did not finish within `timeout`. nng 1.5.2 can
+    /// deadlock in `nng_close` when messages are still flowing over TCP (nng issues
+    /// 1543 and 1813, fixed in nng 1.8.0; reproduced here within a few dozen closes
+    /// at 10k messages/s, none in 100 at 1k/s). When that happens the call is left
+    /// stuck on a helper thread and this returns, so a node can still shut down;
+    /// the process's nng reaper is stuck from then on, so later closes stall too
+    /// (they wait only briefly), while opening, sending and receiving still work.
+    /// `NNGSocket.stalledCloses` counts such closes. To make it unlikely, stop your
+    /// own traffic first (the loop helpers do) and avoid closing busy SUB sockets
+    /// before process exit.
+    @discardableResult
+    public func close(timeout: Duration = .seconds(2)) -> Bool {
         let (exchanged, _) = closed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing)
-        guard exchanged else { return }
-        _ = nng_close(raw)
+        guard exchanged else { return true }
+        return NNGCloser.close(raw, timeout: timeout)
     }
+
+    /// How many `nng_close` calls in this process have not finished within their
+    /// timeout and are still stuck (see `close(timeout:)`). Non-zero means the nng
+    /// reaper is stuck; restarting the process is the only cure with nng 1.5.2.
+    public static var stalledCloses: Int { NNGCloser.stalled.load(ordering: .relaxed) }
 
     // MARK: Endpoints
 

@@ -7,15 +7,14 @@ import Synchronization
 /// The subscriber owns the socket from then on and closes it when it stops.
 ///
 /// Stopping is orderly, because nng 1.5.2 has two hazards here:
-/// - closing a socket while another thread is in a receive on it can deadlock
-///   `nng_close` when messages keep arriving (nng issue 1543; reproduced here with
-///   a busy publisher within a few dozen close cycles);
+/// - `nng_close` can deadlock while messages are still arriving (nng issues 1543,
+///   1813); `NNGSocket.close(timeout:)` bounds that wait;
 /// - cancelling or timing out a SUB receive can crash in `sub0_ctx_cancel`
 ///   (nng issue 1523, also 1682).
-/// So the loop waits with no timeout, and `close()` neither closes the socket under it
-/// nor cancels its receive: it sets a flag and publishes a private wake-up message on
-/// an inproc PUB that the SUB also dials. The loop sees the flag after its receive
-/// returns, stops, and closes both sockets itself, with nothing in flight.
+/// So the loop waits with no timeout, and `close()` neither cancels its receive nor
+/// closes the socket under it: it sets a flag and publishes a private wake-up
+/// message on an inproc PUB that the SUB also dials. The loop sees the flag once its
+/// receive returns, stops, and closes both sockets itself, with nothing in flight.
 public final class NNGSubscriber: Sendable {
     public let socket: NNGSocket
     private let wakePub: NNGSocket
@@ -23,6 +22,7 @@ public final class NNGSubscriber: Sendable {
     private let thread: NNGThread
     private let stopping: NNGFlag
     private let received: NNGCounter
+    private let stalls: NNGCounter
 
     /// Starts the loop. `onError` gets receive errors other than `.closed` (none are
     /// expected with an infinite timeout); the loop keeps going after them.
@@ -49,6 +49,8 @@ public final class NNGSubscriber: Sendable {
         let wakeToken = token
         let stopping = NNGFlag()
         let received = NNGCounter()
+        let stalls = NNGCounter()
+        self.stalls = stalls
         self.socket = socket
         self.wakePub = wakePub
         self.wakeToken = wakeToken
@@ -57,8 +59,8 @@ public final class NNGSubscriber: Sendable {
         do {
             thread = try NNGThread(name: name) {
                 defer {
-                    socket.close()
-                    wakePub.close()
+                    if !socket.close() { stalls.value.add(1, ordering: .relaxed) }
+                    if !wakePub.close() { stalls.value.add(1, ordering: .relaxed) }
                 }
                 while !stopping.isSet {
                     do throws(NNGError) {
@@ -90,10 +92,12 @@ public final class NNGSubscriber: Sendable {
 
     /// Stops the loop and waits for it to end (a handler that is running finishes
     /// first); the loop closes the socket as it ends. Idempotent. Called from the
-    /// handler, it only asks the loop to stop after the handler returns.
-    public func close() {
+    /// handler, it only asks the loop to stop once the handler returns. Returns false
+    /// if `nng_close` stalled (see `NNGSocket.close(timeout:)`).
+    @discardableResult
+    public func close() -> Bool {
         stopping.set()
-        if thread.isCurrent { return }
+        if thread.isCurrent { return true }
         // Wake the receive; PUB attaches the inproc pipe asynchronously and drops
         // when queues are full, so repeat until the loop is gone.
         let giveUp = ContinuousClock.now + .seconds(2)
@@ -102,12 +106,11 @@ public final class NNGSubscriber: Sendable {
             usleep(1_000)
         }
         if !thread.isFinished {
-            // Last resort, with the risk described above.
-            socket.close()
+            // Last resort, with the risks described above.
+            if !socket.close() { stalls.value.add(1, ordering: .relaxed) }
         }
         thread.join()
-        socket.close()
-        wakePub.close()
+        return stalls.value.load(ordering: .relaxed) == 0
     }
 }
 

@@ -26,10 +26,10 @@ public enum RawBaseline {
 
         var pub = nng_socket()
         try nngCheck(nng_pub0_open(&pub), "open pub socket")
-        defer { _ = nng_close(pub) }
+        defer { _ = NNGCloser.close(pub, timeout: .seconds(2)) }
         var sub = nng_socket()
         try nngCheck(nng_sub0_open(&sub), "open sub socket")
-        defer { _ = nng_close(sub) }
+        defer { _ = NNGCloser.close(sub, timeout: .seconds(2)) }
 
         try nngCheck(nng_socket_set_int(pub, NNG_OPT_SENDBUF, Int32(sendBuffer)), "set pub send buffer to \(sendBuffer)")
         try nngCheck(nng_socket_set_int(sub, NNG_OPT_RECVBUF, Int32(receiveBuffer)), "set sub receive buffer to \(receiveBuffer)")
@@ -119,7 +119,7 @@ public enum RawBaseline {
             _ = send(stopMark)
             usleep(5_000)
         }
-        if !receiver.isFinished { _ = nng_close(sub) }
+        if !receiver.isFinished { _ = NNGCloser.close(sub, timeout: .seconds(2)) }
         receiver.join()
 
         let (delivered, last) = outcome.withLock { $0 }
@@ -142,10 +142,10 @@ public enum RawBaseline {
 
         var rep = nng_socket()
         try nngCheck(nng_rep0_open(&rep), "open rep socket")
-        defer { _ = nng_close(rep) }
+        defer { _ = NNGCloser.close(rep, timeout: .seconds(2)) }
         var req = nng_socket()
         try nngCheck(nng_req0_open(&req), "open req socket")
-        defer { _ = nng_close(req) }
+        defer { _ = NNGCloser.close(req, timeout: .seconds(2)) }
         try nngCheck(nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 5_000), "set req receive timeout")
         try nngCheck(nng_socket_set_ms(req, NNG_OPT_SENDTIMEO, 5_000), "set req send timeout")
 
@@ -167,7 +167,7 @@ public enum RawBaseline {
         var serverStopped = false
         defer {
             if !serverStopped {
-                _ = nng_close(rep)
+                _ = NNGCloser.close(rep, timeout: .seconds(2))
                 server.join()
             }
         }
