@@ -14,10 +14,13 @@ let package = Package(
         .library(name: "HomeroomCore", targets: ["HomeroomCore"]),
         .library(name: "HomeroomWire", targets: ["HomeroomWire"]),
         .library(name: "HomeroomNode", targets: ["HomeroomNode"]),
+        .library(name: "HomeroomContext", targets: ["HomeroomContext"]),
+        .library(name: "HomeroomTerminalUI", targets: ["HomeroomTerminalUI"]),
     ],
     targets: [
         // C libraries from Debian, wrapped so their types stay inside one module each.
         .systemLibrary(name: "CNNG", path: "Sources/CNNG"),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         .target(
             name: "CHomeroomProto",
             path: "Sources/CHomeroomProto",
@@ -30,13 +33,20 @@ let package = Package(
         // Swift <-> protobuf mapping, limits and validation of untrusted bytes.
         .target(name: "HomeroomWire", dependencies: ["HomeroomCore", "CHomeroomProto"], swiftSettings: strict),
         // nng transport, cluster membership, anti-entropy.
-        .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomWire", "CNNG"], swiftSettings: strict),
+        .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomWire", "CNNG", "CSQLite"], swiftSettings: strict),
+        // The only door between a UI and the engine: room, user, stream, message, monitor contexts.
+        .target(name: "HomeroomContext", dependencies: ["HomeroomCore", "HomeroomNode"], swiftSettings: strict),
+        // Terminal scenes and components, themed by a JSON config.
+        .target(name: "HomeroomTerminalUI", dependencies: ["HomeroomContext"], swiftSettings: strict),
 
-        .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
+        .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTerminalUI"], swiftSettings: strict),
         .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
 
         .testTarget(name: "HomeroomCoreTests", dependencies: ["HomeroomCore"], swiftSettings: strict),
         .testTarget(name: "HomeroomWireTests", dependencies: ["HomeroomWire", "HomeroomCore"], swiftSettings: strict),
         .testTarget(name: "HomeroomNodeTests", dependencies: ["HomeroomNode", "HomeroomWire", "HomeroomCore"], swiftSettings: strict),
+        .testTarget(name: "HomeroomContextTests", dependencies: ["HomeroomContext", "HomeroomNode", "HomeroomCore"], swiftSettings: strict),
+        .testTarget(name: "HomeroomTerminalUITests", dependencies: ["HomeroomTerminalUI", "HomeroomContext", "HomeroomCore"], swiftSettings: strict),
+        .testTarget(name: "HomeroomCLITests", dependencies: ["HomeroomNode", "HomeroomCore"], swiftSettings: strict),
     ]
 )
