@@ -19,7 +19,7 @@ final class NodeProcess {
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }
 
-    init(name: String, seeds: [String], heartbeatMillis: Int = 100) throws {
+    init(name: String, seeds: [String], heartbeatMillis: Int = 100, extra: [String] = []) throws {
         guard let binary = Self.binary else {
             throw NodeProcessError("no homeroom binary: run `swift build` first (or set HOMEROOM_BIN)")
         }
@@ -30,7 +30,7 @@ final class NodeProcess {
         process.arguments = ["node", "--name", name, "--listen", "tcp://127.0.0.1:0", "--publish", "tcp://127.0.0.1:0",
                              "--heartbeat-ms", "\(heartbeatMillis)", "--suspect-ms", "\(heartbeatMillis * 5)",
                              "--down-ms", "\(heartbeatMillis * 15)", "--log-level", "notice"]
-            + seeds.flatMap { ["--seed", $0] }
+            + seeds.flatMap { ["--seed", $0] } + extra
         process.standardOutput = stdout
         process.standardError = try FileHandle(forWritingTo: stderrFile)
         try process.run()
@@ -63,6 +63,13 @@ final class NodeProcess {
     var log: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
 
     func signal(_ number: Int32) { if process.isRunning { kill(process.processIdentifier, number) } }
+
+    /// SIGKILL: no goodbye, no flush.
+    func crash() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
 
     func stop() {
         guard process.isRunning else { return }

@@ -20,6 +20,13 @@ public struct NodeConfig: Sendable, Equatable {
     public var maxClockDriftMillis: UInt64 = HybridClock.defaultMaxForwardDriftMillis
     public var workers = 2
     public var limits: WireLimits = .default
+    /// Where the node keeps its SQLite store; nil keeps everything in memory
+    /// (and a restart then starts empty, as a new replica).
+    public var dataDirectory: String?
+    /// fsync every commit (survives power loss), not only process crashes.
+    public var synchronousFull = false
+    /// Where /healthz and /metrics are served over HTTP, e.g. http://127.0.0.1:9100; nil for none.
+    public var httpAddress: String?
 
     public init(name: String, listen: String, publish: String, seeds: [String] = []) {
         self.name = name
@@ -32,6 +39,7 @@ public struct NodeConfig: Sendable, Equatable {
         a.name == b.name && a.listen == b.listen && a.publish == b.publish && a.seeds == b.seeds
             && a.heartbeatMillis == b.heartbeatMillis && a.suspectMillis == b.suspectMillis && a.downMillis == b.downMillis
             && a.requestTimeoutMillis == b.requestTimeoutMillis && a.maxClockDriftMillis == b.maxClockDriftMillis && a.workers == b.workers
+            && a.dataDirectory == b.dataDirectory && a.synchronousFull == b.synchronousFull && a.httpAddress == b.httpAddress
     }
 
     public func validate() throws(NodeConfigError) {
@@ -52,6 +60,12 @@ public struct NodeConfig: Sendable, Equatable {
         }
         if suspectMillis < heartbeatMillis || suspectMillis >= downMillis {
             throw .invalid(field: "suspect-ms", reason: "\(suspectMillis) ms must be at least the heartbeat period and below the down period (\(downMillis) ms)")
+        }
+        if let http = httpAddress, !(http.hasPrefix("http://")) {
+            throw .invalid(field: "http", reason: "'\(http)' must look like http://127.0.0.1:9100")
+        }
+        if let directory = dataDirectory, directory.isEmpty {
+            throw .invalid(field: "data-dir", reason: "the data directory path is empty")
         }
         if workers < 1 || workers > 64 {
             throw .invalid(field: "workers", reason: "\(workers) must be from 1 to 64")

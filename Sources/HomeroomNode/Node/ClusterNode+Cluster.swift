@@ -10,7 +10,7 @@ extension ClusterNode {
             envelope = try WireCodec.decode(Array(payload), limits: config.limits)
         } catch {
             metrics.add("cluster_rejected_total{reason=\"\(error.code)\"}")
-            logger.debug("undecodable cluster message", ["error": error.description])
+            logger.debug("undecodable cluster message", ["error": "\(error)"])
             return
         }
         if envelope.sender == replica { return }
@@ -43,6 +43,15 @@ extension ClusterNode {
                 }
                 if case .duplicate = room.apply(delta) { continue }
                 fresh.append(delta)
+            }
+            if !fresh.isEmpty, let store = state.store {
+                do {
+                    try store.append(room: roomID, deltas: fresh)
+                    state.dirtyRooms[roomID, default: 0] += 1
+                } catch {
+                    // Not fatal: after a restart, anti-entropy brings these back from the origin.
+                    logger.warning("store failed for remote deltas", ["error": "\(error)"])
+                }
             }
             outbox.enqueue(room: roomID, deltas: fresh, toNodes: false)
             if room.seen.origins[batch.origin].map({ !$0.early.isEmpty }) ?? false {
@@ -127,12 +136,30 @@ extension ClusterNode {
             }
             declareSilentNodesDown()
             runPendingSyncs()
+            if tick % 25 == 0 { compactStore(force: true) } else { compactStore(force: false) }
             // Sleep the rest of the period, in short steps so stop() is prompt.
             let period = config.heartbeatMillis
             while !state.withLock({ $0.stopping }) {
                 let elapsed = WallClock.monotonicMillis() &- started
                 if elapsed >= period { break }
                 NNGSleep.milliseconds(min(20, period - elapsed))
+            }
+        }
+    }
+
+    /// Folds each room's log into a fresh snapshot: rooms whose log is long, or every
+    /// dirty room when `force` (every 25 ticks).
+    func compactStore(force: Bool) {
+        state.withLock { state in
+            guard let store = state.store else { return }
+            for (room, entries) in state.dirtyRooms where force || entries >= 2_000 {
+                guard let current = state.rooms[room] else { continue }
+                do {
+                    try store.compact(room: room, state: current)
+                    state.dirtyRooms[room] = nil
+                } catch {
+                    logger.error("store compaction failed", ["room": room, "error": "\(error)"])
+                }
             }
         }
     }
@@ -170,7 +197,13 @@ extension ClusterNode {
             let delta = state.withLock { state -> Delta? in
                 guard var current = state.rooms.removeValue(forKey: room) else { return nil }
                 defer { state.rooms[room] = current }
-                let delta = state.sequencer.stamp(write, nowMillis: WallClock.nowMillis())
+                var sequencer = state.sequencer
+                let delta = sequencer.stamp(write, nowMillis: WallClock.nowMillis())
+                if let store = state.store {
+                    guard (try? store.append(room: room, deltas: [delta])) != nil else { return nil }
+                    state.dirtyRooms[room, default: 0] += 1
+                }
+                state.sequencer = sequencer
                 _ = current.apply(delta)
                 outbox.enqueue(room: room, deltas: [delta], toNodes: true)
                 return delta
@@ -206,6 +239,9 @@ extension ClusterNode {
                 let before = room.seen
                 room.merge(patch)
                 let changed = room.seen != before
+                if changed, let store = state.store {
+                    if (try? store.append(room: key.room, patch: patch)) != nil { state.dirtyRooms[key.room, default: 0] += 1 }
+                }
                 state.rooms[key.room] = room
                 return changed
             }

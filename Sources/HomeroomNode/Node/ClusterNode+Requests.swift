@@ -10,7 +10,7 @@ extension ClusterNode {
             request = try WireCodec.decode(bytes, limits: config.limits)
         } catch {
             metrics.add("requests_rejected_total{reason=\"\(error.code)\"}")
-            logger.debug("undecodable request", ["error": error.description])
+            logger.debug("undecodable request", ["error": "\(error)"])
             return WireCodec.encode(Self.errorEnvelope(code: error.code, message: error.description))
         }
         let room = request.roomID
@@ -76,7 +76,25 @@ extension ClusterNode {
             if let refusal = room.admit(write, nowMillis: now) {
                 return (ack(request, .rejected, refusal.code, refusal.description), nil)
             }
-            let delta = state.sequencer.stamp(write, nowMillis: now)
+            // Stored (committed) before it is applied, published or acknowledged; the
+            // sequence number is consumed only once the store has it.
+            var sequencer = state.sequencer
+            let delta = sequencer.stamp(write, nowMillis: now)
+            if let store = state.store {
+                let clock = ContinuousClock()
+                let started = clock.now
+                do {
+                    try store.append(room: roomID, deltas: [delta])
+                } catch {
+                    logger.error("store failed", ["error": "\(error)"])
+                    return (ack(request, .unavailable, "store-failed", "the node could not store the write: \(error); retry on another node"), nil)
+                }
+                let elapsed = clock.now - started
+                metrics.add("store_append_micros_sum", UInt64(elapsed.components.attoseconds / 1_000_000_000_000) + UInt64(elapsed.components.seconds) * 1_000_000)
+                metrics.add("store_append_count")
+                state.dirtyRooms[roomID, default: 0] += 1
+            }
+            state.sequencer = sequencer
             let outcome = room.apply(delta)
             // Queued under the lock, so deltas leave in sequence order.
             outbox.enqueue(room: roomID, deltas: [delta], toNodes: true)

@@ -1,3 +1,4 @@
+@preconcurrency import Glibc
 import HomeroomCore
 import HomeroomWire
 import Synchronization
@@ -36,15 +37,52 @@ public final class ClusterNode: Sendable {
     private let sender: Mutex<NNGThread?> = Mutex(nil)
     let stopped = Atomic<Bool>(false)
 
-    /// Starts a node: binds its sockets, then gossips with its seeds in the background.
-    public init(config: NodeConfig, logger: Logger, incarnation: UInt64 = WallClock.nowMillis()) throws(NodeError) {
+    /// Starts a node: opens its store (if it has a data directory), binds its
+    /// sockets, then gossips with its seeds in the background.
+    public init(config: NodeConfig, logger: Logger, incarnation requestedIncarnation: UInt64? = nil) throws(NodeError) {
         do { try config.validate() } catch { throw .config(error) }
         self.config = config
         self.name = config.name
-        self.incarnation = incarnation
-        self.replica = ReplicaID(name: "\(config.name)#\(incarnation)")
         self.logger = logger.with("node", config.name)
-        self.state = Mutex(NodeState(replica: replica, maxClockDriftMillis: config.maxClockDriftMillis))
+
+        // Identity: a node with a store keeps its replica id across restarts (its
+        // sequence numbers continue from the store); each boot is a new incarnation.
+        var store: NodeStore?
+        var rooms: [String: RoomState] = [:]
+        var previousIncarnation: UInt64?
+        let stableReplica = ReplicaID(name: config.name)
+        var incarnation = requestedIncarnation ?? WallClock.nowMillis()
+        if let directory = config.dataDirectory {
+            do {
+                try Self.makeDirectory(directory)
+                let opened = try NodeStore(path: directory + "/homeroom.sqlite3", synchronousFull: config.synchronousFull)
+                if let stored = try opened.meta("replica"), UInt64(bitPattern: stored) != stableReplica.rawValue {
+                    throw NodeError.wrongDataDirectory(path: directory, name: config.name)
+                }
+                previousIncarnation = try opened.meta("incarnation").map { UInt64(bitPattern: $0) }
+                if let previousIncarnation, incarnation <= previousIncarnation { incarnation = previousIncarnation + 1 }
+                try opened.setMeta("replica", Int64(bitPattern: stableReplica.rawValue))
+                try opened.setMeta("incarnation", Int64(bitPattern: incarnation))
+                rooms = try opened.loadRooms()
+                store = opened
+            } catch let error as StoreError {
+                throw .store(error)
+            } catch let error as NodeError {
+                throw error
+            } catch {
+                throw .store(StoreError(code: 1, message: "\(error)", operation: "open", path: directory))
+            }
+        }
+        self.incarnation = incarnation
+        let replica = store != nil ? stableReplica : ReplicaID(name: "\(config.name)#\(incarnation)")
+        self.replica = replica
+        var initial = NodeState(replica: replica, maxClockDriftMillis: config.maxClockDriftMillis)
+        initial.rooms = rooms
+        initial.store = store
+        // Never reuse a sequence number this replica already gave out.
+        let lastSequence = rooms.values.map { $0.seen.origins[replica]?.highest ?? 0 }.max() ?? 0
+        initial.sequencer.restore(lastSequence: lastSequence, lastClock: 0)
+        self.state = Mutex(initial)
 
         do {
             publisher = try NNGSocket(.pub)
@@ -91,7 +129,10 @@ public final class ClusterNode: Sendable {
         let publishing = try? NNGThread(name: "hr-publish") { [weak self] in self?.publishLoop() }
         sender.withLock { $0 = publishing }
         self.logger.info("node started", ["listen": listenAddress, "publish": publishAddress, "replica": replica.description,
+                                          "incarnation": "\(incarnation)", "rooms": "\(rooms.count)",
                                           "seeds": config.seeds.joined(separator: ",")])
+        // Sessions the previous boot hosted are over: no ghosts.
+        if let previousIncarnation { endSessions(of: replica, incarnation: previousIncarnation) }
     }
 
     deinit { stop() }
@@ -99,6 +140,8 @@ public final class ClusterNode: Sendable {
     /// Stops in order: the tick loop, then the subscriber, the replier, the links and the publisher.
     public func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // Tell the cluster at once: this node's users go offline now, not after a timeout.
+        endSessions(of: replica, incarnation: incarnation)
         state.withLock { $0.stopping = true }
         if let thread = ticker.withLock({ $0 }) { thread.join() }
         outbox.wake()
@@ -111,6 +154,13 @@ public final class ClusterNode: Sendable {
         }
         for requester in requesters { requester.close() }
         publisher.close()
+        state.withLock { state in
+            for room in state.dirtyRooms.keys {
+                if let current = state.rooms[room] { try? state.store?.compact(room: room, state: current) }
+            }
+            state.dirtyRooms.removeAll()
+            state.store = nil
+        }
         logger.info("node stopped")
     }
 
@@ -176,11 +226,28 @@ final class WeakNode: Sendable {
 public enum NodeError: Error, CustomStringConvertible {
     case config(NodeConfigError)
     case bind(address: String, NNGError)
+    case store(StoreError)
+    case wrongDataDirectory(path: String, name: String)
 
     public var description: String {
         switch self {
         case let .config(error): return error.description
         case let .bind(address, error): return "cannot open \(address): \(error)"
+        case let .store(error): return error.description
+        case let .wrongDataDirectory(path, name):
+            return "the data directory \(path) belongs to another node, not \(name): give each node its own directory"
+        }
+    }
+}
+
+extension ClusterNode {
+    static func makeDirectory(_ path: String) throws(StoreError) {
+        var built = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            built += "/" + part
+            if mkdir(built, 0o700) != 0 && errno != EEXIST {
+                throw StoreError(code: 14, message: String(cString: strerror(errno)), operation: "create directory \(built)", path: path)
+            }
         }
     }
 }

@@ -13,6 +13,10 @@ struct NodeState {
     /// (peer, room) pairs to pull from at the next tick.
     var pendingSyncs: Set<SyncKey> = []
     var stopping = false
+    /// The durable store, if the node has a data directory.
+    var store: NodeStore?
+    /// Rooms whose log grew since their last snapshot.
+    var dirtyRooms: [String: Int] = [:]
 
     struct SyncKey: Hashable {
         var peer: ReplicaID

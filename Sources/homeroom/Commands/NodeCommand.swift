@@ -22,6 +22,10 @@ enum NodeCommand {
           --suspect-ms <n>       Silence before a node is suspect (default 1000).
           --down-ms <n>          Silence before a node is down (default 2500, at least twice the heartbeat).
           --workers <n>          Request worker threads (default 2).
+          --data-dir <path>      Keep rooms in SQLite here; a restart then loses nothing.  (HOMEROOM_DATA_DIR)
+                                 Without it the node keeps rooms in memory only.
+          --sync <mode>          normal (survives kill -9) or full (also power loss; slower). Default normal.
+          --http <address>       Serve /healthz and /metrics, e.g. http://127.0.0.1:9100.  (HOMEROOM_HTTP)
           --log-level <level>    trace, debug, info, notice, warning, error (default info).  (HOMEROOM_LOG_LEVEL)
           --log-format <format>  text or json (default text).               (HOMEROOM_LOG_FORMAT)
           -h, --help             Show help information.
@@ -42,6 +46,9 @@ enum NodeCommand {
         var workers: Int?
         var log_level: String?
         var log_format: String?
+        var data_dir: String?
+        var sync: String?
+        var http: String?
     }
 
     static func run(_ arguments: ArraySlice<String>) throws(CommandLineError) {
@@ -75,6 +82,9 @@ enum NodeCommand {
         let suspect = try number("--suspect-ms", "HOMEROOM_SUSPECT_MS", file.suspect_ms)
         let down = try number("--down-ms", "HOMEROOM_DOWN_MS", file.down_ms)
         let workers = try reader.integer("--workers", in: 1...64) ?? file.workers
+        let dataDirectory = try pick("--data-dir", "HOMEROOM_DATA_DIR", file.data_dir)
+        let syncMode = try pick("--sync", "HOMEROOM_SYNC", file.sync) ?? "normal"
+        let http = try pick("--http", "HOMEROOM_HTTP", file.http)
         let levelName = try pick("--log-level", "HOMEROOM_LOG_LEVEL", file.log_level) ?? "info"
         let formatName = try pick("--log-format", "HOMEROOM_LOG_FORMAT", file.log_format) ?? "text"
         try reader.finish()
@@ -93,6 +103,13 @@ enum NodeCommand {
         if let suspect { config.suspectMillis = suspect }
         if let down { config.downMillis = down }
         if let workers { config.workers = workers }
+        config.dataDirectory = dataDirectory
+        config.httpAddress = http
+        switch syncMode {
+        case "normal": config.synchronousFull = false
+        case "full": config.synchronousFull = true
+        default: throw .usage("--sync must be normal or full, not '\(syncMode)'", usage: usage)
+        }
         do {
             try config.validate()
         } catch {
