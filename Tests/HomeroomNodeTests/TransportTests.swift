@@ -121,7 +121,14 @@ struct TransportTests {
         try sub.unsubscribe("b")
         try pub.send(bytes("b1"))
         try pub.send(bytes("a1"))
-        #expect(try await nextMessage(sub) == bytes("a1"))
+        // Probes from the connection wait may still be queued ahead of a1: skip them.
+        var received: [[UInt8]] = []
+        while let message = try await nextMessage(sub) {
+            received.append(message)
+            if message == bytes("a1") { break }
+        }
+        #expect(received.last == bytes("a1"))
+        #expect(!received.contains(bytes("b1")))
         #expect(throws: NNGError.self) { try sub.unsubscribe("never") }
     }
 

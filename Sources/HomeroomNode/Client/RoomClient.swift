@@ -79,10 +79,14 @@ public final class RoomClient: Sendable {
         var listeners: [UInt64: @Sendable ([RoomChange]) -> Void] = [:]
         var nextListener: UInt64 = 0
         var node: ReplicaID = ReplicaID(0)
+        /// Counts successful attaches, so concurrent failures reconnect once.
+        var generation: UInt64 = 0
     }
 
     let state: Mutex<State>
     private let ticker = Mutex<NNGThread?>(nil)
+    /// Held while attaching, so the sync loop and a writer never attach twice at once.
+    private let attaching = Mutex<Void>(())
 
     public init(room: String, user: UserID, role: Role, name: String, endpoints: [NodeEndpoint], options: Options = Options(),
                 logger: Logger) {
@@ -182,6 +186,7 @@ public final class RoomClient: Sendable {
             requester.close()
             throw .unavailable("subscribe to \(nodeInfo.publishAddress): \(error)")
         }
+        let (previousSession, hadSession) = state.withLock { ($0.session, $0.sessionCount > 0) }
         let (session, resume) = state.withLock { state -> (SessionID, VersionVector?) in
             state.sessionCount += 1
             state.session = "\(user)-\(UInt32.random(in: 0...UInt32.max))-\(state.sessionCount)"
@@ -205,6 +210,15 @@ public final class RoomClient: Sendable {
                 state.connection = .connected
                 state.failures = 0
                 state.node = response.host
+                state.generation += 1
+            }
+            // The session on the old node is over (its node may be gone, so say it here).
+            if hadSession {
+                let leave = Write(author: user, authorRole: role, authorCounter: state.withLock { state in
+                    state.writeCounter += 1
+                    return state.writeCounter
+                }, operation: .leaveSession(user: user, session: previousSession))
+                _ = try? request(requester, .writeRequest(WireMessage.WriteRequest(requestID: 0, write: leave)))
             }
             logger.info("joined", ["room": room, "node": endpoint.address, "resumed": "\(resume != nil)"])
         case let .error(reply):
@@ -261,10 +275,11 @@ public final class RoomClient: Sendable {
         }
         var attempt = 0
         while true {
-            guard let link = state.withLock({ $0.link }) else {
+            let (current, generation) = state.withLock { ($0.link, $0.generation) }
+            guard let link = current else {
                 if attempt >= retries { throw .unavailable("not connected") }
                 attempt += 1
-                try reconnect()
+                try reconnect(observed: generation)
                 continue
             }
             do throws(ClientError) {
@@ -277,7 +292,7 @@ public final class RoomClient: Sendable {
                         return dot
                     case .unavailable where attempt < retries:
                         attempt += 1
-                        try reconnect()
+                        try reconnect(observed: generation)
                     default:
                         throw ClientError.refused(code: ack.errorCode, message: ack.message)
                     }
@@ -289,17 +304,23 @@ public final class RoomClient: Sendable {
             } catch {
                 guard case .unavailable = error, attempt < retries else { throw error }
                 attempt += 1
-                try reconnect()
+                try reconnect(observed: generation)
             }
         }
     }
 
-    private func reconnect() throws(ClientError) {
-        state.withLock { state in
-            state.connection = .reconnecting
-            state.endpointIndex = (state.endpointIndex + 1) % max(1, endpoints.count)
+    /// Moves to the next node, unless someone else already did since `observed`.
+    private func reconnect(observed: UInt64) throws(ClientError) {
+        try attaching.withLock { _ throws(ClientError) in
+            let current = state.withLock { state -> Bool in
+                if state.generation != observed && state.connection == .connected { return true }
+                state.connection = .reconnecting
+                state.endpointIndex = (state.endpointIndex + 1) % max(1, endpoints.count)
+                return false
+            }
+            if current { return }
+            try attachToSomeNode(initial: false)
         }
-        try attachToSomeNode(initial: false)
     }
 
     // MARK: - Receiving
@@ -333,7 +354,8 @@ public final class RoomClient: Sendable {
     func syncLoop() {
         while !state.withLock({ $0.closing }) {
             let started = WallClock.monotonicMillis()
-            if let link = state.withLock({ $0.link }) {
+            let (current, generation) = state.withLock { ($0.link, $0.generation) }
+            if let link = current {
                 let seen = state.withLock { $0.replica.seen }
                 let clock = ContinuousClock()
                 let begin = clock.now
@@ -353,7 +375,7 @@ public final class RoomClient: Sendable {
                     }
                     if failures >= options.failuresBeforeReconnect {
                         logger.notice("node unreachable, reconnecting", ["error": error.description])
-                        try? reconnect()
+                        try? reconnect(observed: generation)
                     }
                 }
             }
