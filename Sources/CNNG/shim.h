@@ -4,6 +4,7 @@
 #include <nng/protocol/reqrep0/req.h>
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/supplemental/util/platform.h>
+#include <nng/supplemental/http/http.h>
 
 // Thread names for the transport's dedicated threads (seen in gdb, top -H, /proc).
 // pthread_setname_np is a GNU extension that Swift's Glibc module does not show

@@ -167,7 +167,7 @@ public struct UserRecord: Hashable, Sendable {
     @inline(__always)
     func isHandCandidate() -> Bool { hand.value && kicked < hand.stamp && banned == nil }
 
-    func isOnline(deadIncarnations: [ReplicaID: UInt64]) -> Bool {
+    public func isOnline(deadIncarnations: [ReplicaID: UInt64]) -> Bool {
         let kicked = activityStorage.first?.kicked ?? .origin
         if activityStorage.first?.banned != nil { return false }
         for session in sessions where session.ended == nil && kicked < session.started {

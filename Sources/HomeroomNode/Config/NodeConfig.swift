@@ -15,7 +15,7 @@ public struct NodeConfig: Sendable, Equatable {
     public var heartbeatMillis: UInt64 = 200
     /// No heartbeat for this long: suspect. Then `downMillis`: declared down.
     public var suspectMillis: UInt64 = 1_000
-    public var downMillis: UInt64 = 2_500
+    public var downMillis: UInt64 = 2_000
     public var requestTimeoutMillis: UInt64 = 1_000
     public var maxClockDriftMillis: UInt64 = HybridClock.defaultMaxForwardDriftMillis
     public var workers = 2

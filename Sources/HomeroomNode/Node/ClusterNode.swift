@@ -35,6 +35,9 @@ public final class ClusterNode: Sendable {
     let appliedObservers = Mutex<[@Sendable (String, [Delta]) -> Void]>([])
     private let ticker: Mutex<NNGThread?> = Mutex(nil)
     private let sender: Mutex<NNGThread?> = Mutex(nil)
+    private let http = Mutex<HTTPEndpoint?>(nil)
+    /// The port /healthz and /metrics are served on, once started (0 without HTTP).
+    public var httpPort: UInt16 { http.withLock { $0?.port ?? 0 } }
     let stopped = Atomic<Bool>(false)
 
     /// Starts a node: opens its store (if it has a data directory), binds its
@@ -128,6 +131,23 @@ public final class ClusterNode: Sendable {
         ticker.withLock { $0 = thread }
         let publishing = try? NNGThread(name: "hr-publish") { [weak self] in self?.publishLoop() }
         sender.withLock { $0 = publishing }
+        if let address = config.httpAddress {
+            let box = WeakNode()
+            box.set(self)
+            do {
+                let endpoint = try HTTPEndpoint(address: address, routes: [
+                    "/metrics": { HTTPEndpoint.Response(status: 200, contentType: "text/plain; version=0.0.4", body: box.node?.metricsText() ?? "") },
+                    "/healthz": {
+                        let (healthy, body) = box.node?.healthText() ?? (false, "{\"status\":\"stopping\"}\n")
+                        return HTTPEndpoint.Response(status: healthy ? 200 : 503, contentType: "application/json", body: body)
+                    },
+                ])
+                http.withLock { $0 = endpoint }
+            } catch {
+                stop()
+                throw .bind(address: address, error)
+            }
+        }
         self.logger.info("node started", ["listen": listenAddress, "publish": publishAddress, "replica": replica.description,
                                           "incarnation": "\(incarnation)", "rooms": "\(rooms.count)",
                                           "seeds": config.seeds.joined(separator: ",")])
@@ -143,6 +163,7 @@ public final class ClusterNode: Sendable {
         // Tell the cluster at once: this node's users go offline now, not after a timeout.
         endSessions(of: replica, incarnation: incarnation)
         state.withLock { $0.stopping = true }
+        http.withLock { $0 }?.stop()
         if let thread = ticker.withLock({ $0 }) { thread.join() }
         outbox.wake()
         if let thread = sender.withLock({ $0 }) { thread.join() }

@@ -17,14 +17,22 @@ struct ArgumentReader {
         return true
     }
 
+    /// The value of an option; when it is given more than once, the last one wins.
     mutating func string(_ name: String) throws(CommandLineError) -> String? {
-        guard let index = remaining.firstIndex(of: name) else { return nil }
-        guard index + 1 < remaining.count, !remaining[index + 1].hasPrefix("--") else {
-            throw .usage("missing value for '\(name)'", usage: usage)
+        try strings(name).last
+    }
+
+    /// Every value of a repeatable option, in order.
+    mutating func strings(_ name: String) throws(CommandLineError) -> [String] {
+        var values: [String] = []
+        while let index = remaining.firstIndex(of: name) {
+            guard index + 1 < remaining.count, !remaining[index + 1].hasPrefix("--") else {
+                throw .usage("missing value for '\(name)'", usage: usage)
+            }
+            values.append(remaining[index + 1])
+            remaining.removeSubrange(index...(index + 1))
         }
-        let value = remaining[index + 1]
-        remaining.removeSubrange(index...(index + 1))
-        return value
+        return values
     }
 
     mutating func integer<T: FixedWidthInteger>(_ name: String, in range: ClosedRange<T>) throws(CommandLineError) -> T? {

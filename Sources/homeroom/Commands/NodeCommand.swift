@@ -20,7 +20,7 @@ enum NodeCommand {
                                  suspect_ms, down_ms, workers, log_level, log_format.  (HOMEROOM_CONFIG)
           --heartbeat-ms <n>     Heartbeat period (default 200).             (HOMEROOM_HEARTBEAT_MS)
           --suspect-ms <n>       Silence before a node is suspect (default 1000).
-          --down-ms <n>          Silence before a node is down (default 2500, at least twice the heartbeat).
+          --down-ms <n>          Silence before a node is down (default 2000, at least twice the heartbeat).
           --workers <n>          Request worker threads (default 2).
           --data-dir <path>      Keep rooms in SQLite here; a restart then loses nothing.  (HOMEROOM_DATA_DIR)
                                  Without it the node keeps rooms in memory only.
@@ -74,8 +74,7 @@ enum NodeCommand {
         let name = try pick("--name", "HOMEROOM_NAME", file.name)
         let listen = try pick("--listen", "HOMEROOM_LISTEN", file.listen)
         let publish = try pick("--publish", "HOMEROOM_PUBLISH", file.publish)
-        var seeds: [String] = []
-        while let seed = try reader.string("--seed") { seeds.append(seed) }
+        var seeds = try reader.strings("--seed")
         if seeds.isEmpty, let env = environment["HOMEROOM_SEEDS"] { seeds = env.split(separator: ",").map { String($0).trimmed } }
         if seeds.isEmpty { seeds = file.seeds ?? [] }
         let heartbeat = try number("--heartbeat-ms", "HOMEROOM_HEARTBEAT_MS", file.heartbeat_ms)
@@ -129,7 +128,8 @@ enum NodeCommand {
         } catch {
             throw .failure(error.description)
         }
-        print("{\"event\":\"ready\",\"name\":\(quoted(name)),\"listen\":\(quoted(node.listenAddress)),\"publish\":\(quoted(node.publishAddress)),\"replica\":\(quoted(node.replica.description))}")
+        let httpField = node.httpPort > 0 ? ",\"http\":\(quoted("http://127.0.0.1:\(node.httpPort)"))" : ""
+        print("{\"event\":\"ready\",\"name\":\(quoted(name)),\"listen\":\(quoted(node.listenAddress)),\"publish\":\(quoted(node.publishAddress)),\"replica\":\(quoted(node.replica.description))\(httpField)}")
         fflush(stdout)
 
         while true {

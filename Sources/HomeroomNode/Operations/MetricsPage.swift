@@ -1,0 +1,93 @@
+import HomeroomCore
+
+/// /metrics in the Prometheus text format, and /healthz.
+extension ClusterNode {
+    struct Gauges {
+        var rooms = 0
+        var users = 0
+        var online = 0
+        var peersAlive = 0
+        var peersSuspect = 0
+        var peersDead = 0
+        var logEntries: Int64 = 0
+    }
+
+    func gauges() -> Gauges {
+        state.withLock { state in
+            var gauges = Gauges()
+            gauges.rooms = state.rooms.count
+            for room in state.rooms.values {
+                gauges.users += room.users.count
+                gauges.online += room.users.values.reduce(0) { $0 + ($1.isOnline(deadIncarnations: room.deadIncarnations) ? 1 : 0) }
+            }
+            for entry in state.peers.entries.values {
+                switch entry.status {
+                case .alive: gauges.peersAlive += 1
+                case .suspect: gauges.peersSuspect += 1
+                case .dead: gauges.peersDead += 1
+                }
+            }
+            gauges.logEntries = state.dirtyRooms.values.reduce(0) { $0 + Int64($1) }
+            return gauges
+        }
+    }
+
+    static let counterHelp: [String: String] = [
+        "deltas_in_total": "Deltas from other nodes applied for the first time.",
+        "deltas_out_total": "Deltas this node sequenced and published to the other nodes.",
+        "gaps_repaired_total": "Anti-entropy pulls that brought something missing.",
+        "sync_bytes_total": "Bytes of sync requests and responses this node pulled.",
+        "writes_accepted_total": "Acknowledged writes accepted.",
+        "writes_refused_total": "Writes refused, by code.",
+        "requests_rejected_total": "Requests refused before reaching a room, by reason.",
+        "cluster_rejected_total": "Cluster messages dropped as undecodable or unexpected, by reason.",
+        "deltas_rejected_total": "Deltas refused, by reason (clock-ahead: the sender's clock is too far ahead).",
+        "joins_total": "Peers joined through this node.",
+        "peers_declared_down_total": "Nodes this node declared down.",
+        "reply_bytes_total": "Bytes of replies sent on the REP socket.",
+        "store_append_micros_sum": "Microseconds spent committing writes to the store.",
+        "store_append_count": "Commits to the store.",
+    ]
+
+    func metricsText() -> String {
+        let gauges = gauges()
+        var lines: [String] = []
+        func gauge(_ name: String, _ help: String, _ value: Int64) {
+            lines.append("# HELP homeroom_\(name) \(help)")
+            lines.append("# TYPE homeroom_\(name) gauge")
+            lines.append("homeroom_\(name) \(value)")
+        }
+        gauge("rooms", "Rooms this node holds.", Int64(gauges.rooms))
+        gauge("users", "Users known across this node's rooms.", Int64(gauges.users))
+        gauge("users_online", "Users online across this node's rooms.", Int64(gauges.online))
+        lines.append("# HELP homeroom_peers Other nodes by status.")
+        lines.append("# TYPE homeroom_peers gauge")
+        lines.append("homeroom_peers{status=\"alive\"} \(gauges.peersAlive)")
+        lines.append("homeroom_peers{status=\"suspect\"} \(gauges.peersSuspect)")
+        lines.append("homeroom_peers{status=\"dead\"} \(gauges.peersDead)")
+        gauge("store_log_entries", "Store log entries not yet folded into a snapshot.", gauges.logEntries)
+        gauge("incarnation", "This boot's incarnation.", Int64(bitPattern: incarnation))
+
+        // Counters, grouped by base name so each gets one HELP and TYPE line.
+        var grouped: [String: [(String, UInt64)]] = [:]
+        for (key, value) in metrics.snapshot {
+            let base = key.split(separator: "{", maxSplits: 1).first.map(String.init) ?? key
+            grouped[base, default: []].append((key, value))
+        }
+        for base in Set(Self.counterHelp.keys).union(grouped.keys).sorted() {
+            lines.append("# HELP homeroom_\(base) \(Self.counterHelp[base] ?? base)")
+            lines.append("# TYPE homeroom_\(base) counter")
+            let series = grouped[base] ?? [(base, 0)]
+            for (key, value) in series.sorted(by: { $0.0 < $1.0 }) { lines.append("homeroom_\(key) \(value)") }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    func healthText() -> (Bool, String) {
+        let stopping = state.withLock { $0.stopping }
+        let gauges = gauges()
+        let status = stopping ? "stopping" : "ok"
+        return (!stopping, "{\"status\":\"\(status)\",\"node\":\(jsonString(name)),\"replica\":\"\(replica)\",\"incarnation\":\(incarnation),"
+            + "\"rooms\":\(gauges.rooms),\"peers_alive\":\(gauges.peersAlive)}\n")
+    }
+}
