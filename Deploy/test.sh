@@ -22,8 +22,12 @@ if [ -x Fuzz/run.sh ] && [ "${HOMEROOM_FUZZ_SECONDS:-60}" != "0" ]; then
   bash Fuzz/run.sh "${HOMEROOM_FUZZ_SECONDS:-60}" >&2
 fi
 
-echo "== swift test (10,000 simulated schedules)" >&2
-export HOMEROOM_SCHEDULES="${HOMEROOM_SCHEDULES:-10000}"
 quiet_build swift build
 quiet_build swift build --build-tests
+
+echo "== interop: a Python client written from docs/PROTOCOL.md against two real nodes" >&2
+bash Tests/interop/run.sh >&2
+
+echo "== swift test (10,000 simulated schedules)" >&2
+export HOMEROOM_SCHEDULES="${HOMEROOM_SCHEDULES:-10000}"
 swift test --skip-build 2>&1

@@ -86,9 +86,11 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
 
     public static let empty = VersionVector()
 
+    /// Sequence 0 is no delta (sequences start at 1): it stands for "never written",
+    /// and every vector contains it.
     @inline(__always)
     public func contains(_ dot: Dot) -> Bool {
-        origins[dot.origin]?.contains(dot.sequence) ?? false
+        dot.sequence == 0 || (origins[dot.origin]?.contains(dot.sequence) ?? false)
     }
 
     @discardableResult

@@ -59,6 +59,14 @@ public struct Sequencer: Sendable, Equatable {
                      authorRole: write.authorRole, authorCounter: write.authorCounter, operation: write.operation)
     }
 
+    /// Stamps a write with a sequence number the caller keeps (a node numbers each
+    /// room's deltas separately, so a room's version vector has no holes).
+    public mutating func stamp(_ write: Write, sequence: UInt64, nowMillis: UInt64) -> Delta {
+        lastSequence = max(lastSequence, sequence)
+        return Delta(sequence: sequence, clock: clock.tick(nowMillis: nowMillis), author: write.author,
+                     authorRole: write.authorRole, authorCounter: write.authorCounter, operation: write.operation)
+    }
+
     /// Lets the clock see a remote delta's reading before it is applied.
     public mutating func observe(_ clockReading: HybridTimestamp, nowMillis: UInt64) throws(ClockError) {
         try clock.observe(clockReading, nowMillis: nowMillis)

@@ -51,7 +51,8 @@ public final class RoomClient: Sendable {
         /// Failed probes before switching node; attempts over all nodes before giving up.
         public var failuresBeforeReconnect = 2
         public var reconnectRounds = 20
-        public var limits = WireLimits.default
+        /// Joins and syncs bring whole rooms: allow large replies.
+        public var limits = WireLimits.largeReplies
         public init() {}
     }
 
@@ -69,7 +70,9 @@ public final class RoomClient: Sendable {
         var endpointIndex = 0
         var session: SessionID
         var sessionCount = 0
-        var writeCounter: UInt64 = 0
+        /// Starts from the wall clock (microseconds), so a restarted client never
+        /// reuses a counter: a reused counter makes a reward count as a retry.
+        var writeCounter: UInt64 = WallClock.nowMillis() * 1000
         var requestID: UInt64 = 0
         var failures = 0
         var latencyMicros: Double = 0

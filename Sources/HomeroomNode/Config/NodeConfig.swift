@@ -19,7 +19,11 @@ public struct NodeConfig: Sendable, Equatable {
     public var requestTimeoutMillis: UInt64 = 1_000
     public var maxClockDriftMillis: UInt64 = HybridClock.defaultMaxForwardDriftMillis
     public var workers = 2
+    /// Limits on what peers and clients send this node (requests, cluster messages).
     public var limits: WireLimits = .default
+    /// Limits on replies to this node's own requests (snapshots and patches of whole
+    /// rooms): larger, since a 100,000-user room is about 10 MB.
+    public var replyLimits: WireLimits = .largeReplies
     /// Where the node keeps its SQLite store; nil keeps everything in memory
     /// (and a restart then starts empty, as a new replica).
     public var dataDirectory: String?
@@ -85,6 +89,18 @@ public struct NodeConfig: Sendable, Equatable {
             }
         }
     }
+}
+
+extension WireLimits {
+    /// For replies a node or client asked for: whole-room snapshots and patches.
+    public static let largeReplies: WireLimits = {
+        var limits = WireLimits.default
+        limits.maxMessageBytes = 256 << 20
+        limits.maxDecodedBytes = 2 << 30
+        limits.maxUsersPerPatch = 1_000_000
+        limits.maxMapEntries = 1_000_000
+        return limits
+    }()
 }
 
 public enum NodeConfigError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -106,7 +106,7 @@ extension ClusterNode {
             if let existing = links[address] { return existing }
             guard let requester = try? NNGRequester() else { return nil }
             try? requester.socket.setReconnectTime(min: .milliseconds(50), max: .milliseconds(500))
-            try? requester.socket.setMaxReceiveSize(config.limits.maxMessageBytes)
+            try? requester.socket.setMaxReceiveSize(config.replyLimits.maxMessageBytes)
             do { try requester.dial(address) } catch { return nil }
             links[address] = requester
             return requester
@@ -197,13 +197,12 @@ extension ClusterNode {
             let delta = state.withLock { state -> Delta? in
                 guard var current = state.rooms.removeValue(forKey: room) else { return nil }
                 defer { state.rooms[room] = current }
-                var sequencer = state.sequencer
-                let delta = sequencer.stamp(write, nowMillis: WallClock.nowMillis())
+                let (delta, sequencer) = state.stamp(room: room, write, nowMillis: WallClock.nowMillis())
                 if let store = state.store {
                     guard (try? store.append(room: room, deltas: [delta])) != nil else { return nil }
                     state.dirtyRooms[room, default: 0] += 1
                 }
-                state.sequencer = sequencer
+                state.commit(room: room, delta, sequencer)
                 _ = current.apply(delta)
                 outbox.enqueue(room: room, deltas: [delta], toNodes: true)
                 return delta
@@ -232,7 +231,7 @@ extension ClusterNode {
                 continue
             }
             metrics.add("sync_bytes_total", UInt64(reply.count + request.count))
-            guard let decoded = try? WireCodec.decode(reply, limits: config.limits),
+            guard let decoded = try? WireCodec.decode(reply, limits: config.replyLimits),
                   case let .syncResponse(response) = decoded.message, let patch = response.patch, patch.roomID == key.room else { continue }
             let changed = state.withLock { state -> Bool in
                 var room = state.rooms.removeValue(forKey: key.room) ?? RoomState(roomID: key.room)

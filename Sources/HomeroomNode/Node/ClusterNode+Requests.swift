@@ -11,7 +11,11 @@ extension ClusterNode {
         } catch {
             metrics.add("requests_rejected_total{reason=\"\(error.code)\"}")
             logger.debug("undecodable request", ["error": "\(error)"])
-            return WireCodec.encode(Self.errorEnvelope(code: error.code, message: error.description))
+            var reply = Self.errorEnvelope(code: error.code, message: error.description)
+            if case .unsupportedVersion = error {
+                reply.message = .error(WireMessage.ErrorReply(code: error.code, message: error.description, supportedVersion: WireProtocol.version))
+            }
+            return WireCodec.encode(reply)
         }
         let room = request.roomID
         if request.sender.rawValue != 0, state.withLock({ $0.faults.cuts(request.sender) }) {
@@ -66,6 +70,10 @@ extension ClusterNode {
             var room = state.rooms.removeValue(forKey: roomID) ?? RoomState(roomID: roomID)
             defer { if existed || room.seen.count > 0 { state.rooms[roomID] = room } }
             if case .joinSession = write.operation {
+                // Until signed tokens bind roles, a user keeps the role it first joined with.
+                if let record = room.users[write.author], record.isKnown, record.role.value != write.authorRole {
+                    return (ack(request, .rejected, "role-mismatch", "\(write.author) joined this room as \(record.role.value), not \(write.authorRole)"), nil)
+                }
             } else if let record = room.users[write.author], record.isKnown {
                 if record.role.value != write.authorRole {
                     return (ack(request, .rejected, "role-mismatch", "\(write.author) joined as \(record.role.value), not \(write.authorRole)"), nil)
@@ -73,13 +81,17 @@ extension ClusterNode {
             } else {
                 return (ack(request, .rejected, "not-joined", "\(write.author) has not joined room \(roomID): join first"), nil)
             }
+            // A retried reward (same author and counter) is acknowledged, not counted again.
+            if case let .reward(target, _) = write.operation,
+               let existing = room.users[target]?.rewards[RewardKey(author: write.author, authorCounter: write.authorCounter)] {
+                return (ack(request, .duplicate, "", "this reward was already counted", dot: existing.stamp.dot), nil)
+            }
             if let refusal = room.admit(write, nowMillis: now) {
                 return (ack(request, .rejected, refusal.code, refusal.description), nil)
             }
             // Stored (committed) before it is applied, published or acknowledged; the
             // sequence number is consumed only once the store has it.
-            var sequencer = state.sequencer
-            let delta = sequencer.stamp(write, nowMillis: now)
+            let (delta, sequencer) = state.stamp(room: roomID, write, nowMillis: now)
             if let store = state.store {
                 let clock = ContinuousClock()
                 let started = clock.now
@@ -94,7 +106,7 @@ extension ClusterNode {
                 metrics.add("store_append_count")
                 state.dirtyRooms[roomID, default: 0] += 1
             }
-            state.sequencer = sequencer
+            state.commit(room: roomID, delta, sequencer)
             let outcome = room.apply(delta)
             // Queued under the lock, so deltas leave in sequence order.
             outbox.enqueue(room: roomID, deltas: [delta], toNodes: true)
@@ -119,6 +131,10 @@ extension ClusterNode {
     /// A peer joins: its session starts here, then it gets the room (or what its
     /// resume vector lacks). The peer should subscribe to the room's topic first.
     func handleJoin(room roomID: String, _ join: WireMessage.JoinRequest) -> WireMessage {
+        for (field, value) in [("user", join.user), ("session", join.session), ("name", join.name)]
+        where value.isEmpty || value.utf8.count > 128 {
+            return .error(WireMessage.ErrorReply(code: "invalid", message: "a join's \(field) must be 1 to 128 bytes, got \(value.utf8.count)"))
+        }
         let write = Write(author: join.user, authorRole: join.role, authorCounter: 0,
                           operation: .joinSession(user: join.user, session: join.session, name: join.name, role: join.role,
                                                   host: replica, incarnation: incarnation))
@@ -155,7 +171,12 @@ extension ClusterNode {
     }
 
     /// Publishes a repair patch to the room's clients, so they see what anti-entropy brought.
-    func publishPatch(room: String, _ patch: RoomState) {
+    /// Its version vector is dropped: it was cut against this node's vector, not the
+    /// clients', so adopting it could mark as seen a delta a client lost. Clients
+    /// pull what they still lack with their own sync.
+    func publishPatch(room: String, _ original: RoomState) {
+        var patch = original
+        patch.seen = VersionVector()
         let message = WireCodec.encode(envelope(room: room, .patch(patch)))
         try? publisher.send(topic: Topics.clientRoom(room), payload: message)
     }

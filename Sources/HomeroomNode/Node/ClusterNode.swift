@@ -83,8 +83,7 @@ public final class ClusterNode: Sendable {
         initial.rooms = rooms
         initial.store = store
         // Never reuse a sequence number this replica already gave out.
-        let lastSequence = rooms.values.map { $0.seen.origins[replica]?.highest ?? 0 }.max() ?? 0
-        initial.sequencer.restore(lastSequence: lastSequence, lastClock: 0)
+        for (id, room) in rooms { initial.roomSequences[id] = room.seen.origins[replica]?.highest ?? 0 }
         self.state = Mutex(initial)
 
         do {

@@ -10,6 +10,8 @@ struct NodeState {
     var faults = FaultPolicy()
     var dice = FaultDice(seed: 0)
     var envelopeSequence: UInt64 = 0
+    /// The last sequence number this node gave a delta, per room.
+    var roomSequences: [String: UInt64] = [:]
     /// (peer, room) pairs to pull from at the next tick.
     var pendingSyncs: Set<SyncKey> = []
     var stopping = false
@@ -25,6 +27,19 @@ struct NodeState {
 
     init(replica: ReplicaID, maxClockDriftMillis: UInt64) {
         sequencer = Sequencer(replica: replica, maxForwardDriftMillis: maxClockDriftMillis)
+    }
+
+    /// Stamps a write for a room without committing the sequence number: the caller
+    /// stores the delta first, then calls `commit`.
+    func stamp(room: String, _ write: Write, nowMillis: UInt64) -> (Delta, Sequencer) {
+        var sequencer = self.sequencer
+        let delta = sequencer.stamp(write, sequence: (roomSequences[room] ?? 0) + 1, nowMillis: nowMillis)
+        return (delta, sequencer)
+    }
+
+    mutating func commit(room: String, _ delta: Delta, _ sequencer: Sequencer) {
+        self.sequencer = sequencer
+        roomSequences[room] = delta.sequence
     }
 
     mutating func nextEnvelopeSequence() -> UInt64 {
