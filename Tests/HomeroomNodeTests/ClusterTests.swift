@@ -13,6 +13,9 @@ import Testing
         try teacher.connect()
         try alice.connect()
         try bob.connect()
+        // A join made through another node reaches this one in a moment (user-not-found until then).
+        #expect(eventually(5) { ["alice", "bob"].allSatisfy { teacher.replica.users[$0]?.isKnown == true } })
+        #expect(eventually(5) { cluster.nodes[0].room("maths").map { room in ["alice", "bob"].allSatisfy { room.users[$0]?.isKnown == true } } ?? false })
         try teacher.write(.setStage(user: "alice", on: true))
         try alice.write(.setDevice(user: "alice", device: .camera, on: true))
         try teacher.write(.setPrivilege(user: "alice", device: .camera, allowed: true))
@@ -68,7 +71,12 @@ import Testing
     func lossyLinksStillConverge(seed: UInt64) throws {
         let cluster = try TestCluster(size: 3, transport: "inproc", label: "lossy\(seed)")
         #expect(cluster.meshed())
-        for (index, node) in cluster.nodes.enumerated() { node.faults = FaultPolicy(seed: seed &+ UInt64(index), dropPercent: 30, duplicatePercent: 10) }
+        for (index, node) in cluster.nodes.enumerated() {
+            var faults = FaultPolicy(seed: seed &+ UInt64(index), dropPercent: 30, duplicatePercent: 10)
+            faults.delayMillis = 2
+            faults.jitterMillis = 15
+            node.faults = faults
+        }
         let clients = (0..<3).map { cluster.client($0 == 0 ? "t" : "s\($0)", $0 == 0 ? .teacher : .student, node: $0, room: "lossy") }
         defer { for client in clients { client.close() } }
         for client in clients { try client.connect() }

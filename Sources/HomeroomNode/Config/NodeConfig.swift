@@ -29,6 +29,8 @@ public struct NodeConfig: Sendable, Equatable {
     public var dataDirectory: String?
     /// fsync every commit (survives power loss), not only process crashes.
     public var synchronousFull = false
+    /// Fault hook for chaos tests: this node's wall clock runs this far off (ms, may be negative).
+    public var clockSkewMillis: Int64 = 0
     /// Where /healthz and /metrics are served over HTTP, e.g. http://127.0.0.1:9100; nil for none.
     public var httpAddress: String?
 
@@ -43,7 +45,7 @@ public struct NodeConfig: Sendable, Equatable {
         a.name == b.name && a.listen == b.listen && a.publish == b.publish && a.seeds == b.seeds
             && a.heartbeatMillis == b.heartbeatMillis && a.suspectMillis == b.suspectMillis && a.downMillis == b.downMillis
             && a.requestTimeoutMillis == b.requestTimeoutMillis && a.maxClockDriftMillis == b.maxClockDriftMillis && a.workers == b.workers
-            && a.dataDirectory == b.dataDirectory && a.synchronousFull == b.synchronousFull && a.httpAddress == b.httpAddress
+            && a.clockSkewMillis == b.clockSkewMillis && a.dataDirectory == b.dataDirectory && a.synchronousFull == b.synchronousFull && a.httpAddress == b.httpAddress
     }
 
     public func validate() throws(NodeConfigError) {

@@ -14,9 +14,24 @@ extension ClusterNode {
             return
         }
         if envelope.sender == replica { return }
-        let copies = state.withLock { state -> Int in
-            state.faults.cuts(envelope.sender) ? 0 : state.dice.copies(state.faults)
+        let (copies, delay) = state.withLock { state -> (Int, Int) in
+            state.faults.cuts(envelope.sender) ? (0, 0) : (state.dice.copies(state.faults), state.dice.delay(state.faults))
         }
+        if delay > 0 && copies > 0 {
+            delayLine.hold(message, forMillis: delay)
+            return
+        }
+        process(kind: kind, envelope: envelope, copies: copies)
+    }
+
+    /// A message the delay line held: process it now (faults were already applied).
+    func releaseDelayed(_ message: [UInt8]) {
+        guard let (kind, payload) = Topics.split(message),
+              let envelope = try? WireCodec.decode(Array(payload), limits: config.limits) else { return }
+        process(kind: kind, envelope: envelope, copies: 1)
+    }
+
+    private func process(kind: UInt8, envelope: WireEnvelope, copies: Int) {
         for _ in 0..<copies {
             switch (kind, envelope.message) {
             case let (1, .deltaBatch(batch)): applyRemote(room: envelope.roomID, batch: batch, from: envelope.sender)
@@ -30,7 +45,7 @@ extension ClusterNode {
     /// schedules a pull when a gap shows.
     func applyRemote(room roomID: String, batch: WireMessage.DeltaBatch, from sender: ReplicaID) {
         guard RoomID.validate(roomID) == nil else { return }
-        let now = WallClock.nowMillis()
+        let now = wallMillis()
         var fresh: [Delta] = []
         var rejectedClock = 0
         state.withLock { state in
@@ -197,7 +212,7 @@ extension ClusterNode {
             let delta = state.withLock { state -> Delta? in
                 guard var current = state.rooms.removeValue(forKey: room) else { return nil }
                 defer { state.rooms[room] = current }
-                let (delta, sequencer) = state.stamp(room: room, write, nowMillis: WallClock.nowMillis())
+                let (delta, sequencer) = state.stamp(room: room, write, nowMillis: wallMillis())
                 if let store = state.store {
                     guard (try? store.append(room: room, deltas: [delta])) != nil else { return nil }
                     state.dirtyRooms[room, default: 0] += 1

@@ -59,7 +59,7 @@ extension ClusterNode {
     /// acknowledgement leaves.
     func handleWrite(room roomID: String, _ request: WireMessage.WriteRequest) -> WireMessage.WriteAck {
         let write = request.write
-        let now = WallClock.nowMillis()
+        let now = wallMillis()
         let result = state.withLock { state -> (WireMessage.WriteAck, Delta?) in
             if state.stopping { return (ack(request, .unavailable, "unavailable", "the node is stopping; retry on another node"), nil) }
             if write.authorRole == .system {

@@ -32,6 +32,7 @@ public final class ClusterNode: Sendable {
     let subscriber: NNGSubscriber
     let links = Mutex<[String: NNGRequester]>([:])
     let outbox = Outbox()
+    let delayLine = DelayLine()
     let appliedObservers = Mutex<[@Sendable (String, [Delta]) -> Void]>([])
     private let ticker: Mutex<NNGThread?> = Mutex(nil)
     private let sender: Mutex<NNGThread?> = Mutex(nil)
@@ -130,6 +131,9 @@ public final class ClusterNode: Sendable {
         ticker.withLock { $0 = thread }
         let publishing = try? NNGThread(name: "hr-publish") { [weak self] in self?.publishLoop() }
         sender.withLock { $0 = publishing }
+        let delays = WeakNode()
+        delays.set(self)
+        delayLine.start { message in delays.node?.releaseDelayed(message) }
         if let address = config.httpAddress {
             let box = WeakNode()
             box.set(self)
@@ -166,6 +170,7 @@ public final class ClusterNode: Sendable {
         if let thread = ticker.withLock({ $0 }) { thread.join() }
         outbox.wake()
         if let thread = sender.withLock({ $0 }) { thread.join() }
+        delayLine.stop()
         subscriber.close()
         replier.close()
         let requesters = links.withLock { links in
@@ -182,6 +187,12 @@ public final class ClusterNode: Sendable {
             state.store = nil
         }
         logger.info("node stopped")
+    }
+
+    /// Wall-clock milliseconds as this node sees them (skewed by the chaos hook, if set).
+    func wallMillis() -> UInt64 {
+        let now = Int64(bitPattern: WallClock.nowMillis()) + config.clockSkewMillis
+        return UInt64(max(0, now))
     }
 
     // MARK: - Inspection (tests, CLI, bench)

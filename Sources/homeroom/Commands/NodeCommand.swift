@@ -27,8 +27,17 @@ enum NodeCommand {
           --sync <mode>          normal (survives kill -9) or full (also power loss; slower). Default normal.
           --http <address>       Serve /healthz and /metrics, e.g. http://127.0.0.1:9100.  (HOMEROOM_HTTP)
           --log-level <level>    trace, debug, info, notice, warning, error (default info).  (HOMEROOM_LOG_LEVEL)
+
           --log-format <format>  text or json (default text).               (HOMEROOM_LOG_FORMAT)
           -h, --help             Show help information.
+
+        FAULT HOOKS (for partition and chaos tests; never in production):
+          --fault-seed <n>              Seed for the random faults below (default 0).
+          --fault-drop-percent <n>      Drop this share of incoming cluster messages.
+          --fault-duplicate-percent <n> Process this share of them twice.
+          --fault-delay-ms <n>          Hold every incoming cluster message this long...
+          --fault-jitter-ms <n>         ...plus up to this much more (reorders them).
+          --clock-skew-ms <n>           Run this node's clock this far off (may be negative).
 
         Flags win over environment variables, which win over the config file.
         When ready, prints one JSON line on stdout with the bound addresses.
@@ -85,6 +94,13 @@ enum NodeCommand {
         let syncMode = try pick("--sync", "HOMEROOM_SYNC", file.sync) ?? "normal"
         let http = try pick("--http", "HOMEROOM_HTTP", file.http)
         let levelName = try pick("--log-level", "HOMEROOM_LOG_LEVEL", file.log_level) ?? "info"
+        var faults = FaultPolicy()
+        faults.seed = try reader.integer("--fault-seed", in: UInt64(0)...UInt64.max) ?? 0
+        faults.dropPercent = try reader.integer("--fault-drop-percent", in: 0...100) ?? 0
+        faults.duplicatePercent = try reader.integer("--fault-duplicate-percent", in: 0...100) ?? 0
+        faults.delayMillis = try reader.integer("--fault-delay-ms", in: 0...60_000) ?? 0
+        faults.jitterMillis = try reader.integer("--fault-jitter-ms", in: 0...60_000) ?? 0
+        let skew = try reader.integer("--clock-skew-ms", in: Int64(-86_400_000)...Int64(86_400_000)) ?? 0
         let formatName = try pick("--log-format", "HOMEROOM_LOG_FORMAT", file.log_format) ?? "text"
         try reader.finish()
 
@@ -103,6 +119,7 @@ enum NodeCommand {
         if let down { config.downMillis = down }
         if let workers { config.workers = workers }
         config.dataDirectory = dataDirectory
+        config.clockSkewMillis = skew
         config.httpAddress = http
         switch syncMode {
         case "normal": config.synchronousFull = false
@@ -128,6 +145,7 @@ enum NodeCommand {
         } catch {
             throw .failure(error.description)
         }
+        if !faults.isQuiet { node.faults = faults }
         let httpField = node.httpPort > 0 ? ",\"http\":\(quoted("http://127.0.0.1:\(node.httpPort)"))" : ""
         print("{\"event\":\"ready\",\"name\":\(quoted(name)),\"listen\":\(quoted(node.listenAddress)),\"publish\":\(quoted(node.publishAddress)),\"replica\":\(quoted(node.replica.description))\(httpField)}")
         fflush(stdout)
@@ -141,7 +159,10 @@ enum NodeCommand {
                 faults.isolated = true
                 node.faults = faults
             case SIGUSR2:
-                node.faults = FaultPolicy()
+                var healed = node.faults
+                healed.isolated = false
+                healed.blocked = []
+                node.faults = healed
             default:
                 logger.notice("stopping", ["signal": received == SIGTERM ? "SIGTERM" : "SIGINT"])
                 node.stop()
