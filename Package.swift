@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .executable(name: "homeroom", targets: ["homeroom"]),
         .executable(name: "homeroom-bench", targets: ["homeroom-bench"]),
+        .executable(name: "homeroom-chaos", targets: ["homeroom-chaos"]),
         .library(name: "HomeroomCore", targets: ["HomeroomCore"]),
         .library(name: "HomeroomWire", targets: ["HomeroomWire"]),
         .library(name: "HomeroomNode", targets: ["HomeroomNode"]),
@@ -41,6 +42,8 @@ let package = Package(
 
         .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTerminalUI"], swiftSettings: strict),
         .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
+        // Partition and chaos runs against real `homeroom node` processes, with a checker.
+        .executableTarget(name: "homeroom-chaos", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
 
         .testTarget(name: "HomeroomCoreTests", dependencies: ["HomeroomCore"], swiftSettings: strict),
         .testTarget(name: "HomeroomWireTests", dependencies: ["HomeroomWire", "HomeroomCore"], swiftSettings: strict),
