@@ -51,6 +51,8 @@ public final class RoomClient: Sendable {
         /// Failed probes before switching node; attempts over all nodes before giving up.
         public var failuresBeforeReconnect = 2
         public var reconnectRounds = 20
+        /// A join token (`homeroom token create`), sent with every request when set.
+        public var token: String?
         /// Joins and syncs bring whole rooms: allow large replies.
         public var limits = WireLimits.largeReplies
         public init() {}
@@ -391,7 +393,8 @@ public final class RoomClient: Sendable {
     }
 
     func request(_ link: NNGRequester, _ message: WireMessage) throws(ClientError) -> WireEnvelope {
-        let envelope = WireEnvelope(roomID: room, sender: ReplicaID(0), sequence: 0, clock: .zero, message: message)
+        let envelope = WireEnvelope(roomID: room, sender: ReplicaID(0), sequence: 0, clock: .zero,
+                                    credential: options.token.map { Array($0.utf8) } ?? [], message: message)
         let reply: [UInt8]
         do {
             reply = try link.request(WireCodec.encode(envelope), timeout: .milliseconds(Int64(options.requestTimeoutMillis)))

@@ -29,6 +29,15 @@ public struct NodeConfig: Sendable, Equatable {
     public var dataDirectory: String?
     /// fsync every commit (survives power loss), not only process crashes.
     public var synchronousFull = false
+    /// Join tokens: when set, every client request must carry a valid token (see docs/SECURITY.md).
+    public var tokenVerifier: TokenVerifier?
+    /// The cluster's shared key: when set, nodes accept only node messages sealed with it.
+    public var clusterKey: ClusterKey?
+    /// Per-user write limits (Agora RTM's defaults: 60 messages/s), and per-node limits.
+    public var writesPerSecond = 60
+    public var writeBytesPerSecond = 256 * 1024
+    public var maxRooms = 10_000
+    public var maxUsersPerRoom = 200_000
     /// Fault hook for chaos tests: this node's wall clock runs this far off (ms, may be negative).
     public var clockSkewMillis: Int64 = 0
     /// Where /healthz and /metrics are served over HTTP, e.g. http://127.0.0.1:9100; nil for none.
@@ -45,6 +54,9 @@ public struct NodeConfig: Sendable, Equatable {
         a.name == b.name && a.listen == b.listen && a.publish == b.publish && a.seeds == b.seeds
             && a.heartbeatMillis == b.heartbeatMillis && a.suspectMillis == b.suspectMillis && a.downMillis == b.downMillis
             && a.requestTimeoutMillis == b.requestTimeoutMillis && a.maxClockDriftMillis == b.maxClockDriftMillis && a.workers == b.workers
+            && a.writesPerSecond == b.writesPerSecond && a.writeBytesPerSecond == b.writeBytesPerSecond
+            && a.maxRooms == b.maxRooms && a.maxUsersPerRoom == b.maxUsersPerRoom
+            && (a.tokenVerifier == nil) == (b.tokenVerifier == nil) && (a.clusterKey == nil) == (b.clusterKey == nil)
             && a.clockSkewMillis == b.clockSkewMillis && a.dataDirectory == b.dataDirectory && a.synchronousFull == b.synchronousFull && a.httpAddress == b.httpAddress
     }
 
@@ -72,6 +84,9 @@ public struct NodeConfig: Sendable, Equatable {
         }
         if let directory = dataDirectory, directory.isEmpty {
             throw .invalid(field: "data-dir", reason: "the data directory path is empty")
+        }
+        if writesPerSecond < 1 || writeBytesPerSecond < 1024 || maxRooms < 1 || maxUsersPerRoom < 2 {
+            throw .invalid(field: "limits", reason: "write rate at least 1/s and 1 KiB/s, at least 1 room and 2 users per room")
         }
         if workers < 1 || workers > 64 {
             throw .invalid(field: "workers", reason: "\(workers) must be from 1 to 64")

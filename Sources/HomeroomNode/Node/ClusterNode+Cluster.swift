@@ -4,7 +4,20 @@ import HomeroomWire
 extension ClusterNode {
     /// A message from another node's PUB socket: deltas it sequenced, or a heartbeat.
     func receiveFromCluster(_ message: [UInt8]) {
-        guard let (kind, payload) = Topics.split(message) else { return }
+        guard let (kind, framed) = Topics.split(message) else { return }
+        let payload: ArraySlice<UInt8>
+        switch framing.open(framed) {
+        case let .authenticated(inner):
+            payload = inner
+        case let .plain(inner) where !framing.isEnabled:
+            payload = inner
+        case .plain:
+            metrics.add("cluster_rejected_total{reason=\"cluster-auth-required\"}")
+            return
+        case let .refused(reason):
+            metrics.add("cluster_rejected_total{reason=\"\(reason)\"}")
+            return
+        }
         let envelope: WireEnvelope
         do {
             envelope = try WireCodec.decode(Array(payload), limits: config.limits)
@@ -26,8 +39,14 @@ extension ClusterNode {
 
     /// A message the delay line held: process it now (faults were already applied).
     func releaseDelayed(_ message: [UInt8]) {
-        guard let (kind, payload) = Topics.split(message),
-              let envelope = try? WireCodec.decode(Array(payload), limits: config.limits) else { return }
+        guard let (kind, framed) = Topics.split(message) else { return }
+        let payload: ArraySlice<UInt8>
+        switch framing.open(framed) {
+        case let .authenticated(inner): payload = inner
+        case let .plain(inner): payload = inner
+        case .refused: return
+        }
+        guard let envelope = try? WireCodec.decode(Array(payload), limits: config.limits) else { return }
         process(kind: kind, envelope: envelope, copies: 1)
     }
 
@@ -146,7 +165,7 @@ extension ClusterNode {
             let isolated = state.withLock { $0.faults.isolated }
             if !isolated {
                 let message = WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat())))
-                try? publisher.send(topic: Topics.heartbeat, payload: message)
+                try? publisher.send(topic: Topics.heartbeat, payload: framing.seal(message))
                 greetSeeds()
             }
             declareSilentNodesDown()
@@ -179,14 +198,24 @@ extension ClusterNode {
         }
     }
 
+    /// A reply from another node: sealed when the cluster has a key.
+    func openReply(_ reply: [UInt8]) -> ArraySlice<UInt8>? {
+        switch framing.open(reply[...]) {
+        case let .authenticated(body): return body
+        case let .plain(body): return framing.isEnabled ? nil : body
+        case .refused: return nil
+        }
+    }
+
     /// Says hello to every seed not yet known as a live peer.
     func greetSeeds() {
         let known = state.withLock { state in Set(state.peers.alive.filter { $0.status == .alive }.map(\.address)) }
         for seed in config.seeds where seed != listenAddress && seed != config.listen && !known.contains(seed) {
             guard let requester = link(seed) else { continue }
-            let hello = WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat())))
+            let hello = framing.seal(WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat()))))
             guard let reply = try? requester.request(hello, timeout: .milliseconds(Int64(config.requestTimeoutMillis))),
-                  let decoded = try? WireCodec.decode(reply, limits: config.limits),
+                  let body = openReply(reply),
+                  let decoded = try? WireCodec.decode(Array(body), limits: config.limits),
                   case let .heartbeat(heartbeat) = decoded.message else { continue }
             if state.withLock({ $0.faults.cuts(heartbeat.node) }) { continue }
             heard(heartbeat)
@@ -240,13 +269,13 @@ extension ClusterNode {
         for key in pending {
             guard let address = addresses[key.peer], let requester = link(address) else { continue }
             let seen = state.withLock { $0.rooms[key.room]?.seen ?? VersionVector() }
-            let request = WireCodec.encode(envelope(room: key.room, .syncRequest(WireMessage.SyncRequest(seen: seen))))
+            let request = framing.seal(WireCodec.encode(envelope(room: key.room, .syncRequest(WireMessage.SyncRequest(seen: seen)))))
             guard let reply = try? requester.request(request, timeout: .milliseconds(Int64(config.requestTimeoutMillis))) else {
                 state.withLock { _ = $0.pendingSyncs.insert(key) }
                 continue
             }
             metrics.add("sync_bytes_total", UInt64(reply.count + request.count))
-            guard let decoded = try? WireCodec.decode(reply, limits: config.replyLimits),
+            guard let body = openReply(reply), let decoded = try? WireCodec.decode(Array(body), limits: config.replyLimits),
                   case let .syncResponse(response) = decoded.message, let patch = response.patch, patch.roomID == key.room else { continue }
             let changed = state.withLock { state -> Bool in
                 var room = state.rooms.removeValue(forKey: key.room) ?? RoomState(roomID: key.room)

@@ -5,9 +5,21 @@ extension ClusterNode {
     /// One request on the REP socket: decode, dispatch, encode the reply. Never throws,
     /// never crashes on bad input: every failure is an `ErrorReply` with a code.
     func handleRequest(_ bytes: [UInt8]) -> [UInt8] {
+        // Node messages are sealed with the cluster key (when the cluster has one).
+        let body: ArraySlice<UInt8>
+        var fromNode = false
+        switch framing.open(bytes[...]) {
+        case let .authenticated(inner):
+            body = inner
+            fromNode = true
+        case let .plain(inner):
+            body = inner
+        case let .refused(reason):
+            return errorReply(reason, "this message is not sealed with this cluster's key", "")
+        }
         let request: WireEnvelope
         do {
-            request = try WireCodec.decode(bytes, limits: config.limits)
+            request = try WireCodec.decode(Array(body), limits: config.limits)
         } catch {
             metrics.add("requests_rejected_total{reason=\"\(error.code)\"}")
             logger.debug("undecodable request", ["error": "\(error)"])
@@ -18,20 +30,49 @@ extension ClusterNode {
             return WireCodec.encode(reply)
         }
         let room = request.roomID
-        if request.sender.rawValue != 0, state.withLock({ $0.faults.cuts(request.sender) }) {
-            return WireCodec.encode(Self.errorEnvelope(code: "unavailable", message: "link cut by fault injection", room: room))
+        let claimsToBeNode = request.sender.rawValue != 0
+        if claimsToBeNode && framing.isEnabled && !fromNode {
+            return errorReply("cluster-auth-required", "node requests must be sealed with the cluster key", room)
+        }
+        if claimsToBeNode, state.withLock({ $0.faults.cuts(request.sender) }) {
+            return errorReply("unavailable", "link cut by fault injection", room)
+        }
+        // Clients prove who they are with a join token, when the node requires one.
+        var claims: TokenClaims?
+        if !fromNode, let verifier = config.tokenVerifier {
+            switch request.message {
+            case .joinRequest, .writeRequest, .syncRequest, .digest:
+                let token = String(decoding: request.credential, as: UTF8.self)
+                do throws(TokenError) {
+                    guard !request.credential.isEmpty else { throw TokenError.missing }
+                    claims = try verifier.verify(token, room: room, nowSeconds: Int64(wallMillis() / 1000))
+                } catch {
+                    return errorReply(error.code, error.description, room)
+                }
+            default:
+                break
+            }
         }
         let reply: WireMessage
         switch request.message {
         case let .heartbeat(hello):
-            // Sender 0 is a client asking where this node publishes; only nodes join the cluster.
-            if request.sender.rawValue != 0 { heard(hello) }
+            // Only sealed (or, without a cluster key, node-numbered) hellos join the cluster;
+            // a client's hello only asks where this node publishes.
+            if claimsToBeNode { heard(hello) }
             reply = .heartbeat(ownHeartbeat())
         case let .writeRequest(write):
             if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
-            reply = .writeAck(handleWrite(room: room, write))
+            if let claims, write.write.author != claims.user || write.write.authorRole != claims.parsedRole {
+                let error = TokenError.identityMismatch("writes as \(write.write.author) (\(write.write.authorRole)), token is for \(claims.user) (\(claims.role))")
+                return errorReply(error.code, error.description, room)
+            }
+            reply = .writeAck(handleWrite(room: room, write, fromClient: !fromNode, size: bytes.count))
         case let .joinRequest(join):
             if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
+            if let claims, join.user != claims.user || join.role != claims.parsedRole {
+                let error = TokenError.identityMismatch("joins as \(join.user) (\(join.role)), token is for \(claims.user) (\(claims.role))")
+                return errorReply(error.code, error.description, room)
+            }
             reply = handleJoin(room: room, join)
         case let .syncRequest(sync):
             if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
@@ -45,7 +86,8 @@ extension ClusterNode {
         default:
             return errorReply("unsupported", "a \(request.message.kind) is not a request this node answers; see docs/PROTOCOL.md", room)
         }
-        let encoded = WireCodec.encode(envelope(room: room, reply))
+        var encoded = WireCodec.encode(envelope(room: room, reply))
+        if fromNode { encoded = framing.seal(encoded) }
         metrics.add("reply_bytes_total", UInt64(encoded.count))
         return encoded
     }
@@ -57,16 +99,27 @@ extension ClusterNode {
 
     /// An acknowledged write: checked, sequenced, applied and published before the
     /// acknowledgement leaves.
-    func handleWrite(room roomID: String, _ request: WireMessage.WriteRequest) -> WireMessage.WriteAck {
+    func handleWrite(room roomID: String, _ request: WireMessage.WriteRequest, fromClient: Bool = false, size: Int = 0) -> WireMessage.WriteAck {
         let write = request.write
         let now = wallMillis()
         let result = state.withLock { state -> (WireMessage.WriteAck, Delta?) in
             if state.stopping { return (ack(request, .unavailable, "unavailable", "the node is stopping; retry on another node"), nil) }
+            if fromClient && !state.limiter.allow(write.author, size: size, nowMillis: WallClock.monotonicMillis()) {
+                return (ack(request, .rejected, "rate-limited",
+                            "\(write.author) sends more than \(config.writesPerSecond) writes or \(config.writeBytesPerSecond / 1024) KiB per second: slow down"), nil)
+            }
             if write.authorRole == .system {
                 return (ack(request, .rejected, "not-allowed", "clients cannot write as the system"), nil)
             }
             // Taken out of the dictionary while it changes, so the change is in place, not a copy.
             let existed = state.rooms[roomID] != nil
+            if !existed && state.rooms.count >= config.maxRooms {
+                return (ack(request, .rejected, "node-full", "this node holds its maximum of \(config.maxRooms) rooms"), nil)
+            }
+            if case let .joinSession(user, _, _, _, _, _) = write.operation, let current = state.rooms[roomID],
+               current.users[user] == nil, current.users.count >= config.maxUsersPerRoom {
+                return (ack(request, .rejected, "room-full", "room \(roomID) has its maximum of \(config.maxUsersPerRoom) users"), nil)
+            }
             var room = state.rooms.removeValue(forKey: roomID) ?? RoomState(roomID: roomID)
             defer { if existed || room.seen.count > 0 { state.rooms[roomID] = room } }
             if case .joinSession = write.operation {
@@ -165,7 +218,7 @@ extension ClusterNode {
         let message = WireCodec.encode(envelope(room: room, .deltaBatch(WireMessage.DeltaBatch(origin: deltas[0].origin, deltas: deltas))))
         try? publisher.send(topic: Topics.clientRoom(room), payload: message)
         if toNodes, !state.withLock({ $0.faults.isolated }) {
-            try? publisher.send(topic: Topics.nodeRoom(room), payload: message)
+            try? publisher.send(topic: Topics.nodeRoom(room), payload: framing.seal(message))
             metrics.add("deltas_out_total", UInt64(deltas.count))
         }
     }

@@ -32,6 +32,7 @@ public final class ClusterNode: Sendable {
     let subscriber: NNGSubscriber
     let links = Mutex<[String: NNGRequester]>([:])
     let outbox = Outbox()
+    let framing: ClusterFraming
     let delayLine = DelayLine()
     let appliedObservers = Mutex<[@Sendable (String, [Delta]) -> Void]>([])
     private let ticker: Mutex<NNGThread?> = Mutex(nil)
@@ -48,6 +49,7 @@ public final class ClusterNode: Sendable {
         self.config = config
         self.name = config.name
         self.logger = logger.with("node", config.name)
+        self.framing = ClusterFraming(key: config.clusterKey)
 
         // Identity: a node with a store keeps its replica id across restarts (its
         // sequence numbers continue from the store); each boot is a new incarnation.
@@ -83,6 +85,7 @@ public final class ClusterNode: Sendable {
         var initial = NodeState(replica: replica, maxClockDriftMillis: config.maxClockDriftMillis)
         initial.rooms = rooms
         initial.store = store
+        initial.limiter = RateLimiter(messagesPerSecond: config.writesPerSecond, bytesPerSecond: config.writeBytesPerSecond)
         // Never reuse a sequence number this replica already gave out.
         for (id, room) in rooms { initial.roomSequences[id] = room.seen.origins[replica]?.highest ?? 0 }
         self.state = Mutex(initial)

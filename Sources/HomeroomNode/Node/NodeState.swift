@@ -25,6 +25,8 @@ struct NodeState {
         var room: String
     }
 
+    var limiter = RateLimiter(messagesPerSecond: 60, bytesPerSecond: 256 * 1024)
+
     init(replica: ReplicaID, maxClockDriftMillis: UInt64) {
         sequencer = Sequencer(replica: replica, maxForwardDriftMillis: maxClockDriftMillis)
     }
