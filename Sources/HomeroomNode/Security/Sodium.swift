@@ -56,6 +56,9 @@ public struct SigningKeys: Sendable {
         self.init(publicKey: publicKey, secretKey: secretKey)
     }
 
+    /// The secret key bytes, for writing the key file (and nowhere else).
+    public func secretKeyForExport() -> [UInt8] { secretKey }
+
     func sign(_ message: [UInt8]) -> [UInt8] {
         var signature = [UInt8](repeating: 0, count: Int(crypto_sign_BYTES))
         crypto_sign_detached(&signature, nil, message, UInt64(message.count), secretKey)
@@ -83,6 +86,9 @@ public struct ClusterKey: Sendable {
     public static func generate() -> ClusterKey { ClusterKey(unchecked: Sodium.randomBytes(length)) }
 
     init(unchecked secret: [UInt8]) { self.secret = secret }
+
+    /// The secret bytes, for writing the key file (and nowhere else).
+    public func secretForExport() -> [UInt8] { secret }
 
     func mac(_ message: ArraySlice<UInt8>) -> [UInt8] {
         var tag = [UInt8](repeating: 0, count: Self.macLength)

@@ -26,6 +26,14 @@ enum NodeCommand {
                                  Without it the node keeps rooms in memory only.
           --sync <mode>          normal (survives kill -9) or full (also power loss; slower). Default normal.
           --http <address>       Serve /healthz and /metrics, e.g. http://127.0.0.1:9100.  (HOMEROOM_HTTP)
+          --token-key <file>     Require join tokens signed by this Ed25519 public key (hex file from
+                                 `homeroom keys generate`); repeatable for key rotation.  (HOMEROOM_TOKEN_KEY)
+          --app <id>             The application id tokens must carry (default homeroom).  (HOMEROOM_APP)
+          --revoked <file>       Users (one per line) whose tokens are refused.
+          --cluster-key <file>   Accept only node messages sealed with this shared key (mode 600).  (HOMEROOM_CLUSTER_KEY)
+          --writes-per-second <n>  Per-user write limit (default 60).
+          --max-rooms <n>        Rooms this node accepts (default 10000).
+          --max-users <n>        Users per room (default 200000).
           --log-level <level>    trace, debug, info, notice, warning, error (default info).  (HOMEROOM_LOG_LEVEL)
 
           --log-format <format>  text or json (default text).               (HOMEROOM_LOG_FORMAT)
@@ -56,6 +64,10 @@ enum NodeCommand {
         var log_level: String?
         var log_format: String?
         var data_dir: String?
+        var token_keys: [String]?
+        var app: String?
+        var revoked: String?
+        var cluster_key: String?
         var sync: String?
         var http: String?
     }
@@ -93,6 +105,15 @@ enum NodeCommand {
         let dataDirectory = try pick("--data-dir", "HOMEROOM_DATA_DIR", file.data_dir)
         let syncMode = try pick("--sync", "HOMEROOM_SYNC", file.sync) ?? "normal"
         let http = try pick("--http", "HOMEROOM_HTTP", file.http)
+        var tokenKeys = try reader.strings("--token-key")
+        if tokenKeys.isEmpty, let env = environment["HOMEROOM_TOKEN_KEY"] { tokenKeys = env.split(separator: ",").map { String($0).trimmed } }
+        if tokenKeys.isEmpty { tokenKeys = file.token_keys ?? [] }
+        let app = try pick("--app", "HOMEROOM_APP", file.app) ?? "homeroom"
+        let revokedFile = try pick("--revoked", "HOMEROOM_REVOKED", file.revoked)
+        let clusterKeyFile = try pick("--cluster-key", "HOMEROOM_CLUSTER_KEY", file.cluster_key)
+        let writesPerSecond = try reader.integer("--writes-per-second", in: 1...1_000_000)
+        let maxRooms = try reader.integer("--max-rooms", in: 1...10_000_000)
+        let maxUsers = try reader.integer("--max-users", in: 2...10_000_000)
         let levelName = try pick("--log-level", "HOMEROOM_LOG_LEVEL", file.log_level) ?? "info"
         var faults = FaultPolicy()
         faults.seed = try reader.integer("--fault-seed", in: UInt64(0)...UInt64.max) ?? 0
@@ -119,6 +140,20 @@ enum NodeCommand {
         if let down { config.downMillis = down }
         if let workers { config.workers = workers }
         config.dataDirectory = dataDirectory
+        if let writesPerSecond { config.writesPerSecond = writesPerSecond }
+        if let maxRooms { config.maxRooms = maxRooms }
+        if let maxUsers { config.maxUsersPerRoom = maxUsers }
+        do {
+            if !tokenKeys.isEmpty {
+                let keys = try tokenKeys.map { path throws(SecurityError) in try KeyFiles.read(path, secret: false) }
+                var revoked: Set<String> = []
+                if let revokedFile { revoked = try Self.readLines(revokedFile) }
+                config.tokenVerifier = TokenVerifier(publicKeys: keys, app: app, revokedUsers: revoked)
+            }
+            if let clusterKeyFile { config.clusterKey = try ClusterKey(secret: KeyFiles.read(clusterKeyFile, secret: true)) }
+        } catch {
+            throw .failure(error.description)
+        }
         config.clockSkewMillis = skew
         config.httpAddress = http
         switch syncMode {
@@ -169,6 +204,18 @@ enum NodeCommand {
                 return
             }
         }
+    }
+
+    static func readLines(_ path: String) throws(SecurityError) -> Set<String> {
+        guard let file = fopen(path, "r") else { throw .keyFile(path: path, reason: String(cString: strerror(errno))) }
+        defer { fclose(file) }
+        var lines: Set<String> = []
+        var buffer = [CChar](repeating: 0, count: 1024)
+        while fgets(&buffer, Int32(buffer.count), file) != nil {
+            let line = String(cString: buffer).trimmed
+            if !line.isEmpty && !line.hasPrefix("#") { lines.insert(line) }
+        }
+        return lines
     }
 
     static func load(_ path: String) throws(CommandLineError) -> FileConfig {
