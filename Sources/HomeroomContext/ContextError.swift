@@ -1,7 +1,8 @@
 import HomeroomNode
 
-/// Errors the contexts report, with codes a program can match
-/// (the node's refusal codes: stage-full, not-allowed, room-closed, ...).
+/// Errors the contexts report, with codes a program can match. Refusals keep the
+/// node's code (stage-full, not-allowed, room-closed, ...); the contexts add a few of
+/// their own (not-joined, kicked, invalid-argument). The message says what to do.
 public struct ContextError: Error, Equatable, Sendable, CustomStringConvertible {
     public var code: String
     public var message: String
@@ -12,13 +13,38 @@ public struct ContextError: Error, Equatable, Sendable, CustomStringConvertible 
     }
 
     public init(_ error: ClientError) {
-        self.init(code: error.code, message: error.description)
+        switch error {
+        case let .refused(code, message): self.init(code: code, message: message)
+        default: self.init(code: error.code, message: error.description)
+        }
     }
 
+    // Refusals from the node (admission checks at the origin).
     public static let stageFull = "stage-full"
     public static let notAllowed = "not-allowed"
     public static let roomClosed = "room-closed"
+    public static let roomFull = "room-full"
+    public static let handLimitReached = "hand-limit-reached"
+    public static let userNotFound = "user-not-found"
+    public static let banned = "banned"
+    public static let classStateBackwards = "class-state-backwards"
+    public static let invalid = "invalid"
+    public static let roleMismatch = "role-mismatch"
+    // The link.
     public static let unavailable = "unavailable"
+    public static let aborted = "aborted"
+    // The contexts themselves.
+    public static let notJoined = "not-joined"
+    public static let kicked = "kicked"
+    public static let invalidArgument = "invalid-argument"
 
     public var description: String { "\(message) [\(code)]" }
+
+    static func notJoinedYet(_ room: String) -> ContextError {
+        ContextError(code: notJoined, message: "not in room \(room): call join() first")
+    }
+
+    static func invalidArgument(_ message: String) -> ContextError {
+        ContextError(code: invalidArgument, message: message)
+    }
 }

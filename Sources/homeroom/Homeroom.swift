@@ -9,9 +9,29 @@ enum Homeroom {
         USAGE: homeroom <subcommand> [options]
 
         SUBCOMMANDS:
-          demo        The main job: a scripted lesson, with its summary and roster.
+          demo        The main job: a three-node cluster, a teacher and students in a scripted lesson.
+          join        Join a room as a user and act in it with line commands.
+          roster      Show a room's roster: once, as JSON, or live (--watch).
           node        Run a node of a Homeroom cluster.
+          keys        Generate token-signing and cluster keys.
+          token       Create a signed join token.
           simulate    Seeded simulations of a replicated room, checked for convergence.
+          theme       Print the default theme (UI config), or check a theme file.
+          completion  Print a bash or zsh completion script.
+
+        ONE-SHOT ACTIONS (join, act once, print the result, leave; for scripts):
+          stage       Put users on stage or take them off.
+          board       Grant or revoke the whiteboard.
+          camera, mic Your own device on or off, or allow or deny a user's.
+          mute-all    Turn off every microphone privilege.
+          reward      Reward users.
+          kick, ban   Kick a user out once, or for good.
+          hand        Raise or lower a hand.
+          class       Start or end the class.
+          schedule    Set the class length and start.
+          room        Rename the room, set its type or limits.
+          prop        List, set or delete properties.
+          name        Change your display name.
 
         OPTIONS:
           -h, --help  Show help information.
@@ -31,6 +51,13 @@ enum Homeroom {
             case "simulate": try SimulateCommand.run(rest)
             case "demo": try DemoCommand.run(rest)
             case "node": try NodeCommand.run(rest)
+            case "keys": try KeysCommand.run(rest)
+            case "token": try TokenCommand.run(rest)
+            case "join": try JoinCommand.run(rest)
+            case "roster": try RosterCommand.run(rest)
+            case "theme": try ThemeCommand.run(rest)
+            case "completion": try CompletionCommand.run(rest)
+            case let verb where Action.verbs.contains(verb): try ActionCommand.run(verb, rest)
             default: throw CommandLineError.usage("unknown subcommand '\(subcommand)'", usage: usage)
             }
         } catch let error as CommandLineError {

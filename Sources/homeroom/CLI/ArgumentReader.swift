@@ -43,6 +43,15 @@ struct ArgumentReader {
         return value
     }
 
+    /// Takes every argument left that is not an option (call after reading the options).
+    mutating func positionals() throws(CommandLineError) -> [String] {
+        if let option = remaining.first(where: { $0.hasPrefix("--") && $0.count > 2 }) {
+            throw .usage("unknown option '\(option)'", usage: usage)
+        }
+        defer { remaining.removeAll() }
+        return remaining
+    }
+
     /// Fails on anything not consumed, so a typo never passes silently.
     func finish() throws(CommandLineError) {
         if let first = remaining.first {

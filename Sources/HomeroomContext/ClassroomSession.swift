@@ -1,0 +1,300 @@
+import Dispatch
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import HomeroomCore
+import HomeroomNode
+import Synchronization
+
+/// How a pool joins a room: who, where, and how patient it is with the link.
+public struct ClassroomConfig: Sendable, Equatable {
+    public var room: String
+    public var user: UserID
+    public var name: String
+    public var role: Role
+    /// REP addresses of nodes (tcp://, ipc://, inproc://); the first that answers is used,
+    /// the others are where the pool reconnects when it is lost.
+    public var nodes: [String]
+    /// A join token (`homeroom token create`) for nodes that require one.
+    public var token: String?
+    public var requestTimeoutMillis: UInt64 = 1_000
+    public var syncIntervalMillis: UInt64 = 300
+    /// Rounds over every node before the link is given up (`aborted`).
+    public var reconnectRounds = 20
+    /// How often the monitor looks at the link.
+    public var monitorIntervalMillis: UInt64 = 100
+
+    public init(room: String, user: UserID, name: String = "", role: Role, nodes: [String]) {
+        self.room = room
+        self.user = user
+        self.name = name
+        self.role = role
+        self.nodes = nodes
+    }
+
+    public func validate() throws(ContextError) {
+        if let problem = RoomID.validate(room) { throw .invalidArgument(problem) }
+        if user.isEmpty || user.utf8.count > 128 { throw .invalidArgument("a user id is 1 to 128 bytes") }
+        if name.utf8.count > 128 { throw .invalidArgument("a display name is at most 128 bytes") }
+        if role == .system { throw .invalidArgument("no one joins as the system role: use teacher, assistant, student or observer") }
+        if nodes.isEmpty { throw .invalidArgument("no node address given: pass at least one, e.g. tcp://127.0.0.1:7100") }
+        for node in nodes where !["tcp://", "ipc://", "inproc://"].contains(where: { node.hasPrefix($0) }) {
+            throw .invalidArgument("node address '\(node)' must start with tcp://, ipc:// or inproc://")
+        }
+    }
+}
+
+/// The engine behind a pool: one `RoomClient` while joined, the handlers, the event
+/// streams and the link monitor. Events are delivered on one serial queue, in order.
+final class ClassroomSession: Sendable {
+    let config: ClassroomConfig
+    let logger: Logger
+    let queue = DispatchQueue(label: "homeroom.context.events")
+
+    private struct Handler: Sendable {
+        weak var object: (AnyObject & Sendable)?
+    }
+
+    private struct State {
+        var client: RoomClient?
+        var everJoined = false
+        var kickedOut = false
+        var handlers: [Handler] = []
+        var streams: [Int: AsyncStream<ContextEvent>.Continuation] = [:]
+        var nextStream = 0
+        var listeners: [Int: @Sendable (ContextEvent) -> Void] = [:]
+        /// Bumped on every join and leave, so a monitor tick of an old link stops.
+        var generation = 0
+        var lastConnection: ConnectionState?
+        var lastLatency: Double = 0
+        var lastLatencyReport: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+
+    init(config: ClassroomConfig, logger: Logger) {
+        self.config = config
+        self.logger = logger.with("room", config.room)
+    }
+
+    var localUser: UserInfo {
+        if let client = state.withLock({ $0.client }) {
+            let info = ReadModel.userInfo(client.replica, config.user)
+            if !info.name.isEmpty { return UserInfo(id: config.user, name: info.name, role: config.role) }
+        }
+        return UserInfo(id: config.user, name: config.name, role: config.role)
+    }
+
+    // MARK: - Joining and leaving
+
+    var isJoined: Bool { state.withLock { $0.client != nil } }
+
+    func join() throws(ContextError) {
+        try config.validate()
+        guard state.withLock({ $0.client == nil }) else { return }
+        var options = RoomClient.Options()
+        options.requestTimeoutMillis = config.requestTimeoutMillis
+        options.syncIntervalMillis = config.syncIntervalMillis
+        options.reconnectRounds = config.reconnectRounds
+        options.token = config.token
+        let client = RoomClient(room: config.room, user: config.user, role: config.role, name: config.name.isEmpty ? config.user : config.name,
+                                endpoints: config.nodes.map(NodeEndpoint.init), options: options, logger: logger)
+        client.onChange { [weak self, weak client] changes in
+            guard let self, let client else { return }
+            self.received(changes, from: client)
+        }
+        do {
+            try client.connect()
+        } catch {
+            client.close()
+            throw ContextError(error)
+        }
+        let generation = state.withLock { state -> Int in
+            state.client = client
+            state.everJoined = true
+            state.kickedOut = false
+            state.generation += 1
+            state.lastConnection = .connected
+            return state.generation
+        }
+        scheduleMonitor(generation)
+        emit([.joinedRoom(ReadModel.roomInfo(client.replica)), .connectionStateUpdated(.connected)])
+    }
+
+    func leave() {
+        let client = state.withLock { state -> RoomClient? in
+            defer { state.client = nil; state.generation += 1; state.lastConnection = .aborted }
+            return state.client
+        }
+        guard let client else { return }
+        client.close()
+        emit([.connectionStateUpdated(.aborted), .leftRoom])
+    }
+
+    /// Leaves and ends every event stream.
+    func close() {
+        leave()
+        let streams = state.withLock { state -> [AsyncStream<ContextEvent>.Continuation] in
+            defer { state.streams.removeAll() }
+            return Array(state.streams.values)
+        }
+        queue.async { for stream in streams { stream.finish() } }
+    }
+
+    // MARK: - Reading
+
+    /// The client while joined; a coded error otherwise.
+    func client() throws(ContextError) -> RoomClient {
+        let (client, kicked) = state.withLock { ($0.client, $0.kickedOut) }
+        if let client { return client }
+        if kicked { throw ContextError(code: ContextError.kicked, message: "you were removed from room \(config.room); join again if the teacher allows it") }
+        throw .notJoinedYet(config.room)
+    }
+
+    /// The replica (empty before joining).
+    var replica: RoomState {
+        state.withLock { $0.client }?.replica ?? RoomState(roomID: config.room)
+    }
+
+    var connectionState: ConnectionState {
+        let (client, everJoined) = state.withLock { ($0.client, $0.everJoined) }
+        if let client { return client.connectionState }
+        return everJoined ? .aborted : .connecting
+    }
+
+    var attachedNode: String { state.withLock { $0.client }.map { $0.attachedNode.description } ?? "" }
+
+    var latencyMicros: Double { state.withLock { $0.client }?.latencyMicros ?? 0 }
+
+    // MARK: - Writing
+
+    /// Sends a write and waits for the node's acknowledgement, then (briefly) for the
+    /// write to reach the local replica, so what the contexts read next includes it.
+    @discardableResult
+    func write(_ operation: Operation) throws(ContextError) -> Dot {
+        let client = try client()
+        let dot: Dot
+        do {
+            dot = try client.write(operation)
+        } catch {
+            logger.debug("write refused", ["operation": operation.name, "code": error.code])
+            throw ContextError(error)
+        }
+        let deadline = WallClock.monotonicMillis() + min(config.requestTimeoutMillis, 1_000)
+        while !client.seen.contains(dot) && WallClock.monotonicMillis() < deadline {
+            usleep(1_000)
+        }
+        return dot
+    }
+
+    // MARK: - Events
+
+    func register(_ handler: AnyObject & Sendable) {
+        state.withLock { state in
+            state.handlers.removeAll { $0.object == nil || $0.object === handler }
+            state.handlers.append(Handler(object: handler))
+        }
+    }
+
+    func unregister(_ handler: AnyObject & Sendable) {
+        state.withLock { $0.handlers.removeAll { $0.object == nil || $0.object === handler } }
+    }
+
+    func events(bufferingNewest limit: Int) -> AsyncStream<ContextEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ContextEvent.self, bufferingPolicy: .bufferingNewest(max(1, limit)))
+        let id = state.withLock { state -> Int in
+            state.nextStream += 1
+            state.streams[state.nextStream] = continuation
+            return state.nextStream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.streams.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func addListener(_ listener: @escaping @Sendable (ContextEvent) -> Void) -> Int {
+        state.withLock { state in
+            state.nextStream += 1
+            state.listeners[state.nextStream] = listener
+            return state.nextStream
+        }
+    }
+
+    func removeListener(_ token: Int) { _ = state.withLock { $0.listeners.removeValue(forKey: token) } }
+
+    func emit(_ events: [ContextEvent]) {
+        guard !events.isEmpty else { return }
+        queue.async { [self] in deliverNow(events) }
+    }
+
+    /// On the queue only.
+    private func deliverNow(_ events: [ContextEvent]) {
+        let (handlers, streams, listeners) = state.withLock { state in
+            state.handlers.removeAll { $0.object == nil }
+            return (state.handlers.compactMap(\.object), Array(state.streams.values), Array(state.listeners.values))
+        }
+        for event in events {
+            for handler in handlers { event.deliver(to: handler) }
+            for listener in listeners { listener(event) }
+            for stream in streams { stream.yield(event) }
+        }
+    }
+
+    /// From the client's threads: translate, and notice the local user's own kick or ban.
+    private func received(_ changes: [RoomChange], from client: RoomClient) {
+        let replica = client.replica
+        var events = ContextEvent.translate(changes, localUser: config.user, room: { ReadModel.roomInfo(replica) },
+                                            lookup: { ReadModel.userInfo(replica, $0) })
+        let local = config.user
+        let banned = changes.contains(.userBanned(local))
+        let kicked = changes.contains(.userKicked(local)) && !replica.isOnline(local)
+        if banned || kicked {
+            let first = state.withLock { state -> Bool in
+                guard state.client === client, !state.kickedOut else { return false }
+                state.kickedOut = true
+                return true
+            }
+            if first {
+                logger.notice(banned ? "banned from the room" : "kicked out of the room")
+                events.append(.localUserKickedOut(banned: banned))
+                emit(events)
+                // Closing joins the client's threads: never from one of them.
+                queue.async { [self] in leave() }
+                return
+            }
+        }
+        emit(events)
+    }
+
+    private func scheduleMonitor(_ generation: Int) {
+        queue.asyncAfter(deadline: .now() + .milliseconds(Int(config.monitorIntervalMillis))) { [weak self] in
+            guard let self, self.monitorTick(generation) else { return }
+            self.scheduleMonitor(generation)
+        }
+    }
+
+    /// On the queue, every monitor interval while joined: connection state changes and
+    /// latency (at most once a second). False once the link it watched is gone.
+    private func monitorTick(_ generation: Int) -> Bool {
+        let now = WallClock.monotonicMillis()
+        var events: [ContextEvent] = []
+        let current = state.withLock { state -> Bool in
+            guard state.generation == generation, let client = state.client else { return false }
+            let connection = client.connectionState
+            if connection != state.lastConnection {
+                state.lastConnection = connection
+                events.append(.connectionStateUpdated(connection))
+            }
+            let latency = client.latencyMicros
+            if latency > 0, latency != state.lastLatency, now &- state.lastLatencyReport >= 1_000 {
+                state.lastLatency = latency
+                state.lastLatencyReport = now
+                events.append(.latencyUpdated(micros: latency))
+            }
+            return true
+        }
+        if !events.isEmpty { deliverNow(events) }
+        return current
+    }
+}

@@ -1,0 +1,71 @@
+import HomeroomCore
+
+/// Every event the contexts report, in the order it happened. The handler protocols
+/// (`RoomHandler`, `UserHandler`, `StreamHandler`, `MonitorHandler`) receive the same
+/// events as method calls; `ContextPool.events()` gives them as an async sequence.
+public enum ContextEvent: Hashable, Sendable {
+    // Room
+    case joinedRoom(RoomInfo)
+    case leftRoom
+    case roomInfoUpdated(RoomInfo)
+    case classStateUpdated(ClassState)
+    case roomPropertiesUpdated(keys: [String])
+    case allMicrophonesMuted
+    // User
+    case remoteUserJoined(UserInfo)
+    case remoteUserLeft(UserInfo)
+    case userUpdated(UserInfo)
+    case coHostsAdded([UserInfo])
+    case coHostsRemoved([UserInfo])
+    case boardUpdated(UserInfo, granted: Bool)
+    case userRewarded(UserInfo, amount: Int32, total: Int64)
+    case handWaved(UserInfo)
+    case handLowered(UserInfo)
+    /// Another user was kicked out (once) of the room.
+    case userKickedOut(UserInfo)
+    /// Another user was banned.
+    case userBanned(UserInfo)
+    /// The local user was kicked out (`banned`: for good). The pool has left the room.
+    case localUserKickedOut(banned: Bool)
+    case userPropertiesUpdated(UserInfo, keys: [String])
+    // Stream
+    case streamUpdated(StreamInfo)
+    // Monitor
+    case connectionStateUpdated(ConnectionState)
+    case latencyUpdated(micros: Double)
+}
+
+extension ContextEvent {
+    /// Translates a change set from the replica into context events. `lookup` names the
+    /// users; `localUser` splits remote events from the local user's own.
+    static func translate(_ changes: [RoomChange], localUser: UserID, room: () -> RoomInfo,
+                          lookup: (UserID) -> UserInfo) -> [ContextEvent] {
+        var events: [ContextEvent] = []
+        events.reserveCapacity(changes.count)
+        for change in changes {
+            switch change {
+            case .roomInfoUpdated: events.append(.roomInfoUpdated(room()))
+            case let .classStateUpdated(state): events.append(.classStateUpdated(state))
+            case .allMicrophonesMuted: events.append(.allMicrophonesMuted)
+            case let .roomPropertiesUpdated(keys): events.append(.roomPropertiesUpdated(keys: keys))
+            case let .userJoined(user) where user != localUser: events.append(.remoteUserJoined(lookup(user)))
+            case let .userLeft(user) where user != localUser: events.append(.remoteUserLeft(lookup(user)))
+            case .userJoined, .userLeft: break
+            case let .userUpdated(user): events.append(.userUpdated(lookup(user)))
+            case let .coHostsAdded(users): events.append(.coHostsAdded(users.map(lookup)))
+            case let .coHostsRemoved(users): events.append(.coHostsRemoved(users.map(lookup)))
+            case let .streamUpdated(user, device, state): events.append(.streamUpdated(StreamInfo(owner: lookup(user), device: device, state: state)))
+            case let .boardUpdated(user, granted): events.append(.boardUpdated(lookup(user), granted: granted))
+            case let .userRewarded(user, amount, total): events.append(.userRewarded(lookup(user), amount: amount, total: total))
+            case let .handWaved(user): events.append(.handWaved(lookup(user)))
+            case let .handLowered(user): events.append(.handLowered(lookup(user)))
+            // The local user's own kick or ban is decided by the session (it checks presence first).
+            case let .userKicked(user) where user != localUser: events.append(.userKickedOut(lookup(user)))
+            case let .userBanned(user) where user != localUser: events.append(.userBanned(lookup(user)))
+            case .userKicked, .userBanned: break
+            case let .userPropertiesUpdated(user, keys): events.append(.userPropertiesUpdated(lookup(user), keys: keys))
+            }
+        }
+        return events
+    }
+}

@@ -1,0 +1,199 @@
+import HomeroomCore
+import HomeroomNode
+
+// The value types a UI needs, re-exported so that a UI imports HomeroomContext only.
+public typealias UserID = HomeroomCore.UserID
+public typealias Role = HomeroomCore.Role
+public typealias RoomType = HomeroomCore.RoomType
+public typealias ClassState = HomeroomCore.ClassState
+public typealias Device = HomeroomCore.Device
+public typealias StreamState = HomeroomCore.StreamState
+public typealias Schedule = HomeroomCore.Schedule
+public typealias ConnectionState = HomeroomNode.ConnectionState
+
+/// Who a user is: id, display name and role (AgoraEduContextUserInfo).
+public struct UserInfo: Hashable, Sendable {
+    public var id: UserID
+    public var name: String
+    public var role: Role
+
+    public init(id: UserID, name: String, role: Role) {
+        self.id = id
+        self.name = name
+        self.role = role
+    }
+
+    /// The name, or the id when the user has no name.
+    public var displayName: String { name.isEmpty ? id : name }
+}
+
+/// The room as the room context reports it (AgoraEduContextRoomInfo).
+public struct RoomInfo: Hashable, Sendable {
+    public var id: String
+    public var name: String
+    public var type: RoomType
+    public var stageLimit: Int
+    public var handLimit: Int
+
+    public init(id: String, name: String, type: RoomType, stageLimit: Int, handLimit: Int) {
+        self.id = id
+        self.name = name
+        self.type = type
+        self.stageLimit = stageLimit
+        self.handLimit = handLimit
+    }
+
+    public var displayName: String { name.isEmpty ? id : name }
+}
+
+/// Class state and schedule (AgoraEduContextClassInfo).
+public struct ClassInfo: Hashable, Sendable {
+    public var state: ClassState
+    /// Wall-clock ms when the class entered `state` (0 if never).
+    public var sinceMillis: UInt64
+    public var schedule: Schedule
+
+    public init(state: ClassState, sinceMillis: UInt64, schedule: Schedule) {
+        self.state = state
+        self.sinceMillis = sinceMillis
+        self.schedule = schedule
+    }
+
+    /// Milliseconds since the class started, while it runs.
+    public func elapsedMillis(now: UInt64) -> UInt64? {
+        guard state == .during, sinceMillis > 0 else { return nil }
+        return now > sinceMillis ? now - sinceMillis : 0
+    }
+
+    /// Milliseconds left of the scheduled length, while it runs (negative when over time).
+    public func remainingMillis(now: UInt64) -> Int64? {
+        guard let elapsed = elapsedMillis(now: now) else { return nil }
+        return Int64(schedule.durationSeconds) * 1000 - Int64(elapsed)
+    }
+
+    /// Milliseconds until the scheduled start, before the class (negative when late).
+    public func untilStartMillis(now: UInt64) -> Int64? {
+        guard state == .before, schedule.startMillis > 0 else { return nil }
+        return Int64(schedule.startMillis) - Int64(now)
+    }
+}
+
+/// One user's camera or microphone, in one of the four states (AgoraEduContextStreamInfo).
+public struct StreamInfo: Hashable, Sendable {
+    public var owner: UserInfo
+    public var device: Device
+    public var state: StreamState
+
+    public init(owner: UserInfo, device: Device, state: StreamState) {
+        self.owner = owner
+        self.device = device
+        self.state = state
+    }
+}
+
+/// One row of the roster: the seed's columns (Name, Stage, Auth, Camera, Mic, Rewards)
+/// and what the other components show.
+public struct UserRow: Hashable, Sendable {
+    public var info: UserInfo
+    public var online: Bool
+    public var onStage: Bool
+    /// Promoted, but the stage is full: waiting for a seat.
+    public var waitingForStage: Bool
+    /// Whiteboard authorization.
+    public var boardGranted: Bool
+    public var camera: StreamState
+    public var microphone: StreamState
+    public var rewards: Int64
+    public var handRaised: Bool
+
+    public init(info: UserInfo, online: Bool = true, onStage: Bool = false, waitingForStage: Bool = false,
+                boardGranted: Bool = false, camera: StreamState = .inoperable, microphone: StreamState = .inoperable,
+                rewards: Int64 = 0, handRaised: Bool = false) {
+        self.info = info
+        self.online = online
+        self.onStage = onStage
+        self.waitingForStage = waitingForStage
+        self.boardGranted = boardGranted
+        self.camera = camera
+        self.microphone = microphone
+        self.rewards = rewards
+        self.handRaised = handRaised
+    }
+
+    public var id: UserID { info.id }
+
+    public func stream(_ device: Device) -> StreamState { device == .camera ? camera : microphone }
+}
+
+/// A page of a user list, for large rooms.
+public struct UserPage: Hashable, Sendable {
+    public var rows: [UserRow]
+    /// Zero-based.
+    public var index: Int
+    public var size: Int
+    /// Users matching the query, on every page.
+    public var total: Int
+
+    public init(rows: [UserRow], index: Int, size: Int, total: Int) {
+        self.rows = rows
+        self.index = index
+        self.size = size
+        self.total = total
+    }
+
+    public var count: Int { max(1, (total + size - 1) / max(1, size)) }
+}
+
+/// Everything a UI draws, read at one moment: the read model of the whole room.
+/// Built by `ContextPool.snapshot(page:)`; UIs never see the replica itself.
+public struct RoomSnapshot: Hashable, Sendable {
+    public var room: RoomInfo
+    public var classInfo: ClassInfo
+    public var localUser: UserInfo
+    public var connection: ConnectionState
+    public var latencyMicros: Double
+    /// Teachers and assistants, online first.
+    public var moderators: [UserRow]
+    /// Students (the roster table), or one page of them.
+    public var students: UserPage
+    /// On stage, in the order every replica agrees on.
+    public var stage: [UserRow]
+    /// Promoted while the stage was full.
+    public var stageWaiting: [UserRow]
+    public var raisedHands: [UserInfo]
+    public var waitingHands: [UserInfo]
+    public var onlineCount: Int
+    public var observerCount: Int
+
+    public init(room: RoomInfo, classInfo: ClassInfo, localUser: UserInfo, connection: ConnectionState, latencyMicros: Double,
+                moderators: [UserRow], students: UserPage, stage: [UserRow], stageWaiting: [UserRow],
+                raisedHands: [UserInfo], waitingHands: [UserInfo], onlineCount: Int, observerCount: Int) {
+        self.room = room
+        self.classInfo = classInfo
+        self.localUser = localUser
+        self.connection = connection
+        self.latencyMicros = latencyMicros
+        self.moderators = moderators
+        self.students = students
+        self.stage = stage
+        self.stageWaiting = stageWaiting
+        self.raisedHands = raisedHands
+        self.waitingHands = waitingHands
+        self.onlineCount = onlineCount
+        self.observerCount = observerCount
+    }
+}
+
+/// Which rows of the room a list shows.
+public struct UserQuery: Hashable, Sendable {
+    public var roles: Set<Role>?
+    public var includeOffline: Bool
+
+    public init(roles: Set<Role>? = nil, includeOffline: Bool = true) {
+        self.roles = roles
+        self.includeOffline = includeOffline
+    }
+
+    public static let everyone = UserQuery()
+    public static let students = UserQuery(roles: [.student])
+}

@@ -1,0 +1,102 @@
+/// Room events (AgoraEduRoomHandler). Every method has an empty default, so a handler
+/// implements only what it needs. Called on the pool's event queue, in order.
+public protocol RoomHandler: AnyObject, Sendable {
+    func onJoinRoomSuccess(_ room: RoomInfo)
+    func onLeftRoom()
+    func onRoomInfoUpdated(_ room: RoomInfo)
+    func onClassStateUpdated(_ state: ClassState)
+    func onRoomPropertiesUpdated(keys: [String])
+    func onAllMicrophonesMuted()
+}
+
+extension RoomHandler {
+    public func onJoinRoomSuccess(_ room: RoomInfo) {}
+    public func onLeftRoom() {}
+    public func onRoomInfoUpdated(_ room: RoomInfo) {}
+    public func onClassStateUpdated(_ state: ClassState) {}
+    public func onRoomPropertiesUpdated(keys: [String]) {}
+    public func onAllMicrophonesMuted() {}
+}
+
+/// User events (AgoraEduUserHandler).
+public protocol UserHandler: AnyObject, Sendable {
+    func onRemoteUserJoined(_ user: UserInfo)
+    func onRemoteUserLeft(_ user: UserInfo)
+    func onUserUpdated(_ user: UserInfo)
+    func onCoHostUserListAdded(_ users: [UserInfo])
+    func onCoHostUserListRemoved(_ users: [UserInfo])
+    func onUserBoardUpdated(_ user: UserInfo, granted: Bool)
+    func onUserRewarded(_ user: UserInfo, amount: Int32, total: Int64)
+    func onUserHandsWave(_ user: UserInfo)
+    func onUserHandsDown(_ user: UserInfo)
+    func onUserKickedOut(_ user: UserInfo)
+    func onUserBanned(_ user: UserInfo)
+    func onLocalUserKickedOut(banned: Bool)
+    func onUserPropertiesUpdated(_ user: UserInfo, keys: [String])
+}
+
+extension UserHandler {
+    public func onRemoteUserJoined(_ user: UserInfo) {}
+    public func onRemoteUserLeft(_ user: UserInfo) {}
+    public func onUserUpdated(_ user: UserInfo) {}
+    public func onCoHostUserListAdded(_ users: [UserInfo]) {}
+    public func onCoHostUserListRemoved(_ users: [UserInfo]) {}
+    public func onUserBoardUpdated(_ user: UserInfo, granted: Bool) {}
+    public func onUserRewarded(_ user: UserInfo, amount: Int32, total: Int64) {}
+    public func onUserHandsWave(_ user: UserInfo) {}
+    public func onUserHandsDown(_ user: UserInfo) {}
+    public func onUserKickedOut(_ user: UserInfo) {}
+    public func onUserBanned(_ user: UserInfo) {}
+    public func onLocalUserKickedOut(banned: Bool) {}
+    public func onUserPropertiesUpdated(_ user: UserInfo, keys: [String]) {}
+}
+
+/// Stream events (AgoraEduStreamHandler): a camera or microphone changed state.
+public protocol StreamHandler: AnyObject, Sendable {
+    func onStreamUpdated(_ stream: StreamInfo)
+}
+
+extension StreamHandler {
+    public func onStreamUpdated(_ stream: StreamInfo) {}
+}
+
+/// Link events (AgoraEduMonitorHandler).
+public protocol MonitorHandler: AnyObject, Sendable {
+    func onConnectionStateUpdated(_ state: ConnectionState)
+    func onLatencyUpdated(micros: Double)
+}
+
+extension MonitorHandler {
+    public func onConnectionStateUpdated(_ state: ConnectionState) {}
+    public func onLatencyUpdated(micros: Double) {}
+}
+
+/// Routes one event to the handler methods that want it.
+extension ContextEvent {
+    func deliver(to handler: AnyObject) {
+        switch self {
+        case let .joinedRoom(room): (handler as? RoomHandler)?.onJoinRoomSuccess(room)
+        case .leftRoom: (handler as? RoomHandler)?.onLeftRoom()
+        case let .roomInfoUpdated(room): (handler as? RoomHandler)?.onRoomInfoUpdated(room)
+        case let .classStateUpdated(state): (handler as? RoomHandler)?.onClassStateUpdated(state)
+        case let .roomPropertiesUpdated(keys): (handler as? RoomHandler)?.onRoomPropertiesUpdated(keys: keys)
+        case .allMicrophonesMuted: (handler as? RoomHandler)?.onAllMicrophonesMuted()
+        case let .remoteUserJoined(user): (handler as? UserHandler)?.onRemoteUserJoined(user)
+        case let .remoteUserLeft(user): (handler as? UserHandler)?.onRemoteUserLeft(user)
+        case let .userUpdated(user): (handler as? UserHandler)?.onUserUpdated(user)
+        case let .coHostsAdded(users): (handler as? UserHandler)?.onCoHostUserListAdded(users)
+        case let .coHostsRemoved(users): (handler as? UserHandler)?.onCoHostUserListRemoved(users)
+        case let .boardUpdated(user, granted): (handler as? UserHandler)?.onUserBoardUpdated(user, granted: granted)
+        case let .userRewarded(user, amount, total): (handler as? UserHandler)?.onUserRewarded(user, amount: amount, total: total)
+        case let .handWaved(user): (handler as? UserHandler)?.onUserHandsWave(user)
+        case let .handLowered(user): (handler as? UserHandler)?.onUserHandsDown(user)
+        case let .userKickedOut(user): (handler as? UserHandler)?.onUserKickedOut(user)
+        case let .userBanned(user): (handler as? UserHandler)?.onUserBanned(user)
+        case let .localUserKickedOut(banned): (handler as? UserHandler)?.onLocalUserKickedOut(banned: banned)
+        case let .userPropertiesUpdated(user, keys): (handler as? UserHandler)?.onUserPropertiesUpdated(user, keys: keys)
+        case let .streamUpdated(stream): (handler as? StreamHandler)?.onStreamUpdated(stream)
+        case let .connectionStateUpdated(state): (handler as? MonitorHandler)?.onConnectionStateUpdated(state)
+        case let .latencyUpdated(micros): (handler as? MonitorHandler)?.onLatencyUpdated(micros: micros)
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import HomeroomCore
+import HomeroomNode
+
+/// Builds the contexts' read models from a replica. Internal: UIs see only the results.
+enum ReadModel {
+    static func userInfo(_ state: RoomState, _ user: UserID) -> UserInfo {
+        guard let record = state.users[user], record.isKnown else { return UserInfo(id: user, name: "", role: .student) }
+        return UserInfo(id: user, name: record.name.value, role: record.role.value)
+    }
+
+    static func roomInfo(_ state: RoomState) -> RoomInfo {
+        RoomInfo(id: state.roomID, name: state.name.value, type: state.type.value,
+                 stageLimit: state.type.value == .oneToOne ? 2 : Int(state.stageLimit.value), handLimit: Int(state.handLimit.value))
+    }
+
+    static func classInfo(_ state: RoomState) -> ClassInfo {
+        ClassInfo(state: state.classState.state,
+                  sinceMillis: state.classState.stamp == .origin ? 0 : state.classState.stamp.clock.millis,
+                  schedule: state.schedule.value)
+    }
+
+    static func row(_ row: RosterRow) -> UserRow {
+        UserRow(info: UserInfo(id: row.user, name: row.name, role: row.role), online: row.online, onStage: row.onStage,
+                waitingForStage: row.waitingForStage, boardGranted: row.boardGranted, camera: row.camera,
+                microphone: row.microphone, rewards: row.rewards, handRaised: row.handRaised)
+    }
+
+    static func rows(_ state: RoomState, _ query: UserQuery) -> [UserRow] {
+        state.roster(roles: query.roles, includeOffline: query.includeOffline).rows.map(row)
+    }
+
+    static func page(_ rows: [UserRow], index: Int, size: Int) -> UserPage {
+        let size = max(1, size)
+        let pages = max(1, (rows.count + size - 1) / size)
+        let index = min(max(0, index), pages - 1)
+        let start = min(rows.count, index * size)
+        let end = min(rows.count, start + size)
+        return UserPage(rows: Array(rows[start..<end]), index: index, size: size, total: rows.count)
+    }
+
+    static func snapshot(_ state: RoomState, local: UserInfo, connection: ConnectionState, latencyMicros: Double,
+                         page: (index: Int, size: Int)?) -> RoomSnapshot {
+        let roster = state.roster()
+        let all = roster.rows.map(row)
+        var byID: [UserID: UserRow] = [:]
+        byID.reserveCapacity(all.count)
+        for row in all { byID[row.id] = row }
+        let moderators = all.filter { $0.info.role == .teacher || $0.info.role == .assistant }
+            .sorted { a, b in a.online != b.online ? a.online : (a.info.role != b.info.role ? a.info.role > b.info.role : false) }
+        let students = all.filter { $0.info.role == .student }
+        let studentPage = page.map { Self.page(students, index: $0.index, size: $0.size) }
+            ?? UserPage(rows: students, index: 0, size: max(1, students.count), total: students.count)
+        func info(_ user: UserID) -> UserInfo { byID[user]?.info ?? userInfo(state, user) }
+        return RoomSnapshot(
+            room: roomInfo(state), classInfo: classInfo(state), localUser: local, connection: connection, latencyMicros: latencyMicros,
+            moderators: moderators, students: studentPage,
+            stage: roster.stage.compactMap { byID[$0] }, stageWaiting: roster.stageWaiting.compactMap { byID[$0] },
+            raisedHands: roster.raisedHands.map(info), waitingHands: roster.waitingHands.map(info),
+            onlineCount: roster.onlineCount, observerCount: all.filter { $0.info.role == .observer && $0.online }.count)
+    }
+
+    static func properties(_ registers: [String: Register<PropertyValue>]) -> [String: String] {
+        var result: [String: String] = [:]
+        for (key, register) in registers {
+            if let bytes = register.value.bytes { result[key] = String(decoding: bytes, as: UTF8.self) }
+        }
+        return result
+    }
+}

@@ -1,0 +1,58 @@
+import HomeroomCore
+import HomeroomNode
+
+/// Cameras and microphones (AgoraEduStreamContext and the device part of AgoraEduMediaContext):
+/// the local user's own devices, and publish privileges for others (teacher, assistant).
+/// A stream shows one of four states: not on stage; on stage, device off; device on but
+/// not allowed to publish; live.
+public final class StreamContext: Sendable {
+    let session: ClassroomSession
+    init(_ session: ClassroomSession) { self.session = session }
+
+    public func registerEventHandler(_ handler: any StreamHandler) { session.register(handler) }
+    public func unregisterEventHandler(_ handler: any StreamHandler) { session.unregister(handler) }
+
+    /// Turns the local user's camera or microphone on (the device flag; it streams once
+    /// the user is on stage and allowed to publish).
+    public func openLocalDevice(_ device: Device) throws(ContextError) {
+        try session.write(.setDevice(user: session.config.user, device: device, on: true))
+    }
+
+    public func closeLocalDevice(_ device: Device) throws(ContextError) {
+        try session.write(.setDevice(user: session.config.user, device: device, on: false))
+    }
+
+    /// Whether the local user's own device is on, whatever the stage.
+    public func isLocalDeviceOn(_ device: Device) -> Bool {
+        guard let record = session.replica.users[session.config.user] else { return false }
+        return device == .camera ? record.cameraDevice.value : record.microphoneDevice.value
+    }
+
+    /// Lets a user publish (or stops it).
+    public func updatePublishPrivilege(of user: UserID, device: Device, allowed: Bool) throws(ContextError) {
+        try session.write(.setPrivilege(user: user, device: device, allowed: allowed))
+    }
+
+    /// Turns off every microphone privilege granted so far.
+    public func muteAllMicrophones() throws(ContextError) { try session.write(.muteAll) }
+
+    /// The state the roster shows for a user's camera or microphone.
+    public func streamState(of user: UserID, device: Device) -> StreamState {
+        let replica = session.replica
+        guard let record = replica.users[user] else { return .inoperable }
+        let onStage = replica.isOnStage(user)
+        if device == .camera {
+            return .derive(onStage: onStage, deviceOn: record.cameraDevice.value, privilegeOn: record.cameraPrivilege.value)
+        }
+        return ReadModel.rows(replica, .everyone).first { $0.id == user }?.microphone ?? .inoperable
+    }
+
+    /// Every stream of the users on stage.
+    public var streamList: [StreamInfo] {
+        let replica = session.replica
+        return ReadModel.rows(replica, .everyone).filter(\.onStage).flatMap { row in
+            [StreamInfo(owner: row.info, device: .camera, state: row.camera),
+             StreamInfo(owner: row.info, device: .microphone, state: row.microphone)]
+        }
+    }
+}

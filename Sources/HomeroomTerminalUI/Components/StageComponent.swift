@@ -1,0 +1,85 @@
+import HomeroomContext
+
+/// The stage strip: who is on stage (seats taken of the limit), and who waits for a seat.
+public struct StageComponent: Component {
+    public init() {}
+    public var section: String { "stage" }
+
+    public func render(_ context: RenderContext) -> [StyledLine] {
+        let theme = context.theme.stage
+        let snapshot = context.snapshot
+        let title = TextStyle(foreground: theme.titleColor, bold: true)
+        var lines = [NameList.line(title: "Stage \(snapshot.stage.count)/\(snapshot.room.stageLimit)", titleStyle: title,
+                                   names: snapshot.stage.map(\.info.displayName), nameStyle: TextStyle(foreground: theme.nameColor),
+                                   emptyText: theme.emptyText, maxNames: Int.max, width: context.width)]
+        if !snapshot.stageWaiting.isEmpty {
+            lines.append(NameList.line(title: "Waiting for a seat", titleStyle: title, names: snapshot.stageWaiting.map(\.info.displayName),
+                                       nameStyle: TextStyle(foreground: theme.waitingColor), emptyText: "", maxNames: Int.max,
+                                       width: context.width))
+        }
+        return lines
+    }
+}
+
+/// Raised hands, in the order they went up, then those waiting over the hand limit.
+public struct HandsComponent: Component {
+    public init() {}
+    public var section: String { "hands" }
+
+    public func render(_ context: RenderContext) -> [StyledLine] {
+        let theme = context.theme.hands
+        let hands = context.snapshot.raisedHands
+        let waiting = context.snapshot.waitingHands.count
+        return [NameList.line(title: "Hands \(hands.count)", titleStyle: TextStyle(foreground: theme.titleColor, bold: true),
+                              names: hands.map(\.displayName), nameStyle: TextStyle(foreground: theme.nameColor),
+                              emptyText: theme.emptyText, maxNames: theme.maxNames, width: context.width,
+                              suffix: waiting > 0 ? "\(Format.count(waiting)) waiting over the limit" : nil)]
+    }
+}
+
+/// The lecture hall's counts: how many students, online, observers, on stage, hands.
+public struct CountsComponent: Component {
+    public init() {}
+    public var section: String { "counts" }
+
+    public func render(_ context: RenderContext) -> [StyledLine] {
+        let snapshot = context.snapshot
+        let style = TextStyle(foreground: context.theme.counts.color)
+        let parts = [
+            "students \(Format.count(snapshot.students.total))",
+            "online \(Format.count(snapshot.onlineCount))",
+            "observers \(Format.count(snapshot.observerCount))",
+            "on stage \(snapshot.stage.count)/\(snapshot.room.stageLimit)",
+            "hands \(Format.count(snapshot.raisedHands.count))",
+        ]
+        return [StyledLine(parts.joined(separator: " · "), style)]
+    }
+}
+
+/// "Title  a · b · c  +N more", fitted to the width: names that do not fit are counted.
+enum NameList {
+    static func line(title: String, titleStyle: TextStyle, names: [String], nameStyle: TextStyle, emptyText: String,
+                     maxNames: Int, width: Int, suffix: String? = nil) -> StyledLine {
+        var line = StyledLine([Span(title, titleStyle), Span("  ")])
+        if names.isEmpty {
+            line.append(emptyText, TextStyle(dim: true))
+            if let suffix { line.append("  (\(suffix))", TextStyle(dim: true)) }
+            return line
+        }
+        let tail = suffix.map { "  (\($0))" } ?? ""
+        var shown = 0
+        for (index, name) in names.enumerated() {
+            guard index < maxNames else { break }
+            let rest = names.count - index - 1
+            let more = rest > 0 ? "  +\(Format.count(rest)) more" : ""
+            let piece = (index > 0 ? " · " : "") + name
+            if line.width + DisplayWidth.of(piece) + DisplayWidth.of(more) + DisplayWidth.of(tail) > width && index > 0 { break }
+            if index > 0 { line.append(" · ") }
+            line.append(name, nameStyle)
+            shown += 1
+        }
+        if shown < names.count { line.append("  +\(Format.count(names.count - shown)) more", TextStyle(dim: true)) }
+        if !tail.isEmpty { line.append(tail, TextStyle(dim: true)) }
+        return line
+    }
+}

@@ -1,0 +1,82 @@
+import HomeroomContext
+
+/// The one-shot subcommands for scripts: each joins the room, performs one action,
+/// prints what happened, and leaves. `homeroom stage add bob --room maths --node tcp://...`
+enum ActionCommand {
+    static let summaries: [String: String] = [
+        "stage": "Put users on stage or take them off (teacher, assistant).",
+        "board": "Grant or revoke whiteboard authorization.",
+        "camera": "Turn your camera on or off, or allow or deny a user's camera.",
+        "mic": "Turn your microphone on or off, or allow or deny a user's microphone.",
+        "mute-all": "Turn off every microphone privilege granted so far.",
+        "reward": "Reward one or more users.",
+        "kick": "Kick a user out of the room once (they may join again).",
+        "ban": "Kick a user out of the room for good.",
+        "hand": "Raise or lower your hand, or lower someone's hand.",
+        "class": "Start or end the class.",
+        "schedule": "Set the class length, and when it starts.",
+        "room": "Rename the room, or set its type, stage limit or hand limit.",
+        "prop": "List, set or delete properties of the room or of a user.",
+        "name": "Change your display name.",
+    ]
+
+    static func usage(_ verb: String) -> String {
+        let lines = Action.grammar.split(separator: "\n").filter { line in
+            let text = line.drop { $0 == " " }
+            return text.hasPrefix(verb + " ") || text == verb || (verb == "prop" && text.hasPrefix("prop "))
+                || (verb == "mic" && text.hasPrefix("camera"))
+        }
+        return """
+            OVERVIEW: \(summaries[verb] ?? "") Joins the room, acts once, prints the result, and leaves.
+
+            USAGE: homeroom \(verb) <arguments> --room <id> --node <address> [--as <role>] [--user <id>] [--json]
+
+            ACTIONS:
+            \(lines.joined(separator: "\n"))
+
+            OPTIONS:
+            \(RoomOptions.help)
+              --json                 Print the result as one JSON object.
+              -h, --help             Show help information.
+
+            --as defaults to student for your own hand, camera, microphone and name, to teacher otherwise;
+            --user defaults to the role's name. Refused actions exit 1 with the refusal code,
+            for example: Error: refused [stage-full]: the stage is full (6 seats): take someone off the stage first
+            """
+    }
+
+    static func run(_ verb: String, _ arguments: ArraySlice<String>) throws(CommandLineError) {
+        let usage = usage(verb)
+        var reader = ArgumentReader(arguments, usage: usage)
+        if reader.wantsHelp { print(usage); return }
+        let json = reader.flag("--json")
+        let amount = try reader.integer("--amount", in: 1...1_000)
+        var options = try RoomOptions.read(&reader, defaultRole: .teacher)
+        var words = [verb] + (try reader.positionals())
+        if let amount { words += ["--amount", String(amount)] }
+        if Action.actsOnSelf(words) { options.defaultRole(.student) }
+        let action: Action
+        do {
+            action = try Action.parse(words, local: options.user)
+        } catch {
+            throw .usage(error.description, usage: usage)
+        }
+        let pool = try options.join()
+        defer { pool.close() }
+        do {
+            let outcome = try action.perform(on: pool)
+            if json {
+                print(JSONText.object([("ok", .bool(true)), ("action", .string(words.joined(separator: " "))), ("room", .string(options.room)),
+                                       ("user", .string(options.user)), ("result", .string(outcome.text))] + outcome.fields).rendered)
+            } else {
+                print(outcome.text)
+            }
+        } catch {
+            if json {
+                print(JSONText.object([("ok", .bool(false)), ("action", .string(words.joined(separator: " "))),
+                                       ("code", .string(error.code)), ("message", .string(error.message))]).rendered)
+            }
+            throw .failure("refused [\(error.code)]: \(error.message)")
+        }
+    }
+}

@@ -1,0 +1,160 @@
+@preconcurrency import Glibc
+import HomeroomContext
+import HomeroomNode
+import HomeroomTerminalUI
+
+/// `homeroom join`: an interactive session in a room, one command per line.
+enum JoinCommand {
+    static let usage = """
+        OVERVIEW: Join a room as a user and act in it with line commands; events are shown as they happen.
+
+        USAGE: homeroom join --room <id> --node <address> --as <role> [--user <id>] [--name <name>] [options]
+
+        OPTIONS:
+        \(RoomOptions.help)
+          --type <type>          As teacher or assistant: set the room type on joining
+                                 (one-to-one, small-classroom, lecture-hall).
+          --theme <file>         Theme (UI config) for the roster command.        (HOMEROOM_THEME)
+          --quiet                Do not print room events as they happen.
+          -h, --help             Show help information.
+
+        COMMANDS (one per line; the same actions exist as one-shot subcommands):
+        \(Action.grammar)
+          roster [<page>]                Show the roster (the scene of the room type).
+          status                         Connection state and latency.
+          help                           This list.
+          quit                           Leave the room (also Ctrl-D, Ctrl-C).
+
+        Refused actions say why, with a code: refused [stage-full]: the stage is full (6 seats): ...
+        """
+
+    static func run(_ arguments: ArraySlice<String>) throws(CommandLineError) {
+        var reader = ArgumentReader(arguments, usage: usage)
+        if reader.wantsHelp { print(usage); return }
+        let quiet = reader.flag("--quiet")
+        let typeName = try reader.string("--type")
+        let themePath = try reader.string("--theme")
+        let options = try RoomOptions.read(&reader, defaultRole: .student)
+        try reader.finish()
+        var type: RoomType?
+        if let typeName {
+            guard let parsed = RoomType(name: typeName) else {
+                throw .usage("unknown room type '\(typeName)': use one-to-one, small-classroom or lecture-hall", usage: usage)
+            }
+            type = parsed
+        }
+        let theme = try ThemeCommand.load(themePath)
+        let environment = ProcessEnvironment.current
+        let interactive = isatty(STDIN_FILENO) == 1
+        let prompt = interactive ? "\(options.room) \(options.user) (\(options.role))> " : ""
+
+        Console.catchInterrupts()
+        let pool = try options.join()
+        defer { pool.close() }
+        let removed = Flag()
+        let local = options.user
+        let token = pool.addEventListener { event in
+            if case .localUserKickedOut = event { removed.set() }
+            guard !quiet || isLocalRemoval(event), let text = EventText.describe(event, local: local) else { return }
+            Console.out((interactive ? "\r\u{1B}[K" : "") + "· " + text + "\n" + prompt)
+        }
+        defer { pool.removeEventListener(token) }
+        if let type {
+            do {
+                try pool.room.setType(type)
+            } catch {
+                Console.error("Error: cannot set the room type: refused [\(error.code)]: \(error.message)")
+            }
+        }
+        let room = pool.room.info
+        Console.line("Joined \(room.displayName) (\(room.type)) as \(pool.user.localUser.displayName), \(options.role), through \(options.nodes[0]).")
+        Console.line("Type 'help' for commands, 'quit' to leave.")
+        Console.out(prompt)
+
+        var input = LineInput()
+        while true {
+            if Console.interrupted { Console.line(""); break }
+            if removed.isSet {
+                throw .failure("you were removed from room \(options.room) (kicked out or banned)")
+            }
+            guard let line = input.next(waitingMillis: 100) else { continue }
+            guard case let .line(text) = line else { break }   // end of input
+            let words = LineWords.split(text)
+            if words.isEmpty { Console.out(prompt); continue }
+            if words == ["quit"] || words == ["exit"] { break }
+            Console.out(handle(words, pool: pool, theme: theme, environment: environment) + "\n" + prompt)
+        }
+        if interactive { Console.line("left \(options.room)") }
+    }
+
+    static func isLocalRemoval(_ event: ContextEvent) -> Bool {
+        if case .localUserKickedOut = event { return true }
+        return false
+    }
+
+    /// One command line: its answer (never throws; refusals are answers too).
+    static func handle(_ words: [String], pool: ContextPool, theme: Theme, environment: [String: String]) -> String {
+        switch words[0] {
+        case "help", "?":
+            return "Commands:\n" + Action.grammar + "\n  roster [<page>]\n  status\n  help\n  quit"
+        case "status":
+            let latency = pool.monitor.latencyMicros
+            return "\(pool.monitor.connectionState.rawValue)" + (latency > 0 ? ", last sync round trip \(Format.latency(micros: latency))" : "")
+        case "roster":
+            guard theme.switches("roster").enabled else { return "refused: the roster component is disabled by the theme" }
+            var page = 0
+            if words.count == 2, let number = Int(words[1]), number >= 1 { page = number - 1 }
+            return LiveView.frame(pool: pool, theme: theme, environment: environment, page: &page, status: [], fullScreen: false)
+        default:
+            let action: Action
+            do {
+                action = try Action.parse(words, local: pool.user.localUser.id)
+            } catch {
+                return "\(error.description) (type 'help' for commands)"
+            }
+            if let component = action.component, !theme.switches(component).enabled {
+                return "refused: the \(component) component is disabled by the theme"
+            }
+            do {
+                return "ok: " + (try action.perform(on: pool)).text
+            } catch {
+                return "refused [\(error.code)]: \(error.message)"
+            }
+        }
+    }
+}
+
+/// Lines from stdin without blocking for long, so the session can notice a kick or Ctrl-C.
+struct LineInput {
+    enum Item { case line(String), end }
+    private var buffer: [UInt8] = []
+    private var ended = false
+
+    mutating func next(waitingMillis millis: Int32) -> Item? {
+        if let line = takeLine() { return .line(line) }
+        if ended {
+            if buffer.isEmpty { return .end }
+            defer { buffer.removeAll() }
+            return .line(String(decoding: buffer, as: UTF8.self))
+        }
+        var poll = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+        guard Glibc.poll(&poll, 1, millis) > 0 else { return nil }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let count = read(STDIN_FILENO, &chunk, chunk.count)
+        if count <= 0 {
+            if count < 0 && errno == EINTR { return nil }
+            ended = true
+            return nil
+        }
+        buffer.append(contentsOf: chunk[0..<count])
+        return takeLine().map { .line($0) }
+    }
+
+    private mutating func takeLine() -> String? {
+        guard let newline = buffer.firstIndex(of: 0x0A) else { return nil }
+        var bytes = Array(buffer[..<newline])
+        if bytes.last == 0x0D { bytes.removeLast() }
+        buffer.removeSubrange(...newline)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,65 @@
+import HomeroomContext
+
+/// Context events as short sentences, for `homeroom join` and the demo's narration.
+enum EventText {
+    static func describe(_ event: ContextEvent, local: UserID) -> String? {
+        func who(_ user: UserInfo) -> String { user.id == local ? "you" : user.displayName }
+        switch event {
+        case let .joinedRoom(room): return "joined \(room.displayName)"
+        case .leftRoom: return "left the room"
+        case let .roomInfoUpdated(room): return "room: \(room.displayName), \(room.type), \(room.stageLimit) stage seats"
+        case let .classStateUpdated(state):
+            switch state {
+            case .before: return "class not started"
+            case .during: return "class started"
+            case .after: return "class ended"
+            }
+        case let .roomPropertiesUpdated(keys): return "room properties changed: " + keys.joined(separator: ", ")
+        case .allMicrophonesMuted: return "every microphone was muted"
+        case let .remoteUserJoined(user): return "\(user.displayName) (\(user.role)) joined"
+        case let .remoteUserLeft(user): return "\(user.displayName) left"
+        case let .userUpdated(user): return "\(who(user)) is now \(user.displayName) (\(user.role))"
+        case let .coHostsAdded(users): return users.map(who).joined(separator: ", ") + " on stage"
+        case let .coHostsRemoved(users): return users.map(who).joined(separator: ", ") + " off stage"
+        case let .boardUpdated(user, granted): return "whiteboard \(granted ? "granted to" : "revoked from") \(who(user))"
+        case let .userRewarded(user, amount, total): return "\(who(user)) rewarded +\(amount) (now \(total))"
+        case let .handWaved(user): return "\(who(user)) raised a hand"
+        case let .handLowered(user): return "\(who(user)) lowered a hand"
+        case let .userKickedOut(user): return "\(user.displayName) was kicked out"
+        case let .userBanned(user): return "\(user.displayName) was banned"
+        case let .localUserKickedOut(banned): return banned ? "you were banned from the room" : "you were kicked out of the room"
+        case let .userPropertiesUpdated(user, keys): return "\(who(user)): properties changed: " + keys.joined(separator: ", ")
+        case let .streamUpdated(stream):
+            return "\(who(stream.owner)) \(stream.device): \(Action.describe(stream.state))"
+        case let .connectionStateUpdated(state): return "connection \(state.rawValue)"
+        case .latencyUpdated: return nil
+        }
+    }
+}
+
+/// Splits a command line into words; "double" or 'single' quotes keep spaces.
+enum LineWords {
+    static func split(_ line: String) -> [String] {
+        var words: [String] = []
+        var current = ""
+        var quote: Character?
+        var inWord = false
+        for character in line {
+            if let open = quote {
+                if character == open { quote = nil } else { current.append(character) }
+            } else if character == "\"" || character == "'" {
+                quote = character
+                inWord = true
+            } else if character.isWhitespace {
+                if inWord { words.append(current) }
+                current = ""
+                inWord = false
+            } else {
+                current.append(character)
+                inWord = true
+            }
+        }
+        if inWord { words.append(current) }
+        return words
+    }
+}

@@ -1,0 +1,99 @@
+import HomeroomContext
+import HomeroomNode
+
+/// Where and as whom a room command joins: shared by join, roster and the one-shot actions.
+struct RoomOptions {
+    var room: String
+    var nodes: [String]
+    var role: Role
+    var user: String
+    var name: String
+    var timeoutMillis: UInt64
+    var logLevel: Logger.Level
+    var token: String?
+    var roleGiven = false
+    var userGiven = false
+    var nameGiven = false
+
+    static let help = """
+          --room <id>            Room to join.                                   (HOMEROOM_ROOM)
+          --node <address>       A node's listen address; repeatable, the others are fallbacks.
+                                 e.g. tcp://127.0.0.1:7100                        (HOMEROOM_NODES, comma-separated)
+          --as <role>            teacher, assistant, student or observer.
+          --user <id>            Who you are in the room (default: the role's name).
+          --name <name>          Display name (default: the user id).
+          --token <token>        Join token, for nodes started with --token-key.  (HOMEROOM_TOKEN)
+          --timeout-ms <n>       How long to wait for a node's answer (default 1000).
+          --log-level <level>    trace, debug, info, notice, warning, error (default warning).
+        """
+
+    static func read(_ reader: inout ArgumentReader, defaultRole: Role, defaultUser: String? = nil) throws(CommandLineError) -> RoomOptions {
+        let environment = ProcessEnvironment.current
+        let room = try reader.string("--room") ?? environment["HOMEROOM_ROOM"]
+        var nodes: [String] = []
+        while let node = try reader.string("--node") { nodes.append(node) }
+        if nodes.isEmpty, let list = environment["HOMEROOM_NODES"] {
+            nodes = list.split(separator: ",").map { String($0).trimmed }.filter { !$0.isEmpty }
+        }
+        let roleName = try reader.string("--as")
+        let user = try reader.string("--user")
+        let name = try reader.string("--name")
+        let timeout = try reader.integer("--timeout-ms", in: UInt64(50)...UInt64(60_000)) ?? 1_000
+        let levelName = try reader.string("--log-level") ?? "warning"
+        let token = try reader.string("--token") ?? environment["HOMEROOM_TOKEN"]
+
+        guard let room else { throw .usage("missing --room (or HOMEROOM_ROOM): which room to join", usage: reader.usage) }
+        if let problem = RoomID.validate(room) { throw .usage(problem, usage: reader.usage) }
+        guard !nodes.isEmpty else {
+            throw .usage("missing --node (or HOMEROOM_NODES): a node's address, e.g. tcp://127.0.0.1:7100", usage: reader.usage)
+        }
+        for node in nodes where !["tcp://", "ipc://", "inproc://"].contains(where: { node.hasPrefix($0) }) {
+            throw .usage("node address '\(node)' must start with tcp://, ipc:// or inproc://", usage: reader.usage)
+        }
+        var role = defaultRole
+        if let roleName {
+            guard let parsed = Role(name: roleName), parsed != .system else {
+                throw .usage("unknown role '\(roleName)': use teacher, assistant, student or observer", usage: reader.usage)
+            }
+            role = parsed
+        }
+        guard let level = Logger.Level(name: levelName) else {
+            throw .usage("unknown log level '\(levelName)': use trace, debug, info, notice, warning or error", usage: reader.usage)
+        }
+        let userID = user ?? defaultUser ?? role.description
+        if userID.isEmpty || userID.utf8.count > 128 || userID.contains(where: { $0.isWhitespace }) {
+            throw .usage("a user id is 1 to 128 characters without spaces, not '\(userID)'", usage: reader.usage)
+        }
+        return RoomOptions(room: room, nodes: nodes, role: role, user: userID, name: name ?? userID, timeoutMillis: timeout, logLevel: level, token: token,
+                           roleGiven: roleName != nil, userGiven: user != nil, nameGiven: name != nil)
+    }
+
+    /// Changes the role when --as was not given (and the user and name with it, when not given).
+    mutating func defaultRole(_ role: Role) {
+        guard !roleGiven else { return }
+        self.role = role
+        if !userGiven { user = role.description }
+        if !nameGiven { name = user }
+    }
+
+    var config: ClassroomConfig {
+        var config = ClassroomConfig(room: room, user: user, name: name, role: role, nodes: nodes)
+        config.requestTimeoutMillis = timeoutMillis
+        config.reconnectRounds = 5
+        config.token = token
+        return config
+    }
+
+    /// Joins, or fails with the context's code (exit 1).
+    func join() throws(CommandLineError) -> ContextPool {
+        let logger = Logger(label: "homeroom", level: logLevel)
+        let pool: ContextPool
+        do {
+            pool = try ContextPool(config: config, logger: logger)
+            try pool.room.join()
+        } catch {
+            throw .failure("cannot join room \(room) as \(user) (\(role)): \(error.message) [\(error.code)]")
+        }
+        return pool
+    }
+}

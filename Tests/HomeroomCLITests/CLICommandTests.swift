@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+
+/// Help, usage errors and the offline subcommands (theme, completion): no node needed.
+@Suite struct CLICommandTests {
+    @Test(arguments: ["demo", "join", "roster", "theme", "completion", "stage", "board", "camera", "mic", "mute-all", "reward", "kick",
+                      "ban", "hand", "class", "schedule", "room", "prop", "name"])
+    func everySubcommandHasHelp(subcommand: String) throws {
+        let result = try CLI.run([subcommand, "--help"])
+        #expect(result.status == 0)
+        for section in ["OVERVIEW:", "USAGE:", "OPTIONS:"] { #expect(result.stdout.contains(section), "\(subcommand) help lacks \(section)") }
+        #expect(result.stderr.isEmpty)
+    }
+
+    @Test func topLevelHelpListsTheNewSubcommands() throws {
+        let result = try CLI.run(["--help"])
+        for name in ["demo", "join", "roster", "theme", "completion", "stage", "reward", "hand"] {
+            #expect(result.stdout.contains("\n  \(name)"), "no \(name) in the help")
+        }
+    }
+
+    @Test(arguments: [
+        (["stage", "add", "bob"], "missing --room"),
+        (["stage", "add", "bob", "--room", "r"], "missing --node"),
+        (["stage", "frob", "bob", "--room", "r", "--node", "tcp://127.0.0.1:9"], "use: stage add"),
+        (["reward", "bob", "--amount", "0", "--room", "r", "--node", "tcp://127.0.0.1:9"], "'--amount' must be a whole number from 1 to 1000"),
+        (["hand", "up", "--as", "king", "--room", "r", "--node", "tcp://127.0.0.1:9"], "unknown role 'king'"),
+        (["kick", "--room", "r", "--node", "tcp://127.0.0.1:9"], "name a user"),
+        (["stage", "add", "bob", "--room", "bad room", "--node", "tcp://127.0.0.1:9"], "may use only letters"),
+        (["stage", "add", "bob", "--room", "r", "--node", "http://x"], "must start with tcp://"),
+        (["room", "type", "arena", "--room", "r", "--node", "tcp://127.0.0.1:9"], "unknown room type 'arena'"),
+        (["roster", "--room", "r", "--node", "tcp://127.0.0.1:9", "--duration", "3"], "--duration goes with --watch"),
+        (["roster", "--room", "r", "--node", "tcp://127.0.0.1:9", "--frobnicate"], "unknown argument '--frobnicate'"),
+        (["join", "--room", "r", "--node", "tcp://127.0.0.1:9", "--type", "stadium"], "unknown room type 'stadium'"),
+        (["demo", "--students", "1"], "'--students' must be a whole number from 2 to 40"),
+        (["demo", "--transport", "udp"], "unknown transport 'udp'"),
+        (["theme"], "say what to do"),
+        (["theme", "paint"], "unknown theme subcommand 'paint'"),
+        (["completion", "fish"], "unknown shell 'fish'"),
+    ])
+    func badArgumentsAreUsageErrors(arguments: [String], message: String) throws {
+        let result = try CLI.run(arguments)
+        #expect(result.status == 64, "\(arguments): \(result.stderr)")
+        #expect(result.stderr.hasPrefix("Error: "), "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+        #expect(result.stderr.contains("USAGE:"))
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func noNodeAnsweringIsAFailureNotAUsageError() throws {
+        // Port 9 (discard) on loopback: nothing listens there.
+        let result = try CLI.run(["hand", "up", "--room", "r", "--node", "tcp://127.0.0.1:9", "--timeout-ms", "200"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("cannot join room r as student (student)"))
+        #expect(result.stderr.contains("[unavailable]"))
+        #expect(!result.stderr.contains("USAGE:"))
+    }
+
+    @Test func themePrintIsValidJSONThatCheckAccepts() throws {
+        let printed = try CLI.run(["theme", "print"])
+        #expect(printed.status == 0)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(printed.stdout.utf8)) as? [String: Any])
+        #expect(Set(json.keys) == ["stateBar", "roster", "stage", "hands", "parties", "counts", "status"])
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("theme-\(UInt32.random(in: 0...UInt32.max)).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(printed.stdout.utf8).write(to: file)
+        let checked = try CLI.run(["theme", "check", file.path])
+        #expect(checked.status == 0)
+        #expect(checked.stdout == printed.stdout)
+    }
+
+    @Test func aBadThemeFileSaysWhere() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("theme-\(UInt32.random(in: 0...UInt32.max)).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"{"roster": {"camera": {"live": {"color": "plaid"}}}}"#.utf8).write(to: file)
+        let result = try CLI.run(["theme", "check", file.path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("roster.camera.live.color"))
+        let missing = try CLI.run(["theme", "check", "/nonexistent/theme.json"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("cannot read theme file /nonexistent/theme.json"))
+    }
+
+    /// The checked-in completion scripts are what the binary prints.
+    @Test(arguments: [("bash", "homeroom.bash"), ("zsh", "_homeroom")])
+    func completionScriptsMatchDeploy(shell: String, file: String) throws {
+        let result = try CLI.run(["completion", shell])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("homeroom"))
+        let path = FileManager.default.currentDirectoryPath + "/Deploy/completions/" + file
+        let checkedIn = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(checkedIn == result.stdout, "Deploy/completions/\(file) is stale: regenerate with `homeroom completion \(shell) > \(path)`")
+    }
+
+    @Test func bashCompletionParsesAndCompletes() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/bin/bash") else { return }
+        let script = try CLI.run(["completion", "bash"]).stdout
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("hr-completion-\(UInt32.random(in: 0...UInt32.max)).bash")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(script.utf8).write(to: file)
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/bin/bash")
+        probe.arguments = ["-c", "source \(file.path); COMP_WORDS=(homeroom sta); COMP_CWORD=1; _homeroom; echo \"${COMPREPLY[*]}\"; "
+                           + "COMP_WORDS=(homeroom stage ''); COMP_CWORD=2; _homeroom; echo \"${COMPREPLY[*]}\""]
+        let out = Pipe()
+        probe.standardOutput = out
+        try probe.run()
+        probe.waitUntilExit()
+        let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        #expect(lines.first == "stage")
+        #expect(lines.last == "add remove clear")
+    }
+}

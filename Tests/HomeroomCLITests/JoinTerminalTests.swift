@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+
+/// End to end: `homeroom join` in a pseudo-terminal, as a teacher at a keyboard, against
+/// two `homeroom node` processes; then what `homeroom roster` shows (once, and live).
+@Suite(.serialized) struct JoinTerminalTests {
+    @Test func aTeacherAtATerminalRunsTheClassAndTheRosterShowsIt() throws {
+        let first = try NodeChild(name: "cli-join-1")
+        let second = try NodeChild(name: "cli-join-2", seeds: [first.listen])
+        let room = ["--room", "e2e", "--node", second.listen]
+        for student in ["alice", "bob"] {
+            let joined = try CLI.run(["hand", "up", "--user", student, "--name", student.capitalized, "--room", "e2e", "--node", first.listen])
+            #expect(joined.status == 0, "\(joined.stderr)")
+        }
+
+        let teacher = try TerminalSession(["join", "--as", "teacher", "--user", "ada", "--name", "Ada", "--type", "small-classroom"] + room + ["--node", first.listen])
+        #expect(teacher.waitFor("e2e ada (teacher)> "), "no prompt: \(teacher.shown)")
+        teacher.send("room stage-limit 1\n")
+        #expect(teacher.waitFor("ok: the stage now has 1 seats"))
+        teacher.send("stage add alice\n")
+        #expect(teacher.waitFor("ok: Alice on stage"))
+        teacher.send("stage add bob\n")
+        #expect(teacher.waitFor("refused [stage-full]: the stage is full (1 seats)"), "\(teacher.shown)")
+        teacher.send("camera allow alice\n")
+        #expect(teacher.waitFor("ok: Alice may publish the camera"))
+        teacher.send("reward alice 4\n")
+        #expect(teacher.waitFor("ok: Alice +4 (now 4)"))
+        teacher.send("hand down alice\n")
+        #expect(teacher.waitFor("ok: Alice's hand is down"))
+        teacher.send("frobnicate\n")
+        #expect(teacher.waitFor("unknown action 'frobnicate' (type 'help' for commands)"))
+
+        // A student acts elsewhere; the teacher's session shows it as it happens.
+        let camera = try CLI.run(["camera", "on", "--user", "alice", "--name", "Alice", "--room", "e2e", "--node", first.listen])
+        #expect(camera.status == 0)
+        #expect(teacher.waitFor("· Alice camera: live"), "\(teacher.shown)")
+
+        teacher.send("roster\n")
+        #expect(teacher.waitFor("Rewards"), "\(teacher.shown)")
+        #expect(teacher.shown.contains("Stage 1/1"))
+        // On a terminal the roster is in colour; the one-shot students are offline, so dimmed.
+        #expect(teacher.shown.contains("\u{1B}[2;90mAlice (offline)"), "\(teacher.shown)")
+        #expect(teacher.shown.contains("● live"))
+
+        // What `homeroom roster` shows, through the other node.
+        let roster = try CLI.run(["roster", "--room", "e2e", "--node", first.listen])
+        #expect(roster.status == 0)
+        let alice = try #require(roster.stdout.split(separator: "\n").first { $0.hasPrefix("Alice") }, "\(roster.stdout)")
+        #expect(alice.contains("● live") && alice.hasSuffix("4"), "\(alice)")
+        #expect(roster.stdout.contains("Hands 1  Bob"))
+
+        teacher.send("quit\n")
+        #expect(teacher.waitForExit() == 0)
+        #expect(teacher.shown.contains("left e2e"))
+    }
+
+    @Test func theLiveRosterDrawsFullScreenAndLeavesOnQ() throws {
+        let node = try NodeChild(name: "cli-live")
+        #expect(try CLI.run(["hand", "up", "--user", "carol", "--name", "Carol", "--room", "live", "--node", node.listen]).status == 0)
+        let watch = try TerminalSession(["roster", "--watch", "--room", "live", "--node", node.listen], columns: 90, rows: 30)
+        #expect(watch.waitFor("Carol"), "\(watch.shown)")
+        #expect(watch.shown.contains("Hands 1"))
+        #expect(watch.shown.contains("\u{1B}[?1049h"), "enters the alternate screen")
+        #expect(watch.shown.contains("\u{1B}[97;44m"), "colours on a terminal (the state bar)")
+        // A change elsewhere is drawn without a key press.
+        #expect(try CLI.run(["stage", "add", "carol", "--room", "live", "--node", node.listen]).status == 0)
+        #expect(watch.waitFor("Stage 1/6"), "\(watch.shown)")
+        watch.send("q")
+        #expect(watch.waitForExit() == 0)
+        #expect(watch.shown.hasSuffix("\u{1B}[?25h\u{1B}[?1049l"), "restores the screen")
+    }
+
+    @Test func aKickedStudentsSessionEndsWithAnError() throws {
+        let node = try NodeChild(name: "cli-kick")
+        let student = try TerminalSession(["join", "--as", "student", "--user", "dan", "--room", "kickme", "--node", node.listen])
+        #expect(student.waitFor("kickme dan (student)> "))
+        student.send("hand up\n")
+        #expect(student.waitFor("ok: your hand is up"))
+        #expect(try CLI.run(["kick", "dan", "--room", "kickme", "--node", node.listen]).status == 0)
+        #expect(student.waitFor("you were kicked out of the room"))
+        #expect(student.waitForExit() == 1)
+        #expect(student.shown.contains("Error: you were removed from room kickme"))
+    }
+}

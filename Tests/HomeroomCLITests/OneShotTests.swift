@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+/// One-shot actions and `homeroom roster` against a `homeroom node` child process.
+@Suite(.serialized) struct OneShotTests {
+    @Test func actionsPrintResultsAndRefusalsCarryCodes() throws {
+        let node = try NodeChild(name: "cli-oneshot")
+        let room = ["--room", "oneshot", "--node", node.listen]
+        func run(_ words: [String]) throws -> CLI.Result {
+            let result = try CLI.run(words + room)
+            #expect(!result.timedOut, "\(words) timed out")
+            return result
+        }
+        #expect(try run(["room", "stage-limit", "1"]).stdout == "the stage now has 1 seats\n")
+        for student in ["alice", "bob"] {
+            let raised = try run(["hand", "up", "--user", student])
+            #expect(raised.status == 0 && raised.stdout == "your hand is up\n", "\(raised.stderr)")
+        }
+        let staged = try run(["stage", "add", "alice"])
+        #expect(staged.status == 0)
+        #expect(staged.stdout == "alice on stage\n")
+
+        let full = try run(["stage", "add", "bob"])
+        #expect(full.status == 1)
+        #expect(full.stdout.isEmpty)
+        #expect(full.stderr.hasPrefix("Error: refused [stage-full]: the stage is full (1 seats)"))
+
+        let selfPromotion = try run(["stage", "add", "bob", "--as", "student", "--user", "bob", "--json"])
+        #expect(selfPromotion.status == 1)
+        let refusal = try #require(try JSONSerialization.jsonObject(with: Data(selfPromotion.stdout.utf8)) as? [String: Any])
+        #expect(refusal["ok"] as? Bool == false)
+        #expect(refusal["code"] as? String == "not-allowed")
+
+        let camera = try run(["camera", "on", "--user", "alice"])
+        #expect(camera.stdout == "your camera is on (on stage, device on, not allowed to publish)\n")
+        #expect(try run(["camera", "allow", "alice"]).stdout == "alice may publish the camera (live)\n")
+        let reward = try run(["reward", "alice", "--amount", "3", "--json"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(reward.stdout.utf8)) as? [String: Any])
+        #expect(json["ok"] as? Bool == true)
+        #expect((json["rewards"] as? [String: Int])?["alice"] == 3)
+        #expect(try run(["reward", "alice", "bob", "2"]).stdout == "alice +2 (now 5), bob +2 (now 2)\n")
+        #expect(try run(["board", "grant", "alice"]).status == 0)
+        #expect(try run(["prop", "room", "set", "topic", "long", "division"]).stdout == "room topic = long division\n")
+        #expect(try run(["prop", "room"]).stdout == "room topic = long division\n")
+        #expect(try run(["hand", "down", "bob"]).stdout == "bob's hand is down\n")
+        #expect(try run(["class", "start"]).status == 0)
+        #expect(try run(["class", "end"]).status == 0)
+        let backwards = try run(["class", "start"])
+        #expect(backwards.status == 1 && backwards.stderr.contains("[class-state-backwards]"))
+
+        // What the roster shows, as JSON and as text.
+        let roster = try run(["roster", "--json"])
+        #expect(roster.status == 0)
+        let snapshot = try #require(try JSONSerialization.jsonObject(with: Data(roster.stdout.utf8)) as? [String: Any])
+        #expect(snapshot["stage"] as? [String] == ["alice"])
+        #expect(snapshot["hands"] as? [String] == ["alice"])
+        let students = try #require(snapshot["students"] as? [[String: Any]])
+        let alice = try #require(students.first { $0["user"] as? String == "alice" })
+        #expect(alice["camera"] as? String == "live" && alice["mic"] as? String == "device-off" && alice["rewards"] as? Int == 5)
+        #expect(alice["auth"] as? Bool == true)
+        #expect((snapshot["class"] as? [String: Any])?["state"] as? String == "after")
+
+        let text = try run(["roster"])
+        #expect(text.status == 0)
+        #expect(text.stdout.contains("Stage 1/1  alice"))
+        #expect(text.stdout.contains("class over"))
+        let aliceLine = try #require(text.stdout.split(separator: "\n").first { $0.hasPrefix("alice") })
+        #expect(aliceLine.contains("on") && aliceLine.contains("yes") && aliceLine.contains("● live") && aliceLine.hasSuffix("5"))
+        #expect(!text.stdout.contains("\u{1B}"), "NO_COLOR and no terminal: no escapes")
+    }
+
+    @Test func rosterWatchWithoutATerminalPrintsAndEndsAfterItsDuration() throws {
+        let node = try NodeChild(name: "cli-watch")
+        let started = Date()
+        let result = try CLI.run(["roster", "--watch", "--duration", "2", "--json", "--room", "watch", "--node", node.listen], timeout: 15)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(Date().timeIntervalSince(started) < 10)
+        let lines = result.stdout.split(separator: "\n")
+        #expect(!lines.isEmpty)
+        for line in lines { #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "not JSON: \(line)") }
+    }
+}

@@ -1,0 +1,144 @@
+import Testing
+import HomeroomContext
+@testable import HomeroomTerminalUI
+
+@Suite struct ThemeTests {
+    @Test func defaultThemeRoundTripsThroughItsJSON() throws {
+        let json = Theme.default.json()
+        #expect(try Theme.load(json: Array(json.utf8)) == Theme.default)
+        #expect(json.contains("\"columns\""))
+        #expect(json.contains("\"privilegeOff\""))
+    }
+
+    @Test func aPartialThemeKeepsEveryOtherDefault() throws {
+        let theme = try Theme.load(json: Array(##"{"stateBar": {"background": "#008080"}}"##.utf8))
+        #expect(theme.stateBar.background == .rgb(0, 0x80, 0x80))
+        var expected = Theme.default
+        expected.stateBar.background = .rgb(0, 0x80, 0x80)
+        #expect(theme == expected)
+    }
+
+    @Test func unknownKeysAreErrorsThatNameThePath() {
+        #expect(throws: ThemeError.self) { try Theme.load(json: Array(#"{"stateBar": {"backgroud": "red"}}"#.utf8)) }
+        do {
+            _ = try Theme.load(json: Array(#"{"roster": {"camera": {"lve": {"text": "x"}}}}"#.utf8))
+        } catch {
+            #expect(error.description.contains("roster.camera.lve"))
+            #expect(error.description.contains("deviceOff"))
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"stateBar": {"background": "teal-ish"}}"#, "stateBar.background"),
+        (#"{"roster": {"columns": ["name", "cam"]}}"#, "'cam' is not a column"),
+        (#"{"roster": {"columns": ["name", "name"]}}"#, "a column appears twice"),
+        (#"{"roster": {"columns": []}}"#, "at least one column"),
+        (#"{"stage": {"visible": "yes"}}"#, "stage.visible: expected true or false"),
+        (#"[1, 2]"#, "a theme is a JSON object"),
+        (#"{"stateBar": "#,  "not valid JSON"),
+    ])
+    func badThemesSayWhatToFix(json: String, message: String) {
+        do {
+            _ = try Theme.load(json: Array(json.utf8))
+            Issue.record("accepted \(json)")
+        } catch {
+            #expect(error.description.contains(message), "\(error.description)")
+        }
+    }
+
+    @Test func coloursParseEveryForm() {
+        #expect(TerminalColor(name: "blue") == .ansi(4))
+        #expect(TerminalColor(name: "gray") == .ansi(8))
+        #expect(TerminalColor(name: "bright-red") == .ansi(9))
+        #expect(TerminalColor(name: "208") == .palette(208))
+        #expect(TerminalColor(name: "#0073FF") == .rgb(0, 0x73, 0xFF))
+        #expect(TerminalColor(name: "default") == .default)
+        #expect(TerminalColor(name: "#12345") == nil)
+        #expect(TerminalColor(name: "256") == nil)
+        for color in [TerminalColor.ansi(3), .ansi(12), .palette(17), .rgb(1, 2, 3), .default] {
+            #expect(TerminalColor(name: color.description) == color)
+        }
+    }
+
+    @Test func invisibleComponentsAreLeftOutAndDisabledOnesDimmed() throws {
+        var theme = Theme.default
+        theme.hands.visible = false
+        theme.stage.enabled = false
+        let plain = Golden.render(Fixtures.smallClassroom, colors: false, theme: theme)
+        #expect(!plain.contains("Hands"))
+        #expect(plain.contains("Stage 2/2"))
+        let colored = Golden.render(Fixtures.smallClassroom, colors: true, theme: theme)
+        let stageLine = colored.split(separator: "\n").first { $0.contains("Stage 2/2") }
+        #expect(stageLine?.contains("\u{1B}[1;2m") == true, "a disabled component is drawn dim")
+    }
+}
+
+@Suite struct LayoutTests {
+    static let snapshots = [Fixtures.smallClassroom, Fixtures.lectureHall, Fixtures.oneToOne]
+
+    @Test(arguments: [20, 33, 48, 60, 80, 101, 160])
+    func noLineIsWiderThanTheTerminal(width: Int) {
+        for snapshot in Self.snapshots {
+            for colors in [false, true] {
+                let text = Golden.render(snapshot, colors: colors, width: width, status: ["a status line that is rather long, longer than most terminals are wide"])
+                for line in text.split(separator: "\n") {
+                    #expect(DisplayWidth.of(Self.strip(String(line))) <= width, "\(snapshot.room.type) at \(width): \(line)")
+                }
+            }
+        }
+    }
+
+    @Test func plainOutputHasNoEscapes() {
+        for snapshot in Self.snapshots {
+            #expect(!Golden.render(snapshot, colors: false).contains("\u{1B}"))
+        }
+    }
+
+    @Test func aShortTerminalKeepsTheStatusLines() {
+        let text = Golden.render(Fixtures.smallClassroom, colors: false, height: 8, status: ["last: ok", "q quit"])
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 8)
+        #expect(lines.last == "q quit")
+        #expect(text.contains("more lines: enlarge the terminal"))
+    }
+
+    @Test func widthsCountWideCharactersTwice() {
+        #expect(DisplayWidth.of("abc") == 3)
+        #expect(DisplayWidth.of("李雷") == 4)
+        #expect(DisplayWidth.of("✋") == 2)
+        #expect(DisplayWidth.of("e\u{301}") == 1)
+        #expect(DisplayWidth.of("● live") == 6)
+        #expect(DisplayWidth.truncate("李雷李雷", to: 5) == "李雷…")
+        #expect(DisplayWidth.fit("ab", to: 4, alignRight: true) == "  ab")
+    }
+
+    @Test func formatsCountsDurationsAndLatency() {
+        #expect(Format.count(1_234_567) == "1,234,567")
+        #expect(Format.count(12) == "12")
+        #expect(Format.duration(millis: 723_000) == "12:03")
+        #expect(Format.duration(millis: 3_723_000) == "1:02:03")
+        #expect(Format.latency(micros: 420) == "0.42 ms")
+        #expect(Format.latency(micros: 25_400) == "25 ms")
+    }
+
+    @Test func theClassClockShowsElapsedRemainingAndOvertime() {
+        let schedule = Schedule(startMillis: 0, durationSeconds: 600, closeDelaySeconds: 60)
+        let info = ClassInfo(state: .during, sinceMillis: 1_000_000, schedule: schedule)
+        #expect(StateBarComponent.classText(info, now: 1_000_000 + 90_000) == "in class 1:30 · 8:30 left")
+        #expect(StateBarComponent.classText(info, now: 1_000_000 + 660_000) == "in class 11:00 · 1:00 over")
+        let before = ClassInfo(state: .before, sinceMillis: 0, schedule: Schedule(startMillis: 2_000_000, durationSeconds: 600))
+        #expect(StateBarComponent.classText(before, now: 1_760_000) == "before class · starts in 4:00")
+        #expect(StateBarComponent.classText(ClassInfo(state: .after, sinceMillis: 5, schedule: schedule), now: 9) == "class over")
+    }
+
+    static func strip(_ text: String) -> String {
+        var out = ""
+        var escaping = false
+        for character in text {
+            if escaping { if character.isLetter { escaping = false }; continue }
+            if character == "\u{1B}" { escaping = true; continue }
+            out.append(character)
+        }
+        return out
+    }
+}
