@@ -42,6 +42,9 @@ public struct NodeConfig: Sendable, Equatable {
     public var clockSkewMillis: Int64 = 0
     /// Where /healthz and /metrics are served over HTTP, e.g. http://127.0.0.1:9100; nil for none.
     public var httpAddress: String?
+    /// Messages older than this leave every room's history (the count limit is the
+    /// room's `historyLimit`, 1,000 by default). 0 keeps messages until the count limit.
+    public var messageRetentionSeconds: UInt64 = 86_400
 
     public init(name: String, listen: String, publish: String, seeds: [String] = []) {
         self.name = name
@@ -58,6 +61,7 @@ public struct NodeConfig: Sendable, Equatable {
             && a.maxRooms == b.maxRooms && a.maxUsersPerRoom == b.maxUsersPerRoom
             && (a.tokenVerifier == nil) == (b.tokenVerifier == nil) && (a.clusterKey == nil) == (b.clusterKey == nil)
             && a.clockSkewMillis == b.clockSkewMillis && a.dataDirectory == b.dataDirectory && a.synchronousFull == b.synchronousFull && a.httpAddress == b.httpAddress
+            && a.messageRetentionSeconds == b.messageRetentionSeconds
     }
 
     public func validate() throws(NodeConfigError) {
@@ -88,6 +92,9 @@ public struct NodeConfig: Sendable, Equatable {
         if writesPerSecond < 1 || writeBytesPerSecond < 1024 || maxRooms < 1 || maxUsersPerRoom < 2 {
             throw .invalid(field: "limits", reason: "write rate at least 1/s and 1 KiB/s, at least 1 room and 2 users per room")
         }
+        if messageRetentionSeconds > 10 * 365 * 86_400 {
+            throw .invalid(field: "message-retention", reason: "\(messageRetentionSeconds) s is more than ten years; use 0 to keep messages until the count limit")
+        }
         if workers < 1 || workers > 64 {
             throw .invalid(field: "workers", reason: "\(workers) must be from 1 to 64")
         }
@@ -116,6 +123,7 @@ extension WireLimits {
         limits.maxDecodedBytes = 2 << 30
         limits.maxUsersPerPatch = 1_000_000
         limits.maxMapEntries = 1_000_000
+        limits.maxStringTable = 4_000_000
         return limits
     }()
 }

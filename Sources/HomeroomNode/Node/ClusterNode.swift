@@ -87,7 +87,10 @@ public final class ClusterNode: Sendable {
         initial.store = store
         initial.limiter = RateLimiter(messagesPerSecond: config.writesPerSecond, bytesPerSecond: config.writeBytesPerSecond)
         // Never reuse a sequence number this replica already gave out.
-        for (id, room) in rooms { initial.roomSequences[id] = room.seen.origins[replica]?.highest ?? 0 }
+        for (id, room) in rooms {
+            initial.roomSequences[id] = room.seen.origins[replica]?.highest ?? 0
+            initial.privateSequences[id] = room.seen.origins[NodeState.privateOrigin(of: replica)]?.highest ?? 0
+        }
         self.state = Mutex(initial)
 
         do {
@@ -214,8 +217,13 @@ public final class ClusterNode: Sendable {
     }
 
     /// Joins a user locally, without the REQ round trip (embedding, benchmarks).
-    public func join(room: String, user: UserID, role: Role, session: SessionID, name: String) -> WireMessage {
-        handleJoin(room: room, WireMessage.JoinRequest(user: user, role: role, session: session, name: name))
+    /// Starts a session hosted by this node, without sending the room back (that is
+    /// what a peer's join does over the wire; embedding code reads `room(_:)` instead).
+    @discardableResult
+    public func join(room: String, user: UserID, role: Role, session: SessionID, name: String) -> WireMessage.WriteAck {
+        handleWrite(room: room, WireMessage.WriteRequest(requestID: 0, write: Write(
+            author: user, authorRole: role, authorCounter: 0,
+            operation: .joinSession(user: user, session: session, name: name, role: role, host: replica, incarnation: incarnation))))
     }
 
     public var roomIDs: [String] { state.withLock { Array($0.rooms.keys).sorted() } }

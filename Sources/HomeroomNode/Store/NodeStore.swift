@@ -19,6 +19,7 @@ final class NodeStore {
         limits.maxDecodedBytes = 1 << 32
         limits.maxUsersPerPatch = 10_000_000
         limits.maxMapEntries = 10_000_000
+        limits.maxStringTable = 40_000_000
         return limits
     }()
 
