@@ -28,6 +28,9 @@ quiet_build swift build --build-tests
 echo "== interop: a Python client written from docs/PROTOCOL.md against two real nodes" >&2
 bash Tests/interop/run.sh >&2
 
+echo "== chaos: a short partition and fault run against a real five-node cluster" >&2
+bash Deploy/chaos.sh --short >&2
+
 echo "== swift test (10,000 simulated schedules)" >&2
 export HOMEROOM_SCHEDULES="${HOMEROOM_SCHEDULES:-10000}"
 # Serial: the cluster suites block threads while they wait on real processes, which

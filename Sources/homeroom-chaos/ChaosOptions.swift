@@ -1,0 +1,172 @@
+@preconcurrency import Glibc
+
+/// What one chaos run does, read from the command line.
+struct ChaosOptions: Sendable {
+    enum Mode: String, Sendable { case short, soak }
+
+    var mode = Mode.short
+    /// Soak length in seconds (the nemesis phase; startup and the final check come on top).
+    var durationSeconds = 60
+    var seed: UInt64 = 0
+    var seedGiven = false
+    var nodes = 5
+    var netns = false
+    /// The /24 the namespaces use: node i gets PREFIX.(10+i), the harness PREFIX.1.
+    var subnetPrefix = "10.77.0"
+    var basePort = 0
+    var binary: String?
+    var runDirectory: String?
+    var reportPath: String?
+    var teachers = 2
+    var students = 6
+    /// Each writer aims at this many writes per second.
+    var writesPerSecond = 6.0
+    /// After the last heal every replica must be identical within this bound, or the run fails.
+    var convergenceBoundMillis: UInt64 = 10_000
+    /// The target that is reported (met or missed); it fails the run only with --strict.
+    var convergenceTargetMillis: UInt64 = 2_000
+    var strict = false
+    var heartbeatMillis: UInt64?
+    var onlyKinds: [FaultKind] = []
+    /// Overrides how long each fault lasts (ms), e.g. to hold partitions past TCP's backoff.
+    var faultMillis: ClosedRange<UInt64>?
+    var keepRunDirectory = false
+    var verbose = false
+    /// Everything, startup and teardown included, ends within this many seconds.
+    var hardLimitSeconds = 0
+    /// Internal: the exact arguments, for the replay line.
+    var replayArguments: [String] = []
+
+    static let usage = """
+        OVERVIEW: Jepsen-style partition and chaos runs against real `homeroom node` processes, with a checker.
+
+        USAGE: homeroom-chaos [--short | --duration <seconds>] [--seed <n>] [--netns] [options]
+
+        MODES:
+          --short                 CI run: every fault kind once, about 70 s, at most 3 minutes (default).
+          --duration <seconds>    Soak: random faults, sometimes two at once, for this long.
+
+        OPTIONS:
+          --seed <n>              Seed of the fault schedule and the workload (default: random, printed).
+          --nodes <n>             Cluster size, 3 to 9 (default 5).
+          --netns                 One node per network namespace (needs root, ip, iptables): real partitions,
+                                  packet loss with iptables. Without it: loopback, where only isolation
+                                  (SIGUSR1) can cut links, so halves, ring and bridge partitions are skipped.
+          --subnet <a.b.c>        The /24 inside the namespaces (default 10.77.0).
+          --base-port <port>      Loopback: first port (node i uses base+10i .. base+10i+2; default: free ones).
+          --binary <path>         The homeroom binary (default: next to this one, or HOMEROOM_BIN).
+          --run-dir <path>        Where node data, logs and pid files go (default .build/chaos/run-<seed>).
+          --report <file>         JSON report (default .build/chaos/report-<seed>.json).
+          --teachers <n>          Teacher writers (default 2).   --students <n>  Student writers (default 6).
+          --rate <n>              Writes per second per writer (default 6).
+          --kinds <a,b,...>       Only these fault kinds: \(FaultKind.allCases.map(\.rawValue).joined(separator: ", ")).
+          --fault-ms <a-b>        Each fault lasts a..b ms (default 3000-4500 short, 2000-8000 soak).
+          --heartbeat-ms <n>      Passed to every node (default: the node's own).
+          --convergence-bound-ms <n>   Fail when replicas differ this long after the last heal (default 10000).
+          --convergence-target-ms <n>  Reported target for heal-to-converged p99 (default 2000).
+          --strict                Also fail when a target is missed.
+          --hard-limit <seconds>  Kill everything and fail past this (default: 180 short, duration+180 soak).
+          --keep                  Keep the run directory (data, logs) after a passing run.
+          --verbose               Narrate every step on stderr.
+          -h, --help              Show help information.
+
+        Exit: 0 when the checker passes, 1 when it fails, 64 on a usage error, 77 when --netns cannot run here.
+        """
+
+    static func parse(_ arguments: [String]) -> ChaosOptions {
+        var options = ChaosOptions()
+        options.replayArguments = []
+        var index = 0
+        func fail(_ message: String) -> Never {
+            fputs("Error: \(message)\n\n\(usage)\n", stderr)
+            exit(64)
+        }
+        func value(_ name: String) -> String {
+            guard index + 1 < arguments.count else { fail("missing value for '\(name)'") }
+            index += 1
+            return arguments[index]
+        }
+        func integer<T: FixedWidthInteger>(_ name: String, _ range: ClosedRange<T>) -> T {
+            let text = value(name)
+            guard let number = T(text), range.contains(number) else {
+                fail("'\(name)' must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+            }
+            return number
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "-h", "--help":
+                print(usage)
+                exit(0)
+            case "--short": options.mode = .short
+            case "--duration":
+                options.mode = .soak
+                options.durationSeconds = integer(argument, 10...604_800)
+            case "--seed":
+                options.seed = integer(argument, UInt64(0)...UInt64.max)
+                options.seedGiven = true
+            case "--nodes": options.nodes = integer(argument, 3...9)
+            case "--netns": options.netns = true
+            case "--subnet":
+                let text = value(argument)
+                let parts = text.split(separator: ".")
+                guard parts.count == 3, parts.allSatisfy({ UInt8($0) != nil }) else { fail("--subnet takes the first three octets, e.g. 10.77.0") }
+                options.subnetPrefix = text
+            case "--base-port": options.basePort = integer(argument, 1024...60_000)
+            case "--binary": options.binary = value(argument)
+            case "--run-dir": options.runDirectory = value(argument)
+            case "--report": options.reportPath = value(argument)
+            case "--teachers": options.teachers = integer(argument, 1...4)
+            case "--students": options.students = integer(argument, 1...30)
+            case "--rate": options.writesPerSecond = Double(integer(argument, 1...50) as Int)
+            case "--kinds":
+                let names = value(argument).split(separator: ",").map(String.init)
+                options.onlyKinds = names.map { name in
+                    guard let kind = FaultKind(rawValue: name) else {
+                        fail("unknown fault kind '\(name)': use \(FaultKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                    }
+                    return kind
+                }
+            case "--fault-ms":
+                let text = value(argument)
+                let parts = text.split(separator: "-").compactMap { UInt64($0) }
+                guard (1...2).contains(parts.count), parts.allSatisfy({ (500...600_000).contains($0) }), parts.first! <= parts.last! else {
+                    fail("--fault-ms takes a length or a range in ms from 500 to 600000, e.g. 20000 or 5000-30000")
+                }
+                options.faultMillis = parts.first!...parts.last!
+            case "--heartbeat-ms": options.heartbeatMillis = integer(argument, 10...10_000)
+            case "--convergence-bound-ms": options.convergenceBoundMillis = integer(argument, 100...600_000)
+            case "--convergence-target-ms": options.convergenceTargetMillis = integer(argument, 10...600_000)
+            case "--strict": options.strict = true
+            case "--hard-limit": options.hardLimitSeconds = integer(argument, 30...1_000_000)
+            case "--keep": options.keepRunDirectory = true
+            case "--verbose": options.verbose = true
+            default: fail("unknown argument '\(argument)'")
+            }
+            index += 1
+        }
+        if !options.seedGiven {
+            options.seed = UInt64.random(in: 1...999_999_999)
+        }
+        if options.hardLimitSeconds == 0 {
+            options.hardLimitSeconds = options.mode == .short ? 180 : options.durationSeconds + 180
+            if let range = options.faultMillis, options.mode == .short {
+                // Each fault once, each up to the longest length plus its quiet period.
+                options.hardLimitSeconds += FaultKind.allCases.count * Int(range.upperBound / 1000 + 5)
+            }
+        }
+        // The replay line: the same schedule, whatever the run directory or report path.
+        var replay = [options.mode == .short ? "--short" : "--duration \(options.durationSeconds)", "--seed \(options.seed)",
+                      "--nodes \(options.nodes)"]
+        if options.netns { replay.append("--netns") }
+        if !options.onlyKinds.isEmpty { replay.append("--kinds \(options.onlyKinds.map(\.rawValue).joined(separator: ","))") }
+        if options.teachers != 2 { replay.append("--teachers \(options.teachers)") }
+        if options.students != 6 { replay.append("--students \(options.students)") }
+        if options.writesPerSecond != 6 { replay.append("--rate \(Int(options.writesPerSecond))") }
+        if let heartbeat = options.heartbeatMillis { replay.append("--heartbeat-ms \(heartbeat)") }
+        if let range = options.faultMillis { replay.append("--fault-ms \(range.lowerBound)-\(range.upperBound)") }
+        options.replayArguments = replay
+        return options
+    }
+}

@@ -1,0 +1,388 @@
+@preconcurrency import Glibc
+import HomeroomCore
+import HomeroomNode
+import Synchronization
+
+/// A flag that several threads read.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
+}
+
+/// What must go whatever happens: every child process and every namespace. Run by
+/// the main thread at the end, or by the signal thread or the watchdog when the main
+/// thread is stuck.
+final class Teardown: Sendable {
+    static let shared = Teardown()
+    private let namespaces = Mutex<[String]>([])
+    private let done = Atomic<Bool>(false)
+
+    func register(namespaces names: [String]) { namespaces.withLock { $0 = names } }
+
+    func emergency(_ reason: String) {
+        guard !done.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        fputs("homeroom-chaos: \(reason): killing every process it started\n", stderr)
+        ProcessRegistry.shared.killAll()
+        if let ip = Spawn.which("ip") {
+            for name in namespaces.withLock({ $0 }) { _ = try? Spawn.run([ip, "netns", "del", name], timeoutMillis: 5_000) }
+        }
+    }
+}
+
+struct ChaosRun {
+    let options: ChaosOptions
+    let network: ChaosNetwork
+    let room = "chaos-room"
+    let interrupted = Flag()
+    let finished = Flag()
+
+    func run() -> Int32 {
+        startSignalThread()
+        startWatchdog()
+        let started = Clock.now
+        guard let binary = findBinary() else {
+            fputs("homeroom-chaos: no homeroom binary: run `swift build` first, or pass --binary or set HOMEROOM_BIN\n", stderr)
+            return 2
+        }
+        let runDirectory = absolutePath(options.runDirectory ?? ".build/chaos/run-\(options.seed)")
+        guard prepareRunDirectory(runDirectory) else { return 64 }
+        let reportPath = absolutePath(options.reportPath ?? ".build/chaos/report-\(options.seed).json")
+        _ = makeDirectories(String(reportPath[..<(reportPath.lastIndex(of: "/") ?? reportPath.endIndex)]))
+
+        let (schedule, skipped) = Schedule.make(options: options, cutsLinks: network.cutsLinks)
+        say("homeroom-chaos: seed \(options.seed), \(options.mode.rawValue) mode, \(options.nodes) nodes, \(network.kind); \(schedule.count) faults planned"
+            + (skipped.isEmpty ? "" : "; skipped (need --netns): \(skipped.map(\.rawValue).joined(separator: ", "))"))
+        if options.verbose {
+            for fault in schedule {
+                say("  plan: +\(fault.startMillis) ms for \(fault.durationMillis) ms: \(fault.kind.rawValue) \(fault.describe(nodeCount: options.nodes))")
+            }
+        }
+
+        do throws(SpawnError) {
+            try network.setUp(nodes: options.nodes)
+        } catch {
+            fputs("homeroom-chaos: cannot set up the \(network.kind) network: \(error)\n", stderr)
+            network.tearDown()
+            return options.netns ? 77 : 2
+        }
+        if let netns = network as? NetnsNetwork { Teardown.shared.register(namespaces: netns.namespaces) }
+
+        let cluster = Cluster(network: network, count: options.nodes, binary: binary, runDirectory: runDirectory,
+                              heartbeatMillis: options.heartbeatMillis)
+        let outcome = execute(cluster: cluster, schedule: schedule, skipped: skipped, runDirectory: runDirectory,
+                              reportPath: reportPath, started: started)
+        cluster.stopAll()
+        ProcessRegistry.shared.killAll()
+        network.tearDown()
+        if outcome == 0 && !options.keepRunDirectory { removeTree(runDirectory) }
+        finished.set()
+        return outcome
+    }
+
+    // MARK: - The run
+
+    private func execute(cluster: Cluster, schedule: [PlannedFault], skipped: [FaultKind], runDirectory: String,
+                         reportPath: String, started: UInt64) -> Int32 {
+        let (logger, _) = Logger.capturing(label: "chaos", level: .error)
+        let history = History()
+        let bannedUser = "mallory"
+        let observatory = Observatory(room: room, endpoints: cluster.nodes.map { NodeEndpoint($0.listen) }, logger: logger,
+                                      history: history, bannedUser: bannedUser)
+        cluster.onNodeState = { index, up in observatory.setNode(index, up: up) }
+
+        // Start the cluster.
+        do throws(SpawnError) {
+            try cluster.startAll()
+        } catch {
+            fputs("homeroom-chaos: the cluster did not start: \(error)\n", stderr)
+            return 2
+        }
+        say("cluster up: \(cluster.nodes.map { "\($0.name) \($0.listen)" }.joined(separator: ", "))")
+
+        // Observers and writers.
+        guard retry(seconds: 15, { () throws(ClientError) in try observatory.attachAll() }) else {
+            fputs("homeroom-chaos: observers could not attach to every node\n", stderr)
+            return 2
+        }
+        let n = options.nodes
+        func endpoints(from first: Int) -> [NodeEndpoint] {
+            (0..<n).map { NodeEndpoint(cluster.nodes[(first + $0) % n].listen) }
+        }
+        let students = (1...options.students).map { "s\($0)" }
+        var writers: [Writer] = []
+        for index in 0..<options.teachers {
+            writers.append(Writer(user: "t\(index + 1)", role: .teacher, endpoints: endpoints(from: index * 2),
+                                  seed: options.seed &+ UInt64(index) &* 7919))
+        }
+        for (index, student) in students.enumerated() {
+            writers.append(Writer(user: student, role: .student, endpoints: endpoints(from: index + 1),
+                                  seed: options.seed &+ UInt64(100 + index) &* 7919))
+        }
+        let mallory = Writer(user: bannedUser, role: .student, endpoints: endpoints(from: n - 1), seed: options.seed &+ 999)
+        writers.append(mallory)
+        for writer in writers {
+            guard retry(seconds: 15, { () throws(ClientError) in try writer.connect(room: room, logger: logger) }) else {
+                fputs("homeroom-chaos: \(writer.user) could not join\n", stderr)
+                return 2
+            }
+        }
+        let teacher = writers[0]
+        // The class starts; the stage limit is the default.
+        for operation in [Operation.setClassState(.during), .setRoomName("chaos"), .setStageLimit(6)] {
+            recordWrite(history, teacher, operation)
+        }
+        // Formed: every observer sees every writer and the class running.
+        let formed = waitUntil(seconds: 20) {
+            observatory.states().allSatisfy { state in
+                guard let state else { return false }
+                return writers.allSatisfy { state.users[$0.user]?.isKnown == true } && state.classState.state == .during
+            }
+        }
+        guard formed else {
+            fputs("homeroom-chaos: the cluster did not form within 20 s; node logs in \(runDirectory)\n", stderr)
+            return 2
+        }
+        say("cluster formed: \(writers.count) writers (\(options.teachers) teachers, \(students.count) students, \(bannedUser)), \(n) observers")
+
+        // Workload and nemesis.
+        let plan = WorkloadPlan(students: students, writesPerSecond: options.writesPerSecond)
+        observatory.start()
+        for writer in writers { writer.start(room: room, logger: logger, history: history, plan: plan) }
+        Clock.sleep(millis: 2_000)
+        let nemesis = Nemesis(cluster: cluster)
+        let nemesisStart = Clock.now
+        let banAt = nemesisStart + (schedule.map(\.endMillis).max() ?? 0) / 2
+        var banned = false
+        var banAcknowledged = false
+        let completed = nemesis.run(schedule) {
+            if interrupted.isSet { return false }
+            _ = cluster.reapUnexpected()
+            if !banned && Clock.now >= banAt {
+                banned = true
+                banAcknowledged = recordWrite(history, teacher, .ban(user: bannedUser))
+                say("\(teacher.user) banned \(bannedUser): \(banAcknowledged ? "acknowledged" : "not acknowledged")")
+            }
+            return true
+        }
+        if !banned {
+            banAcknowledged = recordWrite(history, teacher, .ban(user: bannedUser))
+        }
+
+        // Final heal; stop the workload; wait for convergence.
+        for writer in writers { writer.stop() }
+        nemesis.healAll()
+        _ = cluster.reapUnexpected()
+        let finalHealAt = Clock.now
+        nemesis.log("final-heal", nil, "every fault removed, every node running")
+        var stuck: [String] = []
+        let writersDeadline = Clock.now + 20_000
+        for writer in writers where !writer.wait(millis: writersDeadline > Clock.now ? writersDeadline - Clock.now : 0) {
+            stuck.append("\(writer.user) still inside a write 20 s after the final heal")
+        }
+        if !completed { say("interrupted: checking what there is") }
+
+        func finalReplicas() -> [FinalReplica] {
+            var replicas: [FinalReplica] = []
+            for (index, state) in observatory.states().enumerated() {
+                if let state { replicas.append(FinalReplica(label: "n\(index + 1)", state: state)) }
+            }
+            for writer in writers where !writer.banned.load(ordering: .acquiring) {
+                if let client = writer.current, client.connectionState != .aborted {
+                    replicas.append(FinalReplica(label: writer.user, state: client.replica))
+                }
+            }
+            return replicas
+        }
+        // Past the bound the run has failed, but how long convergence took is still worth
+        // knowing; an interrupted run waits only briefly.
+        let waitLimit = interrupted.isSet ? 5_000 : max(options.convergenceBoundMillis * 2, 20_000)
+        var convergedAt: UInt64?
+        while Clock.now - finalHealAt < waitLimit {
+            let replicas = finalReplicas()
+            if replicas.count == n + writers.filter({ !$0.banned.load(ordering: .acquiring) }).count,
+               let first = replicas.first, replicas.allSatisfy({ $0.state == first.state }) {
+                convergedAt = Clock.now
+                break
+            }
+            Clock.sleep(millis: 25)
+        }
+        // One more sample so every write visible now is timestamped, then stop sampling.
+        observatory.stop()
+        observatory.sample(reattach: false)
+        let replicas = finalReplicas()
+        let convergence = convergedAt.map { $0 - finalHealAt }
+        say(convergence.map { "converged \($0) ms after the final heal" } ?? "NOT converged within \(waitLimit) ms of the final heal")
+
+        let metrics = cluster.nodes.map { ($0.name, $0.metrics()) }
+        // Stop the nodes (graceful: their shutdown path is checked too), then read their logs.
+        cluster.stopAll()
+        var findings: [String] = []
+        for node in cluster.nodes {
+            let log = readFile(node.logPath) ?? ""
+            for line in log.split(separator: "\n") where ["Fatal error", "Sanitizer", "panic", "Segmentation fault"].contains(where: { line.contains($0) }) {
+                findings.append("\(node.name): \(line.prefix(200))")
+                if findings.count > 20 { break }
+            }
+        }
+
+        var heals: [(at: UInt64, nextFault: UInt64?, kinds: String)] = []
+        let starts = nemesis.events.filter { $0.action == "start" || $0.action == "failed" }.map(\.atMillis)
+        for heal in nemesis.fullHeals {
+            heals.append((heal.at, starts.first { $0 > heal.at } ?? finalHealAt, heal.kinds))
+        }
+        let connected = writers.filter { !$0.banned.load(ordering: .acquiring) && $0.current?.connectionState != .aborted }.map(\.user)
+        let checker = Checker(history: history.all, tracking: observatory.snapshot, replicas: replicas,
+                              finalConvergenceMillis: convergence, finalHealAt: finalHealAt, convergedAt: convergedAt,
+                              heals: heals, options: options, bannedUser: bannedUser, banAcknowledged: banAcknowledged,
+                              connectedWriters: connected, nodeLogFindings: findings,
+                              unexpectedExits: cluster.unexpectedExits, nemesisFailures: nemesis.failures, stuckWriters: stuck)
+        var result = checker.run()
+        if !completed {
+            result.checks.append(Check(name: "completed", passed: false, detail: "interrupted before the schedule ended"))
+        }
+        let passed = result.passed(strict: options.strict)
+        let runtime = Clock.now - started
+        let report = makeReport(result: result, passed: passed, nemesis: nemesis, skipped: skipped, schedule: schedule,
+                                runtime: runtime, runDirectory: runDirectory, metrics: metrics, writers: writers,
+                                observatory: observatory, convergence: convergence)
+        if !writeFile(reportPath, report.render() + "\n") { fputs("homeroom-chaos: cannot write \(reportPath)\n", stderr) }
+        printSummary(result: result, passed: passed, nemesis: nemesis, skipped: skipped, runtime: runtime,
+                     reportPath: reportPath, runDirectory: runDirectory, convergence: convergence)
+        if !completed { return 130 }
+        return passed ? 0 : 1
+    }
+
+    // MARK: - Pieces
+
+    @discardableResult
+    func recordWrite(_ history: History, _ writer: Writer, _ operation: Operation) -> Bool {
+        guard let client = writer.current else { return false }
+        let invoked = Clock.now
+        let outcome: Outcome
+        do {
+            outcome = .acknowledged(try client.write(operation))
+        } catch {
+            if case let .refused(code, _) = error { outcome = .refused(code) } else { outcome = .indeterminate(error.code) }
+        }
+        history.append(WriteRecord(client: writer.user, operation: operation.name, invokedAt: invoked, completedAt: Clock.now,
+                                   outcome: outcome, reward: nil, property: nil))
+        if case .acknowledged = outcome { return true }
+        return false
+    }
+
+    func retry(seconds: UInt64, _ body: () throws(ClientError) -> Void) -> Bool {
+        let deadline = Clock.now + seconds * 1000
+        while Clock.now < deadline && !interrupted.isSet {
+            do {
+                try body()
+                return true
+            } catch {
+                if options.verbose { say("retrying: \(error)") }
+                Clock.sleep(millis: 300)
+            }
+        }
+        return false
+    }
+
+    func waitUntil(seconds: UInt64, _ condition: () -> Bool) -> Bool {
+        let deadline = Clock.now + seconds * 1000
+        while Clock.now < deadline && !interrupted.isSet {
+            if condition() { return true }
+            Clock.sleep(millis: 50)
+        }
+        return false
+    }
+
+    func findBinary() -> String? {
+        if let path = options.binary { return access(path, X_OK) == 0 ? absolutePath(path) : nil }
+        if let env = getenv("HOMEROOM_BIN"), access(env, X_OK) == 0 { return absolutePath(String(cString: env)) }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        if length > 0 {
+            let own = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            if let slash = own.lastIndex(of: "/") {
+                let sibling = String(own[..<slash]) + "/homeroom"
+                if access(sibling, X_OK) == 0 { return sibling }
+            }
+        }
+        for candidate in [".build/debug/homeroom", ".build/release/homeroom"] where access(candidate, X_OK) == 0 {
+            return absolutePath(candidate)
+        }
+        return nil
+    }
+
+    /// The run directory is ours when new or marked; processes a killed earlier run
+    /// left there (pid files) are ended first.
+    func prepareRunDirectory(_ path: String) -> Bool {
+        let marker = path + "/.homeroom-chaos"
+        if access(path, F_OK) == 0 {
+            guard access(marker, F_OK) == 0 else {
+                fputs("homeroom-chaos: \(path) exists and was not made by homeroom-chaos; choose another --run-dir\n", stderr)
+                return false
+            }
+            for index in 1...9 {
+                guard let text = readFile("\(path)/n\(index)/pid"), let pid = Int32(text.trimmingSpaces) else { continue }
+                let command = (readFile("/proc/\(pid)/cmdline") ?? "").split(separator: "\0").joined(separator: " ")
+                if command.contains("homeroom") && command.contains(path) {
+                    kill(pid, SIGCONT)
+                    kill(pid, SIGKILL)
+                    say("killed n\(index) (pid \(pid)) left running by an earlier run")
+                }
+            }
+            removeTree(path)
+        }
+        guard makeDirectories(path) else {
+            fputs("homeroom-chaos: cannot create \(path): \(String(cString: strerror(errno)))\n", stderr)
+            return false
+        }
+        writeFile(marker, "made by homeroom-chaos; removed after a passing run unless --keep\n")
+        return true
+    }
+
+    func startSignalThread() {
+        let interrupted = interrupted
+        let finished = finished
+        _ = Worker {
+            var set = sigset_t()
+            sigemptyset(&set)
+            for signal in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&set, signal) }
+            var received: Int32 = 0
+            sigwait(&set, &received)
+            fputs("homeroom-chaos: signal \(received): stopping (faults healed, nodes stopped, report written)\n", stderr)
+            interrupted.set()
+            // The main thread gets 60 s to wind down on its own.
+            let deadline = Clock.now + 60_000
+            while Clock.now < deadline && !finished.isSet {
+                if sigtimedwaitOnce(&set) {
+                    break
+                }
+            }
+            if !finished.isSet {
+                Teardown.shared.emergency("interrupted and not finished")
+                _exit(130)
+            }
+        }
+    }
+
+    func startWatchdog() {
+        let limit = UInt64(options.hardLimitSeconds) * 1000
+        let finished = finished
+        _ = Worker {
+            while Clock.now < limit {
+                if finished.isSet { return }
+                Clock.sleep(millis: 200)
+            }
+            if !finished.isSet {
+                Teardown.shared.emergency("hard limit of \(limit / 1000) s reached (--hard-limit)")
+                _exit(3)
+            }
+        }
+    }
+}
+
+/// Waits up to 200 ms for a second signal; true when one came (give up waiting then).
+private func sigtimedwaitOnce(_ set: inout sigset_t) -> Bool {
+    var timeout = timespec(tv_sec: 0, tv_nsec: 200_000_000)
+    return sigtimedwait(&set, nil, &timeout) > 0
+}

@@ -1,0 +1,256 @@
+import HomeroomCore
+
+/// One verdict of the checker.
+struct Check {
+    var name: String
+    var passed: Bool
+    /// A target only fails the run with --strict.
+    var isTarget = false
+    var detail: String
+}
+
+/// A replica at the end of the run: a node (through its observer) or a client.
+struct FinalReplica {
+    var label: String
+    var state: RoomState
+}
+
+/// The checker: after the final heal, every replica identical; every acknowledged
+/// write present (Jepsen's set-full: lost, stable, and how long until stable);
+/// rewards between the acknowledged and the attempted ones; invariants held.
+struct Checker {
+    var history: [WriteRecord]
+    var tracking: Observatory.Tracking
+    var replicas: [FinalReplica]
+    /// Milliseconds from the final heal until every replica was identical; nil if never (within the wait).
+    var finalConvergenceMillis: UInt64?
+    var finalHealAt: UInt64
+    var convergedAt: UInt64?
+    /// Times the cluster became whole during the run, and when the next fault began after each.
+    var heals: [(at: UInt64, nextFault: UInt64?, kinds: String)]
+    var options: ChaosOptions
+    var bannedUser: UserID
+    var banAcknowledged: Bool
+    var connectedWriters: [UserID]
+    var nodeLogFindings: [String]
+    var unexpectedExits: [String]
+    var nemesisFailures: [String]
+    var stuckWriters: [String]
+
+    struct Result {
+        var checks: [Check]
+        var acknowledged = 0
+        var refused: [String: Int] = [:]
+        var indeterminate = 0
+        var lost: [String] = []
+        var lostCount = 0
+        var stableLatency = Percentiles([])
+        var healConvergence = Percentiles([])
+        var healSamples: [JSON] = []
+        var healLines: [String] = []
+        var rewards: JSON = .null
+        var properties: JSON = .null
+        var byOperation: [String: (attempted: Int, acknowledged: Int)] = [:]
+        var differences: [String] = []
+        var passed: Bool { checks.allSatisfy { $0.passed || $0.isTarget } }
+        func passed(strict: Bool) -> Bool { checks.allSatisfy { $0.passed || ($0.isTarget && !strict) } }
+    }
+
+    func run() -> Result {
+        var result = Result(checks: [])
+        for record in history {
+            result.byOperation[record.operation, default: (0, 0)].attempted += 1
+            switch record.outcome {
+            case .acknowledged:
+                result.acknowledged += 1
+                result.byOperation[record.operation, default: (0, 0)].acknowledged += 1
+            case let .refused(code): result.refused[code, default: 0] += 1
+            case .indeterminate: result.indeterminate += 1
+            }
+        }
+
+        // 1. Identical replicas within the bound.
+        let reference = replicas.first?.state
+        var differing: [String] = []
+        if let reference {
+            for replica in replicas.dropFirst() where replica.state != reference {
+                differing.append(replica.label)
+                result.differences += describeDifference(replicas[0].label, reference, replica.label, replica.state)
+            }
+        }
+        let bound = options.convergenceBoundMillis
+        if let millis = finalConvergenceMillis, differing.isEmpty {
+            result.checks.append(Check(name: "converged", passed: millis <= bound,
+                                       detail: "\(replicas.count) replicas (\(options.nodes) nodes through observers, \(replicas.count - options.nodes) clients) identical \(millis) ms after the last heal (bound \(bound) ms)"))
+        } else {
+            result.checks.append(Check(name: "converged", passed: false,
+                                       detail: "replicas still differ after the wait: \(differing.joined(separator: ", ")) differ from \(replicas.first?.label ?? "-")"))
+        }
+
+        // 2. Every acknowledged write present in every replica (set-full).
+        var lost: [String] = []
+        var stableSamples: [UInt64] = []
+        for (index, record) in history.enumerated() {
+            guard case let .acknowledged(dot) = record.outcome else { continue }
+            var missingAt: [String] = []
+            for replica in replicas where !replica.state.seen.contains(dot) { missingAt.append(replica.label) }
+            if let mark = record.property {
+                for replica in replicas where !hasProperty(replica.state, mark) && !missingAt.contains(replica.label) {
+                    missingAt.append(replica.label + " (value)")
+                }
+            }
+            if !missingAt.isEmpty {
+                lost.append("\(record.client) \(record.operation) \(dot) acknowledged at \(record.completedAt) ms: missing at \(missingAt.joined(separator: ", "))")
+                continue
+            }
+            let stable = tracking.stableAt[index] ?? convergedAt ?? Clock.now
+            stableSamples.append(stable >= record.invokedAt ? stable - record.invokedAt : 0)
+        }
+        result.lostCount = lost.count
+        result.lost = Array(lost.prefix(30))
+        result.stableLatency = Percentiles(stableSamples)
+        result.checks.append(Check(name: "no-lost-writes", passed: lost.isEmpty,
+                                   detail: "\(result.acknowledged) acknowledged writes: \(result.acknowledged - lost.count) stable, \(lost.count) lost"))
+
+        // 3. Rewards: acknowledged <= present <= attempted, per (author, target, amount).
+        var attempted: [RewardMark: Int] = [:]
+        var acknowledged: [RewardMark: Int] = [:]
+        for record in history {
+            guard let mark = record.reward else { continue }
+            attempted[mark, default: 0] += 1
+            if case .acknowledged = record.outcome { acknowledged[mark, default: 0] += 1 }
+        }
+        var rewardProblems: [String] = []
+        var totals: [(String, Int64, Int64, Int64, Int64)] = []
+        if let reference {
+            var present: [RewardMark: Int] = [:]
+            for (user, record) in reference.users {
+                for (key, entry) in record.rewards {
+                    present[RewardMark(author: key.author, target: user, amount: entry.amount), default: 0] += 1
+                }
+            }
+            for mark in Set(attempted.keys).union(present.keys) {
+                let have = present[mark] ?? 0
+                let low = acknowledged[mark] ?? 0
+                let high = attempted[mark] ?? 0
+                if have < low || have > high {
+                    rewardProblems.append("\(mark.author) -> \(mark.target) amount \(mark.amount): present \(have), acknowledged \(low), attempted \(high)")
+                }
+            }
+            for student in Set(attempted.keys.map(\.target)).sorted() {
+                let ack = acknowledged.filter { $0.key.target == student }.reduce(Int64(0)) { $0 + Int64($1.key.amount) * Int64($1.value) }
+                let tried = attempted.filter { $0.key.target == student }.reduce(Int64(0)) { $0 + Int64($1.key.amount) * Int64($1.value) }
+                let total = reference.users[student]?.rewardTotal ?? 0
+                let fromRecords = present.filter { $0.key.target == student }.reduce(Int64(0)) { $0 + Int64($1.key.amount) * Int64($1.value) }
+                totals.append((student, ack, total, tried, fromRecords))
+                if total < ack || total > tried {
+                    rewardProblems.append("\(student): total \(total) outside acknowledged \(ack) ... attempted \(tried)")
+                }
+            }
+        }
+        result.rewards = .object([
+            ("attempted", .int(attempted.values.reduce(0, +))), ("acknowledged", .int(acknowledged.values.reduce(0, +))),
+            ("per_student", .array(totals.map { .object([("user", .string($0.0)), ("acknowledged_total", .integer($0.1)),
+                                                          ("total", .integer($0.2)), ("attempted_total", .integer($0.3))]) })),
+            ("problems", .array(rewardProblems.prefix(20).map { .string($0) })),
+        ])
+        result.checks.append(Check(name: "rewards", passed: rewardProblems.isEmpty,
+                                   detail: rewardProblems.isEmpty
+                                       ? "\(acknowledged.values.reduce(0, +)) acknowledged of \(attempted.values.reduce(0, +)) attempted rewards: every total between the two, each reward counted once"
+                                       : "\(rewardProblems.count) problems, first: \(rewardProblems[0])"))
+
+        // 4. Invariants: sampled during the run on every node, and on every final replica.
+        var invariantProblems = tracking.violations
+        for replica in replicas {
+            for problem in Invariants.check(replica.state, bannedUser: bannedUser) { invariantProblems.append("\(replica.label) final: \(problem)") }
+            if replica.state.classState.state != .during {
+                invariantProblems.append("\(replica.label) final: class state \(replica.state.classState.state), written: during")
+            }
+            if banAcknowledged && replica.state.users[bannedUser]?.isBanned != true {
+                invariantProblems.append("\(replica.label) final: the acknowledged ban of \(bannedUser) is missing")
+            }
+        }
+        result.checks.append(Check(name: "invariants", passed: invariantProblems.isEmpty && tracking.violationCount == 0,
+                                   detail: invariantProblems.isEmpty
+                                       ? "stage <= limit, hands <= limit, rewards add up, class state forward only, banned user out: held in \(tracking.samples) samples of every node and in every final replica"
+                                       : "\(max(invariantProblems.count, tracking.violationCount)) violations, first: \(invariantProblems[0])"))
+
+        // 5. Presence: every writer still connected is online everywhere.
+        if let reference {
+            let offline = connectedWriters.filter { !reference.isOnline($0) }
+            // Reported, failing only with --strict: nodes declared down during a partition
+            // keep serving clients whose sessions the other side ended (a known node gap).
+            result.checks.append(Check(name: "presence", passed: offline.isEmpty, isTarget: true,
+                                       detail: offline.isEmpty ? "all \(connectedWriters.count) connected writers online on every replica"
+                                           : "\(offline.count) of \(connectedWriters.count) connected writers shown offline: \(offline.joined(separator: ", "))"))
+        }
+
+        // 6. No crash, no sanitizer report, no node that died on its own, no fault the harness failed to inject.
+        let crashes = nodeLogFindings + unexpectedExits
+        result.checks.append(Check(name: "no-crash", passed: crashes.isEmpty,
+                                   detail: crashes.isEmpty ? "no \"Fatal error\", \"Sanitizer\" or \"panic\" in any node log; no node died unasked"
+                                       : crashes.prefix(5).joined(separator: "; ")))
+        let harness = nemesisFailures + stuckWriters
+        result.checks.append(Check(name: "harness", passed: harness.isEmpty,
+                                   detail: harness.isEmpty ? "every fault injected and healed; every writer stopped" : harness.prefix(5).joined(separator: "; ")))
+
+        // 7. Targets: convergence within the target after every heal (p99).
+        var samples: [UInt64] = []
+        for heal in heals {
+            let window = heal.nextFault
+            var worst: UInt64 = 0
+            var censored = false
+            for (index, record) in history.enumerated() {
+                guard case .acknowledged = record.outcome, record.completedAt <= heal.at else { continue }
+                let stable = tracking.stableAt[index] ?? convergedAt ?? UInt64.max
+                if stable <= heal.at { continue }
+                if let window, stable > window { censored = true; continue }
+                worst = max(worst, stable - heal.at)
+            }
+            let value = censored ? (window ?? heal.at) - heal.at : worst
+            samples.append(value)
+            result.healLines.append("\(heal.kinds) \(censored ? "not before the next fault" : "\(worst) ms")")
+            result.healSamples.append(.object([("heal_at_ms", .int(heal.at)), ("faults", .string(heal.kinds)),
+                                               ("converged_ms", censored ? .null : .int(worst)),
+                                               ("not_converged_before_next_fault", .bool(censored))]))
+        }
+        if let final = finalConvergenceMillis {
+            samples.append(final)
+            result.healSamples.append(.object([("heal_at_ms", .int(finalHealAt)), ("faults", .string("final heal")),
+                                               ("converged_ms", .int(final)), ("final", .bool(true))]))
+        }
+        result.healConvergence = Percentiles(samples)
+        let target = options.convergenceTargetMillis
+        result.checks.append(Check(name: "target-convergence", passed: !samples.isEmpty && result.healConvergence.p99 <= target, isTarget: true,
+                                   detail: "after each heal, every write acknowledged before it on every node: \(result.healConvergence.text); target p99 <= \(target) ms"))
+        return result
+    }
+
+    func hasProperty(_ state: RoomState, _ mark: PropertyMark) -> Bool {
+        let register: Register<PropertyValue>?
+        if let user = mark.user {
+            register = state.users[user]?.properties[mark.key]
+        } else {
+            register = state.properties[mark.key]
+        }
+        guard let value = register?.value.bytes else { return false }
+        return value == Array(mark.value.utf8)
+    }
+
+    /// A few lines saying where two replicas differ.
+    func describeDifference(_ aLabel: String, _ a: RoomState, _ bLabel: String, _ b: RoomState) -> [String] {
+        var lines: [String] = []
+        if a.seen != b.seen { lines.append("\(bLabel) vs \(aLabel): seen \(b.seen) vs \(a.seen)") }
+        if a.users.count != b.users.count { lines.append("\(bLabel) vs \(aLabel): \(b.users.count) users vs \(a.users.count)") }
+        for (user, record) in a.users.sorted(by: { $0.key < $1.key }) where b.users[user] != record {
+            let other = b.users[user]
+            lines.append("\(bLabel) vs \(aLabel): user \(user) differs (rewards \(other?.rewardTotal ?? -1) vs \(record.rewardTotal), sessions \(other?.sessions.count ?? -1) vs \(record.sessions.count), stage \(other?.stage.value ?? false) vs \(record.stage.value))")
+            if lines.count > 8 { break }
+        }
+        if a.properties.count != b.properties.count { lines.append("\(bLabel) vs \(aLabel): \(b.properties.count) room properties vs \(a.properties.count)") }
+        if a.stageLimit != b.stageLimit || a.classState != b.classState || a.muteAll != b.muteAll || a.deadIncarnations != b.deadIncarnations {
+            lines.append("\(bLabel) vs \(aLabel): room registers differ (stage limit \(b.stageLimit.value) vs \(a.stageLimit.value), dead incarnations \(b.deadIncarnations.count) vs \(a.deadIncarnations.count))")
+        }
+        return lines
+    }
+}

@@ -1,0 +1,394 @@
+@preconcurrency import Glibc
+import HomeroomCore
+
+/// The faults the nemesis injects.
+enum FaultKind: String, CaseIterable, Sendable {
+    /// Two random halves that cannot reach each other.
+    case halves = "partition-halves"
+    /// Every node sees a majority (itself and its ring neighbours), no two the same one.
+    case ring = "partition-ring"
+    /// Two halves plus one node that sees both sides.
+    case bridge = "partition-bridge"
+    /// One node cut from every other (its clients still reach it).
+    case isolate
+    /// SIGKILL a minority; restart them at the heal.
+    case kill
+    /// SIGSTOP one node; SIGCONT at the heal.
+    case pause
+    /// Restart one node with its clock far off (--clock-skew-ms); restart it right at the heal.
+    case clockSkew = "clock-skew"
+    /// Drop a share of cluster packets (iptables in netns; the node's --fault-drop-percent on loopback).
+    case loss = "packet-loss"
+    /// Hold cluster messages (the node's --fault-delay-ms and --fault-jitter-ms).
+    case latency
+
+    var needsLinkCuts: Bool { self == .halves || self == .ring || self == .bridge }
+
+    /// Faults of the network and faults of processes can overlap in a soak.
+    var isNetworkFault: Bool { needsLinkCuts || self == .isolate || self == .loss }
+}
+
+/// One fault of the schedule, fully decided by the seed before the run starts.
+struct PlannedFault: Sendable {
+    var kind: FaultKind
+    var startMillis: UInt64
+    var durationMillis: UInt64
+    /// Nodes in the order the kind uses them (shuffled): the halves, the ring, the
+    /// bridge first, or the target(s).
+    var nodes: [Int]
+    /// How many of `nodes` a kill or a restart with flags takes.
+    var targets: Int
+    /// Skew (ms, signed), loss (%), or delay (ms).
+    var amount: Int
+    var jitter: Int
+    var faultSeed: UInt64
+
+    var endMillis: UInt64 { startMillis + durationMillis }
+
+    func describe(nodeCount: Int) -> String {
+        func names(_ list: [Int]) -> String { list.map { "n\($0 + 1)" }.joined(separator: ",") }
+        switch kind {
+        case .halves:
+            let half = nodeCount / 2
+            return "{\(names(Array(nodes.prefix(half))))} | {\(names(Array(nodes.dropFirst(half))))}"
+        case .ring: return "ring \(names(nodes)), each sees its neighbours"
+        case .bridge:
+            let rest = Array(nodes.dropFirst())
+            let half = rest.count / 2
+            return "{\(names(Array(rest.prefix(half))))} | {\(names(Array(rest.dropFirst(half))))}, bridge n\(nodes[0] + 1)"
+        case .isolate: return "n\(nodes[0] + 1) alone"
+        case .kill: return "SIGKILL \(names(Array(nodes.prefix(targets))))"
+        case .pause: return "SIGSTOP n\(nodes[0] + 1)"
+        case .clockSkew: return "n\(nodes[0] + 1) clock \(amount > 0 ? "+" : "")\(amount) ms"
+        case .loss: return "\(amount)% of cluster packets dropped" + (targets > 0 ? " at \(names(Array(nodes.prefix(targets))))" : "")
+        case .latency: return "cluster messages held \(amount)+0..\(jitter) ms at \(names(Array(nodes.prefix(targets))))"
+        }
+    }
+}
+
+/// The fault schedule: a pure function of the seed and the options.
+enum Schedule {
+    static func make(options: ChaosOptions, cutsLinks: Bool) -> (faults: [PlannedFault], skipped: [FaultKind]) {
+        var rng = SplitMix64(seed: options.seed ^ 0x6E656D6573697321)
+        let n = options.nodes
+        let requested = options.onlyKinds.isEmpty ? FaultKind.allCases : options.onlyKinds
+        let available = requested.filter { cutsLinks || !$0.needsLinkCuts }
+        let skipped = requested.filter { !available.contains($0) }
+        guard !available.isEmpty else { return ([], skipped) }
+
+        func plan(_ kind: FaultKind, at start: UInt64, duration: UInt64) -> PlannedFault {
+            let order = Array(0..<n).shuffled(using: &rng)
+            var fault = PlannedFault(kind: kind, startMillis: start, durationMillis: duration, nodes: order, targets: 1,
+                                     amount: 0, jitter: 0, faultSeed: rng.next() % 1_000_000)
+            let minority = max(1, (n - 1) / 2)
+            switch kind {
+            case .kill: fault.targets = Int.random(in: 1...minority, using: &rng)
+            case .clockSkew:
+                let magnitude = Int.random(in: 2_000...20_000, using: &rng)
+                fault.amount = Bool.random(using: &rng) ? magnitude : -magnitude
+            case .loss:
+                fault.amount = Int.random(in: 10...35, using: &rng)
+                // Loopback drops at the nodes themselves (a restart with flags), netns on the links.
+                fault.targets = cutsLinks ? 0 : Int.random(in: 1...minority, using: &rng)
+            case .latency:
+                fault.amount = Int.random(in: 30...250, using: &rng)
+                fault.jitter = Int.random(in: 0...150, using: &rng)
+                fault.targets = Int.random(in: 1...minority, using: &rng)
+            default: break
+            }
+            return fault
+        }
+
+        var faults: [PlannedFault] = []
+        var clock: UInt64 = 0
+        switch options.mode {
+        case .short:
+            // Every available kind once, in a seeded order.
+            for kind in available.shuffled(using: &rng) {
+                let duration = UInt64.random(in: options.faultMillis ?? 3_000...4_500, using: &rng)
+                faults.append(plan(kind, at: clock, duration: duration))
+                clock += duration + UInt64.random(in: 3_000...4_000, using: &rng)
+            }
+        case .soak:
+            let end = UInt64(options.durationSeconds) * 1000
+            var round = 0
+            let firstRound = available.shuffled(using: &rng)
+            while clock < end {
+                // Every kind once first, then at random; a third of the time a network
+                // fault and a process fault overlap.
+                let kind = round < firstRound.count ? firstRound[round] : available.randomElement(using: &rng)!
+                let duration = UInt64.random(in: options.faultMillis ?? 2_000...8_000, using: &rng)
+                faults.append(plan(kind, at: clock, duration: duration))
+                if Int.random(in: 0..<3, using: &rng) == 0 {
+                    let others = available.filter { $0.isNetworkFault != kind.isNetworkFault }
+                    if let second = others.randomElement(using: &rng) {
+                        let offset = UInt64.random(in: 0...(duration / 2), using: &rng)
+                        faults.append(plan(second, at: clock + offset, duration: duration - offset))
+                    }
+                }
+                clock += duration + UInt64.random(in: 2_500...5_000, using: &rng)
+                round += 1
+            }
+        }
+        return (faults, skipped)
+    }
+}
+
+/// Carries out the schedule against the running cluster, and heals.
+final class Nemesis {
+    struct Event {
+        var atMillis: UInt64
+        var action: String
+        var kind: FaultKind?
+        var detail: String
+    }
+
+    let cluster: Cluster
+    private(set) var events: [Event] = []
+    /// The times the cluster became whole again (no fault active), for convergence samples.
+    private(set) var fullHeals: [(at: UInt64, kinds: String)] = []
+    /// Kinds active since the cluster was last whole.
+    private var sinceWhole: [FaultKind] = []
+    private(set) var kindsExercised: [FaultKind: Int] = [:]
+    private(set) var failures: [String] = []
+
+    // Active faults.
+    private var cuts: [Set<Int>]
+    private var lossPercent = 0
+    private var isolatedBySignal: Set<Int> = []
+    private var killed: Set<Int> = []
+    private var paused: Set<Int> = []
+    /// Nodes running with fault flags, to be restarted plain at the heal.
+    private var flagged: Set<Int> = []
+    private var active = 0
+
+    init(cluster: Cluster) {
+        self.cluster = cluster
+        cuts = Array(repeating: [], count: cluster.nodes.count)
+    }
+
+    func log(_ action: String, _ kind: FaultKind?, _ detail: String) {
+        events.append(Event(atMillis: Clock.now, action: action, kind: kind, detail: detail))
+        say("nemesis: \(action) \(kind?.rawValue ?? "") \(detail)")
+    }
+
+    private func addCuts(_ groups: [[Int]]) {
+        // Nodes in different groups cannot talk; a node in several groups (the bridge) talks to all of them.
+        let n = cluster.nodes.count
+        for a in 0..<n {
+            for b in 0..<n where a != b {
+                let together = groups.contains { $0.contains(a) && $0.contains(b) }
+                if !together { cuts[a].insert(b) }
+            }
+        }
+    }
+
+    func begin(_ fault: PlannedFault) {
+        let n = cluster.nodes.count
+        let detail = fault.describe(nodeCount: n)
+        kindsExercised[fault.kind, default: 0] += 1
+        active += 1
+        sinceWhole.append(fault.kind)
+        do throws(SpawnError) {
+            switch fault.kind {
+            case .halves:
+                let half = n / 2
+                addCuts([Array(fault.nodes.prefix(half)), Array(fault.nodes.dropFirst(half))])
+                try cluster.network.apply(cuts: cuts, lossPercent: lossPercent)
+            case .ring:
+                // Each node sees itself and `reach` neighbours on either side: a majority, a different one per node.
+                let majority = n / 2 + 1
+                let reach = max(1, majority / 2)
+                // Cut a pair unless they are ring neighbours within reach.
+                for a in 0..<n {
+                    for b in 0..<n where a != b {
+                        let pa = fault.nodes.firstIndex(of: a)!, pb = fault.nodes.firstIndex(of: b)!
+                        let distance = min((pa - pb + n) % n, (pb - pa + n) % n)
+                        if distance > reach { cuts[a].insert(b) }
+                    }
+                }
+                try cluster.network.apply(cuts: cuts, lossPercent: lossPercent)
+            case .bridge:
+                let bridge = fault.nodes[0]
+                let rest = Array(fault.nodes.dropFirst())
+                let half = rest.count / 2
+                addCuts([Array(rest.prefix(half)) + [bridge], Array(rest.dropFirst(half)) + [bridge]])
+                try cluster.network.apply(cuts: cuts, lossPercent: lossPercent)
+            case .isolate:
+                let target = fault.nodes[0]
+                if cluster.network.cutsLinks {
+                    for other in 0..<n where other != target {
+                        cuts[target].insert(other)
+                        cuts[other].insert(target)
+                    }
+                    try cluster.network.apply(cuts: cuts, lossPercent: lossPercent)
+                } else {
+                    cluster.nodes[target].signal(SIGUSR1)
+                    isolatedBySignal.insert(target)
+                }
+            case .kill:
+                for target in fault.nodes.prefix(fault.targets) where cluster.nodes[target].isRunning {
+                    cluster.crash(target)
+                    killed.insert(target)
+                }
+            case .pause:
+                let target = fault.nodes[0]
+                if !killed.contains(target) && cluster.nodes[target].isRunning {
+                    cluster.nodes[target].signal(SIGSTOP)
+                    paused.insert(target)
+                }
+            case .clockSkew:
+                let target = fault.nodes[0]
+                try restartWithFlags(target, ["--clock-skew-ms", "\(fault.amount)"])
+            case .loss:
+                if cluster.network.cutsLinks {
+                    lossPercent = fault.amount
+                    try cluster.network.apply(cuts: cuts, lossPercent: lossPercent)
+                } else {
+                    for target in fault.nodes.prefix(fault.targets) {
+                        try restartWithFlags(target, ["--fault-seed", "\(fault.faultSeed)", "--fault-drop-percent", "\(fault.amount)",
+                                                      "--fault-duplicate-percent", "10"])
+                    }
+                }
+            case .latency:
+                for target in fault.nodes.prefix(fault.targets) {
+                    try restartWithFlags(target, ["--fault-seed", "\(fault.faultSeed)", "--fault-delay-ms", "\(fault.amount)",
+                                                  "--fault-jitter-ms", "\(fault.jitter)"])
+                }
+            }
+            log("start", fault.kind, detail)
+        } catch {
+            failures.append("could not inject \(fault.kind.rawValue) (\(detail)): \(error)")
+            log("failed", fault.kind, "\(detail): \(error)")
+        }
+    }
+
+    private func restartWithFlags(_ target: Int, _ flags: [String]) throws(SpawnError) {
+        guard !killed.contains(target), !paused.contains(target) else { return }
+        cluster.stop(target)
+        try cluster.start(target, faultFlags: flags)
+        flagged.insert(target)
+        if isolatedBySignal.contains(target) { cluster.nodes[target].signal(SIGUSR1) }
+    }
+
+    /// Ends one fault (restoring only what it did); when none is left, heals whatever remains.
+    func end(_ fault: PlannedFault) {
+        active -= 1
+        do throws(SpawnError) {
+            switch fault.kind {
+            case .halves, .ring, .bridge, .isolate:
+                if fault.kind == .isolate && !cluster.network.cutsLinks {
+                    let target = fault.nodes[0]
+                    cluster.nodes[target].signal(SIGUSR2)
+                    isolatedBySignal.remove(target)
+                } else {
+                    cuts = Array(repeating: [], count: cluster.nodes.count)
+                    try cluster.network.apply(cuts: cuts, lossPercent: lossPercent)
+                }
+            case .kill:
+                for target in fault.nodes.prefix(fault.targets) where killed.contains(target) {
+                    try cluster.start(target, faultFlags: [])
+                    killed.remove(target)
+                    if isolatedBySignal.contains(target) { cluster.nodes[target].signal(SIGUSR1) }
+                }
+            case .pause:
+                let target = fault.nodes[0]
+                if paused.contains(target) {
+                    cluster.nodes[target].signal(SIGCONT)
+                    paused.remove(target)
+                }
+            case .clockSkew, .latency:
+                for target in fault.nodes.prefix(fault.targets) where flagged.contains(target) {
+                    try restartPlain(target)
+                }
+            case .loss:
+                if cluster.network.cutsLinks {
+                    lossPercent = 0
+                    try cluster.network.apply(cuts: cuts, lossPercent: 0)
+                } else {
+                    for target in fault.nodes.prefix(fault.targets) where flagged.contains(target) { try restartPlain(target) }
+                }
+            }
+            log("heal", fault.kind, fault.describe(nodeCount: cluster.nodes.count))
+        } catch {
+            failures.append("could not heal \(fault.kind.rawValue): \(error)")
+            log("failed", fault.kind, "heal: \(error)")
+        }
+        if active == 0 {
+            healAll()
+            fullHeals.append((Clock.now, sinceWhole.map(\.rawValue).joined(separator: "+")))
+            sinceWhole = []
+        }
+    }
+
+    private func restartPlain(_ target: Int) throws(SpawnError) {
+        cluster.stop(target)
+        try cluster.start(target, faultFlags: [])
+        flagged.remove(target)
+        if isolatedBySignal.contains(target) { cluster.nodes[target].signal(SIGUSR1) }
+    }
+
+    /// Removes every fault: links, loss, isolation, pauses; restarts crashed and flagged nodes.
+    func healAll() {
+        do throws(SpawnError) {
+            if cuts.contains(where: { !$0.isEmpty }) || lossPercent > 0 {
+                cuts = Array(repeating: [], count: cluster.nodes.count)
+                lossPercent = 0
+                try cluster.network.apply(cuts: cuts, lossPercent: 0)
+            }
+        } catch {
+            failures.append("could not heal the network: \(error)")
+        }
+        for target in isolatedBySignal { cluster.nodes[target].signal(SIGUSR2) }
+        isolatedBySignal = []
+        for target in paused { cluster.nodes[target].signal(SIGCONT) }
+        paused = []
+        for target in flagged.union(killed).sorted() {
+            do throws(SpawnError) {
+                cluster.stop(target)
+                try cluster.start(target, faultFlags: [])
+            } catch {
+                failures.append("could not restart n\(target + 1): \(error)")
+            }
+        }
+        flagged = []
+        killed = []
+        for index in cluster.nodes.indices where !cluster.nodes[index].isRunning {
+            do throws(SpawnError) {
+                try cluster.start(index, faultFlags: [])
+            } catch {
+                failures.append("could not restart n\(index + 1): \(error)")
+            }
+        }
+    }
+
+    /// Runs the schedule on this thread; `tick` is called about every 50 ms (crash
+    /// watch, interruption). Returns false when interrupted.
+    func run(_ schedule: [PlannedFault], tick: () -> Bool) -> Bool {
+        let origin = Clock.now
+        var pendingStarts = schedule.sorted { $0.startMillis < $1.startMillis }
+        var running: [PlannedFault] = []
+        while !pendingStarts.isEmpty || !running.isEmpty {
+            guard tick() else { return false }
+            let elapsed = Clock.now - origin
+            if let index = running.firstIndex(where: { $0.endMillis <= elapsed }) {
+                end(running.remove(at: index))
+                continue
+            }
+            if let next = pendingStarts.first, next.startMillis <= elapsed {
+                pendingStarts.removeFirst()
+                begin(next)
+                running.append(next)
+                continue
+            }
+            Clock.sleep(millis: 50)
+        }
+        // The quiet period after the last heal.
+        let quietUntil = Clock.now + 3_000
+        while Clock.now < quietUntil {
+            guard tick() else { return false }
+            Clock.sleep(millis: 50)
+        }
+        return true
+    }
+}

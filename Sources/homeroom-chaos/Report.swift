@@ -1,0 +1,91 @@
+/// A small JSON value, written with keys in the order given (reports diff well).
+indirect enum JSON {
+    case string(String)
+    case number(Double)
+    case integer(Int64)
+    case bool(Bool)
+    case null
+    case array([JSON])
+    case object([(String, JSON)])
+
+    static func int<T: BinaryInteger>(_ value: T) -> JSON { .integer(Int64(value)) }
+
+    func render(indent: String = "") -> String {
+        let inner = indent + "  "
+        switch self {
+        case let .string(text): return quote(text)
+        case let .number(value):
+            if value.isNaN || value.isInfinite { return "null" }
+            return value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+        case let .integer(value): return String(value)
+        case let .bool(value): return value ? "true" : "false"
+        case .null: return "null"
+        case let .array(items):
+            if items.isEmpty { return "[]" }
+            if items.allSatisfy({ $0.isScalar }) && items.count <= 12 {
+                return "[" + items.map { $0.render() }.joined(separator: ", ") + "]"
+            }
+            return "[\n" + items.map { inner + $0.render(indent: inner) }.joined(separator: ",\n") + "\n" + indent + "]"
+        case let .object(fields):
+            if fields.isEmpty { return "{}" }
+            return "{\n" + fields.map { inner + quote($0.0) + ": " + $0.1.render(indent: inner) }.joined(separator: ",\n") + "\n" + indent + "}"
+        }
+    }
+
+    private var isScalar: Bool {
+        switch self {
+        case .array, .object: return false
+        default: return true
+        }
+    }
+
+    private func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// Nearest-rank percentiles of millisecond samples.
+struct Percentiles {
+    var count: Int
+    var p50: UInt64
+    var p90: UInt64
+    var p99: UInt64
+    var max: UInt64
+
+    init(_ samples: [UInt64]) {
+        let sorted = samples.sorted()
+        count = sorted.count
+        func rank(_ q: Double) -> UInt64 {
+            guard !sorted.isEmpty else { return 0 }
+            let index = Int((q * Double(sorted.count)).rounded(.up)) - 1
+            return sorted[Swift.max(0, Swift.min(sorted.count - 1, index))]
+        }
+        p50 = rank(0.50)
+        p90 = rank(0.90)
+        p99 = rank(0.99)
+        max = sorted.last ?? 0
+    }
+
+    var json: JSON {
+        .object([("count", .int(count)), ("p50_ms", .int(p50)), ("p90_ms", .int(p90)), ("p99_ms", .int(p99)), ("max_ms", .int(max))])
+    }
+
+    var text: String { count == 0 ? "no samples" : "p50 \(p50) ms, p90 \(p90) ms, p99 \(p99) ms, max \(max) ms (\(count))" }
+}

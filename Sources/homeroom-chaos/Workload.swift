@@ -1,0 +1,246 @@
+@preconcurrency import Glibc
+import HomeroomCore
+import HomeroomNode
+import Synchronization
+
+/// A plain OS thread (blocking client calls stay off the Swift concurrency pool).
+final class Worker: Sendable {
+    private let done = Flag()
+    private final class Box {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    init(_ body: @escaping @Sendable () -> Void) {
+        let box = Box { [done] in
+            body()
+            done.set()
+        }
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(box).toOpaque()
+        let result = pthread_create(&thread, nil, { raw in
+            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+            box.body()
+            return nil
+        }, context)
+        if result != 0 {
+            Unmanaged<Box>.fromOpaque(context).release()
+            fputs("homeroom-chaos: cannot start a thread: \(String(cString: strerror(result)))\n", stderr)
+            exit(2)
+        }
+        pthread_detach(thread)
+    }
+
+    var finished: Bool { done.isSet }
+
+    /// Waits until the thread ends, at most `millis`; false when it is still running.
+    func wait(millis: UInt64) -> Bool {
+        let deadline = Clock.now + millis
+        while !finished {
+            if Clock.now >= deadline { return false }
+            usleep(10_000)
+        }
+        return true
+    }
+}
+
+/// The outcome of one write, as a client saw it.
+enum Outcome: Sendable, Equatable {
+    /// Merged and stored at a node before the acknowledgement.
+    case acknowledged(Dot)
+    /// Refused with a code: never applied (unless an earlier, timed-out try was).
+    case refused(String)
+    /// No answer: it may or may not have been applied.
+    case indeterminate(String)
+}
+
+/// One write of the history (Jepsen's invoke and complete, in one record).
+struct WriteRecord: Sendable {
+    var client: String
+    var operation: String
+    var invokedAt: UInt64
+    var completedAt: UInt64
+    var outcome: Outcome
+    /// For rewards: author, target and amount (the amount makes it identifiable).
+    var reward: RewardMark?
+    /// For property writes: the unique key and its value; user nil for a room property.
+    var property: PropertyMark?
+}
+
+struct RewardMark: Sendable, Hashable {
+    var author: UserID
+    var target: UserID
+    var amount: Int32
+}
+
+struct PropertyMark: Sendable, Hashable {
+    var user: UserID?
+    var key: String
+    var value: String
+}
+
+/// Every write of the run, in completion order.
+final class History: Sendable {
+    private let records = Mutex<[WriteRecord]>([])
+    func append(_ record: WriteRecord) { records.withLock { $0.append(record) } }
+    var all: [WriteRecord] { records.withLock { $0 } }
+    var count: Int { records.withLock { $0.count } }
+    /// Records from `start` on, for the sampler's incremental reads.
+    func since(_ start: Int) -> [WriteRecord] { records.withLock { Array($0[min(start, $0.count)...]) } }
+}
+
+/// A user of the room writing through a `RoomClient` that it re-creates when the
+/// client gives up (every node unreachable for a long time).
+final class Writer: Sendable {
+    let user: UserID
+    let role: Role
+    let endpoints: [NodeEndpoint]
+    let seed: UInt64
+    private let client = Mutex<RoomClient?>(nil)
+    private let stopFlag = Atomic<Bool>(false)
+    /// Set when this user was banned: it leaves the equality check (its node no longer serves it).
+    let banned = Atomic<Bool>(false)
+    let recreated = Atomic<Int>(0)
+    private let worker = Mutex<Worker?>(nil)
+
+    init(user: UserID, role: Role, endpoints: [NodeEndpoint], seed: UInt64) {
+        self.user = user
+        self.role = role
+        self.endpoints = endpoints
+        self.seed = seed
+    }
+
+    static func options(syncMillis: UInt64) -> RoomClient.Options {
+        var options = RoomClient.Options()
+        options.syncIntervalMillis = syncMillis
+        options.requestTimeoutMillis = 1_000
+        return options
+    }
+
+    var current: RoomClient? { client.withLock { $0 } }
+
+    func connect(room: String, logger: Logger) throws(ClientError) {
+        let fresh = RoomClient(room: room, user: user, role: role, name: user, endpoints: endpoints,
+                               options: Self.options(syncMillis: 300), logger: logger)
+        try fresh.connect()
+        client.withLock { $0 = fresh }
+    }
+
+    func start(room: String, logger: Logger, history: History, plan: WorkloadPlan) {
+        let thread = Worker { [self] in self.loop(room: room, logger: logger, history: history, plan: plan) }
+        worker.withLock { $0 = thread }
+    }
+
+    func stop() { stopFlag.store(true, ordering: .releasing) }
+    var stopping: Bool { stopFlag.load(ordering: .acquiring) }
+
+    func wait(millis: UInt64) -> Bool { worker.withLock { $0 }?.wait(millis: millis) ?? true }
+
+    private func loop(room: String, logger: Logger, history: History, plan: WorkloadPlan) {
+        var rng = SplitMix64(seed: seed)
+        var sequence = 0
+        let interval = 1000.0 / plan.writesPerSecond
+        while !stopping {
+            let pause = UInt64(max(1, interval * Double.random(in: 0.5...1.5, using: &rng)))
+            Clock.sleep(millis: pause)
+            if stopping { break }
+            guard let current else { break }
+            if current.connectionState == .aborted {
+                if banned.load(ordering: .acquiring) { break }
+                // Every node failed for a long while: start over with a new client.
+                do {
+                    try connect(room: room, logger: logger)
+                    recreated.add(1, ordering: .relaxed)
+                } catch {
+                    if case .refused(code: "banned", _) = error { banned.store(true, ordering: .releasing); break }
+                    Clock.sleep(millis: 500)
+                }
+                continue
+            }
+            sequence += 1
+            let (operation, reward, property) = plan.nextOperation(for: self, sequence: sequence, rng: &rng)
+            let invoked = Clock.now
+            let outcome: Outcome
+            do {
+                let dot = try current.write(operation)
+                outcome = .acknowledged(dot)
+            } catch {
+                switch error {
+                case let .refused(code, _): outcome = .refused(code)
+                default: outcome = .indeterminate(error.code)
+                }
+            }
+            history.append(WriteRecord(client: user, operation: operation.name, invokedAt: invoked, completedAt: Clock.now,
+                                       outcome: outcome, reward: reward, property: property))
+            if case .refused("banned") = outcome {
+                banned.store(true, ordering: .releasing)
+                break
+            }
+        }
+    }
+}
+
+/// What the writers write: teachers change the stage, privileges, whiteboard, limits,
+/// reward students and set room properties; students flip their devices and hands and
+/// set their own properties. Rewards and properties are unique, so each acknowledged
+/// one can be found (or found missing) in the final state.
+final class WorkloadPlan: Sendable {
+    let students: [UserID]
+    let writesPerSecond: Double
+    private let counters = Mutex<[UserID: Int]>([:])
+
+    init(students: [UserID], writesPerSecond: Double) {
+        self.students = students
+        self.writesPerSecond = writesPerSecond
+    }
+
+    /// The n-th reward of one author: target and amount cycle so that (author, target,
+    /// amount) names it uniquely for students x 1,000 rewards.
+    func rewardMark(author: UserID, index: Int) -> RewardMark {
+        let target = students[index % students.count]
+        let amount = Int32(1 + (index / students.count) % 1000)
+        return RewardMark(author: author, target: target, amount: amount)
+    }
+
+    func nextOperation(for writer: Writer, sequence: Int, rng: inout SplitMix64) -> (Operation, RewardMark?, PropertyMark?) {
+        let roll = Int.random(in: 0..<100, using: &rng)
+        if writer.role == .teacher {
+            let student = students.randomElement(using: &rng)!
+            switch roll {
+            case 0..<24: return (.setStage(user: student, on: Bool.random(using: &rng)), nil, nil)
+            case 24..<42:
+                let device: Device = Bool.random(using: &rng) ? .camera : .microphone
+                return (.setPrivilege(user: student, device: device, allowed: Bool.random(using: &rng)), nil, nil)
+            case 42..<50: return (.setBoard(user: student, granted: Bool.random(using: &rng)), nil, nil)
+            case 50..<75:
+                let index = counters.withLock { counters -> Int in
+                    defer { counters[writer.user, default: 0] += 1 }
+                    return counters[writer.user, default: 0]
+                }
+                let mark = rewardMark(author: writer.user, index: index)
+                return (.reward(user: mark.target, amount: mark.amount), mark, nil)
+            case 75..<87:
+                let key = "\(writer.user).\(sequence)"
+                let value = "v\(sequence)"
+                return (.setRoomProperty(key: key, value: Array(value.utf8), cause: "chaos"),
+                        nil, PropertyMark(user: nil, key: key, value: value))
+            case 87..<92: return (.setStageLimit(UInt32(Int.random(in: 3...6, using: &rng))), nil, nil)
+            case 92..<97: return (.setHand(user: student, raised: false), nil, nil)
+            default: return (.muteAll, nil, nil)
+            }
+        }
+        let me = writer.user
+        switch roll {
+        case 0..<40:
+            let device: Device = Bool.random(using: &rng) ? .camera : .microphone
+            return (.setDevice(user: me, device: device, on: Bool.random(using: &rng)), nil, nil)
+        case 40..<65: return (.setHand(user: me, raised: Bool.random(using: &rng)), nil, nil)
+        case 65..<95:
+            let key = "p\(sequence)"
+            let value = "\(me).\(sequence)"
+            return (.setUserProperty(user: me, key: key, value: Array(value.utf8), cause: "chaos"),
+                    nil, PropertyMark(user: me, key: key, value: value))
+        default: return (.setName(user: me, name: "\(me) \(sequence)"), nil, nil)
+        }
+    }
+}
