@@ -122,3 +122,28 @@ import Testing
         #expect(eventually(5) { teacher.replica.raisedHands == ["dan"] })
     }
 }
+
+@Suite(.serialized) struct RefutationTests {
+    @Test func aNodeDeclaredDownWhileAliveRefutesAndItsUsersComeBackOnline() throws {
+        let cluster = try TestCluster(size: 3, label: "refute")
+        #expect(cluster.meshed())
+        let watcher = cluster.client("watcher", .observer, node: 0, room: "pres")
+        let carol = cluster.client("carol", .student, node: 2, room: "pres")
+        defer { watcher.close(); carol.close() }
+        try watcher.connect()
+        try carol.connect()
+        #expect(eventually(5) { watcher.replica.isOnline("carol") })
+        // Cut node 2 off for longer than the down period (20 heartbeats = 1 s).
+        var cut = FaultPolicy()
+        cut.isolated = true
+        cluster.nodes[2].faults = cut
+        #expect(eventually(5) { !watcher.replica.isOnline("carol") }, "the others never declared node 2 down")
+        cluster.nodes[2].faults = FaultPolicy()
+        // Node 2 hears it was declared down, takes a new incarnation and re-announces carol.
+        #expect(eventually(8) { watcher.replica.isOnline("carol") }, "carol stayed offline after the heal")
+        #expect(cluster.nodes[2].metrics["refutations_total"] >= 1)
+        // When carol leaves, the copy the refutation made ends as well: no ghost.
+        carol.close()
+        #expect(eventually(5) { !watcher.replica.isOnline("carol") }, "a re-announced session outlived its client")
+    }
+}

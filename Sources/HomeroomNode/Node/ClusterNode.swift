@@ -20,7 +20,10 @@ public final class ClusterNode: Sendable {
     /// A new replica id per boot (name + incarnation), so a restarted node never
     /// reuses a sequence number another replica has already seen.
     public let replica: ReplicaID
-    public let incarnation: UInt64
+    /// This boot's incarnation; a node that learns it was declared down while alive
+    /// moves to a new one (refutation) and announces its sessions again.
+    public var incarnation: UInt64 { incarnationBox.withLock { $0 } }
+    let incarnationBox: Mutex<UInt64>
     public let listenAddress: String
     public let publishAddress: String
     public let metrics = NodeMetrics()
@@ -37,6 +40,7 @@ public final class ClusterNode: Sendable {
     let appliedObservers = Mutex<[@Sendable (String, [Delta]) -> Void]>([])
     private let ticker: Mutex<NNGThread?> = Mutex(nil)
     private let sender: Mutex<NNGThread?> = Mutex(nil)
+    private let presence: Mutex<NNGThread?> = Mutex(nil)
     private let http = Mutex<HTTPEndpoint?>(nil)
     /// The port /healthz and /metrics are served on, once started (0 without HTTP).
     public var httpPort: UInt16 { http.withLock { $0?.port ?? 0 } }
@@ -79,7 +83,7 @@ public final class ClusterNode: Sendable {
                 throw .store(StoreError(code: 1, message: "\(error)", operation: "open", path: directory))
             }
         }
-        self.incarnation = incarnation
+        self.incarnationBox = Mutex(incarnation)
         let replica = store != nil ? stableReplica : ReplicaID(name: "\(config.name)#\(incarnation)")
         self.replica = replica
         var initial = NodeState(replica: replica, maxClockDriftMillis: config.maxClockDriftMillis)
@@ -137,6 +141,8 @@ public final class ClusterNode: Sendable {
         ticker.withLock { $0 = thread }
         let publishing = try? NNGThread(name: "hr-publish") { [weak self] in self?.publishLoop() }
         sender.withLock { $0 = publishing }
+        let watching = try? NNGThread(name: "hr-presence") { [weak self] in self?.presenceLoop() }
+        presence.withLock { $0 = watching }
         let delays = WeakNode()
         delays.set(self)
         delayLine.start { message in delays.node?.releaseDelayed(message) }
@@ -174,6 +180,7 @@ public final class ClusterNode: Sendable {
         state.withLock { $0.stopping = true }
         http.withLock { $0 }?.stop()
         if let thread = ticker.withLock({ $0 }) { thread.join() }
+        if let thread = presence.withLock({ $0 }) { thread.join() }
         outbox.wake()
         if let thread = sender.withLock({ $0 }) { thread.join() }
         delayLine.stop()

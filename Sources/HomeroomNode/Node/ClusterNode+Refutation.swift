@@ -1,0 +1,106 @@
+import HomeroomCore
+
+/// Refutation, as in SWIM: a node cut off longer than the down period is declared
+/// down by the others, who end the sessions of its current incarnation. When the
+/// node hears of it (the `replica_down` reaches it after the heal), it is evidently
+/// alive: it moves to a new incarnation and announces its live sessions again, so
+/// its users are online everywhere without reconnecting.
+extension ClusterNode {
+    static let reincarnationMark = "~r"
+
+    func presenceLoop() {
+        while !state.withLock({ $0.stopping }) {
+            refuteIfDeclaredDown()
+            endReincarnationsOfLeftSessions()
+            var slept: UInt64 = 0
+            while slept < config.heartbeatMillis && !state.withLock({ $0.stopping }) {
+                NNGSleep.milliseconds(20)
+                slept += 20
+            }
+        }
+    }
+
+    func refuteIfDeclaredDown() {
+        let current = incarnation
+        let (declared, deadest) = state.withLock { state -> (Bool, UInt64) in
+            let marks = state.rooms.values.compactMap { $0.deadIncarnations[replica] }
+            return (marks.contains { $0 >= current }, marks.max() ?? 0)
+        }
+        guard declared, !state.withLock({ $0.stopping }) else { return }
+        let next = max(current + 1, deadest + 1, WallClock.nowMillis())
+        incarnationBox.withLock { $0 = next }
+        state.withLock { state in _ = try? state.store?.setMeta("incarnation", Int64(bitPattern: next)) }
+        metrics.add("refutations_total")
+        logger.notice("declared down while alive: refuting with a new incarnation", ["old": "\(current)", "new": "\(next)"])
+        let rooms = state.withLock { Array($0.rooms.keys) }
+        for room in rooms {
+            let sessions = state.withLock { state -> [(UserID, SessionID, String, Role)] in
+                guard let roomState = state.rooms[room] else { return [] }
+                var live: [(UserID, SessionID, String, Role)] = []
+                for (user, record) in roomState.users where !record.isBanned {
+                    // Only sessions of the incarnation just declared down; older ones ended at boot.
+                    for session in record.sessions
+                    where session.host == replica && session.incarnation == current && session.ended == nil
+                        && record.kicked < session.started {
+                        live.append((user, session.id, record.name.value, record.role.value))
+                    }
+                }
+                return live
+            }
+            for (user, session, name, role) in sessions {
+                let base = Self.baseSession(session)
+                systemWrite(room: room, .joinSession(user: user, session: base + Self.reincarnationMark + String(next), name: name,
+                                                     role: role, host: replica, incarnation: next))
+            }
+        }
+    }
+
+    /// A client that leaves ends its original session; the copies a refutation made
+    /// of it must end too, or they would stay online as ghosts.
+    func endReincarnationsOfLeftSessions() {
+        let rooms = state.withLock { Array($0.rooms.keys) }
+        for room in rooms {
+            let orphans = state.withLock { state -> [(UserID, SessionID)] in
+                guard let current = state.rooms[room] else { return [] }
+                var result: [(UserID, SessionID)] = []
+                for (user, record) in current.users {
+                    let ended = Set(record.sessions.filter { $0.ended != nil }.map { Self.baseSession($0.id) })
+                    guard !ended.isEmpty else { continue }
+                    for session in record.sessions where session.ended == nil && session.host == replica
+                        && session.id.contains(Self.reincarnationMark) && ended.contains(Self.baseSession(session.id)) {
+                        result.append((user, session.id))
+                    }
+                }
+                return result
+            }
+            for (user, session) in orphans { systemWrite(room: room, .leaveSession(user: user, session: session)) }
+        }
+    }
+
+    static func baseSession(_ id: SessionID) -> SessionID {
+        let bytes = Array(id.utf8)
+        let mark = Array(reincarnationMark.utf8)
+        guard bytes.count > mark.count else { return id }
+        for start in 0...(bytes.count - mark.count) where Array(bytes[start..<(start + mark.count)]) == mark {
+            return String(decoding: bytes[..<start], as: UTF8.self)
+        }
+        return id
+    }
+
+    /// A write the node makes for the cluster: stored, applied, published.
+    func systemWrite(room: String, _ operation: Operation) {
+        let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0, operation: operation)
+        state.withLock { state in
+            guard var current = state.rooms.removeValue(forKey: room) else { return }
+            defer { state.rooms[room] = current }
+            let (delta, sequencer) = state.stamp(room: room, write, nowMillis: wallMillis())
+            if let store = state.store {
+                guard (try? store.append(room: room, deltas: [delta])) != nil else { return }
+                state.dirtyRooms[room, default: 0] += 1
+            }
+            state.commit(room: room, delta, sequencer)
+            _ = current.apply(delta)
+            outbox.enqueue(room: room, deltas: [delta], toNodes: true)
+        }
+    }
+}
