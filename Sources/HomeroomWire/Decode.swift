@@ -241,6 +241,21 @@ struct CDecoder {
         deleted != 0 ? nil : try bytes(value, "\(field()).value")
     }
 
+    private func revision(_ assigned: UInt64, _ condition: UnsafeMutablePointer<Homeroom__V1__RevisionCondition>?, _ count: Int,
+                          _ lineage: UnsafeMutablePointer<UnsafeMutablePointer<Homeroom__V1__Dot>?>?,
+                          _ field: @autoclosure () -> String) throws(WireError) -> PropertyRevision {
+        PropertyRevision(condition: condition.map { $0.pointee.revision }, assigned: assigned,
+                         lineage: try dots(count, lineage, "\(field()).lineage"))
+    }
+
+    /// A list of dots, at most `maxLineage` of them.
+    func dots(_ count: Int, _ list: UnsafeMutablePointer<UnsafeMutablePointer<Homeroom__V1__Dot>?>?,
+              _ field: @autoclosure () -> String) throws(WireError) -> [Dot] {
+        try self.count(count, max: limits.maxLineage, field())
+        guard count > 0, let list else { return [] }
+        return (0..<count).map { Dot(origin: ReplicaID(list[$0]!.pointee.origin), sequence: list[$0]!.pointee.sequence) }
+    }
+
     private func operation(_ delta: UnsafeMutablePointer<Homeroom__V1__Delta>, author: UserID, strings: [String],
                            _ field: @autoclosure () -> String) throws(WireError) -> HomeroomCore.Operation {
         let d = delta.pointee
@@ -283,7 +298,8 @@ struct CDecoder {
             let op = d.set_user_property!.pointee
             let path = "\(field()).set_user_property"
             return .setUserProperty(user: try user(op.user, author: author, strings: strings, path), key: try string(op.key, "\(path).key"),
-                                    value: try property(deleted: op.deleted, value: op.value, path), cause: try string(op.cause, "\(path).cause"))
+                                    value: try property(deleted: op.deleted, value: op.value, path), cause: try string(op.cause, "\(path).cause"),
+                                    revision: try revision(op.revision, op.condition, op.n_lineage, op.lineage, path))
         case 16:
             return .setRoomName(try string(d.set_room_name!.pointee.name, "\(field()).set_room_name.name"))
         case 17:
@@ -302,7 +318,8 @@ struct CDecoder {
             let op = d.set_room_property!.pointee
             let path = "\(field()).set_room_property"
             return .setRoomProperty(key: try string(op.key, "\(path).key"), value: try property(deleted: op.deleted, value: op.value, path),
-                                    cause: try string(op.cause, "\(path).cause"))
+                                    cause: try string(op.cause, "\(path).cause"),
+                                    revision: try revision(op.revision, op.condition, op.n_lineage, op.lineage, path))
         case 24:
             let op = d.replica_down!.pointee
             return .replicaDown(replica: ReplicaID(op.replica), incarnation: op.incarnation)
@@ -310,6 +327,36 @@ struct CDecoder {
             return .kick(user: try user(d.kick!.pointee.user, author: author, strings: strings, "\(field()).kick"))
         case 26:
             return .ban(user: try user(d.ban!.pointee.user, author: author, strings: strings, "\(field()).ban"))
+        case 27:
+            let op = d.send_message!.pointee
+            let path = "\(field()).send_message"
+            return .sendMessage(type: try string(op.type, "\(path).type"), payload: try bytes(op.payload, "\(path).payload"), previous: op.previous)
+        case 28:
+            let op = d.send_peer_message!.pointee
+            let path = "\(field()).send_peer_message"
+            return .sendPeerMessage(to: try user(op.user, author: author, strings: strings, path), type: try string(op.type, "\(path).type"),
+                                    payload: try bytes(op.payload, "\(path).payload"), previous: op.previous)
+        case 29:
+            let op = d.set_chat_muted!.pointee
+            let target = op.everyone != 0 ? nil : try user(op.user, author: author, strings: strings, "\(field()).set_chat_muted")
+            return .setChatMuted(user: target, muted: bool(op.muted))
+        case 30:
+            return .trimHistory(beforeMillis: d.trim_history!.pointee.before_millis)
+        case 31:
+            return .setHistoryLimit(d.set_history_limit!.pointee.limit)
+        case 32:
+            let op = d.set_presence_state!.pointee
+            let path = "\(field()).set_presence_state"
+            try count(op.n_items, max: limits.maxPresenceItems, "\(path).items")
+            var items: [PresenceItem] = []
+            items.reserveCapacity(op.n_items)
+            for index in 0..<op.n_items {
+                let item = op.items[index]!.pointee
+                items.append(PresenceItem(key: try string(item.key, "\(path).items[\(index)].key"),
+                                          value: item.deleted != 0 ? nil : try bytes(item.value, "\(path).items[\(index)].value")))
+            }
+            return .setPresenceState(user: try user(op.user, author: author, strings: strings, path),
+                                     session: try string(op.session, "\(path).session"), items: items)
         default:
             throw .missingField("\(field()).op (no operation this version knows)")
         }

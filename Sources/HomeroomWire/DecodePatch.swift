@@ -61,6 +61,27 @@ extension CDecoder {
         }
         state.properties = try properties(patch.n_properties, patch.properties, tables, "\(field).properties")
         state.seen = try versionVector(patch.seen, "\(field).seen")
+        try bool(patch.chat_muted, &state.chatMuted, tables, "\(field).chat_muted")
+        if let register = patch.history_limit {
+            state.historyLimit = Register(register.pointee.value, stamp: try stamp(register.pointee.stamp, tables, "\(field).history_limit.stamp"))
+        }
+        try count(patch.n_messages, max: limits.maxMessagesPerPatch, "\(field).messages")
+        var messages: [Message] = []
+        messages.reserveCapacity(patch.n_messages)
+        var keys = Set<MessageKey>()
+        for index in 0..<patch.n_messages {
+            let entry = patch.messages[index]!.pointee
+            let path = "\(field).messages[\(index)]"
+            let key = MessageKey(sender: try tableString(entry.sender, tables, "\(path).sender"), counter: entry.counter)
+            guard keys.insert(key).inserted else { throw .invalidValue(field: path, reason: "message \(key) appears twice") }
+            let recipient = entry.recipient == 0 ? nil : try tableString(entry.recipient - 1, tables, "\(path).recipient")
+            guard entry.stamp != nil else { throw .missingField("\(path).stamp") }
+            messages.append(Message(key: key, recipient: recipient, type: try string(entry.type, "\(path).type"),
+                                    payload: try bytes(entry.payload, "\(path).payload"), previous: entry.previous,
+                                    stamp: try stamp(entry.stamp, tables, "\(path).stamp")))
+        }
+        let floor = patch.history_floor == nil ? Stamp.origin : try stamp(patch.history_floor, tables, "\(field).history_floor")
+        state.messages = MessageLog(messages: messages, floor: floor)
         state.rebuildIndexes()
         return state
     }
@@ -112,6 +133,19 @@ extension CDecoder {
         }
 
         activity.properties = try properties(patch.n_properties, patch.properties, tables, "\(field).properties")
+        try bool(patch.chat_muted, &activity.chatMuted, tables, "\(field).chat_muted")
+        try count(patch.n_presence, max: limits.maxMapEntries, "\(field).presence")
+        for index in 0..<patch.n_presence {
+            let entry = patch.presence[index]!.pointee
+            let path = "\(field).presence[\(index)]"
+            let key = try string(entry.key, "\(path).key")
+            guard entry.stamp != nil else { throw .missingField("\(path).stamp") }
+            let value = PresenceValue(bytes: entry.deleted != 0 ? nil : try bytes(entry.value, "\(path).value"),
+                                      session: try string(entry.session, "\(path).session"))
+            if activity.presence.updateValue(Register(value, stamp: try stamp(entry.stamp, tables, "\(path).stamp")), forKey: key) != nil {
+                throw .invalidValue(field: "\(path).key", reason: "presence key \(key) appears twice")
+            }
+        }
 
         try count(patch.n_rewards, max: limits.maxMapEntries, "\(field).rewards")
         if patch.n_rewards > 0 {
@@ -146,7 +180,8 @@ extension CDecoder {
             let key = try string(entry.key, "\(path).key")
             let value = PropertyValue(bytes: entry.deleted != 0 ? nil : try bytes(entry.value, "\(path).value"),
                                       operatorID: try tableString(entry.writer, tables, "\(path).writer"),
-                                      cause: try string(entry.cause, "\(path).cause"))
+                                      cause: try string(entry.cause, "\(path).cause"), revision: entry.revision,
+                                      lineage: try dots(entry.n_lineage, entry.lineage, "\(path).lineage"))
             guard entry.stamp != nil else { throw .missingField("\(path).stamp") }
             if result.updateValue(Register(value, stamp: try stamp(entry.stamp, tables, "\(path).stamp")), forKey: key) != nil {
                 throw .invalidValue(field: "\(path).key", reason: "property \(key) appears twice")

@@ -249,12 +249,15 @@ struct CEncoder {
             op.pointee.name = string(name)
             delta.pointee.set_name = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_NAME
-        case let .setUserProperty(user, key, value, cause):
+        case let .setUserProperty(user, key, value, cause, revision):
             let op = make(homeroom__v1__set_user_property__init)
             op.pointee.user = target(user, author: author, &interner)
             op.pointee.key = string(key)
             if let value { op.pointee.value = arena.binary(value) } else { op.pointee.deleted = 1 }
             op.pointee.cause = string(cause)
+            op.pointee.revision = revision.assigned
+            if let condition = revision.condition { op.pointee.condition = revisionCondition(condition) }
+            (op.pointee.n_lineage, op.pointee.lineage) = dots(revision.lineage)
             delta.pointee.set_user_property = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_USER_PROPERTY
         case let .setRoomName(name):
@@ -290,11 +293,14 @@ struct CEncoder {
         case .muteAll:
             delta.pointee.mute_all = make(homeroom__v1__mute_all__init)
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_MUTE_ALL
-        case let .setRoomProperty(key, value, cause):
+        case let .setRoomProperty(key, value, cause, revision):
             let op = make(homeroom__v1__set_room_property__init)
             op.pointee.key = string(key)
             if let value { op.pointee.value = arena.binary(value) } else { op.pointee.deleted = 1 }
             op.pointee.cause = string(cause)
+            op.pointee.revision = revision.assigned
+            if let condition = revision.condition { op.pointee.condition = revisionCondition(condition) }
+            (op.pointee.n_lineage, op.pointee.lineage) = dots(revision.lineage)
             delta.pointee.set_room_property = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_ROOM_PROPERTY
         case let .replicaDown(replica, incarnation):
@@ -313,7 +319,66 @@ struct CEncoder {
             op.pointee.user = target(user, author: author, &interner)
             delta.pointee.ban = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_BAN
+        case let .sendMessage(type, payload, previous):
+            let op = make(homeroom__v1__send_message__init)
+            op.pointee.type = string(type)
+            op.pointee.payload = arena.binary(payload)
+            op.pointee.previous = previous
+            delta.pointee.send_message = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SEND_MESSAGE
+        case let .sendPeerMessage(recipient, type, payload, previous):
+            let op = make(homeroom__v1__send_peer_message__init)
+            op.pointee.user = target(recipient, author: author, &interner)
+            op.pointee.type = string(type)
+            op.pointee.payload = arena.binary(payload)
+            op.pointee.previous = previous
+            delta.pointee.send_peer_message = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SEND_PEER_MESSAGE
+        case let .setChatMuted(user, muted):
+            let op = make(homeroom__v1__set_chat_muted__init)
+            if let user { op.pointee.user = target(user, author: author, &interner) } else { op.pointee.everyone = 1 }
+            op.pointee.muted = muted ? 1 : 0
+            delta.pointee.set_chat_muted = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_CHAT_MUTED
+        case let .trimHistory(beforeMillis):
+            let op = make(homeroom__v1__trim_history__init)
+            op.pointee.before_millis = beforeMillis
+            delta.pointee.trim_history = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_TRIM_HISTORY
+        case let .setHistoryLimit(limit):
+            let op = make(homeroom__v1__set_history_limit__init)
+            op.pointee.limit = limit
+            delta.pointee.set_history_limit = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_HISTORY_LIMIT
+        case let .setPresenceState(user, session, items):
+            let op = make(homeroom__v1__set_presence_state__init)
+            op.pointee.user = target(user, author: author, &interner)
+            op.pointee.session = string(session)
+            let list = arena.pointers(Homeroom__V1__PresenceItem.self, count: items.count)
+            for (index, item) in items.enumerated() {
+                let entry = make(homeroom__v1__presence_item__init)
+                entry.pointee.key = string(item.key)
+                if let value = item.value { entry.pointee.value = arena.binary(value) } else { entry.pointee.deleted = 1 }
+                list[index] = entry
+            }
+            op.pointee.n_items = items.count
+            op.pointee.items = list
+            delta.pointee.set_presence_state = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_PRESENCE_STATE
         }
+    }
+
+    private func revisionCondition(_ revision: UInt64) -> UnsafeMutablePointer<Homeroom__V1__RevisionCondition> {
+        let condition = make(homeroom__v1__revision_condition__init)
+        condition.pointee.revision = revision
+        return condition
+    }
+
+    func dots(_ dots: [Dot]) -> (Int, UnsafeMutablePointer<UnsafeMutablePointer<Homeroom__V1__Dot>?>?) {
+        guard !dots.isEmpty else { return (0, nil) }
+        let list = arena.pointers(Homeroom__V1__Dot.self, count: dots.count)
+        for (index, value) in dots.enumerated() { list[index] = dot(value) }
+        return (dots.count, list)
     }
 
     // MARK: Enums (Core raw value + 1: 0 is UNSPECIFIED on the wire)

@@ -10,6 +10,8 @@ final class PatchEncoder {
     private let encoder: CEncoder
     private var replicaFixups: [(field: UnsafeMutablePointer<UInt32>, replica: UInt64)] = []
     private var stringFixups: [(field: UnsafeMutablePointer<UInt32>, string: String)] = []
+    /// Fields that hold a string-table index plus one (0 means "none").
+    private var stringPlusOneFixups: [(field: UnsafeMutablePointer<UInt32>, string: String)] = []
 
     static let defaultRoom = RoomState(roomID: "")
     static let defaultUser = UserRecord()
@@ -71,6 +73,25 @@ final class PatchEncoder {
         patch.pointee.properties = list
         if !state.seen.origins.isEmpty { patch.pointee.seen = encoder.versionVector(state.seen) }
 
+        patch.pointee.chat_muted = boolRegister(state.chatMuted, default: room.chatMuted)
+        patch.pointee.history_limit = uint32Register(state.historyLimit, default: room.historyLimit)
+        if state.messages.floor != .origin { patch.pointee.history_floor = stamp(state.messages.floor) }
+        let messages = state.messages.entries.values.sorted { $0.key < $1.key }
+        let messageList = encoder.arena.pointers(Homeroom__V1__MessageRecord.self, count: messages.count)
+        for (index, message) in messages.enumerated() {
+            let record = encoder.make(homeroom__v1__message_record__init)
+            stringFixups.append((field(record, \.sender), message.sender))
+            record.pointee.counter = message.key.counter
+            if let recipient = message.recipient { stringPlusOneFixups.append((field(record, \.recipient), recipient)) }
+            record.pointee.type = encoder.string(message.type)
+            record.pointee.payload = encoder.arena.binary(message.payload)
+            record.pointee.previous = message.previous
+            record.pointee.stamp = stamp(message.stamp)
+            messageList[index] = record
+        }
+        patch.pointee.n_messages = messages.count
+        patch.pointee.messages = messageList
+
         // The tables, sorted, and every index that refers to them.
         let replicas = Array(Set(replicaFixups.map(\.replica))).sorted()
         var replicaIndex: [UInt64: UInt32] = [:]
@@ -84,11 +105,12 @@ final class PatchEncoder {
         patch.pointee.n_replicas = replicas.count
         patch.pointee.replicas = replicaTable
 
-        let strings = Array(Set(stringFixups.map(\.string))).sorted(by: utf8Less)
+        let strings = Array(Set(stringFixups.map(\.string)).union(stringPlusOneFixups.map(\.string))).sorted(by: utf8Less)
         var stringIndex: [String: UInt32] = [:]
         stringIndex.reserveCapacity(strings.count)
         for (index, string) in strings.enumerated() { stringIndex[string] = UInt32(index) }
         for fixup in stringFixups { fixup.field.pointee = stringIndex[fixup.string]! }
+        for fixup in stringPlusOneFixups { fixup.field.pointee = stringIndex[fixup.string]! + 1 }
         patch.pointee.n_strings = strings.count
         patch.pointee.strings = encoder.stringTable(strings)
         return patch
@@ -150,6 +172,21 @@ final class PatchEncoder {
         let (count, list) = properties(activity.properties)
         message.pointee.n_properties = count
         message.pointee.properties = list
+
+        message.pointee.chat_muted = boolRegister(activity.chatMuted, default: none.chatMuted)
+        let presenceKeys = activity.presence.keys.sorted(by: utf8Less)
+        let presenceList = encoder.arena.pointers(Homeroom__V1__PresenceEntry.self, count: presenceKeys.count)
+        for (index, key) in presenceKeys.enumerated() {
+            let register = activity.presence[key]!
+            let entry = encoder.make(homeroom__v1__presence_entry__init)
+            entry.pointee.key = encoder.string(key)
+            if let bytes = register.value.bytes { entry.pointee.value = encoder.arena.binary(bytes) } else { entry.pointee.deleted = 1 }
+            entry.pointee.session = encoder.string(register.value.session)
+            entry.pointee.stamp = stamp(register.stamp)
+            presenceList[index] = entry
+        }
+        message.pointee.n_presence = presenceKeys.count
+        message.pointee.presence = presenceList
         return message
     }
 
@@ -169,6 +206,8 @@ final class PatchEncoder {
             stringFixups.append((field(property, \.writer), register.value.operatorID))
             property.pointee.cause = encoder.string(register.value.cause)
             property.pointee.stamp = stamp(register.stamp)
+            property.pointee.revision = register.value.revision
+            (property.pointee.n_lineage, property.pointee.lineage) = encoder.dots(register.value.lineage)
             list[index] = property
         }
         return (keys.count, list)

@@ -40,6 +40,7 @@ extension CEncoder {
             }
             body.pointee.n_missing = request.missing.count
             body.pointee.missing = list
+            body.pointee.user = string(request.user)
             message.pointee.sync_request = body
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_SYNC_REQUEST
         case let .syncResponse(response):
@@ -64,6 +65,7 @@ extension CEncoder {
             body.pointee.error_code = string(ack.errorCode)
             body.pointee.message = string(ack.message)
             if let value = ack.dot { body.pointee.dot = dot(value) }
+            body.pointee.revision = ack.revision
             message.pointee.write_ack = body
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_WRITE_ACK
         case let .heartbeat(heartbeat):
@@ -227,7 +229,8 @@ extension CDecoder {
             }
             missing.append(WireMessage.MissingRange(origin: ReplicaID(range.origin), first: range.first, last: range.last))
         }
-        return WireMessage.SyncRequest(seen: try versionVector(request.seen, "envelope.sync_request.seen"), missing: missing)
+        return WireMessage.SyncRequest(seen: try versionVector(request.seen, "envelope.sync_request.seen"), missing: missing,
+                                       user: try string(request.user, "envelope.sync_request.user"))
     }
 
     private func syncResponse(_ response: Homeroom__V1__SyncResponse, roomID: String) throws(WireError) -> WireMessage.SyncResponse {
@@ -250,7 +253,7 @@ extension CDecoder {
         let dot = ack.dot.map { Dot(origin: ReplicaID($0.pointee.origin), sequence: $0.pointee.sequence) }
         return WireMessage.WriteAck(requestID: ack.request_id, status: status,
                                     errorCode: try string(ack.error_code, "envelope.write_ack.error_code"),
-                                    message: try string(ack.message, "envelope.write_ack.message"), dot: dot)
+                                    message: try string(ack.message, "envelope.write_ack.message"), dot: dot, revision: ack.revision)
     }
 
     private func heartbeat(_ heartbeat: Homeroom__V1__Heartbeat) throws(WireError) -> WireMessage.Heartbeat {

@@ -34,6 +34,12 @@ public struct WireLimits: Hashable, Sendable {
     public var maxOrigins: Int
     /// Early (out-of-order) sequence numbers kept per origin. Default 65,536.
     public var maxEarlyPerOrigin: Int
+    /// Messages in one patch's history. Default 20,000 (the history keeps at most 10,000).
+    public var maxMessagesPerPatch: Int
+    /// Items in one presence-state write, and presence keys of one user in a patch. Default 256.
+    public var maxPresenceItems: Int
+    /// Dots in a property write's lineage. Default 32 (Homeroom sends at most 8).
+    public var maxLineage: Int
 
     public init(maxMessageBytes: Int = 4 << 20,
                 maxDecodedBytes: Int = 64 << 20,
@@ -46,7 +52,10 @@ public struct WireLimits: Hashable, Sendable {
                 maxMapEntries: Int = 200_000,
                 maxSessionsPerUser: Int = 64,
                 maxOrigins: Int = 4_096,
-                maxEarlyPerOrigin: Int = 65_536) {
+                maxEarlyPerOrigin: Int = 65_536,
+                maxMessagesPerPatch: Int = 20_000,
+                maxPresenceItems: Int = 256,
+                maxLineage: Int = 32) {
         self.maxMessageBytes = maxMessageBytes
         self.maxDecodedBytes = maxDecodedBytes
         self.maxDeltasPerBatch = maxDeltasPerBatch
@@ -59,6 +68,9 @@ public struct WireLimits: Hashable, Sendable {
         self.maxSessionsPerUser = maxSessionsPerUser
         self.maxOrigins = maxOrigins
         self.maxEarlyPerOrigin = maxEarlyPerOrigin
+        self.maxMessagesPerPatch = maxMessagesPerPatch
+        self.maxPresenceItems = maxPresenceItems
+        self.maxLineage = maxLineage
     }
 
     public static let `default` = WireLimits()

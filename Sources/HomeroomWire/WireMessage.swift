@@ -102,10 +102,13 @@ extension WireMessage {
         public var seen: VersionVector
         /// Optional: exact ranges the requester knows it lacks.
         public var missing: [MissingRange]
+        /// The requesting user, whose peer messages the patch includes; empty: room messages only.
+        public var user: UserID
 
-        public init(seen: VersionVector, missing: [MissingRange] = []) {
+        public init(seen: VersionVector, missing: [MissingRange] = [], user: UserID = "") {
             self.seen = seen
             self.missing = missing
+            self.user = user
         }
     }
 
@@ -164,13 +167,17 @@ extension WireMessage {
         public var message: String
         /// The delta the write became, when accepted.
         public var dot: Dot?
+        /// For an accepted property write: the revision it created (0 otherwise).
+        public var revision: UInt64
 
-        public init(requestID: UInt64, status: WriteStatus, errorCode: String = "", message: String = "", dot: Dot? = nil) {
+        public init(requestID: UInt64, status: WriteStatus, errorCode: String = "", message: String = "", dot: Dot? = nil,
+                    revision: UInt64 = 0) {
             self.requestID = requestID
             self.status = status
             self.errorCode = errorCode
             self.message = message
             self.dot = dot
+            self.revision = revision
         }
     }
 

@@ -18,15 +18,17 @@ final class TestCluster {
     var nodes: [ClusterNode] = []
     let logger: Logger
 
-    init(size: Int, transport: String = "tcp", label: String, heartbeatMillis: UInt64 = 50) throws {
+    init(size: Int, transport: String = "tcp", label: String, heartbeatMillis: UInt64 = 50,
+         configure: (Int, inout NodeConfig) -> Void = { _, _ in }) throws {
         (logger, _) = Logger.capturing(label: label, level: .warning)
         for index in 0..<size {
-            try add(name: "\(label)-\(index)", transport: transport, heartbeatMillis: heartbeatMillis)
+            try add(name: "\(label)-\(index)", transport: transport, heartbeatMillis: heartbeatMillis) { configure(index, &$0) }
         }
     }
 
     @discardableResult
-    func add(name: String, transport: String = "tcp", heartbeatMillis: UInt64 = 50) throws -> ClusterNode {
+    func add(name: String, transport: String = "tcp", heartbeatMillis: UInt64 = 50,
+             configure: (inout NodeConfig) -> Void = { _ in }) throws -> ClusterNode {
         let unique = UInt32.random(in: 0...UInt32.max)
         let (listen, publish): (String, String)
         switch transport {
@@ -39,6 +41,7 @@ final class TestCluster {
         config.suspectMillis = heartbeatMillis * 6
         config.downMillis = heartbeatMillis * 20
         config.requestTimeoutMillis = 500
+        configure(&config)
         let node = try ClusterNode(config: config, logger: logger)
         nodes.append(node)
         return node
@@ -50,13 +53,15 @@ final class TestCluster {
 
     func converged(room: String, clients: [RoomClient] = []) -> Bool {
         guard let reference = nodes.first?.room(room) else { return false }
-        return nodes.allSatisfy { $0.room(room) == reference } && clients.allSatisfy { $0.replica == reference }
+        // A client holds the room as its user may see it (without others' peer messages).
+        return nodes.allSatisfy { $0.room(room) == reference } && clients.allSatisfy { $0.replica == reference.visible(to: $0.user) }
     }
 
-    func client(_ user: String, _ role: Role, node: Int, room: String) -> RoomClient {
+    func client(_ user: String, _ role: Role, node: Int, room: String, configure: (inout RoomClient.Options) -> Void = { _ in }) -> RoomClient {
         var options = RoomClient.Options()
         options.requestTimeoutMillis = 500
         options.syncIntervalMillis = 100
+        configure(&options)
         let endpoints = ([node] + nodes.indices.filter { $0 != node }).map { NodeEndpoint(nodes[$0].listenAddress) }
         return RoomClient(room: room, user: user, role: role, name: user.uppercased(), endpoints: endpoints, options: options, logger: logger)
     }

@@ -40,6 +40,21 @@ enum Fixtures {
         ("t", .teacher, .setUserProperty(user: "s1", key: "note", value: nil, cause: "cleared")),
         ("t", .teacher, .setHand(user: "s1", raised: false)),
         ("o", .observer, .joinSession(user: "o", session: "o-1", name: "Guest", role: .observer, host: nodeB, incarnation: 1)),
+        // Messaging.
+        ("s1", .student, .sendMessage(type: "chat", payload: Array("hi ✓".utf8), previous: 0)),
+        ("s1", .student, .sendPeerMessage(to: "t", type: "whisper", payload: [0, 255], previous: 0)),
+        ("s1", .student, .sendMessage(type: "emoji", payload: [], previous: 31)),
+        ("t", .teacher, .setChatMuted(user: "s2", muted: true)),
+        ("t", .teacher, .setChatMuted(user: nil, muted: false)),
+        ("t", .teacher, .setHistoryLimit(500)),
+        ("s1", .student, .setPresenceState(user: "s1", session: "s1-web", items: [PresenceItem(key: "mood", value: Array("ok".utf8)),
+                                                                                   PresenceItem(key: "typing", value: nil)])),
+        ("t", .teacher, .setRoomProperty(key: "quiz", value: [9], cause: "cas",
+                                         revision: PropertyRevision(condition: 4, assigned: 5,
+                                                                    lineage: [Dot(origin: nodeA, sequence: 3), Dot(origin: nodeB, sequence: 1)]))),
+        ("t", .teacher, .setUserProperty(user: "s1", key: "seat", value: nil, cause: "cas",
+                                         revision: PropertyRevision(condition: 0, assigned: 1, lineage: []))),
+        ("a", .assistant, .trimHistory(beforeMillis: baseMillis + 1)),
     ]
 
     /// The deltas of `everyOperation`, sequenced by node A from `firstSequence`.
@@ -70,6 +85,9 @@ enum Fixtures {
         all.append(fromB("s2", .student, 3, .setUserProperty(user: "s2", key: "lang", value: Array("fr".utf8), cause: "pref")))
         all.append(fromB("t2", .teacher, 3, .setStage(user: "s2", on: true)))
         all.append(fromB("t2", .teacher, 4, .setRoomProperty(key: "topic", value: Array("decimals".utf8), cause: "changed")))
+        all.append(fromB("s2", .student, 4, .sendPeerMessage(to: "s1", type: "whisper", payload: Array("psst".utf8), previous: 0)))
+        all.append(fromB("s2", .student, 5, .sendMessage(type: "chat", payload: Array("later".utf8), previous: 3)))
+        all.append(fromB("s2", .student, 6, .setPresenceState(user: "s2", session: "s2-1", items: [PresenceItem(key: "hand", value: [1])])))
         // A gap from node B: sequence 12 arrives, 10 and 11 never do (an early entry in `seen`).
         sequenceB += 2
         all.append(fromB("s4", .student, 1, .joinSession(user: "s4", session: "s4-1", name: "Éowyn ✓", role: .student, host: nodeB, incarnation: 2)))
@@ -79,5 +97,5 @@ enum Fixtures {
         return room
     }
 
-    static var roomDeltaCount: Int { everyOperation.count + 9 }
+    static var roomDeltaCount: Int { everyOperation.count + 12 }
 }

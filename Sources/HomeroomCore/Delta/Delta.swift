@@ -67,6 +67,16 @@ public struct Sequencer: Sendable, Equatable {
                      authorRole: write.authorRole, authorCounter: write.authorCounter, operation: write.operation)
     }
 
+    /// Stamps a write under another origin than this replica (a node's private origin
+    /// for peer messages, see docs/MESSAGING.md): the same clock, the given origin and
+    /// sequence number, and `lastSequence` untouched.
+    public mutating func stamp(_ write: Write, origin: ReplicaID, sequence: UInt64, nowMillis: UInt64) -> Delta {
+        var clock = clock.tick(nowMillis: nowMillis)
+        clock.replica = origin
+        return Delta(sequence: sequence, clock: clock, author: write.author, authorRole: write.authorRole,
+                     authorCounter: write.authorCounter, operation: write.operation)
+    }
+
     /// Lets the clock see a remote delta's reading before it is applied.
     public mutating func observe(_ clockReading: HybridTimestamp, nowMillis: UInt64) throws(ClockError) {
         try clock.observe(clockReading, nowMillis: nowMillis)

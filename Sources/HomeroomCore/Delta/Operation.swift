@@ -8,7 +8,8 @@ public enum Operation: Hashable, Sendable {
     case setSchedule(Schedule)
     case setClassState(ClassState)
     case muteAll
-    case setRoomProperty(key: String, value: [UInt8]?, cause: String)
+    /// `revision`: a condition from the client, the assigned revision and lineage from the origin node.
+    case setRoomProperty(key: String, value: [UInt8]?, cause: String, revision: PropertyRevision = .unconditional)
 
     // Presence (a user for itself; the system for sessions of a dead node)
     case joinSession(user: UserID, session: SessionID, name: String, role: Role, host: ReplicaID, incarnation: UInt64)
@@ -30,19 +31,49 @@ public enum Operation: Hashable, Sendable {
     case ban(user: UserID)
 
     // A user for itself, or teacher, assistant
-    case setUserProperty(user: UserID, key: String, value: [UInt8]?, cause: String)
+    case setUserProperty(user: UserID, key: String, value: [UInt8]?, cause: String, revision: PropertyRevision = .unconditional)
+
+    // Messaging (docs/MESSAGING.md)
+    /// A room message (chat or a custom signal) from the author; its key is (author, author counter).
+    case sendMessage(type: String, payload: [UInt8], previous: UInt64)
+    /// A message from the author to one user: only the two of them receive it.
+    case sendPeerMessage(to: UserID, type: String, payload: [UInt8], previous: UInt64)
+    /// Teacher, assistant: chat muted or unmuted for one user, or for every student and observer (`user` nil).
+    case setChatMuted(user: UserID?, muted: Bool)
+    /// Teacher, assistant, system: every message stamped before `beforeMillis` leaves the history.
+    case trimHistory(beforeMillis: UInt64)
+    /// Teacher, assistant: the room keeps its newest `limit` messages (1 to 10,000).
+    case setHistoryLimit(UInt32)
+    /// A user for itself: temporary state tied to one of its sessions (shown while it is open).
+    case setPresenceState(user: UserID, session: SessionID, items: [PresenceItem])
 
     /// The user the operation is about, if any.
     public var target: UserID? {
         switch self {
         case .setRoomName, .setRoomType, .setStageLimit, .setHandLimit, .setSchedule, .setClassState,
-             .muteAll, .setRoomProperty, .replicaDown:
+             .muteAll, .setRoomProperty, .replicaDown, .sendMessage, .trimHistory, .setHistoryLimit:
             return nil
         case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _), let .setName(user, _),
              let .setDevice(user, _, _), let .setHand(user, _), let .setStage(user, _), let .setBoard(user, _),
              let .setPrivilege(user, _, _), let .reward(user, _), let .kick(user), let .ban(user),
-             let .setUserProperty(user, _, _, _):
+             let .setUserProperty(user, _, _, _, _), let .sendPeerMessage(user, _, _, _), let .setPresenceState(user, _, _):
             return user
+        case let .setChatMuted(user, _):
+            return user
+        }
+    }
+
+    /// The recipient of a peer message (nil for any other operation).
+    public var peerRecipient: UserID? {
+        if case let .sendPeerMessage(to, _, _, _) = self { return to }
+        return nil
+    }
+
+    /// Whether this is a room or a peer message (keyed by author and author counter).
+    public var isMessage: Bool {
+        switch self {
+        case .sendMessage, .sendPeerMessage: return true
+        default: return false
         }
     }
 
@@ -70,6 +101,12 @@ public enum Operation: Hashable, Sendable {
         case .kick: return "kick"
         case .ban: return "ban"
         case .setUserProperty: return "set-user-property"
+        case .sendMessage: return "send-message"
+        case .sendPeerMessage: return "send-peer-message"
+        case .setChatMuted: return "set-chat-muted"
+        case .trimHistory: return "trim-history"
+        case .setHistoryLimit: return "set-history-limit"
+        case .setPresenceState: return "set-presence-state"
         }
     }
 }

@@ -32,14 +32,48 @@ extension Stamp {
 
 /// A room or user property: bytes, or nil once deleted (a tombstone that still
 /// carries its stamp so a late write cannot resurrect it), with who wrote it and why.
+///
+/// Each key has a revision: the origin of a write gives it the key's revision there
+/// plus one, and records the writes it replaced (`lineage`). Two property values
+/// merge by (revision, stamp), so a key's revision never goes down on a replica; see
+/// `RoomState.mergeProperty`.
 public struct PropertyValue: Hashable, Sendable {
     public var bytes: [UInt8]?
     public var operatorID: UserID
     public var cause: String
+    /// 0 for writes made before revisions existed.
+    public var revision: UInt64
+    /// The dots of the writes this one replaced at its origin, newest first.
+    public var lineage: [Dot]
 
-    public init(bytes: [UInt8]?, operatorID: UserID, cause: String) {
+    public init(bytes: [UInt8]?, operatorID: UserID, cause: String, revision: UInt64 = 0, lineage: [Dot] = []) {
         self.bytes = bytes
         self.operatorID = operatorID
         self.cause = cause
+        self.revision = revision
+        self.lineage = lineage
+    }
+}
+
+extension Register where Value == PropertyValue {
+    /// The order two writes of one property merge by: revision, then stamp.
+    @inline(__always)
+    public func precedes(_ other: Register<PropertyValue>) -> Bool {
+        value.revision != other.value.revision ? value.revision < other.value.revision : stamp < other.stamp
+    }
+
+    /// The key's revision (0 for a key never written).
+    public var revision: UInt64 { value.revision }
+}
+
+extension PropertyValue {
+    /// Whether this write's lineage tells which write of `revision` it descends from:
+    /// the lineage covers `own - 1` down to `own - lineage.count`, and a lineage
+    /// shorter than the maximum goes back to the key's first write.
+    @inline(__always)
+    func reaches(revision other: UInt64, of own: UInt64) -> Bool {
+        guard other <= own, other > 0 else { return false }
+        if other == own { return true }
+        return lineage.count < PropertyRevision.lineageLength || own - other <= UInt64(lineage.count)
     }
 }

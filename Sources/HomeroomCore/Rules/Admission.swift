@@ -11,6 +11,10 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
     case banned(UserID)
     case classStateCannotGoBack(from: ClassState, to: ClassState)
     case invalid(String)
+    /// Chat is muted for this user (`user`), or for the room (nil).
+    case chatMuted(UserID?)
+    /// A conditional property write whose key has moved on.
+    case revisionMismatch(key: String, expected: UInt64, actual: UInt64)
 
     public var code: String {
         switch self {
@@ -23,6 +27,8 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case .banned: return "banned"
         case .classStateCannotGoBack: return "class-state-backwards"
         case .invalid: return "invalid"
+        case .chatMuted: return "muted"
+        case .revisionMismatch: return "revision-mismatch"
         }
     }
 
@@ -37,6 +43,10 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .banned(user): return "\(user) is banned from this room"
         case let .classStateCannotGoBack(from, to): return "class state moves only forward: it is \(from), cannot go to \(to)"
         case let .invalid(reason): return reason
+        case let .chatMuted(user):
+            return user.map { "chat is muted for \($0) by a teacher or an assistant" } ?? "chat is muted for the room: only teachers and assistants may send"
+        case let .revisionMismatch(key, expected, actual):
+            return "\(key) is at revision \(actual), not \(expected): read it again and retry"
         }
     }
 }
@@ -73,6 +83,33 @@ extension RoomState {
             return .invalid("a room name is at most 256 bytes")
         case let .setName(_, name) where name.utf8.count > 128 || name.isEmpty:
             return .invalid("a display name is 1 to 128 bytes")
+        case .sendMessage:
+            if users[write.author]?.chatMuted.value == true { return .chatMuted(write.author) }
+            if chatMuted.value && !write.authorRole.moderates { return .chatMuted(nil) }
+        case let .sendPeerMessage(recipient, _, _, _):
+            // A muted user may still write to a teacher or an assistant.
+            let toModerator = users[recipient]?.role.value.moderates == true
+            if users[write.author]?.chatMuted.value == true && !toModerator { return .chatMuted(write.author) }
+            if chatMuted.value && !write.authorRole.moderates && !toModerator { return .chatMuted(nil) }
+        case let .setPresenceState(user, session, items):
+            guard let record = users[user], record.isLive(session: session, deadIncarnations: deadIncarnations) else {
+                return .invalid("session \(session) of \(user) is not open in this room: set presence state through a live session")
+            }
+            var shown = Set(record.presenceState(deadIncarnations: deadIncarnations).keys)
+            for item in items {
+                if item.value == nil { shown.remove(item.key) } else { shown.insert(item.key) }
+            }
+            if shown.count > Messaging.maxPresenceKeys {
+                return .invalid("a user shows at most \(Messaging.maxPresenceKeys) presence keys; this write makes \(shown.count)")
+            }
+        case let .setRoomProperty(key, _, _, revision):
+            if let expected = revision.condition, expected != propertyRevision(scope: .room, key: key) {
+                return .revisionMismatch(key: key, expected: expected, actual: propertyRevision(scope: .room, key: key))
+            }
+        case let .setUserProperty(user, key, _, _, revision):
+            if let expected = revision.condition, expected != propertyRevision(scope: .user(user), key: key) {
+                return .revisionMismatch(key: key, expected: expected, actual: propertyRevision(scope: .user(user), key: key))
+            }
         default:
             break
         }

@@ -53,8 +53,43 @@ public enum Authority {
             }
         }
         switch operation {
-        case .setRoomName, .setRoomType, .setSchedule, .setClassState, .muteAll, .setRoomProperty:
+        case let .setRoomProperty(_, _, _, revision):
+            guard role.moderates else { return .requiresModerator(operation: name, role: role) }
+            return revision.lineage.count <= PropertyRevision.lineageLength ? nil
+                : .invalidValue(operation: name, reason: "a lineage has at most \(PropertyRevision.lineageLength) entries")
+
+        case .setRoomName, .setRoomType, .setSchedule, .setClassState, .muteAll, .setChatMuted:
             return role.moderates ? nil : .requiresModerator(operation: name, role: role)
+
+        case .trimHistory:
+            return role.moderates ? nil : .requiresModerator(operation: name, role: role)
+
+        case let .setHistoryLimit(limit):
+            guard role.moderates else { return .requiresModerator(operation: name, role: role) }
+            return limit >= 1 && limit <= MessageLog.maxLimit ? nil
+                : .invalidValue(operation: name, reason: "a history limit is 1 to \(MessageLog.maxLimit), not \(limit)")
+
+        case let .sendMessage(type, payload, _), let .sendPeerMessage(_, type, payload, _):
+            if type.isEmpty || type.utf8.count > Messaging.maxTypeBytes {
+                return .invalidValue(operation: name, reason: "a message type is 1 to \(Messaging.maxTypeBytes) bytes")
+            }
+            return payload.count <= Messaging.maxPayloadBytes ? nil
+                : .invalidValue(operation: name, reason: "a payload is at most \(Messaging.maxPayloadBytes) bytes, not \(payload.count)")
+
+        case let .setPresenceState(user, _, items):
+            if user != author && role != .system { return .notOwnUser(operation: name, author: author, target: user) }
+            if items.isEmpty || items.count > Messaging.maxPresenceKeys {
+                return .invalidValue(operation: name, reason: "a presence write has 1 to \(Messaging.maxPresenceKeys) keys")
+            }
+            for item in items {
+                if item.key.isEmpty || item.key.utf8.count > Messaging.maxPresenceKeyBytes {
+                    return .invalidValue(operation: name, reason: "a presence key is 1 to \(Messaging.maxPresenceKeyBytes) bytes")
+                }
+                if (item.value?.count ?? 0) > Messaging.maxPresenceValueBytes {
+                    return .invalidValue(operation: name, reason: "a presence value is at most \(Messaging.maxPresenceValueBytes) bytes")
+                }
+            }
+            return nil
 
         case let .setStageLimit(limit), let .setHandLimit(limit):
             guard role.moderates else { return .requiresModerator(operation: name, role: role) }
@@ -90,8 +125,10 @@ public enum Authority {
             guard role.moderates else { return .requiresModerator(operation: name, role: role) }
             return amount > 0 && amount <= 1_000 ? nil : .invalidValue(operation: name, reason: "a reward is 1 to 1000, not \(amount)")
 
-        case let .setUserProperty(user, _, _, _):
-            return user == author || role.moderates ? nil : .notOwnUser(operation: name, author: author, target: user)
+        case let .setUserProperty(user, _, _, _, revision):
+            guard user == author || role.moderates else { return .notOwnUser(operation: name, author: author, target: user) }
+            return revision.lineage.count <= PropertyRevision.lineageLength ? nil
+                : .invalidValue(operation: name, reason: "a lineage has at most \(PropertyRevision.lineageLength) entries")
         }
     }
 }

@@ -27,6 +27,24 @@ public struct Simulation {
         var mirrorHands: Set<UserID> = []
         var mirrorStreams: [UserID: [StreamState]] = [:]
         var mirrorRewards: [UserID: Int64] = [:]
+        // Messaging mirrors, also built only from change sets.
+        var mirrorMessages: Set<MessageKey> = []
+        var mirrorPresence: [UserID: [String: [UInt8]]] = [:]
+        var mirrorRoomMuted = false
+        var mirrorUserMuted: [UserID: Bool] = [:]
+        /// Every write a conflict report said was lost here.
+        var reportedLost: Set<Dot> = []
+        /// Messages that left this node's history: a retry of one is refused (the node's local marks).
+        var evictedHere: Set<MessageKey> = []
+        /// Peer messages are sequenced under the node's private origin.
+        var privateSequence: UInt64 = 0
+    }
+
+    struct AcceptedPropertyWrite {
+        var scope: PropertyScope
+        var key: String
+        var dot: Dot
+        var revision: UInt64
     }
 
     struct InFlight {
@@ -50,6 +68,10 @@ public struct Simulation {
     var expectedRewards: [UserID: [RewardKey: Int32]] = [:]
     var acceptedRewards: [AcceptedReward] = []
     var highestClassStateWritten = ClassState.before
+    /// Per message, the stamps of the copies that were sequenced and kept at their origin.
+    var acceptedMessages: [MessageKey: [Stamp]] = [:]
+    var recentMessageWrites: [Write] = []
+    var acceptedPropertyWrites: [AcceptedPropertyWrite] = []
     public private(set) var report: SimulationReport
 
     public init(seed: UInt64, config: SimulationConfig = SimulationConfig()) {
@@ -62,6 +84,7 @@ public struct Simulation {
             state.stageLimit = Register(config.stageLimit, stamp: .origin)
             state.handLimit = Register(config.handLimit, stamp: .origin)
             state.type = Register(config.roomType, stamp: .origin)
+            state.historyLimit = Register(config.historyLimit, stamp: .origin)
             let skew = UInt64.random(in: 0...2_000, using: &rng)
             nodes.append(Node(sequencer: Sequencer(replica: ReplicaID(UInt64(index + 1))), state: state, skewMillis: skew))
         }
@@ -97,7 +120,8 @@ public struct Simulation {
         case 45..<82: deliverOne()
         case 82..<90: antiEntropy()
         case 90..<(90 + config.partitionPercent): flipPartition()
-        case 93..<95: retryReward()
+        case 93..<94: retryReward()
+        case 94..<95: retryMessage()
         case 95..<98: reconnect()
         default: restartNode()
         }
@@ -115,6 +139,10 @@ public struct Simulation {
 
     mutating func randomWrite() {
         let index = Int.random(in: 0..<actors.count, using: &rng)
+        if rng.chance(config.messagingPercent) {
+            submit(from: index, messagingOperation(for: index))
+            return
+        }
         let actor = actors[index]
         let students = actors.filter { $0.role == .student }.map(\.id)
         let someone = students.randomElement(using: &rng) ?? actor.id
@@ -157,6 +185,54 @@ public struct Simulation {
         submit(from: index, operation)
     }
 
+    /// Messages, presence state, chat mutes, history limits and conditional property writes.
+    mutating func messagingOperation(for index: Int) -> Operation {
+        let actor = actors[index]
+        let students = actors.filter { $0.role == .student }.map(\.id)
+        let someone = students.randomElement(using: &rng) ?? actor.id
+        let anyone = actors.randomElement(using: &rng)!.id
+        let payload = [UInt8](repeating: UInt8.random(in: 0...255, using: &rng), count: Int.random(in: 0...3, using: &rng))
+        let state = nodes[actor.replica].state
+        func condition(_ scope: PropertyScope, _ key: String) -> UInt64? {
+            let current = state.propertyRevision(scope: scope, key: key)
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<6: return current
+            case 6..<8: return current > 0 ? current - 1 : 0
+            default: return nil
+            }
+        }
+        switch actor.role {
+        case .teacher, .assistant, .system:
+            switch Int.random(in: 0..<100, using: &rng) {
+            case 0..<35: return .sendMessage(type: "chat", payload: payload, previous: 0)
+            case 35..<48: return .sendPeerMessage(to: anyone, type: "note", payload: payload, previous: 0)
+            case 48..<58: return .setChatMuted(user: rng.chance(50) ? nil : someone, muted: rng.chance(50))
+            case 58..<62: return .trimHistory(beforeMillis: nowMillis - UInt64.random(in: 0...3_000, using: &rng))
+            case 62..<66: return .setHistoryLimit(UInt32.random(in: 3...40, using: &rng))
+            default:
+                let value: [UInt8]? = rng.chance(85) ? [UInt8.random(in: 0...255, using: &rng)] : nil
+                return .setRoomProperty(key: "cas", value: value, cause: "sim", revision: PropertyRevision(condition: condition(.room, "cas")))
+            }
+        case .student:
+            switch Int.random(in: 0..<100, using: &rng) {
+            case 0..<40: return .sendMessage(type: "chat", payload: payload, previous: 0)
+            case 40..<60: return .sendPeerMessage(to: anyone, type: "whisper", payload: payload, previous: 0)
+            case 60..<82:
+                let keys = ["mood", "typing", "k\(Int.random(in: 0..<40, using: &rng))"]
+                let items = (0..<Int.random(in: 1...3, using: &rng)).map { _ in
+                    PresenceItem(key: keys.randomElement(using: &rng)!, value: rng.chance(80) ? payload : nil)
+                }
+                return .setPresenceState(user: actor.id, session: actor.session ?? "none", items: items)
+            default:
+                let value: [UInt8]? = rng.chance(85) ? [UInt8.random(in: 0...255, using: &rng)] : nil
+                return .setUserProperty(user: actor.id, key: "cas", value: value, cause: "sim",
+                                        revision: PropertyRevision(condition: condition(.user(actor.id), "cas")))
+            }
+        case .observer:
+            return .sendMessage(type: "chat", payload: payload, previous: 0)
+        }
+    }
+
     /// Sends a write through the actor's node: admission (unless forged), stamp, apply, broadcast.
     mutating func submit(from index: Int, _ operation: Operation) {
         actors[index].counter += 1
@@ -172,8 +248,45 @@ public struct Simulation {
             report.refusedAtOrigin += 1
             return
         }
-        let delta = nodes[replica].sequencer.stamp(write, nowMillis: now)
+        // The node's duplicate check: a message it holds, or one that left its history.
+        var messageKey: MessageKey?
+        var isPeer = false
+        switch write.operation {
+        case .sendMessage: messageKey = MessageKey(sender: write.author, counter: write.authorCounter)
+        case .sendPeerMessage: messageKey = MessageKey(sender: write.author, counter: write.authorCounter); isPeer = true
+        default: break
+        }
+        if let key = messageKey, nodes[replica].state.messages[key] != nil || nodes[replica].evictedHere.contains(key) {
+            report.duplicateMessagesRefused += 1
+            return
+        }
+        let prepared = nodes[replica].state.prepare(write)
+        let delta: Delta
+        if isPeer {
+            nodes[replica].privateSequence += 1
+            delta = nodes[replica].sequencer.stamp(prepared, origin: Self.privateOrigin(replica), sequence: nodes[replica].privateSequence, nowMillis: now)
+        } else {
+            delta = nodes[replica].sequencer.stamp(prepared, nowMillis: now)
+        }
+        let keptAtOrigin = nodes[replica].state.messages.admits(delta.stamp)
         let outcome = apply(delta, at: replica)
+        if case .applied = outcome {
+            if let key = messageKey, keptAtOrigin {
+                acceptedMessages[key, default: []].append(delta.stamp)
+                report.messagesAccepted += 1
+                if !recentMessageWrites.contains(where: { $0.author == write.author && $0.authorCounter == write.authorCounter }) {
+                    recentMessageWrites.append(write)
+                    if recentMessageWrites.count > 6 { recentMessageWrites.removeFirst() }
+                }
+            }
+            switch prepared.operation {
+            case let .setRoomProperty(key, _, _, revision):
+                acceptedPropertyWrites.append(AcceptedPropertyWrite(scope: .room, key: key, dot: delta.dot, revision: revision.assigned))
+            case let .setUserProperty(user, key, _, _, revision):
+                acceptedPropertyWrites.append(AcceptedPropertyWrite(scope: .user(user), key: key, dot: delta.dot, revision: revision.assigned))
+            default: break
+            }
+        }
         if case .rejected = outcome { report.rejectedByMerge += 1 }
         if case .applied = outcome {
             if case let .reward(target, amount) = write.operation {
@@ -188,12 +301,17 @@ public struct Simulation {
         }
     }
 
+    /// The origin a node sequences peer messages under.
+    static func privateOrigin(_ replica: Int) -> ReplicaID { ReplicaID(UInt64(replica + 1) | 0x8000_0000_0000_0000) }
+
     @discardableResult
     mutating func apply(_ delta: Delta, at replica: Int) -> ApplyOutcome {
         let now = nowMillis + nodes[replica].skewMillis
         guard (try? nodes[replica].sequencer.observe(delta.clock, nowMillis: now)) != nil else { return .duplicate }
-        let outcome = nodes[replica].state.apply(delta)
+        var messaging: [MessagingChange] = []
+        let outcome = nodes[replica].state.apply(delta, messaging: &messaging)
         record(outcome.changes, at: replica)
+        record(messaging, at: replica)
         return outcome
     }
 
@@ -216,7 +334,7 @@ public struct Simulation {
 
     func connected(_ origin: ReplicaID, _ to: Int) -> Bool {
         guard let partition else { return true }
-        let from = Int(origin.rawValue) - 1
+        let from = Int(origin.rawValue & 0x7FFF_FFFF_FFFF_FFFF) - 1
         return partition.contains(from) == partition.contains(to)
     }
 
@@ -230,8 +348,10 @@ public struct Simulation {
     mutating func sync(from a: Int, to b: Int) {
         let patch = nodes[a].state.missing(since: nodes[b].state.seen)
         report.patchesSent += 1
-        let changes = nodes[b].state.merge(patch)
+        var messaging: [MessagingChange] = []
+        let changes = nodes[b].state.merge(patch, messaging: &messaging)
         record(changes, at: b)
+        record(messaging, at: b)
     }
 
     mutating func flipPartition() {
@@ -250,6 +370,14 @@ public struct Simulation {
         guard let old = acceptedRewards.randomElement(using: &rng) else { return }
         let replica = Int.random(in: 0..<nodes.count, using: &rng)
         submit(old.write, at: replica, forged: true)
+    }
+
+    /// A client whose acknowledgement was lost sends a recent message again, through any node.
+    mutating func retryMessage() {
+        guard let old = recentMessageWrites.randomElement(using: &rng) else { return }
+        let replica = Int.random(in: 0..<nodes.count, using: &rng)
+        report.messageRetries += 1
+        submit(old, at: replica, forged: false)
     }
 
     /// A user's connection moves to another node: the old session ends, a new one starts.
@@ -288,6 +416,36 @@ public struct Simulation {
         }
     }
 
+    mutating func record(_ changes: [MessagingChange], at replica: Int) {
+        for change in changes {
+            switch change {
+            case let .messageAdded(message):
+                if nodes[replica].mirrorMessages.contains(message.key) {
+                    report.violations.append("replica \(replica + 1): message \(message.key) delivered twice while in the history")
+                } else if nodes[replica].evictedHere.contains(message.key) {
+                    report.messagesReadded += 1
+                }
+                nodes[replica].mirrorMessages.insert(message.key)
+            case let .messagesRemoved(keys, _):
+                for key in keys {
+                    if nodes[replica].mirrorMessages.remove(key) == nil {
+                        report.violations.append("replica \(replica + 1): removal of \(key), which was never reported added")
+                    }
+                    nodes[replica].evictedHere.insert(key)
+                }
+            case let .presenceStateUpdated(user, _):
+                nodes[replica].mirrorPresence[user] = nodes[replica].state.presenceState(of: user)
+            case let .chatMuteUpdated(user, muted):
+                if let user { nodes[replica].mirrorUserMuted[user] = muted } else { nodes[replica].mirrorRoomMuted = muted }
+            case let .propertyConflict(conflict):
+                report.propertyConflicts += 1
+                nodes[replica].reportedLost.formUnion(conflict.lostDots)
+            case .historyLimitUpdated, .userTimedOut:
+                break
+            }
+        }
+    }
+
     mutating func record(_ changes: [RoomChange], at replica: Int) {
         for change in changes {
             switch change {
@@ -322,8 +480,67 @@ public struct Simulation {
         }
         for (index, node) in nodes.enumerated() {
             checkInvariants(node, name: "replica \(index + 1)")
+            checkMessaging(node, name: "replica \(index + 1)")
         }
+        checkHistory(reference)
         report.finalRoster = reference.roster()
+    }
+
+    /// Every accepted message is on every replica unless it is at or below the floor,
+    /// with the earliest stamp of its copies above the floor; nothing else is there;
+    /// every overwritten property write was reported lost somewhere.
+    mutating func checkHistory(_ state: RoomState) {
+        let floor = state.messages.floor
+        for (key, stamps) in acceptedMessages {
+            if let latest = stamps.max(), floor < latest {
+                guard let message = state.messages[key] else {
+                    report.violations.append("message \(key) was accepted above the floor but is missing")
+                    continue
+                }
+                if message.stamp != latest { report.violations.append("message \(key) has stamp \(message.stamp), its latest copy \(latest)") }
+            } else if state.messages[key] != nil {
+                report.violations.append("message \(key) is below the floor \(floor) but still present")
+            }
+        }
+        for key in state.messages.entries.keys where acceptedMessages[key] == nil {
+            report.violations.append("message \(key) is in the history but was never accepted")
+        }
+        if state.messages.count > Int(state.effectiveHistoryLimit) {
+            report.violations.append("\(state.messages.count) messages kept, limit \(state.effectiveHistoryLimit)")
+        }
+        report.messagesKept = state.messages.count
+        let reported = nodes.reduce(into: Set<Dot>()) { $0.formUnion($1.reportedLost) }
+        for write in acceptedPropertyWrites {
+            let fate = state.propertyWrite(write.dot, revision: write.revision, scope: write.scope, key: write.key)
+            if fate == false {
+                report.propertyWritesLost += 1
+                if !reported.contains(write.dot) {
+                    report.violations.append("\(write.scope) \(write.key): write \(write.dot) (revision \(write.revision)) was overwritten and nobody was told")
+                }
+            }
+        }
+    }
+
+    mutating func checkMessaging(_ node: Node, name: String) {
+        let state = node.state
+        if node.mirrorMessages != Set(state.messages.entries.keys) {
+            report.violations.append("\(name): the change sets say \(node.mirrorMessages.count) messages, the history has \(state.messages.count)")
+        }
+        for (user, _) in state.users {
+            let shown = state.presenceState(of: user)
+            if shown != (node.mirrorPresence[user] ?? [:]) {
+                report.violations.append("\(name): \(user) shows presence \(shown.keys.sorted()) but the change sets said \((node.mirrorPresence[user] ?? [:]).keys.sorted())")
+            }
+            if shown.count > Messaging.maxPresenceKeys {
+                report.violations.append("\(name): \(user) shows \(shown.count) presence keys")
+            }
+            if (state.users[user]?.chatMuted.value ?? false) != (node.mirrorUserMuted[user] ?? false) {
+                report.violations.append("\(name): \(user) chat muted differs from the change sets")
+            }
+        }
+        if state.chatMuted.value != node.mirrorRoomMuted {
+            report.violations.append("\(name): room chat muted \(state.chatMuted.value), change sets said \(node.mirrorRoomMuted)")
+        }
     }
 
     mutating func checkInvariants(_ node: Node, name: String) {

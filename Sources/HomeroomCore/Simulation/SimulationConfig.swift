@@ -13,6 +13,11 @@ public struct SimulationConfig: Sendable, Hashable {
     /// racing write would: the merge rules alone must then keep the invariants.
     public var forgedPercent = 15
     public var roomType = RoomType.smallClassroom
+    /// Percent of random writes that are messaging (messages, presence state, chat
+    /// mutes, history limits, conditional property writes).
+    public var messagingPercent = 30
+    /// A small history, so the count limit and the floor are exercised.
+    public var historyLimit: UInt32 = 25
 
     public init() {}
 }
@@ -29,6 +34,14 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var partitions = 0
     public var syncRounds = 0
     public var patchesSent = 0
+    public var messagesAccepted = 0
+    public var messagesKept = 0
+    public var messageRetries = 0
+    public var duplicateMessagesRefused = 0
+    /// A message retried after it had left a node's history comes back there (documented).
+    public var messagesReadded = 0
+    public var propertyConflicts = 0
+    public var propertyWritesLost = 0
     public var violations: [String] = []
     public var finalRoster: Roster?
 
@@ -39,6 +52,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
             "seed \(seed): \(writes) writes (\(refusedAtOrigin) refused at origin, \(rejectedByMerge) rejected by merge), "
                 + "\(messagesSent) messages (\(messagesDropped) dropped, \(messagesDuplicated) duplicated), "
                 + "\(partitions) partitions, \(patchesSent) repair patches, \(syncRounds) final sync rounds",
+            "messaging: \(messagesAccepted) messages accepted, \(messagesKept) kept, \(messageRetries) retries "
+                + "(\(duplicateMessagesRefused) refused as duplicates, \(messagesReadded) back after leaving), "
+                + "\(propertyConflicts) property conflicts reported, \(propertyWritesLost) property writes lost",
         ]
         lines.append(violations.isEmpty ? "all replicas identical, every invariant held" : "VIOLATIONS:\n  " + violations.joined(separator: "\n  "))
         return lines.joined(separator: "\n")

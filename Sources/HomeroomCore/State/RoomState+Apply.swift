@@ -2,14 +2,41 @@ extension RoomState {
     /// Applies one delta. Pure and deterministic: the same set of deltas, in any
     /// order and with any duplicates, gives the same state on every replica.
     public mutating func apply(_ delta: Delta) -> ApplyOutcome {
+        var ignored: [MessagingChange] = []
+        return apply(delta, messaging: &ignored)
+    }
+
+    /// Applies one delta and also reports what it changed in messaging (messages,
+    /// presence state, chat mutes, property conflicts) into `messaging`.
+    public mutating func apply(_ delta: Delta, messaging: inout [MessagingChange]) -> ApplyOutcome {
         guard seen.insert(delta.dot) else { return .duplicate }
         if let rejection = Authority.check(author: delta.author, role: delta.authorRole, operation: delta.operation) {
             return .rejected(rejection)
         }
-        return .applied(perform(delta))
+        return .applied(perform(delta, messaging: &messaging))
     }
 
-    private mutating func perform(_ delta: Delta) -> [RoomChange] {
+    private mutating func perform(_ delta: Delta, messaging: inout [MessagingChange]) -> [RoomChange] {
+        switch delta.operation {
+        case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _), let .kick(user), let .ban(user):
+            // Sessions change: presence state written by them may show or go.
+            let watched = watchPresence([user])
+            let changes = performWrite(delta, messaging: &messaging)
+            reportPresence(watched, messaging: &messaging)
+            return changes
+        case let .replicaDown(replica, _):
+            let hosted = users.compactMap { entry in entry.value.sessions.contains { $0.host == replica } ? entry.key : nil }
+            let watched = watchPresence(hosted)
+            let changes = performWrite(delta, messaging: &messaging)
+            reportPresence(watched, messaging: &messaging)
+            reportTimeouts(changes, messaging: &messaging)
+            return changes
+        default:
+            return performWrite(delta, messaging: &messaging)
+        }
+    }
+
+    private mutating func performWrite(_ delta: Delta, messaging: inout [MessagingChange]) -> [RoomChange] {
         let stamp = delta.stamp
         switch delta.operation {
         // Fast paths: one user's own registers; stage and hand order unchanged.
@@ -36,15 +63,68 @@ extension RoomState {
             return updateUser(user, keepsRanks: true) { record in record.name.write(name, at: stamp) }
         case let .leaveSession(user, session):
             return updateUser(user, keepsRanks: true) { record in record.endSession(session, at: stamp) }
-        case let .setUserProperty(user, key, value, cause):
+        case let .setUserProperty(user, key, value, cause, revision):
             var changes: [RoomChange] = []
             var won = false
+            let written = Register(PropertyValue(bytes: value, operatorID: delta.author, cause: cause, revision: revision.assigned,
+                                                 lineage: revision.lineage), stamp: stamp)
+            if let conflict = Self.propertyConflict(.user(user), key, existing: users[user]?.properties[key], incoming: written) {
+                messaging.append(.propertyConflict(conflict))
+            }
             _ = updateUser(user, keepsRanks: true) { record in
-                let written = Register(PropertyValue(bytes: value, operatorID: delta.author, cause: cause), stamp: stamp)
-                if record.properties[key] == nil { record.properties[key] = written; won = true } else { won = record.properties[key]!.merge(written) }
+                var table = record.properties
+                won = Self.mergeProperty(&table, key, written)
+                if won { record.properties = table }
             }
             if won { changes.append(.userPropertiesUpdated(user, keys: [key])) }
             return changes
+
+        // Messaging: no roster change, only `MessagingChange`s.
+        case let .sendMessage(type, payload, previous):
+            addMessage(Message(key: MessageKey(sender: delta.author, counter: delta.authorCounter), recipient: nil, type: type,
+                               payload: payload, previous: previous, stamp: stamp), messaging: &messaging)
+            return []
+        case let .sendPeerMessage(recipient, type, payload, previous):
+            addMessage(Message(key: MessageKey(sender: delta.author, counter: delta.authorCounter), recipient: recipient, type: type,
+                               payload: payload, previous: previous, stamp: stamp), messaging: &messaging)
+            return []
+        case let .setChatMuted(user, muted):
+            if let user {
+                let before = users[user]?.chatMuted.value ?? false
+                let won = users[user, default: UserRecord()].modifyActivity { $0.chatMuted.write(muted, at: stamp) }
+                if won && before != muted { messaging.append(.chatMuteUpdated(user: user, muted: muted)) }
+            } else {
+                let before = chatMuted.value
+                if chatMuted.write(muted, at: stamp) && before != muted { messaging.append(.chatMuteUpdated(user: nil, muted: muted)) }
+            }
+            return []
+        case let .trimHistory(beforeMillis):
+            var removed: [MessageKey] = []
+            messages.raiseFloor(to: Self.floorStamp(beforeMillis: beforeMillis), removed: &removed)
+            if !removed.isEmpty { messaging.append(.messagesRemoved(removed, floor: messages.floor)) }
+            return []
+        case let .setHistoryLimit(limit):
+            let before = effectiveHistoryLimit
+            guard historyLimit.write(limit, at: stamp) else { return [] }
+            if effectiveHistoryLimit != before { messaging.append(.historyLimitUpdated(effectiveHistoryLimit)) }
+            var removed: [MessageKey] = []
+            messages.prune(limit: effectiveHistoryLimit, removed: &removed)
+            if !removed.isEmpty { messaging.append(.messagesRemoved(removed, floor: messages.floor)) }
+            return []
+        case let .setPresenceState(user, session, items):
+            let before = presenceState(of: user)
+            users[user, default: UserRecord()].modifyActivity { activity in
+                for item in items {
+                    let written = Register(PresenceValue(bytes: item.value, session: session), stamp: stamp)
+                    if activity.presence[item.key] == nil { activity.presence[item.key] = written } else { activity.presence[item.key]!.merge(written) }
+                }
+            }
+            let after = presenceState(of: user)
+            if before != after {
+                let keys = Set(before.keys).union(after.keys).filter { before[$0] != after[$0] }.sorted()
+                messaging.append(.presenceStateUpdated(user, keys: keys))
+            }
+            return []
 
         // Paths that may move someone on or off the stage or the hand list.
         case let .joinSession(user, session, name, role, host, incarnation):
@@ -90,11 +170,13 @@ extension RoomState {
             return roomWide(presenceOnHost: replica) { state in
                 state.deadIncarnations[replica] = max(state.deadIncarnations[replica] ?? 0, incarnation)
             }
-        case let .setRoomProperty(key, value, cause):
-            let written = Register(PropertyValue(bytes: value, operatorID: delta.author, cause: cause), stamp: stamp)
-            let won: Bool
-            if properties[key] == nil { properties[key] = written; won = true } else { won = properties[key]!.merge(written) }
-            return won ? [.roomPropertiesUpdated(keys: [key])] : []
+        case let .setRoomProperty(key, value, cause, revision):
+            let written = Register(PropertyValue(bytes: value, operatorID: delta.author, cause: cause, revision: revision.assigned,
+                                                 lineage: revision.lineage), stamp: stamp)
+            if let conflict = Self.propertyConflict(.room, key, existing: properties[key], incoming: written) {
+                messaging.append(.propertyConflict(conflict))
+            }
+            return Self.mergeProperty(&properties, key, written) ? [.roomPropertiesUpdated(keys: [key])] : []
         }
     }
 

@@ -19,6 +19,9 @@ extension RoomState {
         for (key, register) in properties where !other.contains(register.stamp.dot) {
             patch.properties[key] = register
         }
+        take(chatMuted, &patch.chatMuted)
+        take(historyLimit, &patch.historyLimit)
+        patch.messages = messages.missing(from: other)
         for (user, record) in users {
             if let missing = record.missing(from: other) { patch.users[user] = missing }
         }
@@ -33,6 +36,13 @@ extension RoomState {
     /// Joins a patch (or a whole snapshot) into this state and reports the changes.
     @discardableResult
     public mutating func merge(_ patch: RoomState) -> [RoomChange] {
+        var ignored: [MessagingChange] = []
+        return merge(patch, messaging: &ignored)
+    }
+
+    /// Joins a patch and also reports what it changed in messaging into `messaging`.
+    @discardableResult
+    public mutating func merge(_ patch: RoomState, messaging: inout [MessagingChange]) -> [RoomChange] {
         precondition(patch.roomID == roomID, "merging room \(patch.roomID) into \(roomID)")
         var touched = Array(patch.users.keys)
         var hostedOnDeadReplica: [UserID] = []
@@ -44,6 +54,29 @@ extension RoomState {
         }
         touched.append(contentsOf: hostedOnDeadReplica)
         let isTouched: (UserID) -> Bool = { patch.users[$0] != nil || hostedOnDeadReplica.contains($0) }
+        // Presence state shows while its session lives: watch everyone whose sessions may change.
+        var presenceWatch = watchPresence(touched)
+        for (user, record) in patch.users where !record.presence.isEmpty && !presenceWatch.contains(where: { $0.0 == user }) {
+            presenceWatch.append((user, presenceState(of: user)))
+        }
+        let mutesBefore = patch.users.compactMap { user, record in
+            record.hasActivity && record.chatMuted.stamp != .origin ? (user, users[user]?.chatMuted.value ?? false) : nil
+        }
+        var conflicts: [PropertyConflict] = []
+        for (key, register) in patch.properties {
+            if let conflict = Self.propertyConflict(.room, key, existing: properties[key], incoming: register) { conflicts.append(conflict) }
+        }
+        for (user, record) in patch.users where record.hasActivity {
+            for (key, register) in record.properties {
+                if let conflict = Self.propertyConflict(.user(user), key, existing: users[user]?.properties[key], incoming: register) {
+                    conflicts.append(conflict)
+                }
+            }
+        }
+        let roomMutedBefore = chatMuted.value
+        let limitBefore = effectiveHistoryLimit
+        var addedMessages: [MessageKey] = []
+        var removedMessages: [MessageKey] = []
         var roomInfoChanged = false
         var classStateChanged = false
         var muted = false
@@ -60,19 +93,17 @@ extension RoomState {
             for (replica, incarnation) in patch.deadIncarnations {
                 state.deadIncarnations[replica] = max(state.deadIncarnations[replica] ?? 0, incarnation)
             }
-            for (key, register) in patch.properties {
-                if state.properties[key] == nil {
-                    state.properties[key] = register
-                    propertyKeys.append(key)
-                } else if state.properties[key]!.merge(register) {
-                    propertyKeys.append(key)
-                }
+            for (key, register) in patch.properties where Self.mergeProperty(&state.properties, key, register) {
+                propertyKeys.append(key)
             }
+            state.chatMuted.merge(patch.chatMuted)
+            state.historyLimit.merge(patch.historyLimit)
+            state.messages.merge(patch.messages, limit: state.effectiveHistoryLimit, added: &addedMessages, removed: &removedMessages)
             for (user, record) in patch.users {
                 if record.hasActivity, !record.properties.isEmpty {
                     let existing = state.users[user]?.properties
                     let wonKeys = record.properties.compactMap { key, register in
-                        existing?[key].map { $0.stamp < register.stamp } ?? true ? key : nil
+                        existing?[key].map { $0.precedes(register) } ?? true ? key : nil
                     }
                     if !wonKeys.isEmpty { userPropertyChanges.append(.userPropertiesUpdated(user, keys: wonKeys.sorted())) }
                 }
@@ -81,6 +112,19 @@ extension RoomState {
             }
             state.seen.formUnion(patch.seen)
         }
+        // Messaging, in a fixed order: limit, mutes, history, presence, timeouts, conflicts.
+        if effectiveHistoryLimit != limitBefore { messaging.append(.historyLimitUpdated(effectiveHistoryLimit)) }
+        if chatMuted.value != roomMutedBefore { messaging.append(.chatMuteUpdated(user: nil, muted: chatMuted.value)) }
+        for (user, before) in mutesBefore.sorted(by: { $0.0 < $1.0 }) {
+            let after = users[user]?.chatMuted.value ?? false
+            if after != before { messaging.append(.chatMuteUpdated(user: user, muted: after)) }
+        }
+        if !removedMessages.isEmpty { messaging.append(.messagesRemoved(removedMessages, floor: messages.floor)) }
+        let added = addedMessages.compactMap { messages[$0] }.sorted { $0.stamp < $1.stamp }
+        for message in added { messaging.append(.messageAdded(message)) }
+        reportPresence(presenceWatch.sorted { $0.0 < $1.0 }, messaging: &messaging)
+        reportTimeouts(changes, messaging: &messaging)
+        for conflict in conflicts { messaging.append(.propertyConflict(conflict)) }
         var head: [RoomChange] = []
         if roomInfoChanged { head.append(.roomInfoUpdated) }
         if classStateChanged { head.append(.classStateUpdated(classState.state)) }

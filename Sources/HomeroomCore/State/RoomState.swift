@@ -17,6 +17,12 @@ public struct RoomState: Sendable {
     /// Per node, the highest incarnation known to be dead (max-merge).
     public var deadIncarnations: [ReplicaID: UInt64] = [:]
     public var properties: [String: Register<PropertyValue>] = [:]
+    /// Chat muted for every student and observer (teachers and assistants may still send).
+    public var chatMuted = Register(false, stamp: .origin)
+    /// How many messages the history keeps.
+    public var historyLimit = Register(MessageLog.defaultLimit, stamp: .origin)
+    /// Room and peer messages, newest `historyLimit` above the floor.
+    public var messages = MessageLog()
     public var users: [UserID: UserRecord] = [:]
     /// Every delta this state contains, rejected ones included.
     public var seen = VersionVector()
@@ -39,6 +45,7 @@ extension RoomState: Equatable {
             && a.handLimit == b.handLimit && a.schedule == b.schedule && a.classState == b.classState
             && a.muteAll == b.muteAll && a.deadIncarnations == b.deadIncarnations
             && a.properties == b.properties && a.users == b.users && a.seen == b.seen
+            && a.chatMuted == b.chatMuted && a.historyLimit == b.historyLimit && a.messages == b.messages
     }
 }
 

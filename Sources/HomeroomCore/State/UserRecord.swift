@@ -70,6 +70,10 @@ public struct UserActivity: Hashable, Sendable {
     public private(set) var rewards: [RewardKey: RewardEntry] = [:]
     public private(set) var rewardTotal: Int64 = 0
     public var properties: [String: Register<PropertyValue>] = [:]
+    /// Chat muted for this user by a teacher or an assistant.
+    public var chatMuted = Register(false, stamp: .origin)
+    /// Temporary presence state, per key (last writer wins); shown while the session that wrote it is open.
+    public var presence: [String: Register<PresenceValue>] = [:]
 
     public init() {}
 
@@ -87,7 +91,11 @@ public struct UserActivity: Hashable, Sendable {
         if let otherBan = other.banned, banned.map({ otherBan < $0 }) ?? true { banned = otherBan }
         for (key, entry) in other.rewards { addReward(key, entry) }
         for (key, register) in other.properties {
-            if properties[key] == nil { properties[key] = register } else { properties[key]!.merge(register) }
+            RoomState.mergeProperty(&properties, key, register)
+        }
+        chatMuted.merge(other.chatMuted)
+        for (key, register) in other.presence {
+            if presence[key] == nil { presence[key] = register } else { presence[key]!.merge(register) }
         }
     }
 
@@ -154,6 +162,46 @@ public struct UserRecord: Hashable, Sendable {
     public var properties: [String: Register<PropertyValue>] {
         get { activity.properties }
         set { modifyActivity { $0.properties = newValue } }
+    }
+    public var chatMuted: Register<Bool> { get { activity.chatMuted } set { modifyActivity { $0.chatMuted = newValue } } }
+    public var presence: [String: Register<PresenceValue>] {
+        get { activityStorage.first?.presence ?? [:] }
+        set { modifyActivity { $0.presence = newValue } }
+    }
+
+    /// Whether this session counts: open, started after the last kick, not banned, and
+    /// not hosted by a node incarnation known to be dead.
+    public func isLive(_ session: SessionRecord, deadIncarnations: [ReplicaID: UInt64]) -> Bool {
+        guard session.ended == nil, session.started != Stamp.maxedOut, !isBanned, kicked < session.started else { return false }
+        if let dead = deadIncarnations[session.host], session.incarnation <= dead { return false }
+        return true
+    }
+
+    public func isLive(session id: SessionID, deadIncarnations: [ReplicaID: UInt64]) -> Bool {
+        sessions.contains { $0.id == id && isLive($0, deadIncarnations: deadIncarnations) }
+    }
+
+    /// The presence state shown now: keys written by a session that is still live.
+    public func presenceState(deadIncarnations: [ReplicaID: UInt64]) -> [String: [UInt8]] {
+        guard let activity = activityStorage.first, !activity.presence.isEmpty else { return [:] }
+        var live: [SessionID: Bool] = [:]
+        var state: [String: [UInt8]] = [:]
+        for (key, register) in activity.presence {
+            guard let bytes = register.value.bytes else { continue }
+            let session = register.value.session
+            if live[session] == nil { live[session] = isLive(session: session, deadIncarnations: deadIncarnations) }
+            if live[session]! { state[key] = bytes }
+        }
+        return state
+    }
+
+    /// Offline because the node hosting its last live session was declared down.
+    func isTimedOut(deadIncarnations: [ReplicaID: UInt64]) -> Bool {
+        guard !isOnline(deadIncarnations: deadIncarnations), !isBanned else { return false }
+        return sessions.contains { session in
+            guard session.ended == nil, kicked < session.started, let dead = deadIncarnations[session.host] else { return false }
+            return session.incarnation <= dead
+        }
     }
 
     /// Whether anyone has told this replica about this user joining.
@@ -265,6 +313,11 @@ extension UserActivity {
         }
         for (key, register) in properties where !seen.contains(register.stamp.dot) {
             patch.properties[key] = register
+            any = true
+        }
+        if !seen.contains(chatMuted.stamp.dot) { patch.chatMuted = chatMuted; any = true }
+        for (key, register) in presence where !seen.contains(register.stamp.dot) {
+            patch.presence[key] = register
             any = true
         }
         return any ? patch : nil

@@ -55,6 +55,14 @@ public final class RoomClient: Sendable {
         public var token: String?
         /// Joins and syncs bring whole rooms: allow large replies.
         public var limits = WireLimits.largeReplies
+        /// How long a message waits for its sender's previous one before it is delivered anyway.
+        public var messageHoldMillis: UInt64 = 2_000
+        /// Presence events are gathered into interval events above this many online users.
+        public var presenceThreshold = 50
+        public var presenceIntervalMillis: UInt64 = 1_000
+        /// Test hook: drop or duplicate what arrives on the SUB socket (seeded), like the
+        /// node's cluster faults; the periodic sync must repair it.
+        public var receiveFaults: FaultPolicy?
         public init() {}
     }
 
@@ -86,9 +94,26 @@ public final class RoomClient: Sendable {
         var node: ReplicaID = ReplicaID(0)
         /// Counts successful attaches, so concurrent failures reconnect once.
         var generation: UInt64 = 0
+        // Messaging (RoomClient+Messaging.swift).
+        var inbox = MessageInbox()
+        var presence = PresenceBatcher()
+        var messageListeners: [UInt64: @Sendable ([MessageInbox.Delivery]) -> Void] = [:]
+        var messagingListeners: [UInt64: @Sendable ([MessagingChange]) -> Void] = [:]
+        var presenceListeners: [UInt64: @Sendable ([PresenceBatcher.Event]) -> Void] = [:]
+        /// Per conversation ("" for the room, else the recipient): the counter of the last message sent.
+        var lastSent: [String: UInt64] = [:]
+        /// This user's presence state, set again after each reconnect (a new session).
+        var presenceItems: [String: [UInt8]] = [:]
+        /// Property writes whose fate is not known yet.
+        var pendingProperties: [PendingPropertyWrite] = []
+        /// Writes already reported lost, so a loss is told once.
+        var reportedLost: Set<Dot> = []
+        var receiveDice: FaultDice?
     }
 
     let state: Mutex<State>
+    /// Held while events are handed to listeners, so they arrive in order from any thread.
+    let emitting = Mutex<Void>(())
     private let ticker = Mutex<NNGThread?>(nil)
     /// Held while attaching, so the sync loop and a writer never attach twice at once.
     private let attaching = Mutex<Void>(())
@@ -102,7 +127,11 @@ public final class RoomClient: Sendable {
         self.endpoints = endpoints
         self.options = options
         self.logger = logger.with("user", user)
-        self.state = Mutex(State(replica: RoomState(roomID: room), session: "\(user)-\(UInt32.random(in: 0...UInt32.max))"))
+        var initial = State(replica: RoomState(roomID: room), session: "\(user)-\(UInt32.random(in: 0...UInt32.max))")
+        initial.inbox = MessageInbox(holdMillis: options.messageHoldMillis)
+        initial.presence = PresenceBatcher(threshold: options.presenceThreshold, intervalMillis: options.presenceIntervalMillis)
+        initial.receiveDice = options.receiveFaults.map { FaultDice(seed: $0.seed) }
+        self.state = Mutex(initial)
     }
 
     deinit { close() }
@@ -185,6 +214,7 @@ public final class RoomClient: Sendable {
             try socket.setReceiveBuffer(8192)
             try socket.setMaxReceiveSize(max(options.limits.maxMessageBytes, 64 << 20))
             try socket.subscribe(Topics.clientRoom(room))
+            try socket.subscribe(Topics.clientUser(room, user))
             try socket.dial(nodeInfo.publishAddress)
             subscriber = try NNGSubscriber(socket: socket, name: "hr-client-sub") { [weak self] message in self?.receive(message) }
         } catch {
@@ -208,7 +238,9 @@ public final class RoomClient: Sendable {
         }
         switch joined.message {
         case let .joinResponse(response):
-            merge(response.state)
+            // A first join brings the history: known, not delivered. A resume brings what
+            // was missed while away: delivered (catch-up).
+            merge(response.state, deliver: response.isSnapshot == false)
             state.withLock { state in
                 state.link = requester
                 state.subscriber = subscriber
@@ -225,6 +257,7 @@ public final class RoomClient: Sendable {
                 }, operation: .leaveSession(user: user, session: previousSession))
                 _ = try? request(requester, .writeRequest(WireMessage.WriteRequest(requestID: 0, write: leave)))
             }
+            restorePresence(through: requester, session: session)
             logger.info("joined", ["room": room, "node": endpoint.address, "resumed": "\(resume != nil)"])
         case let .error(reply):
             subscriber.close()
@@ -269,10 +302,13 @@ public final class RoomClient: Sendable {
     /// retried reward still counts once.
     @discardableResult
     public func write(_ operation: Operation) throws(ClientError) -> Dot {
-        try sendWrite(operation, retries: 3)
+        try sendWrite(operation, retries: 3).ack.dot ?? Dot(origin: ReplicaID(0), sequence: 0)
     }
 
-    private func sendWrite(_ operation: Operation, retries: Int) throws(ClientError) -> Dot {
+    /// Sends a write and returns the node's acknowledgement (ACCEPTED or DUPLICATE) and
+    /// the write as sent (with its author counter). A DUPLICATE may carry no dot (a
+    /// message that has left the history): treat it as done.
+    func sendWrite(_ operation: Operation, retries: Int) throws(ClientError) -> (ack: WireMessage.WriteAck, write: Write) {
         let (write, requestID) = state.withLock { state -> (Write, UInt64) in
             state.writeCounter += 1
             state.requestID += 1
@@ -292,9 +328,11 @@ public final class RoomClient: Sendable {
                 switch reply.message {
                 case let .writeAck(ack):
                     switch ack.status {
-                    case .accepted, .duplicate:
-                        guard let dot = ack.dot else { throw ClientError.protocolError("an accepted write without a dot") }
-                        return dot
+                    case .accepted:
+                        guard ack.dot != nil else { throw ClientError.protocolError("an accepted write without a dot") }
+                        return (ack, write)
+                    case .duplicate:
+                        return (ack, write)
                     case .unavailable where attempt < retries:
                         attempt += 1
                         try reconnect(observed: generation)
@@ -331,27 +369,43 @@ public final class RoomClient: Sendable {
     // MARK: - Receiving
 
     func receive(_ message: [UInt8]) {
-        guard let (kind, payload) = Topics.split(message), kind == 0,
+        guard let (kind, payload) = Topics.split(message), kind == 0 || kind == Topics.privateKind,
               let envelope = try? WireCodec.decode(Array(payload), limits: options.limits), envelope.roomID == room else { return }
-        switch envelope.message {
-        case let .deltaBatch(batch):
-            var changes: [RoomChange] = []
-            let listeners = state.withLock { state -> [@Sendable ([RoomChange]) -> Void] in
-                for delta in batch.deltas { changes += state.replica.apply(delta).changes }
-                return Array(state.listeners.values)
+        let copies = state.withLock { state -> Int in
+            guard let faults = options.receiveFaults, state.receiveDice != nil else { return 1 }
+            return state.receiveDice!.copies(faults)
+        }
+        for _ in 0..<copies {
+            switch envelope.message {
+            case let .deltaBatch(batch):
+                emitting.withLock { _ in
+                    var messaging: [MessagingChange] = []
+                    let (changes, listeners) = state.withLock { state -> ([RoomChange], [@Sendable ([RoomChange]) -> Void]) in
+                        var changes: [RoomChange] = []
+                        for delta in batch.deltas { changes += state.replica.apply(delta, messaging: &messaging).changes }
+                        return (changes, Array(state.listeners.values))
+                    }
+                    if !changes.isEmpty { for listener in listeners { listener(changes) } }
+                    dispatch(changes, messaging, deliver: true)
+                }
+            case let .patch(patch):
+                merge(patch, deliver: true)
+            default:
+                break
             }
-            if !changes.isEmpty { for listener in listeners { listener(changes) } }
-        case let .patch(patch):
-            merge(patch)
-        default:
-            break
         }
     }
 
-    func merge(_ patch: RoomState) {
+    func merge(_ patch: RoomState, deliver: Bool = true) {
         guard patch.roomID == room else { return }
-        let (changes, listeners) = state.withLock { state in (state.replica.merge(patch), Array(state.listeners.values)) }
-        if !changes.isEmpty { for listener in listeners { listener(changes) } }
+        emitting.withLock { _ in
+            var messaging: [MessagingChange] = []
+            let (changes, listeners) = state.withLock { state in
+                (state.replica.merge(patch, messaging: &messaging), Array(state.listeners.values))
+            }
+            if !changes.isEmpty { for listener in listeners { listener(changes) } }
+            dispatch(changes, messaging, deliver: deliver)
+        }
     }
 
     /// Every sync interval: pull what is missing (which also measures the link), and
@@ -365,7 +419,7 @@ public final class RoomClient: Sendable {
                 let clock = ContinuousClock()
                 let begin = clock.now
                 do {
-                    let reply = try request(link, .syncRequest(WireMessage.SyncRequest(seen: seen)))
+                    let reply = try request(link, .syncRequest(WireMessage.SyncRequest(seen: seen, user: user)))
                     let elapsed = clock.now - begin
                     if case let .syncResponse(response) = reply.message, let patch = response.patch { merge(patch) }
                     state.withLock { state in
@@ -384,6 +438,7 @@ public final class RoomClient: Sendable {
                     }
                 }
             }
+            tickMessaging()
             while !state.withLock({ $0.closing }) {
                 let elapsed = WallClock.monotonicMillis() &- started
                 if elapsed >= options.syncIntervalMillis { break }

@@ -69,15 +69,17 @@ extension ClusterNode {
         var rejectedClock = 0
         state.withLock { state in
             var room = state.rooms.removeValue(forKey: roomID) ?? RoomState(roomID: roomID)
+            var messaging: [MessagingChange] = []
             for delta in batch.deltas {
                 // A clock far ahead is refused and not recorded: anti-entropy offers it again later.
                 guard (try? state.sequencer.observe(delta.clock, nowMillis: now)) != nil else {
                     rejectedClock += 1
                     continue
                 }
-                if case .duplicate = room.apply(delta) { continue }
+                if case .duplicate = room.apply(delta, messaging: &messaging) { continue }
                 fresh.append(delta)
             }
+            state.note(room: roomID, messaging)
             if !fresh.isEmpty, let store = state.store {
                 do {
                     try store.append(room: roomID, deltas: fresh)
@@ -170,6 +172,7 @@ extension ClusterNode {
             }
             declareSilentNodesDown()
             runPendingSyncs()
+            if tick % 5 == 0 { trimExpiredHistory() }
             if tick % 25 == 0 { compactStore(force: true) } else { compactStore(force: false) }
             // Sleep the rest of the period, in short steps so stop() is prompt.
             let period = config.heartbeatMillis
@@ -280,7 +283,9 @@ extension ClusterNode {
             let changed = state.withLock { state -> Bool in
                 var room = state.rooms.removeValue(forKey: key.room) ?? RoomState(roomID: key.room)
                 let before = room.seen
-                room.merge(patch)
+                var messaging: [MessagingChange] = []
+                room.merge(patch, messaging: &messaging)
+                state.note(room: key.room, messaging)
                 let changed = room.seen != before
                 if changed, let store = state.store {
                     if (try? store.append(room: key.room, patch: patch)) != nil { state.dirtyRooms[key.room, default: 0] += 1 }

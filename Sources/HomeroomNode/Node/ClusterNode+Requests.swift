@@ -76,9 +76,21 @@ extension ClusterNode {
             reply = handleJoin(room: room, join)
         case let .syncRequest(sync):
             if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
+            // Nodes get everything; a client gets the peer messages of the user it names
+            // (its token's user, when the node requires tokens).
+            var reader: UserID? = sync.user.isEmpty ? nil : sync.user
+            if let claims {
+                if let named = reader, named != claims.user {
+                    let error = TokenError.identityMismatch("syncs as \(named), token is for \(claims.user)")
+                    return errorReply(error.code, error.description, room)
+                }
+                reader = claims.user
+            }
+            let everything = fromNode || (claimsToBeNode && !framing.isEnabled)
             let (patch, seen) = state.withLock { state -> (RoomState, VersionVector) in
                 let current = state.rooms[room] ?? RoomState(roomID: room)
-                return (current.missing(since: sync.seen), current.seen)
+                let missing = current.missing(since: sync.seen)
+                return (everything ? missing : missing.visible(to: reader), current.seen)
             }
             reply = .syncResponse(WireMessage.SyncResponse(patch: patch, seen: seen))
         case .digest:
@@ -139,12 +151,24 @@ extension ClusterNode {
                let existing = room.users[target]?.rewards[RewardKey(author: write.author, authorCounter: write.authorCounter)] {
                 return (ack(request, .duplicate, "", "this reward was already counted", dot: existing.stamp.dot), nil)
             }
+            // So is a retried message: stored and delivered once.
+            if write.operation.isMessage {
+                let key = MessageKey(sender: write.author, counter: write.authorCounter)
+                if let existing = room.messages[key] {
+                    return (ack(request, .duplicate, "", "this message was already sent", dot: existing.stamp.dot), nil)
+                }
+                if state.evicted[roomID]?.contains(key) == true {
+                    return (ack(request, .duplicate, "", "this message was already sent and has since left the history"), nil)
+                }
+            }
             if let refusal = room.admit(write, nowMillis: now) {
                 return (ack(request, .rejected, refusal.code, refusal.description), nil)
             }
+            // The origin fills in what depends on the room here (a property's next revision).
+            let prepared = room.prepare(write)
             // Stored (committed) before it is applied, published or acknowledged; the
             // sequence number is consumed only once the store has it.
-            let (delta, sequencer) = state.stamp(room: roomID, write, nowMillis: now)
+            let (delta, sequencer) = state.stamp(room: roomID, prepared, nowMillis: now)
             if let store = state.store {
                 let clock = ContinuousClock()
                 let started = clock.now
@@ -160,16 +184,24 @@ extension ClusterNode {
                 state.dirtyRooms[roomID, default: 0] += 1
             }
             state.commit(room: roomID, delta, sequencer)
-            let outcome = room.apply(delta)
+            var messaging: [MessagingChange] = []
+            let outcome = room.apply(delta, messaging: &messaging)
+            state.note(room: roomID, messaging)
             // Queued under the lock, so deltas leave in sequence order.
             outbox.enqueue(room: roomID, deltas: [delta], toNodes: true)
             if case let .rejected(reason) = outcome {
                 return (ack(request, .rejected, reason.code, reason.description, dot: delta.dot), delta)
             }
-            return (ack(request, .accepted, "", "", dot: delta.dot), delta)
+            var accepted = ack(request, .accepted, "", "", dot: delta.dot)
+            switch prepared.operation {
+            case let .setRoomProperty(_, _, _, revision), let .setUserProperty(_, _, _, _, revision): accepted.revision = revision.assigned
+            default: break
+            }
+            return (accepted, delta)
         }
-        if result.1 != nil {
+        if let delta = result.1 {
             metrics.add("writes_accepted_total")
+            if delta.operation.isMessage { metrics.add(delta.operation.peerRecipient == nil ? "room_messages_total" : "peer_messages_total") }
         } else {
             metrics.add("writes_refused_total{code=\"\(result.0.errorCode)\"}")
         }
@@ -197,7 +229,8 @@ extension ClusterNode {
         }
         let state = self.state.withLock { state -> RoomState in
             let room = state.rooms[roomID] ?? RoomState(roomID: roomID)
-            return join.resume.map { room.missing(since: $0) } ?? room.snapshot()
+            // Other users' peer messages stay out of what the joining client gets.
+            return (join.resume.map { room.missing(since: $0) } ?? room.snapshot()).visible(to: join.user)
         }
         metrics.add("joins_total")
         return .joinResponse(WireMessage.JoinResponse(session: join.session, host: replica, incarnation: incarnation,
@@ -214,9 +247,14 @@ extension ClusterNode {
     }
 
     /// Publishes deltas to the room's clients and, when this node sequenced them, to the other nodes.
+    /// Peer messages go only to the private topics of their sender and recipient.
     private func send(room: String, deltas: [Delta], toNodes: Bool) {
         let message = WireCodec.encode(envelope(room: room, .deltaBatch(WireMessage.DeltaBatch(origin: deltas[0].origin, deltas: deltas))))
-        try? publisher.send(topic: Topics.clientRoom(room), payload: message)
+        if deltas.contains(where: { $0.operation.peerRecipient != nil }) {
+            publishPrivately(room: room, deltas: deltas)
+        } else {
+            try? publisher.send(topic: Topics.clientRoom(room), payload: message)
+        }
         if toNodes, !state.withLock({ $0.faults.isolated }) {
             try? publisher.send(topic: Topics.nodeRoom(room), payload: framing.seal(message))
             metrics.add("deltas_out_total", UInt64(deltas.count))
@@ -228,9 +266,10 @@ extension ClusterNode {
     /// clients', so adopting it could mark as seen a delta a client lost. Clients
     /// pull what they still lack with their own sync.
     func publishPatch(room: String, _ original: RoomState) {
-        var patch = original
+        var patch = original.visible(to: nil)
         patch.seen = VersionVector()
         let message = WireCodec.encode(envelope(room: room, .patch(patch)))
         try? publisher.send(topic: Topics.clientRoom(room), payload: message)
+        publishPrivately(room: room, patch: original)
     }
 }

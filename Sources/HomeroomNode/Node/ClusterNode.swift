@@ -91,7 +91,10 @@ public final class ClusterNode: Sendable {
         initial.store = store
         initial.limiter = RateLimiter(messagesPerSecond: config.writesPerSecond, bytesPerSecond: config.writeBytesPerSecond)
         // Never reuse a sequence number this replica already gave out.
-        for (id, room) in rooms { initial.roomSequences[id] = room.seen.origins[replica]?.highest ?? 0 }
+        for (id, room) in rooms {
+            initial.roomSequences[id] = room.seen.origins[replica]?.highest ?? 0
+            initial.privateSequences[id] = room.seen.origins[NodeState.privateOrigin(of: replica)]?.highest ?? 0
+        }
         self.state = Mutex(initial)
 
         do {

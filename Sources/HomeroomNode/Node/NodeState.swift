@@ -12,6 +12,13 @@ struct NodeState {
     var envelopeSequence: UInt64 = 0
     /// The last sequence number this node gave a delta, per room.
     var roomSequences: [String: UInt64] = [:]
+    /// The same for peer messages, sequenced under the node's private origin.
+    var privateSequences: [String: UInt64] = [:]
+    /// Per room, messages that left this node's history: a retried send of one is
+    /// answered DUPLICATE rather than stored again (local, bounded, not replicated).
+    var evicted: [String: EvictedKeys] = [:]
+    /// Per room, when this node last trimmed the history by age (monotonic ms).
+    var lastTrim: [String: UInt64] = [:]
     /// (peer, room) pairs to pull from at the next tick.
     var pendingSyncs: Set<SyncKey> = []
     var stopping = false
@@ -33,19 +40,58 @@ struct NodeState {
 
     /// Stamps a write for a room without committing the sequence number: the caller
     /// stores the delta first, then calls `commit`.
+    /// Peer messages are sequenced under the node's private origin (docs/MESSAGING.md),
+    /// so clients that may not see them find no gap in the node's public sequence.
     func stamp(room: String, _ write: Write, nowMillis: UInt64) -> (Delta, Sequencer) {
         var sequencer = self.sequencer
+        if write.operation.peerRecipient != nil {
+            let delta = sequencer.stamp(write, origin: Self.privateOrigin(of: sequencer.replica),
+                                        sequence: (privateSequences[room] ?? 0) + 1, nowMillis: nowMillis)
+            return (delta, sequencer)
+        }
         let delta = sequencer.stamp(write, sequence: (roomSequences[room] ?? 0) + 1, nowMillis: nowMillis)
         return (delta, sequencer)
     }
 
     mutating func commit(room: String, _ delta: Delta, _ sequencer: Sequencer) {
         self.sequencer = sequencer
-        roomSequences[room] = delta.sequence
+        if delta.origin == sequencer.replica {
+            roomSequences[room] = delta.sequence
+        } else {
+            privateSequences[room] = delta.sequence
+        }
+    }
+
+    /// A node's private origin: its id with the top bit flipped.
+    static func privateOrigin(of replica: ReplicaID) -> ReplicaID { ReplicaID(replica.rawValue ^ 0x8000_0000_0000_0000) }
+
+    /// Remembers the messages a change set removed from a room's history.
+    mutating func note(room: String, _ messaging: [MessagingChange]) {
+        for case let .messagesRemoved(keys, _) in messaging {
+            evicted[room, default: EvictedKeys()].insert(keys)
+        }
     }
 
     mutating func nextEnvelopeSequence() -> UInt64 {
         envelopeSequence += 1
         return envelopeSequence
+    }
+}
+
+/// A bounded set of message keys, oldest forgotten first.
+struct EvictedKeys {
+    private var keys: Set<MessageKey> = []
+    private var order: [MessageKey] = []
+    static let capacity = 20_000
+
+    func contains(_ key: MessageKey) -> Bool { keys.contains(key) }
+
+    mutating func insert(_ new: [MessageKey]) {
+        for key in new where keys.insert(key).inserted { order.append(key) }
+        if order.count > Self.capacity {
+            let drop = order.count - Self.capacity
+            for key in order.prefix(drop) { keys.remove(key) }
+            order.removeFirst(drop)
+        }
     }
 }

@@ -547,6 +547,51 @@ void   homeroom__v1__set_user_property__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__set_user_property__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__revision_condition__init
+                     (Homeroom__V1__RevisionCondition         *message)
+{
+  static const Homeroom__V1__RevisionCondition init_value = HOMEROOM__V1__REVISION_CONDITION__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__revision_condition__get_packed_size
+                     (const Homeroom__V1__RevisionCondition *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__revision_condition__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__revision_condition__pack
+                     (const Homeroom__V1__RevisionCondition *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__revision_condition__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__revision_condition__pack_to_buffer
+                     (const Homeroom__V1__RevisionCondition *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__revision_condition__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__RevisionCondition *
+       homeroom__v1__revision_condition__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__RevisionCondition *)
+     protobuf_c_message_unpack (&homeroom__v1__revision_condition__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__revision_condition__free_unpacked
+                     (Homeroom__V1__RevisionCondition *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__revision_condition__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__kick__init
                      (Homeroom__V1__Kick         *message)
 {
@@ -1042,6 +1087,321 @@ void   homeroom__v1__replica_down__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__replica_down__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__send_message__init
+                     (Homeroom__V1__SendMessage         *message)
+{
+  static const Homeroom__V1__SendMessage init_value = HOMEROOM__V1__SEND_MESSAGE__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__send_message__get_packed_size
+                     (const Homeroom__V1__SendMessage *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__send_message__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__send_message__pack
+                     (const Homeroom__V1__SendMessage *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__send_message__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__send_message__pack_to_buffer
+                     (const Homeroom__V1__SendMessage *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__send_message__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__SendMessage *
+       homeroom__v1__send_message__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__SendMessage *)
+     protobuf_c_message_unpack (&homeroom__v1__send_message__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__send_message__free_unpacked
+                     (Homeroom__V1__SendMessage *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__send_message__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__send_peer_message__init
+                     (Homeroom__V1__SendPeerMessage         *message)
+{
+  static const Homeroom__V1__SendPeerMessage init_value = HOMEROOM__V1__SEND_PEER_MESSAGE__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__send_peer_message__get_packed_size
+                     (const Homeroom__V1__SendPeerMessage *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__send_peer_message__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__send_peer_message__pack
+                     (const Homeroom__V1__SendPeerMessage *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__send_peer_message__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__send_peer_message__pack_to_buffer
+                     (const Homeroom__V1__SendPeerMessage *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__send_peer_message__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__SendPeerMessage *
+       homeroom__v1__send_peer_message__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__SendPeerMessage *)
+     protobuf_c_message_unpack (&homeroom__v1__send_peer_message__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__send_peer_message__free_unpacked
+                     (Homeroom__V1__SendPeerMessage *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__send_peer_message__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__set_chat_muted__init
+                     (Homeroom__V1__SetChatMuted         *message)
+{
+  static const Homeroom__V1__SetChatMuted init_value = HOMEROOM__V1__SET_CHAT_MUTED__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__set_chat_muted__get_packed_size
+                     (const Homeroom__V1__SetChatMuted *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_chat_muted__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__set_chat_muted__pack
+                     (const Homeroom__V1__SetChatMuted *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_chat_muted__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__set_chat_muted__pack_to_buffer
+                     (const Homeroom__V1__SetChatMuted *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_chat_muted__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__SetChatMuted *
+       homeroom__v1__set_chat_muted__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__SetChatMuted *)
+     protobuf_c_message_unpack (&homeroom__v1__set_chat_muted__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__set_chat_muted__free_unpacked
+                     (Homeroom__V1__SetChatMuted *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__set_chat_muted__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__trim_history__init
+                     (Homeroom__V1__TrimHistory         *message)
+{
+  static const Homeroom__V1__TrimHistory init_value = HOMEROOM__V1__TRIM_HISTORY__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__trim_history__get_packed_size
+                     (const Homeroom__V1__TrimHistory *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__trim_history__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__trim_history__pack
+                     (const Homeroom__V1__TrimHistory *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__trim_history__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__trim_history__pack_to_buffer
+                     (const Homeroom__V1__TrimHistory *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__trim_history__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__TrimHistory *
+       homeroom__v1__trim_history__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__TrimHistory *)
+     protobuf_c_message_unpack (&homeroom__v1__trim_history__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__trim_history__free_unpacked
+                     (Homeroom__V1__TrimHistory *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__trim_history__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__set_history_limit__init
+                     (Homeroom__V1__SetHistoryLimit         *message)
+{
+  static const Homeroom__V1__SetHistoryLimit init_value = HOMEROOM__V1__SET_HISTORY_LIMIT__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__set_history_limit__get_packed_size
+                     (const Homeroom__V1__SetHistoryLimit *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_history_limit__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__set_history_limit__pack
+                     (const Homeroom__V1__SetHistoryLimit *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_history_limit__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__set_history_limit__pack_to_buffer
+                     (const Homeroom__V1__SetHistoryLimit *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_history_limit__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__SetHistoryLimit *
+       homeroom__v1__set_history_limit__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__SetHistoryLimit *)
+     protobuf_c_message_unpack (&homeroom__v1__set_history_limit__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__set_history_limit__free_unpacked
+                     (Homeroom__V1__SetHistoryLimit *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__set_history_limit__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__set_presence_state__init
+                     (Homeroom__V1__SetPresenceState         *message)
+{
+  static const Homeroom__V1__SetPresenceState init_value = HOMEROOM__V1__SET_PRESENCE_STATE__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__set_presence_state__get_packed_size
+                     (const Homeroom__V1__SetPresenceState *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_presence_state__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__set_presence_state__pack
+                     (const Homeroom__V1__SetPresenceState *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_presence_state__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__set_presence_state__pack_to_buffer
+                     (const Homeroom__V1__SetPresenceState *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_presence_state__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__SetPresenceState *
+       homeroom__v1__set_presence_state__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__SetPresenceState *)
+     protobuf_c_message_unpack (&homeroom__v1__set_presence_state__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__set_presence_state__free_unpacked
+                     (Homeroom__V1__SetPresenceState *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__set_presence_state__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__presence_item__init
+                     (Homeroom__V1__PresenceItem         *message)
+{
+  static const Homeroom__V1__PresenceItem init_value = HOMEROOM__V1__PRESENCE_ITEM__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__presence_item__get_packed_size
+                     (const Homeroom__V1__PresenceItem *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__presence_item__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__presence_item__pack
+                     (const Homeroom__V1__PresenceItem *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__presence_item__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__presence_item__pack_to_buffer
+                     (const Homeroom__V1__PresenceItem *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__presence_item__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__PresenceItem *
+       homeroom__v1__presence_item__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__PresenceItem *)
+     protobuf_c_message_unpack (&homeroom__v1__presence_item__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__presence_item__free_unpacked
+                     (Homeroom__V1__PresenceItem *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__presence_item__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor homeroom__v1__delta_batch__field_descriptors[3] =
 {
   {
@@ -1106,7 +1466,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta_batch__descriptor =
   (ProtobufCMessageInit) homeroom__v1__delta_batch__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[27] =
+static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[33] =
 {
   {
     "clock_delta",
@@ -1421,6 +1781,78 @@ static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[27]
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "send_message",
+    27,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, send_message),
+    &homeroom__v1__send_message__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "send_peer_message",
+    28,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, send_peer_message),
+    &homeroom__v1__send_peer_message__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "set_chat_muted",
+    29,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, set_chat_muted),
+    &homeroom__v1__set_chat_muted__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "trim_history",
+    30,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, trim_history),
+    &homeroom__v1__trim_history__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "set_history_limit",
+    31,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, set_history_limit),
+    &homeroom__v1__set_history_limit__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "set_presence_state",
+    32,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, set_presence_state),
+    &homeroom__v1__set_presence_state__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "origin",
     40,
     PROTOBUF_C_LABEL_NONE,
@@ -1443,16 +1875,21 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   24,   /* field[24] = kick */
   12,   /* field[12] = leave_session */
   21,   /* field[21] = mute_all */
-  26,   /* field[26] = origin */
+  32,   /* field[32] = origin */
   23,   /* field[23] = replica_down */
   10,   /* field[10] = reward */
+  26,   /* field[26] = send_message */
+  27,   /* field[27] = send_peer_message */
   1,   /* field[1] = sequence_delta */
   8,   /* field[8] = set_board */
+  28,   /* field[28] = set_chat_muted */
   20,   /* field[20] = set_class_state */
   6,   /* field[6] = set_device */
   9,   /* field[9] = set_hand */
   18,   /* field[18] = set_hand_limit */
+  30,   /* field[30] = set_history_limit */
   13,   /* field[13] = set_name */
+  31,   /* field[31] = set_presence_state */
   7,   /* field[7] = set_privilege */
   15,   /* field[15] = set_room_name */
   22,   /* field[22] = set_room_property */
@@ -1461,12 +1898,13 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   5,   /* field[5] = set_stage */
   17,   /* field[17] = set_stage_limit */
   14,   /* field[14] = set_user_property */
+  29,   /* field[29] = trim_history */
 };
 static const ProtobufCIntRange homeroom__v1__delta__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 40, 26 },
-  { 0, 27 }
+  { 40, 32 },
+  { 0, 33 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
 {
@@ -1476,7 +1914,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
   "Homeroom__V1__Delta",
   "homeroom.v1",
   sizeof(Homeroom__V1__Delta),
-  27,
+  33,
   homeroom__v1__delta__field_descriptors,
   homeroom__v1__delta__field_indices_by_name,
   2,  homeroom__v1__delta__number_ranges,
@@ -2020,7 +2458,7 @@ const ProtobufCMessageDescriptor homeroom__v1__set_name__descriptor =
   (ProtobufCMessageInit) homeroom__v1__set_name__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__set_user_property__field_descriptors[5] =
+static const ProtobufCFieldDescriptor homeroom__v1__set_user_property__field_descriptors[8] =
 {
   {
     "user",
@@ -2082,18 +2520,57 @@ static const ProtobufCFieldDescriptor homeroom__v1__set_user_property__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "revision",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetUserProperty, revision),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "condition",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetUserProperty, condition),
+    &homeroom__v1__revision_condition__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lineage",
+    8,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__SetUserProperty, n_lineage),
+    offsetof(Homeroom__V1__SetUserProperty, lineage),
+    &homeroom__v1__dot__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__set_user_property__field_indices_by_name[] = {
   4,   /* field[4] = cause */
+  6,   /* field[6] = condition */
   3,   /* field[3] = deleted */
   1,   /* field[1] = key */
+  7,   /* field[7] = lineage */
+  5,   /* field[5] = revision */
   0,   /* field[0] = user */
   2,   /* field[2] = value */
 };
 static const ProtobufCIntRange homeroom__v1__set_user_property__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__set_user_property__descriptor =
 {
@@ -2103,11 +2580,49 @@ const ProtobufCMessageDescriptor homeroom__v1__set_user_property__descriptor =
   "Homeroom__V1__SetUserProperty",
   "homeroom.v1",
   sizeof(Homeroom__V1__SetUserProperty),
-  5,
+  8,
   homeroom__v1__set_user_property__field_descriptors,
   homeroom__v1__set_user_property__field_indices_by_name,
   1,  homeroom__v1__set_user_property__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__set_user_property__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__revision_condition__field_descriptors[1] =
+{
+  {
+    "revision",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RevisionCondition, revision),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__revision_condition__field_indices_by_name[] = {
+  0,   /* field[0] = revision */
+};
+static const ProtobufCIntRange homeroom__v1__revision_condition__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__revision_condition__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.RevisionCondition",
+  "RevisionCondition",
+  "Homeroom__V1__RevisionCondition",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__RevisionCondition),
+  1,
+  homeroom__v1__revision_condition__field_descriptors,
+  homeroom__v1__revision_condition__field_indices_by_name,
+  1,  homeroom__v1__revision_condition__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__revision_condition__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__kick__field_descriptors[1] =
@@ -2432,7 +2947,7 @@ const ProtobufCMessageDescriptor homeroom__v1__mute_all__descriptor =
   (ProtobufCMessageInit) homeroom__v1__mute_all__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__set_room_property__field_descriptors[4] =
+static const ProtobufCFieldDescriptor homeroom__v1__set_room_property__field_descriptors[7] =
 {
   {
     "key",
@@ -2482,17 +2997,56 @@ static const ProtobufCFieldDescriptor homeroom__v1__set_room_property__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "revision",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetRoomProperty, revision),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "condition",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetRoomProperty, condition),
+    &homeroom__v1__revision_condition__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lineage",
+    7,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__SetRoomProperty, n_lineage),
+    offsetof(Homeroom__V1__SetRoomProperty, lineage),
+    &homeroom__v1__dot__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__set_room_property__field_indices_by_name[] = {
   3,   /* field[3] = cause */
+  5,   /* field[5] = condition */
   2,   /* field[2] = deleted */
   0,   /* field[0] = key */
+  6,   /* field[6] = lineage */
+  4,   /* field[4] = revision */
   1,   /* field[1] = value */
 };
 static const ProtobufCIntRange homeroom__v1__set_room_property__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__set_room_property__descriptor =
 {
@@ -2502,7 +3056,7 @@ const ProtobufCMessageDescriptor homeroom__v1__set_room_property__descriptor =
   "Homeroom__V1__SetRoomProperty",
   "homeroom.v1",
   sizeof(Homeroom__V1__SetRoomProperty),
-  4,
+  7,
   homeroom__v1__set_room_property__field_descriptors,
   homeroom__v1__set_room_property__field_indices_by_name,
   1,  homeroom__v1__set_room_property__number_ranges,
@@ -2558,5 +3112,414 @@ const ProtobufCMessageDescriptor homeroom__v1__replica_down__descriptor =
   homeroom__v1__replica_down__field_indices_by_name,
   1,  homeroom__v1__replica_down__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__replica_down__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__send_message__field_descriptors[3] =
+{
+  {
+    "type",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SendMessage, type),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "payload",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SendMessage, payload),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "previous",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SendMessage, previous),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__send_message__field_indices_by_name[] = {
+  1,   /* field[1] = payload */
+  2,   /* field[2] = previous */
+  0,   /* field[0] = type */
+};
+static const ProtobufCIntRange homeroom__v1__send_message__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__send_message__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.SendMessage",
+  "SendMessage",
+  "Homeroom__V1__SendMessage",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__SendMessage),
+  3,
+  homeroom__v1__send_message__field_descriptors,
+  homeroom__v1__send_message__field_indices_by_name,
+  1,  homeroom__v1__send_message__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__send_message__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__send_peer_message__field_descriptors[4] =
+{
+  {
+    "user",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SendPeerMessage, user),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "type",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SendPeerMessage, type),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "payload",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SendPeerMessage, payload),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "previous",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SendPeerMessage, previous),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__send_peer_message__field_indices_by_name[] = {
+  2,   /* field[2] = payload */
+  3,   /* field[3] = previous */
+  1,   /* field[1] = type */
+  0,   /* field[0] = user */
+};
+static const ProtobufCIntRange homeroom__v1__send_peer_message__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__send_peer_message__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.SendPeerMessage",
+  "SendPeerMessage",
+  "Homeroom__V1__SendPeerMessage",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__SendPeerMessage),
+  4,
+  homeroom__v1__send_peer_message__field_descriptors,
+  homeroom__v1__send_peer_message__field_indices_by_name,
+  1,  homeroom__v1__send_peer_message__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__send_peer_message__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__set_chat_muted__field_descriptors[3] =
+{
+  {
+    "user",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetChatMuted, user),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "muted",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetChatMuted, muted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "everyone",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetChatMuted, everyone),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__set_chat_muted__field_indices_by_name[] = {
+  2,   /* field[2] = everyone */
+  1,   /* field[1] = muted */
+  0,   /* field[0] = user */
+};
+static const ProtobufCIntRange homeroom__v1__set_chat_muted__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__set_chat_muted__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.SetChatMuted",
+  "SetChatMuted",
+  "Homeroom__V1__SetChatMuted",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__SetChatMuted),
+  3,
+  homeroom__v1__set_chat_muted__field_descriptors,
+  homeroom__v1__set_chat_muted__field_indices_by_name,
+  1,  homeroom__v1__set_chat_muted__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__set_chat_muted__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__trim_history__field_descriptors[1] =
+{
+  {
+    "before_millis",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__TrimHistory, before_millis),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__trim_history__field_indices_by_name[] = {
+  0,   /* field[0] = before_millis */
+};
+static const ProtobufCIntRange homeroom__v1__trim_history__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__trim_history__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.TrimHistory",
+  "TrimHistory",
+  "Homeroom__V1__TrimHistory",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__TrimHistory),
+  1,
+  homeroom__v1__trim_history__field_descriptors,
+  homeroom__v1__trim_history__field_indices_by_name,
+  1,  homeroom__v1__trim_history__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__trim_history__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__set_history_limit__field_descriptors[1] =
+{
+  {
+    "limit",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetHistoryLimit, limit),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__set_history_limit__field_indices_by_name[] = {
+  0,   /* field[0] = limit */
+};
+static const ProtobufCIntRange homeroom__v1__set_history_limit__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__set_history_limit__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.SetHistoryLimit",
+  "SetHistoryLimit",
+  "Homeroom__V1__SetHistoryLimit",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__SetHistoryLimit),
+  1,
+  homeroom__v1__set_history_limit__field_descriptors,
+  homeroom__v1__set_history_limit__field_indices_by_name,
+  1,  homeroom__v1__set_history_limit__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__set_history_limit__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__set_presence_state__field_descriptors[3] =
+{
+  {
+    "user",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetPresenceState, user),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "session",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetPresenceState, session),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "items",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__SetPresenceState, n_items),
+    offsetof(Homeroom__V1__SetPresenceState, items),
+    &homeroom__v1__presence_item__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__set_presence_state__field_indices_by_name[] = {
+  2,   /* field[2] = items */
+  1,   /* field[1] = session */
+  0,   /* field[0] = user */
+};
+static const ProtobufCIntRange homeroom__v1__set_presence_state__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__set_presence_state__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.SetPresenceState",
+  "SetPresenceState",
+  "Homeroom__V1__SetPresenceState",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__SetPresenceState),
+  3,
+  homeroom__v1__set_presence_state__field_descriptors,
+  homeroom__v1__set_presence_state__field_indices_by_name,
+  1,  homeroom__v1__set_presence_state__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__set_presence_state__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__presence_item__field_descriptors[3] =
+{
+  {
+    "key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__PresenceItem, key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "value",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__PresenceItem, value),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deleted",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__PresenceItem, deleted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__presence_item__field_indices_by_name[] = {
+  2,   /* field[2] = deleted */
+  0,   /* field[0] = key */
+  1,   /* field[1] = value */
+};
+static const ProtobufCIntRange homeroom__v1__presence_item__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__presence_item__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.PresenceItem",
+  "PresenceItem",
+  "Homeroom__V1__PresenceItem",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__PresenceItem),
+  3,
+  homeroom__v1__presence_item__field_descriptors,
+  homeroom__v1__presence_item__field_indices_by_name,
+  1,  homeroom__v1__presence_item__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__presence_item__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

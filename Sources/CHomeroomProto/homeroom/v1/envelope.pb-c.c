@@ -1069,7 +1069,7 @@ const ProtobufCMessageDescriptor homeroom__v1__missing_range__descriptor =
   (ProtobufCMessageInit) homeroom__v1__missing_range__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__sync_request__field_descriptors[2] =
+static const ProtobufCFieldDescriptor homeroom__v1__sync_request__field_descriptors[3] =
 {
   {
     "seen",
@@ -1095,15 +1095,28 @@ static const ProtobufCFieldDescriptor homeroom__v1__sync_request__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "user",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SyncRequest, user),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__sync_request__field_indices_by_name[] = {
   1,   /* field[1] = missing */
   0,   /* field[0] = seen */
+  2,   /* field[2] = user */
 };
 static const ProtobufCIntRange homeroom__v1__sync_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__sync_request__descriptor =
 {
@@ -1113,7 +1126,7 @@ const ProtobufCMessageDescriptor homeroom__v1__sync_request__descriptor =
   "Homeroom__V1__SyncRequest",
   "homeroom.v1",
   sizeof(Homeroom__V1__SyncRequest),
-  2,
+  3,
   homeroom__v1__sync_request__field_descriptors,
   homeroom__v1__sync_request__field_indices_by_name,
   1,  homeroom__v1__sync_request__number_ranges,
@@ -1248,7 +1261,7 @@ const ProtobufCMessageDescriptor homeroom__v1__write_request__descriptor =
   (ProtobufCMessageInit) homeroom__v1__write_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__write_ack__field_descriptors[5] =
+static const ProtobufCFieldDescriptor homeroom__v1__write_ack__field_descriptors[6] =
 {
   {
     "request_id",
@@ -1310,18 +1323,31 @@ static const ProtobufCFieldDescriptor homeroom__v1__write_ack__field_descriptors
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "revision",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__WriteAck, revision),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__write_ack__field_indices_by_name[] = {
   4,   /* field[4] = dot */
   2,   /* field[2] = error_code */
   3,   /* field[3] = message */
   0,   /* field[0] = request_id */
+  5,   /* field[5] = revision */
   1,   /* field[1] = status */
 };
 static const ProtobufCIntRange homeroom__v1__write_ack__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__write_ack__descriptor =
 {
@@ -1331,7 +1357,7 @@ const ProtobufCMessageDescriptor homeroom__v1__write_ack__descriptor =
   "Homeroom__V1__WriteAck",
   "homeroom.v1",
   sizeof(Homeroom__V1__WriteAck),
-  5,
+  6,
   homeroom__v1__write_ack__field_descriptors,
   homeroom__v1__write_ack__field_indices_by_name,
   1,  homeroom__v1__write_ack__number_ranges,

@@ -412,6 +412,96 @@ void   homeroom__v1__property__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__property__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__message_record__init
+                     (Homeroom__V1__MessageRecord         *message)
+{
+  static const Homeroom__V1__MessageRecord init_value = HOMEROOM__V1__MESSAGE_RECORD__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__message_record__get_packed_size
+                     (const Homeroom__V1__MessageRecord *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__message_record__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__message_record__pack
+                     (const Homeroom__V1__MessageRecord *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__message_record__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__message_record__pack_to_buffer
+                     (const Homeroom__V1__MessageRecord *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__message_record__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__MessageRecord *
+       homeroom__v1__message_record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__MessageRecord *)
+     protobuf_c_message_unpack (&homeroom__v1__message_record__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__message_record__free_unpacked
+                     (Homeroom__V1__MessageRecord *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__message_record__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__presence_entry__init
+                     (Homeroom__V1__PresenceEntry         *message)
+{
+  static const Homeroom__V1__PresenceEntry init_value = HOMEROOM__V1__PRESENCE_ENTRY__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__presence_entry__get_packed_size
+                     (const Homeroom__V1__PresenceEntry *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__presence_entry__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__presence_entry__pack
+                     (const Homeroom__V1__PresenceEntry *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__presence_entry__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__presence_entry__pack_to_buffer
+                     (const Homeroom__V1__PresenceEntry *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__presence_entry__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__PresenceEntry *
+       homeroom__v1__presence_entry__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__PresenceEntry *)
+     protobuf_c_message_unpack (&homeroom__v1__presence_entry__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__presence_entry__free_unpacked
+                     (Homeroom__V1__PresenceEntry *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__presence_entry__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__session__init
                      (Homeroom__V1__Session         *message)
 {
@@ -1058,7 +1148,7 @@ const ProtobufCMessageDescriptor homeroom__v1__class_state_register__descriptor 
   (ProtobufCMessageInit) homeroom__v1__class_state_register__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__property__field_descriptors[6] =
+static const ProtobufCFieldDescriptor homeroom__v1__property__field_descriptors[8] =
 {
   {
     "key",
@@ -1132,11 +1222,37 @@ static const ProtobufCFieldDescriptor homeroom__v1__property__field_descriptors[
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "revision",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Property, revision),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lineage",
+    8,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Property, n_lineage),
+    offsetof(Homeroom__V1__Property, lineage),
+    &homeroom__v1__dot__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__property__field_indices_by_name[] = {
   4,   /* field[4] = cause */
   2,   /* field[2] = deleted */
   0,   /* field[0] = key */
+  7,   /* field[7] = lineage */
+  6,   /* field[6] = revision */
   5,   /* field[5] = stamp */
   1,   /* field[1] = value */
   3,   /* field[3] = writer */
@@ -1144,7 +1260,7 @@ static const unsigned homeroom__v1__property__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__property__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__property__descriptor =
 {
@@ -1154,11 +1270,217 @@ const ProtobufCMessageDescriptor homeroom__v1__property__descriptor =
   "Homeroom__V1__Property",
   "homeroom.v1",
   sizeof(Homeroom__V1__Property),
-  6,
+  8,
   homeroom__v1__property__field_descriptors,
   homeroom__v1__property__field_indices_by_name,
   1,  homeroom__v1__property__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__property__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__message_record__field_descriptors[7] =
+{
+  {
+    "sender",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__MessageRecord, sender),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "counter",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__MessageRecord, counter),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "recipient",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__MessageRecord, recipient),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "type",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__MessageRecord, type),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "payload",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__MessageRecord, payload),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "previous",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__MessageRecord, previous),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stamp",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__MessageRecord, stamp),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__message_record__field_indices_by_name[] = {
+  1,   /* field[1] = counter */
+  4,   /* field[4] = payload */
+  5,   /* field[5] = previous */
+  2,   /* field[2] = recipient */
+  0,   /* field[0] = sender */
+  6,   /* field[6] = stamp */
+  3,   /* field[3] = type */
+};
+static const ProtobufCIntRange homeroom__v1__message_record__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__message_record__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.MessageRecord",
+  "MessageRecord",
+  "Homeroom__V1__MessageRecord",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__MessageRecord),
+  7,
+  homeroom__v1__message_record__field_descriptors,
+  homeroom__v1__message_record__field_indices_by_name,
+  1,  homeroom__v1__message_record__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__message_record__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__presence_entry__field_descriptors[5] =
+{
+  {
+    "key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__PresenceEntry, key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "value",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__PresenceEntry, value),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deleted",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__PresenceEntry, deleted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "session",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__PresenceEntry, session),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stamp",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__PresenceEntry, stamp),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__presence_entry__field_indices_by_name[] = {
+  2,   /* field[2] = deleted */
+  0,   /* field[0] = key */
+  3,   /* field[3] = session */
+  4,   /* field[4] = stamp */
+  1,   /* field[1] = value */
+};
+static const ProtobufCIntRange homeroom__v1__presence_entry__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__presence_entry__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.PresenceEntry",
+  "PresenceEntry",
+  "Homeroom__V1__PresenceEntry",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__PresenceEntry),
+  5,
+  homeroom__v1__presence_entry__field_descriptors,
+  homeroom__v1__presence_entry__field_indices_by_name,
+  1,  homeroom__v1__presence_entry__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__presence_entry__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__session__field_descriptors[5] =
@@ -1328,7 +1650,7 @@ const ProtobufCMessageDescriptor homeroom__v1__reward_record__descriptor =
   (ProtobufCMessageInit) homeroom__v1__reward_record__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__user_patch__field_descriptors[15] =
+static const ProtobufCFieldDescriptor homeroom__v1__user_patch__field_descriptors[17] =
 {
   {
     "id",
@@ -1510,18 +1832,44 @@ static const ProtobufCFieldDescriptor homeroom__v1__user_patch__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "chat_muted",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__UserPatch, chat_muted),
+    &homeroom__v1__bool_register__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "presence",
+    17,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__UserPatch, n_presence),
+    offsetof(Homeroom__V1__UserPatch, presence),
+    &homeroom__v1__presence_entry__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__user_patch__field_indices_by_name[] = {
   11,   /* field[11] = banned */
   4,   /* field[4] = board */
   5,   /* field[5] = camera_device */
   6,   /* field[6] = camera_privilege */
+  15,   /* field[15] = chat_muted */
   9,   /* field[9] = hand */
   0,   /* field[0] = id */
   10,   /* field[10] = kicked */
   7,   /* field[7] = microphone_device */
   8,   /* field[8] = microphone_privilege */
   1,   /* field[1] = name */
+  16,   /* field[16] = presence */
   14,   /* field[14] = properties */
   13,   /* field[13] = rewards */
   2,   /* field[2] = role */
@@ -1531,7 +1879,7 @@ static const unsigned homeroom__v1__user_patch__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__user_patch__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 15 }
+  { 0, 17 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__user_patch__descriptor =
 {
@@ -1541,7 +1889,7 @@ const ProtobufCMessageDescriptor homeroom__v1__user_patch__descriptor =
   "Homeroom__V1__UserPatch",
   "homeroom.v1",
   sizeof(Homeroom__V1__UserPatch),
-  15,
+  17,
   homeroom__v1__user_patch__field_descriptors,
   homeroom__v1__user_patch__field_indices_by_name,
   1,  homeroom__v1__user_patch__number_ranges,
@@ -1599,7 +1947,7 @@ const ProtobufCMessageDescriptor homeroom__v1__dead_incarnation__descriptor =
   (ProtobufCMessageInit) homeroom__v1__dead_incarnation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptors[14] =
+static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptors[18] =
 {
   {
     "room_id",
@@ -1769,11 +2117,63 @@ static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "chat_muted",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RoomPatch, chat_muted),
+    &homeroom__v1__bool_register__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "history_limit",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RoomPatch, history_limit),
+    &homeroom__v1__uint32_register__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "history_floor",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RoomPatch, history_floor),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "messages",
+    18,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__RoomPatch, n_messages),
+    offsetof(Homeroom__V1__RoomPatch, messages),
+    &homeroom__v1__message_record__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
+  14,   /* field[14] = chat_muted */
   9,   /* field[9] = class_state */
   11,   /* field[11] = dead_incarnations */
   7,   /* field[7] = hand_limit */
+  16,   /* field[16] = history_floor */
+  15,   /* field[15] = history_limit */
+  17,   /* field[17] = messages */
   10,   /* field[10] = mute_all */
   4,   /* field[4] = name */
   12,   /* field[12] = properties */
@@ -1789,7 +2189,7 @@ static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__room_patch__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 14 }
+  { 0, 18 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor =
 {
@@ -1799,7 +2199,7 @@ const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor =
   "Homeroom__V1__RoomPatch",
   "homeroom.v1",
   sizeof(Homeroom__V1__RoomPatch),
-  14,
+  18,
   homeroom__v1__room_patch__field_descriptors,
   homeroom__v1__room_patch__field_indices_by_name,
   1,  homeroom__v1__room_patch__number_ranges,

@@ -28,6 +28,7 @@ typedef struct Homeroom__V1__JoinSession Homeroom__V1__JoinSession;
 typedef struct Homeroom__V1__LeaveSession Homeroom__V1__LeaveSession;
 typedef struct Homeroom__V1__SetName Homeroom__V1__SetName;
 typedef struct Homeroom__V1__SetUserProperty Homeroom__V1__SetUserProperty;
+typedef struct Homeroom__V1__RevisionCondition Homeroom__V1__RevisionCondition;
 typedef struct Homeroom__V1__Kick Homeroom__V1__Kick;
 typedef struct Homeroom__V1__Ban Homeroom__V1__Ban;
 typedef struct Homeroom__V1__SetRoomName Homeroom__V1__SetRoomName;
@@ -39,6 +40,13 @@ typedef struct Homeroom__V1__SetClassState Homeroom__V1__SetClassState;
 typedef struct Homeroom__V1__MuteAll Homeroom__V1__MuteAll;
 typedef struct Homeroom__V1__SetRoomProperty Homeroom__V1__SetRoomProperty;
 typedef struct Homeroom__V1__ReplicaDown Homeroom__V1__ReplicaDown;
+typedef struct Homeroom__V1__SendMessage Homeroom__V1__SendMessage;
+typedef struct Homeroom__V1__SendPeerMessage Homeroom__V1__SendPeerMessage;
+typedef struct Homeroom__V1__SetChatMuted Homeroom__V1__SetChatMuted;
+typedef struct Homeroom__V1__TrimHistory Homeroom__V1__TrimHistory;
+typedef struct Homeroom__V1__SetHistoryLimit Homeroom__V1__SetHistoryLimit;
+typedef struct Homeroom__V1__SetPresenceState Homeroom__V1__SetPresenceState;
+typedef struct Homeroom__V1__PresenceItem Homeroom__V1__PresenceItem;
 
 
 /* --- enums --- */
@@ -88,7 +96,13 @@ typedef enum {
   HOMEROOM__V1__DELTA__OP_SET_ROOM_PROPERTY = 23,
   HOMEROOM__V1__DELTA__OP_REPLICA_DOWN = 24,
   HOMEROOM__V1__DELTA__OP_KICK = 25,
-  HOMEROOM__V1__DELTA__OP_BAN = 26
+  HOMEROOM__V1__DELTA__OP_BAN = 26,
+  HOMEROOM__V1__DELTA__OP_SEND_MESSAGE = 27,
+  HOMEROOM__V1__DELTA__OP_SEND_PEER_MESSAGE = 28,
+  HOMEROOM__V1__DELTA__OP_SET_CHAT_MUTED = 29,
+  HOMEROOM__V1__DELTA__OP_TRIM_HISTORY = 30,
+  HOMEROOM__V1__DELTA__OP_SET_HISTORY_LIMIT = 31,
+  HOMEROOM__V1__DELTA__OP_SET_PRESENCE_STATE = 32
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HOMEROOM__V1__DELTA__OP__CASE)
 } Homeroom__V1__Delta__OpCase;
 
@@ -139,6 +153,15 @@ struct  Homeroom__V1__Delta
     Homeroom__V1__ReplicaDown *replica_down;
     Homeroom__V1__Kick *kick;
     Homeroom__V1__Ban *ban;
+    /*
+     * Messaging (docs/MESSAGING.md).
+     */
+    Homeroom__V1__SendMessage *send_message;
+    Homeroom__V1__SendPeerMessage *send_peer_message;
+    Homeroom__V1__SetChatMuted *set_chat_muted;
+    Homeroom__V1__TrimHistory *trim_history;
+    Homeroom__V1__SetHistoryLimit *set_history_limit;
+    Homeroom__V1__SetPresenceState *set_presence_state;
   };
 };
 #define HOMEROOM__V1__DELTA__INIT \
@@ -268,10 +291,40 @@ struct  Homeroom__V1__SetUserProperty
    */
   protobuf_c_boolean deleted;
   char *cause;
+  /*
+   * Revisions (docs/MESSAGING.md, "Properties with revisions"). A client sets only
+   * `condition`; the node that sequences the write sets `revision` and `lineage`.
+   */
+  /*
+   * the revision this write creates
+   */
+  uint64_t revision;
+  /*
+   * absent: unconditional
+   */
+  Homeroom__V1__RevisionCondition *condition;
+  /*
+   * the writes this one replaced at its origin, newest first (at most 8)
+   */
+  size_t n_lineage;
+  Homeroom__V1__Dot **lineage;
 };
 #define HOMEROOM__V1__SET_USER_PROPERTY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_user_property__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, {0,NULL}, 0, (char *)protobuf_c_empty_string }
+    , 0, (char *)protobuf_c_empty_string, {0,NULL}, 0, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL }
+
+
+/*
+ * "Only if the key's revision is still `revision`" (0: only if it was never written).
+ */
+struct  Homeroom__V1__RevisionCondition
+{
+  ProtobufCMessage base;
+  uint64_t revision;
+};
+#define HOMEROOM__V1__REVISION_CONDITION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__revision_condition__descriptor) \
+    , 0 }
 
 
 struct  Homeroom__V1__Kick
@@ -373,10 +426,17 @@ struct  Homeroom__V1__SetRoomProperty
    */
   protobuf_c_boolean deleted;
   char *cause;
+  /*
+   * as in SetUserProperty
+   */
+  uint64_t revision;
+  Homeroom__V1__RevisionCondition *condition;
+  size_t n_lineage;
+  Homeroom__V1__Dot **lineage;
 };
 #define HOMEROOM__V1__SET_ROOM_PROPERTY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_room_property__descriptor) \
-    , (char *)protobuf_c_empty_string, {0,NULL}, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, {0,NULL}, 0, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL }
 
 
 /*
@@ -391,6 +451,133 @@ struct  Homeroom__V1__ReplicaDown
 #define HOMEROOM__V1__REPLICA_DOWN__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__replica_down__descriptor) \
     , 0, 0 }
+
+
+/*
+ * A room message from the author: chat or a custom signal.
+ */
+struct  Homeroom__V1__SendMessage
+{
+  ProtobufCMessage base;
+  /*
+   * application-defined kind, 1 to 64 bytes, e.g. "chat"
+   */
+  char *type;
+  /*
+   * at most 32 KiB
+   */
+  ProtobufCBinaryData payload;
+  /*
+   * the author's counter of its previous room message; 0 for none
+   */
+  uint64_t previous;
+};
+#define HOMEROOM__V1__SEND_MESSAGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__send_message__descriptor) \
+    , (char *)protobuf_c_empty_string, {0,NULL}, 0 }
+
+
+/*
+ * A message from the author to one user (`user`: 0 = the author, n >= 1 =
+ * strings[n - 1]). Nodes publish it only on the sender's and the recipient's
+ * private topics, sequenced under the node's private origin.
+ */
+struct  Homeroom__V1__SendPeerMessage
+{
+  ProtobufCMessage base;
+  uint32_t user;
+  char *type;
+  ProtobufCBinaryData payload;
+  /*
+   * the author's counter of its previous message to this user; 0 for none
+   */
+  uint64_t previous;
+};
+#define HOMEROOM__V1__SEND_PEER_MESSAGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__send_peer_message__descriptor) \
+    , 0, (char *)protobuf_c_empty_string, {0,NULL}, 0 }
+
+
+/*
+ * Chat muted or unmuted: for `user`, or for every student and observer when `everyone`.
+ */
+struct  Homeroom__V1__SetChatMuted
+{
+  ProtobufCMessage base;
+  /*
+   * ignored when `everyone`
+   */
+  uint32_t user;
+  protobuf_c_boolean muted;
+  protobuf_c_boolean everyone;
+};
+#define HOMEROOM__V1__SET_CHAT_MUTED__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_chat_muted__descriptor) \
+    , 0, 0, 0 }
+
+
+/*
+ * Every message stamped before `before_millis` (wall-clock ms) leaves the history.
+ */
+struct  Homeroom__V1__TrimHistory
+{
+  ProtobufCMessage base;
+  uint64_t before_millis;
+};
+#define HOMEROOM__V1__TRIM_HISTORY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__trim_history__descriptor) \
+    , 0 }
+
+
+/*
+ * The room keeps its newest `limit` messages (1 to 10,000).
+ */
+struct  Homeroom__V1__SetHistoryLimit
+{
+  ProtobufCMessage base;
+  uint32_t limit;
+};
+#define HOMEROOM__V1__SET_HISTORY_LIMIT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_history_limit__descriptor) \
+    , 0 }
+
+
+/*
+ * Temporary presence state of `user`, tied to its session `session`: shown while
+ * that session is open. Each item sets a key, or removes it when `deleted`.
+ */
+struct  Homeroom__V1__SetPresenceState
+{
+  ProtobufCMessage base;
+  uint32_t user;
+  char *session;
+  /*
+   * 1 to 32
+   */
+  size_t n_items;
+  Homeroom__V1__PresenceItem **items;
+};
+#define HOMEROOM__V1__SET_PRESENCE_STATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_presence_state__descriptor) \
+    , 0, (char *)protobuf_c_empty_string, 0,NULL }
+
+
+struct  Homeroom__V1__PresenceItem
+{
+  ProtobufCMessage base;
+  /*
+   * 1 to 64 bytes
+   */
+  char *key;
+  /*
+   * at most 1 KiB
+   */
+  ProtobufCBinaryData value;
+  protobuf_c_boolean deleted;
+};
+#define HOMEROOM__V1__PRESENCE_ITEM__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__presence_item__descriptor) \
+    , (char *)protobuf_c_empty_string, {0,NULL}, 0 }
 
 
 /* Homeroom__V1__DeltaBatch methods */
@@ -621,6 +808,25 @@ Homeroom__V1__SetUserProperty *
 void   homeroom__v1__set_user_property__free_unpacked
                      (Homeroom__V1__SetUserProperty *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__RevisionCondition methods */
+void   homeroom__v1__revision_condition__init
+                     (Homeroom__V1__RevisionCondition         *message);
+size_t homeroom__v1__revision_condition__get_packed_size
+                     (const Homeroom__V1__RevisionCondition   *message);
+size_t homeroom__v1__revision_condition__pack
+                     (const Homeroom__V1__RevisionCondition   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__revision_condition__pack_to_buffer
+                     (const Homeroom__V1__RevisionCondition   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__RevisionCondition *
+       homeroom__v1__revision_condition__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__revision_condition__free_unpacked
+                     (Homeroom__V1__RevisionCondition *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__Kick methods */
 void   homeroom__v1__kick__init
                      (Homeroom__V1__Kick         *message);
@@ -830,6 +1036,139 @@ Homeroom__V1__ReplicaDown *
 void   homeroom__v1__replica_down__free_unpacked
                      (Homeroom__V1__ReplicaDown *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__SendMessage methods */
+void   homeroom__v1__send_message__init
+                     (Homeroom__V1__SendMessage         *message);
+size_t homeroom__v1__send_message__get_packed_size
+                     (const Homeroom__V1__SendMessage   *message);
+size_t homeroom__v1__send_message__pack
+                     (const Homeroom__V1__SendMessage   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__send_message__pack_to_buffer
+                     (const Homeroom__V1__SendMessage   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__SendMessage *
+       homeroom__v1__send_message__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__send_message__free_unpacked
+                     (Homeroom__V1__SendMessage *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__SendPeerMessage methods */
+void   homeroom__v1__send_peer_message__init
+                     (Homeroom__V1__SendPeerMessage         *message);
+size_t homeroom__v1__send_peer_message__get_packed_size
+                     (const Homeroom__V1__SendPeerMessage   *message);
+size_t homeroom__v1__send_peer_message__pack
+                     (const Homeroom__V1__SendPeerMessage   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__send_peer_message__pack_to_buffer
+                     (const Homeroom__V1__SendPeerMessage   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__SendPeerMessage *
+       homeroom__v1__send_peer_message__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__send_peer_message__free_unpacked
+                     (Homeroom__V1__SendPeerMessage *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__SetChatMuted methods */
+void   homeroom__v1__set_chat_muted__init
+                     (Homeroom__V1__SetChatMuted         *message);
+size_t homeroom__v1__set_chat_muted__get_packed_size
+                     (const Homeroom__V1__SetChatMuted   *message);
+size_t homeroom__v1__set_chat_muted__pack
+                     (const Homeroom__V1__SetChatMuted   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__set_chat_muted__pack_to_buffer
+                     (const Homeroom__V1__SetChatMuted   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__SetChatMuted *
+       homeroom__v1__set_chat_muted__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__set_chat_muted__free_unpacked
+                     (Homeroom__V1__SetChatMuted *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__TrimHistory methods */
+void   homeroom__v1__trim_history__init
+                     (Homeroom__V1__TrimHistory         *message);
+size_t homeroom__v1__trim_history__get_packed_size
+                     (const Homeroom__V1__TrimHistory   *message);
+size_t homeroom__v1__trim_history__pack
+                     (const Homeroom__V1__TrimHistory   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__trim_history__pack_to_buffer
+                     (const Homeroom__V1__TrimHistory   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__TrimHistory *
+       homeroom__v1__trim_history__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__trim_history__free_unpacked
+                     (Homeroom__V1__TrimHistory *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__SetHistoryLimit methods */
+void   homeroom__v1__set_history_limit__init
+                     (Homeroom__V1__SetHistoryLimit         *message);
+size_t homeroom__v1__set_history_limit__get_packed_size
+                     (const Homeroom__V1__SetHistoryLimit   *message);
+size_t homeroom__v1__set_history_limit__pack
+                     (const Homeroom__V1__SetHistoryLimit   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__set_history_limit__pack_to_buffer
+                     (const Homeroom__V1__SetHistoryLimit   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__SetHistoryLimit *
+       homeroom__v1__set_history_limit__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__set_history_limit__free_unpacked
+                     (Homeroom__V1__SetHistoryLimit *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__SetPresenceState methods */
+void   homeroom__v1__set_presence_state__init
+                     (Homeroom__V1__SetPresenceState         *message);
+size_t homeroom__v1__set_presence_state__get_packed_size
+                     (const Homeroom__V1__SetPresenceState   *message);
+size_t homeroom__v1__set_presence_state__pack
+                     (const Homeroom__V1__SetPresenceState   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__set_presence_state__pack_to_buffer
+                     (const Homeroom__V1__SetPresenceState   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__SetPresenceState *
+       homeroom__v1__set_presence_state__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__set_presence_state__free_unpacked
+                     (Homeroom__V1__SetPresenceState *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__PresenceItem methods */
+void   homeroom__v1__presence_item__init
+                     (Homeroom__V1__PresenceItem         *message);
+size_t homeroom__v1__presence_item__get_packed_size
+                     (const Homeroom__V1__PresenceItem   *message);
+size_t homeroom__v1__presence_item__pack
+                     (const Homeroom__V1__PresenceItem   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__presence_item__pack_to_buffer
+                     (const Homeroom__V1__PresenceItem   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__PresenceItem *
+       homeroom__v1__presence_item__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__presence_item__free_unpacked
+                     (Homeroom__V1__PresenceItem *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Homeroom__V1__DeltaBatch_Closure)
@@ -868,6 +1207,9 @@ typedef void (*Homeroom__V1__SetName_Closure)
 typedef void (*Homeroom__V1__SetUserProperty_Closure)
                  (const Homeroom__V1__SetUserProperty *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__RevisionCondition_Closure)
+                 (const Homeroom__V1__RevisionCondition *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__Kick_Closure)
                  (const Homeroom__V1__Kick *message,
                   void *closure_data);
@@ -901,6 +1243,27 @@ typedef void (*Homeroom__V1__SetRoomProperty_Closure)
 typedef void (*Homeroom__V1__ReplicaDown_Closure)
                  (const Homeroom__V1__ReplicaDown *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__SendMessage_Closure)
+                 (const Homeroom__V1__SendMessage *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__SendPeerMessage_Closure)
+                 (const Homeroom__V1__SendPeerMessage *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__SetChatMuted_Closure)
+                 (const Homeroom__V1__SetChatMuted *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__TrimHistory_Closure)
+                 (const Homeroom__V1__TrimHistory *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__SetHistoryLimit_Closure)
+                 (const Homeroom__V1__SetHistoryLimit *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__SetPresenceState_Closure)
+                 (const Homeroom__V1__SetPresenceState *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__PresenceItem_Closure)
+                 (const Homeroom__V1__PresenceItem *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -919,6 +1282,7 @@ extern const ProtobufCMessageDescriptor homeroom__v1__join_session__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__leave_session__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_name__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_user_property__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__revision_condition__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__kick__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__ban__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_room_name__descriptor;
@@ -930,6 +1294,13 @@ extern const ProtobufCMessageDescriptor homeroom__v1__set_class_state__descripto
 extern const ProtobufCMessageDescriptor homeroom__v1__mute_all__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_room_property__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__replica_down__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__send_message__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__send_peer_message__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__set_chat_muted__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__trim_history__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__set_history_limit__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__set_presence_state__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__presence_item__descriptor;
 
 PROTOBUF_C__END_DECLS
 

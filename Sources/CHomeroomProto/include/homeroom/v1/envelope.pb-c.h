@@ -185,10 +185,15 @@ struct  Homeroom__V1__SyncRequest
   Homeroom__V1__VersionVector *seen;
   size_t n_missing;
   Homeroom__V1__MissingRange **missing;
+  /*
+   * The requesting user: the patch includes the peer messages it sent or received.
+   * Empty: room messages only. With join tokens it must be the token's user.
+   */
+  char *user;
 };
 #define HOMEROOM__V1__SYNC_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__sync_request__descriptor) \
-    , NULL, 0,NULL }
+    , NULL, 0,NULL, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -247,10 +252,14 @@ struct  Homeroom__V1__WriteAck
    * the delta the write became, when accepted
    */
   Homeroom__V1__Dot *dot;
+  /*
+   * for an accepted property write: the revision it created
+   */
+  uint64_t revision;
 };
 #define HOMEROOM__V1__WRITE_ACK__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__write_ack__descriptor) \
-    , 0, HOMEROOM__V1__WRITE_STATUS__WRITE_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL }
+    , 0, HOMEROOM__V1__WRITE_STATUS__WRITE_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0 }
 
 
 struct  Homeroom__V1__RoomDigest
@@ -361,6 +370,9 @@ struct  Homeroom__V1__JoinResponse
 
 
 /*
+ * Not used by the current node: room and peer messages are operations (delta.proto,
+ * SendMessage and SendPeerMessage), so they replicate, persist and catch up like
+ * the rest of the room. Kept for ephemeral signals a future version may add.
  * A message to everyone in the room (chat, custom signals). Not room state.
  */
 struct  Homeroom__V1__RoomMessage

@@ -25,6 +25,8 @@ typedef struct Homeroom__V1__UInt32Register Homeroom__V1__UInt32Register;
 typedef struct Homeroom__V1__ScheduleRegister Homeroom__V1__ScheduleRegister;
 typedef struct Homeroom__V1__ClassStateRegister Homeroom__V1__ClassStateRegister;
 typedef struct Homeroom__V1__Property Homeroom__V1__Property;
+typedef struct Homeroom__V1__MessageRecord Homeroom__V1__MessageRecord;
+typedef struct Homeroom__V1__PresenceEntry Homeroom__V1__PresenceEntry;
 typedef struct Homeroom__V1__Session Homeroom__V1__Session;
 typedef struct Homeroom__V1__RewardRecord Homeroom__V1__RewardRecord;
 typedef struct Homeroom__V1__UserPatch Homeroom__V1__UserPatch;
@@ -156,10 +158,67 @@ struct  Homeroom__V1__Property
   uint32_t writer;
   char *cause;
   Homeroom__V1__Stamp *stamp;
+  /*
+   * merge by (revision, stamp): the larger wins
+   */
+  uint64_t revision;
+  /*
+   * the writes this one replaced at its origin, newest first
+   */
+  size_t n_lineage;
+  Homeroom__V1__Dot **lineage;
 };
 #define HOMEROOM__V1__PROPERTY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__property__descriptor) \
-    , (char *)protobuf_c_empty_string, {0,NULL}, 0, 0, (char *)protobuf_c_empty_string, NULL }
+    , (char *)protobuf_c_empty_string, {0,NULL}, 0, 0, (char *)protobuf_c_empty_string, NULL, 0, 0,NULL }
+
+
+/*
+ * One message of the history. (sender, counter) identifies it.
+ */
+struct  Homeroom__V1__MessageRecord
+{
+  ProtobufCMessage base;
+  /*
+   * index into RoomPatch.strings
+   */
+  uint32_t sender;
+  /*
+   * the sender's write counter
+   */
+  uint64_t counter;
+  /*
+   * 0: a room message; n >= 1: a peer message to strings[n - 1]
+   */
+  uint32_t recipient;
+  char *type;
+  ProtobufCBinaryData payload;
+  uint64_t previous;
+  /*
+   * the earliest copy's stamp
+   */
+  Homeroom__V1__Stamp *stamp;
+};
+#define HOMEROOM__V1__MESSAGE_RECORD__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__message_record__descriptor) \
+    , 0, 0, 0, (char *)protobuf_c_empty_string, {0,NULL}, 0, NULL }
+
+
+/*
+ * One key of a user's presence state (last writer wins), tied to a session.
+ */
+struct  Homeroom__V1__PresenceEntry
+{
+  ProtobufCMessage base;
+  char *key;
+  ProtobufCBinaryData value;
+  protobuf_c_boolean deleted;
+  char *session;
+  Homeroom__V1__Stamp *stamp;
+};
+#define HOMEROOM__V1__PRESENCE_ENTRY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__presence_entry__descriptor) \
+    , (char *)protobuf_c_empty_string, {0,NULL}, 0, (char *)protobuf_c_empty_string, NULL }
 
 
 /*
@@ -234,10 +293,13 @@ struct  Homeroom__V1__UserPatch
   Homeroom__V1__RewardRecord **rewards;
   size_t n_properties;
   Homeroom__V1__Property **properties;
+  Homeroom__V1__BoolRegister *chat_muted;
+  size_t n_presence;
+  Homeroom__V1__PresenceEntry **presence;
 };
 #define HOMEROOM__V1__USER_PATCH__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__user_patch__descriptor) \
-    , (char *)protobuf_c_empty_string, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, 0,NULL }
+    , (char *)protobuf_c_empty_string, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, 0,NULL, NULL, 0,NULL }
 
 
 /*
@@ -288,10 +350,24 @@ struct  Homeroom__V1__RoomPatch
    * every delta this state contains
    */
   Homeroom__V1__VersionVector *seen;
+  /*
+   * chat muted for every student and observer
+   */
+  Homeroom__V1__BoolRegister *chat_muted;
+  /*
+   * default 1,000
+   */
+  Homeroom__V1__UInt32Register *history_limit;
+  /*
+   * max-merged: messages at or below it are gone; always sent
+   */
+  Homeroom__V1__Stamp *history_floor;
+  size_t n_messages;
+  Homeroom__V1__MessageRecord **messages;
 };
 #define HOMEROOM__V1__ROOM_PATCH__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__room_patch__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, 0,NULL }
 
 
 /* Homeroom__V1__Stamp methods */
@@ -465,6 +541,44 @@ Homeroom__V1__Property *
 void   homeroom__v1__property__free_unpacked
                      (Homeroom__V1__Property *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__MessageRecord methods */
+void   homeroom__v1__message_record__init
+                     (Homeroom__V1__MessageRecord         *message);
+size_t homeroom__v1__message_record__get_packed_size
+                     (const Homeroom__V1__MessageRecord   *message);
+size_t homeroom__v1__message_record__pack
+                     (const Homeroom__V1__MessageRecord   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__message_record__pack_to_buffer
+                     (const Homeroom__V1__MessageRecord   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__MessageRecord *
+       homeroom__v1__message_record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__message_record__free_unpacked
+                     (Homeroom__V1__MessageRecord *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__PresenceEntry methods */
+void   homeroom__v1__presence_entry__init
+                     (Homeroom__V1__PresenceEntry         *message);
+size_t homeroom__v1__presence_entry__get_packed_size
+                     (const Homeroom__V1__PresenceEntry   *message);
+size_t homeroom__v1__presence_entry__pack
+                     (const Homeroom__V1__PresenceEntry   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__presence_entry__pack_to_buffer
+                     (const Homeroom__V1__PresenceEntry   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__PresenceEntry *
+       homeroom__v1__presence_entry__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__presence_entry__free_unpacked
+                     (Homeroom__V1__PresenceEntry *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__Session methods */
 void   homeroom__v1__session__init
                      (Homeroom__V1__Session         *message);
@@ -589,6 +703,12 @@ typedef void (*Homeroom__V1__ClassStateRegister_Closure)
 typedef void (*Homeroom__V1__Property_Closure)
                  (const Homeroom__V1__Property *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__MessageRecord_Closure)
+                 (const Homeroom__V1__MessageRecord *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__PresenceEntry_Closure)
+                 (const Homeroom__V1__PresenceEntry *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__Session_Closure)
                  (const Homeroom__V1__Session *message,
                   void *closure_data);
@@ -619,6 +739,8 @@ extern const ProtobufCMessageDescriptor homeroom__v1__uint32_register__descripto
 extern const ProtobufCMessageDescriptor homeroom__v1__schedule_register__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__class_state_register__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__property__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__message_record__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__presence_entry__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__session__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__reward_record__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__user_patch__descriptor;
