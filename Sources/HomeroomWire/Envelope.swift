@@ -74,6 +74,7 @@ extension CEncoder {
             body.pointee.incarnation = heartbeat.incarnation
             body.pointee.address = string(heartbeat.address)
             body.pointee.publish_address = string(heartbeat.publishAddress)
+            body.pointee.cluster_publish_address = string(heartbeat.clusterPublishAddress)
             let rooms = arena.pointers(Homeroom__V1__RoomDigest.self, count: heartbeat.rooms.count)
             for (index, room) in heartbeat.rooms.enumerated() {
                 let entry = make(homeroom__v1__room_digest__init)
@@ -89,6 +90,7 @@ extension CEncoder {
                 entry.pointee.node = peer.node.rawValue
                 entry.pointee.address = string(peer.address)
                 entry.pointee.publish_address = string(peer.publishAddress)
+                entry.pointee.cluster_publish_address = string(peer.clusterPublishAddress)
                 entry.pointee.incarnation = peer.incarnation
                 entry.pointee.status = Homeroom__V1__PeerStatus(rawValue: UInt32(peer.status.rawValue))
                 peers[index] = entry
@@ -277,11 +279,14 @@ extension CDecoder {
             }
             peers.append(WireMessage.Peer(node: ReplicaID(peer.node), address: try string(peer.address, "envelope.heartbeat.peers[\(index)].address"),
                                           incarnation: peer.incarnation, status: status,
-                                          publishAddress: try string(peer.publish_address, "envelope.heartbeat.peers[\(index)].publish_address")))
+                                          publishAddress: try string(peer.publish_address, "envelope.heartbeat.peers[\(index)].publish_address"),
+                                          clusterPublishAddress: try string(peer.cluster_publish_address,
+                                                                            "envelope.heartbeat.peers[\(index)].cluster_publish_address")))
         }
         return WireMessage.Heartbeat(node: ReplicaID(heartbeat.node), incarnation: heartbeat.incarnation,
                                      address: try string(heartbeat.address, "envelope.heartbeat.address"), rooms: rooms, peers: peers,
-                                     publishAddress: try string(heartbeat.publish_address, "envelope.heartbeat.publish_address"))
+                                     publishAddress: try string(heartbeat.publish_address, "envelope.heartbeat.publish_address"),
+                                     clusterPublishAddress: try string(heartbeat.cluster_publish_address, "envelope.heartbeat.cluster_publish_address"))
     }
 
     private func joinRequest(_ request: Homeroom__V1__JoinRequest) throws(WireError) -> WireMessage.JoinRequest {

@@ -194,11 +194,15 @@ extension WireMessage {
         public var status: PeerStatus
         /// Where the peer's PUB socket listens.
         public var publishAddress: String
+        /// The peer's node-only PUB socket, when it has one (nodes subscribe there).
+        public var clusterPublishAddress: String
 
-        public init(node: ReplicaID, address: String, incarnation: UInt64, status: PeerStatus, publishAddress: String = "") {
+        public init(node: ReplicaID, address: String, incarnation: UInt64, status: PeerStatus, publishAddress: String = "",
+                    clusterPublishAddress: String = "") {
             self.node = node
             self.address = address
             self.publishAddress = publishAddress
+            self.clusterPublishAddress = clusterPublishAddress
             self.incarnation = incarnation
             self.status = status
         }
@@ -224,10 +228,13 @@ extension WireMessage {
         public var peers: [Peer]
         /// Where the sender's PUB socket listens.
         public var publishAddress: String
+        /// Where the sender publishes node-to-node traffic, when it keeps it off `publishAddress`.
+        public var clusterPublishAddress: String
 
         public init(node: ReplicaID, incarnation: UInt64, address: String, rooms: [RoomDigest] = [], peers: [Peer] = [],
-                    publishAddress: String = "") {
+                    publishAddress: String = "", clusterPublishAddress: String = "") {
             self.publishAddress = publishAddress
+            self.clusterPublishAddress = clusterPublishAddress
             self.node = node
             self.incarnation = incarnation
             self.address = address

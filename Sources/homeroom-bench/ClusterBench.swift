@@ -38,7 +38,7 @@ enum ClusterBench {
         return WireCodec.encode(envelope).count + Topics.nodeRoom("bench").count
     }
 
-    static func makeCluster(_ size: Int, heartbeatMillis: UInt64 = 200) -> [ClusterNode]? {
+    static func makeCluster(_ size: Int, heartbeatMillis: UInt64 = 200, clusterPublish: Bool = false) -> [ClusterNode]? {
         let logger = Logger(label: "bench", level: .error)
         var nodes: [ClusterNode] = []
         for index in 0..<size {
@@ -47,6 +47,7 @@ enum ClusterBench {
             config.heartbeatMillis = heartbeatMillis
             config.suspectMillis = heartbeatMillis * 5
             config.downMillis = heartbeatMillis * 15
+            if clusterPublish { config.clusterPublish = "tcp://127.0.0.1:0" }
             guard let node = try? ClusterNode(config: config, logger: logger) else { return nil }
             nodes.append(node)
         }

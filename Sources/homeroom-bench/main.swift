@@ -15,7 +15,7 @@ struct BenchOptions {
         OPTIONS:
           --quick           Smaller sizes, for CI (well under 2 minutes).
           --markdown        Also print a Markdown table of the rows.
-          --suite <name>    Run only this suite (merge, memory, codec, cluster, join); repeatable.
+          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, messaging); repeatable.
           -h, --help        Show help information.
         """
 }
@@ -63,6 +63,7 @@ func runBench() {
     if wants("codec") { CodecBench.run(quick: options.quick, emit: emit) }
     if wants("cluster") { ClusterBench.run(quick: options.quick, emit: emit) }
     if wants("join") { JoinBench.run(quick: options.quick, emit: emit) }
+    if wants("messaging") { MessagingBench.run(quick: options.quick, emit: emit) }
 
     if options.markdown {
         print("")

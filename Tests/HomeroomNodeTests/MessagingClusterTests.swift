@@ -278,6 +278,56 @@ final class Received: Sendable {
         #expect(eventually(5) { log.presence.withLock { $0.contains(.left("sue")) } && teacher.presenceState(of: "sue").isEmpty })
     }
 
+    @Test func presenceStateSurvivesARefutation() throws {
+        let cluster = try TestCluster(size: 3, label: "pres-refute")
+        #expect(cluster.meshed())
+        let watcher = cluster.client("watcher", .observer, node: 0, room: "pr")
+        let carol = cluster.client("carol", .student, node: 2, room: "pr")
+        defer { watcher.close(); carol.close() }
+        try watcher.connect()
+        try carol.connect()
+        try carol.setPresenceState(["mood": Self.text("fine")])
+        #expect(eventually(5) { watcher.presenceState(of: "carol") == ["mood": Self.text("fine")] })
+        // Node 2 is declared down while alive, then refutes: carol's session comes back
+        // under a new id, and her state with it.
+        var cut = FaultPolicy()
+        cut.isolated = true
+        cluster.nodes[2].faults = cut
+        #expect(eventually(5) { !watcher.replica.isOnline("carol") })
+        #expect(watcher.presenceState(of: "carol").isEmpty)
+        cluster.nodes[2].faults = FaultPolicy()
+        #expect(eventually(8) { watcher.replica.isOnline("carol") && watcher.presenceState(of: "carol") == ["mood": Self.text("fine")] },
+                "state after the refutation: \(watcher.presenceState(of: "carol"))")
+    }
+
+    @Test func aNodeOnlyPublishSocketKeepsClusterTrafficOffClientLinks() throws {
+        let cluster = try TestCluster(size: 2, label: "split") { _, config in config.clusterPublish = "tcp://127.0.0.1:0" }
+        #expect(cluster.meshed())
+        #expect(cluster.nodes.allSatisfy { $0.clusterPublishAddress != $0.publishAddress })
+        let room = "split"
+        // Everything the client PUB socket sends, whatever the topic.
+        let sniffer = try NNGSocket(.sub)
+        try sniffer.setReceiveTimeout(.milliseconds(50))
+        try sniffer.subscribe([UInt8]())
+        try sniffer.dial(cluster.nodes[0].publishAddress, blocking: true)
+        defer { sniffer.close() }
+        let teacher = cluster.client("t", .teacher, node: 0, room: room)
+        let sam = cluster.client("sam", .student, node: 1, room: room)
+        defer { teacher.close(); sam.close() }
+        let log = Received(sam)
+        try teacher.connect()
+        try sam.connect()
+        for index in 0..<5 { try teacher.send(Self.text("m\(index)")) }
+        #expect(eventually(5) { log.texts.count == 5 })
+        #expect(eventually(5) { cluster.converged(room: room, clients: [teacher, sam]) })
+        NNGSleep.milliseconds(300)   // a few heartbeat periods
+        var kinds: [UInt8: Int] = [:]
+        while let message = try? sniffer.receive() {
+            if let (kind, _) = Topics.split(message) { kinds[kind, default: 0] += 1 }
+        }
+        #expect(kinds[0, default: 0] > 0 && kinds[1] == nil && kinds[2] == nil, "client link carried \(kinds)")
+    }
+
     @Test func theHistoryIsBoundedByCountAndByAgeAndSurvivesARestart() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("homeroom-history-\(UInt32.random(in: 0...UInt32.max))").path
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -164,6 +164,7 @@ class Peer:
         self.sub = self.pynng.Sub0(recv_max_size=0, recv_buffer_size=8192, recv_timeout=20,
                                    reconnect_time_min=50, reconnect_time_max=500)
         self.sub.subscribe(self.room.id.encode() + b"\x00")                      # Flow 2: before the join
+        self.sub.subscribe(self.private_topic())                                  # ... and the private stream (Flow 8)
         self.sub.dial(self.node.publish_address, block=True)
         self.connections += 1
         self.session = f"{self.user}-{random.getrandbits(32):08x}-{self.connections}"
@@ -182,6 +183,9 @@ class Peer:
             self.sync_wanted = True                                               # slow-joiner window
             self.pump()
         return reply
+
+    def private_topic(self):
+        return b"@" + self.room.id.encode() + b"\x00" + self.user.encode() + b"\x00"
 
     def close_sockets(self):
         for sock in (self.sub, self.req):
@@ -209,15 +213,19 @@ class Peer:
             self.sync()
 
     def receive(self, message):
-        end = message.find(b"\x00")
-        if end < 0:
-            return
+        if message.startswith(self.private_topic()):                              # our private stream: peer messages
+            body = message[len(self.private_topic()):]
+        else:
+            end = message.find(b"\x00")
+            if end < 0 or message[:end] != self.room.id.encode():
+                return
+            body = message[end + 1:]
         env = self.env.Envelope()
         try:
-            env.ParseFromString(message[end + 1:])
+            env.ParseFromString(body)
         except Exception:                                                         # noqa: BLE001 - ignore what does not decode
             return
-        if env.room_id != self.room.id or message[:end] != self.room.id.encode():
+        if env.room_id != self.room.id:
             return
         kind = env.WhichOneof("body")
         if kind == "delta_batch":
@@ -238,7 +246,10 @@ class Peer:
             self.repairs.append("topic patch")
 
     def sync(self):
-        reply = self.request(lambda e: self.room.seen.to_proto(e.sync_request.seen))
+        def body(e):
+            self.room.seen.to_proto(e.sync_request.seen)
+            e.sync_request.user = self.user                                       # include our peer messages
+        reply = self.request(body)
         if reply.WhichOneof("body") != "sync_response":
             raise Unavailable(f"sync answered with {reply.WhichOneof('body')}: {reply.error.code}")
         response = reply.sync_response
@@ -264,14 +275,17 @@ class Peer:
         self.counter = max(self.counter + 1, time.time_ns() // 1000)
         return self.counter
 
-    def write(self, op, target=None, counter=None, role=None, author=None, via=None, request_id=None, **fields):
-        """Sends an acknowledged write; returns (reply envelope, counter). `via`: another node's listen address."""
+    def write(self, op, target=None, counter=None, role=None, author=None, via=None, request_id=None, edit=None, **fields):
+        """Sends an acknowledged write; returns (reply envelope, counter). `via`: another node's listen address;
+        `edit(body)` sets what keyword fields cannot (sub-messages, repeated fields)."""
         counter = counter if counter is not None else self.next_counter()
         if request_id is None:
             self.request_id += 1
             request_id = self.request_id
         env = self.hw.write_request(self.room.id, request_id, author or self.user, role or self.role,
                                     counter, op, target=target, **fields)
+        if edit is not None:
+            edit(getattr(env.write_request.write, op))
         if via is None:
             return self.call(env), counter
         sock = self.pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS)
@@ -301,13 +315,17 @@ def state_of(room):
     for uid, u in room.users.items():
         record = (u.name, u.role, tuple(sorted(u.flags.items())), u.kicked, u.banned,
                   tuple(sorted((k, tuple(sorted(v.items()))) for k, v in u.sessions.items())),
-                  tuple(sorted(u.rewards.items())), tuple(sorted(u.properties.items())))
+                  tuple(sorted(u.rewards.items())), tuple(sorted(u.properties.items())), u.chat_muted,
+                  tuple(sorted(u.presence.items())))
         empty = (u.name[1] == u.role[1] == u.kicked == (0, 0, 0) and u.banned is None and not u.sessions
-                 and not u.rewards and not u.properties and all(stamp == (0, 0, 0) for _, stamp in u.flags.values()))
+                 and not u.rewards and not u.properties and not u.presence and u.chat_muted[1] == (0, 0, 0)
+                 and all(stamp == (0, 0, 0) for _, stamp in u.flags.values()))
         if not empty:
             users[uid] = record
+    messages = tuple(sorted((k, tuple(sorted(m.items()))) for k, m in room.messages.items()))
     return (room.name, room.type, room.stage_limit, room.hand_limit, room.schedule, room.class_state, room.mute_all,
-            tuple(sorted(room.dead.items())), tuple(sorted(room.properties.items())), tuple(sorted(users.items())))
+            tuple(sorted(room.dead.items())), tuple(sorted(room.properties.items())), tuple(sorted(users.items())),
+            room.chat_muted, room.history_limit, room.floor, messages)
 
 
 def run(args, hw, pynng, checks):
@@ -479,6 +497,48 @@ def run(args, hw, pynng, checks):
                      and student.wait_for(lambda: (student.row("stu-1") or {}).get("rewards") == 5),
                      f"teacher sees {(teacher.row('stu-1') or {}).get('rewards')}, student sees {(student.row('stu-1') or {}).get('rewards')}")
 
+        # 11b: messaging (Flow 8): a room message, a peer message across nodes, a retried send,
+        # a conditional property write, a mute, presence state.
+        print("== messaging")
+        reply, hello_counter = teacher.write("send_message", type="chat", payload=b"Welcome!")
+        checks.check("teacher sends a room message through node A: ACCEPTED", accepted(reply), show(reply))
+        checks.check("student receives it through node B, in its history",
+                     student.wait_for(lambda: [m["payload"] for m in student.room.history("stu-1")][-1:] == [b"Welcome!"]))
+        reply, _ = teacher.write("send_message", type="chat", payload=b"Welcome!", counter=hello_counter, via=args.node_b)
+        checks.check("the same message retried through node B (same counter): DUPLICATE, stored once",
+                     reply.WhichOneof("body") == "write_ack" and reply.write_ack.status == E.WRITE_STATUS_DUPLICATE
+                     and teacher.wait_for(lambda: sum(1 for k in teacher.room.messages if k == ("teach", hello_counter)) == 1),
+                     show(reply))
+        reply, _ = student.write("send_peer_message", target="teach", type="whisper", payload=b"psst", previous=0)
+        private_b = node_b ^ (1 << 63)
+        checks.check("student whispers the teacher through node B: ACCEPTED, sequenced under node B's private origin",
+                     accepted(reply) and reply.write_ack.dot.origin == private_b, show(reply))
+        checks.check("the teacher receives it on its private stream through node A",
+                     teacher.wait_for(lambda: any(m["payload"] == b"psst" for m in teacher.room.history("teach"))))
+        anonymous = teacher.request(lambda e: e.sync_request.SetInParent())
+        checks.check("a sync without a user gets no peer message (but its seen covers them)",
+                     not any(m.recipient for m in anonymous.sync_response.patch.messages)
+                     and hw.VersionVector.from_proto(anonymous.sync_response.seen).highest(private_b) >= 1)
+        reply, _ = teacher.write("set_room_property", key="quiz", value=b"q1", edit=lambda b: setattr(b.condition, "revision", 0))
+        ok = accepted(reply) and reply.write_ack.revision == 1
+        reply2, _ = teacher.write("set_room_property", key="quiz", value=b"q2", edit=lambda b: setattr(b.condition, "revision", 0))
+        checks.check("a conditional property write creates revision 1; another conditional on revision 0 gets revision-mismatch",
+                     ok and rejected(reply2, "revision-mismatch"), f"{show(reply)} / {show(reply2)}")
+        reply, _ = teacher.write("set_chat_muted", target="stu-1", muted=True)
+        muted_ok = accepted(reply) and student.wait_for(lambda: student.room.users["stu-1"].chat_muted[0] is True)
+        reply2, _ = student.write("send_message", type="chat", payload=b"let me talk")
+        reply3, _ = teacher.write("set_chat_muted", target="stu-1", muted=False)
+        checks.check("the teacher mutes the student: its message is refused with muted; unmuted after",
+                     muted_ok and rejected(reply2, "muted") and accepted(reply3), show(reply2))
+
+        def presence(e):
+            item = e.items.add()
+            item.key, item.value = "mood", b"curious"
+        reply, _ = student.write("set_presence_state", target="stu-1", session=student.session, edit=presence)
+        checks.check("student sets presence state through its session: the teacher sees it",
+                     accepted(reply) and teacher.wait_for(lambda: teacher.room.presence_state("stu-1") == {"mood": b"curious"}),
+                     show(reply))
+
         # 12: error codes.
         print("== error replies")
         reply, _ = student.write("set_hand", target="stu-1", raised=True, role=C.ROLE_TEACHER)
@@ -533,11 +593,11 @@ def run(args, hw, pynng, checks):
                 sock.close()
 
         def snapshot(address):
-            """The room as a node has it: a sync from the empty version vector."""
+            """The room as a node has it for the teacher: a sync from the empty version vector."""
             sock = pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS)
             try:
                 sock.dial(address, block=True)
-                r = teacher.request(lambda e: e.sync_request.SetInParent(), sock=sock)
+                r = teacher.request(lambda e: setattr(e.sync_request, "user", "teach"), sock=sock)
                 return hw.Room(room_id).merge_patch(r.sync_response.patch)
             finally:
                 sock.close()

@@ -131,8 +131,7 @@ extension RoomClient {
         guard !list.isEmpty else { return }
         _ = try sendWrite(.setPresenceState(user: user, session: session, items: list), retries: 3)
         state.withLock { state in
-            for (key, value) in items { state.presenceItems[key] = value ?? nil }
-            for (key, value) in items where value == nil { state.presenceItems.removeValue(forKey: key) }
+            for (key, value) in items { state.presenceItems[key] = value }   // nil removes the key
         }
     }
 

@@ -8,6 +8,8 @@ struct PeerTable {
         var node: ReplicaID
         var address: String
         var publishAddress: String
+        /// Its node-only PUB socket, if it has one: where this node subscribes.
+        var clusterPublishAddress = ""
         var incarnation: UInt64
         var lastHeardMillis: UInt64
         var status: WireMessage.PeerStatus
@@ -24,6 +26,7 @@ struct PeerTable {
             let cameBack = entry.status == .dead
             entry.address = heartbeat.address
             if !heartbeat.publishAddress.isEmpty { entry.publishAddress = heartbeat.publishAddress }
+            entry.clusterPublishAddress = heartbeat.clusterPublishAddress
             entry.incarnation = max(entry.incarnation, heartbeat.incarnation)
             entry.lastHeardMillis = nowMillis
             entry.status = .alive
@@ -32,6 +35,7 @@ struct PeerTable {
             return cameBack || !entry.connected
         }
         var entry = Entry(node: heartbeat.node, address: heartbeat.address, publishAddress: heartbeat.publishAddress,
+                          clusterPublishAddress: heartbeat.clusterPublishAddress,
                           incarnation: heartbeat.incarnation, lastHeardMillis: nowMillis, status: .alive)
         for room in heartbeat.rooms { entry.rooms[room.roomID] = room.seen }
         entries[heartbeat.node] = entry
@@ -42,6 +46,7 @@ struct PeerTable {
     mutating func learn(_ peer: WireMessage.Peer, nowMillis: UInt64) -> Bool {
         guard entries[peer.node] == nil, peer.status != .dead, !peer.publishAddress.isEmpty else { return false }
         entries[peer.node] = Entry(node: peer.node, address: peer.address, publishAddress: peer.publishAddress,
+                                   clusterPublishAddress: peer.clusterPublishAddress,
                                    incarnation: peer.incarnation, lastHeardMillis: nowMillis, status: .suspect)
         return true
     }
@@ -76,7 +81,7 @@ struct PeerTable {
     var wirePeers: [WireMessage.Peer] {
         entries.values.sorted { $0.node < $1.node }.map {
             WireMessage.Peer(node: $0.node, address: $0.address, incarnation: $0.incarnation, status: $0.status,
-                             publishAddress: $0.publishAddress)
+                             publishAddress: $0.publishAddress, clusterPublishAddress: $0.clusterPublishAddress)
         }
     }
 }

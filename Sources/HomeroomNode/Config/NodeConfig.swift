@@ -10,6 +10,12 @@ public struct NodeConfig: Sendable, Equatable {
     public var listen: String
     /// Where the PUB socket listens: live deltas per room, heartbeats.
     public var publish: String
+    /// Where a second PUB socket listens for node-to-node traffic only (deltas this node
+    /// sequenced, heartbeats); nil keeps everything on `publish`. nng filters topics at
+    /// the subscriber, so on one socket every client link also carries the node topics
+    /// and the heartbeats: a node with its own cluster socket sends each delta once per
+    /// client instead of twice (docs/MESSAGING.md, "Fan-out").
+    public var clusterPublish: String?
     /// REP addresses of nodes to join through; one is enough.
     public var seeds: [String]
     public var heartbeatMillis: UInt64 = 200
@@ -61,14 +67,15 @@ public struct NodeConfig: Sendable, Equatable {
             && a.maxRooms == b.maxRooms && a.maxUsersPerRoom == b.maxUsersPerRoom
             && (a.tokenVerifier == nil) == (b.tokenVerifier == nil) && (a.clusterKey == nil) == (b.clusterKey == nil)
             && a.clockSkewMillis == b.clockSkewMillis && a.dataDirectory == b.dataDirectory && a.synchronousFull == b.synchronousFull && a.httpAddress == b.httpAddress
-            && a.messageRetentionSeconds == b.messageRetentionSeconds
+            && a.messageRetentionSeconds == b.messageRetentionSeconds && a.clusterPublish == b.clusterPublish
     }
 
     public func validate() throws(NodeConfigError) {
         if name.isEmpty || name.utf8.count > 64 || name.contains(where: { $0.isWhitespace }) {
             throw .invalid(field: "name", reason: "'\(name)' must be 1 to 64 characters without spaces, unique in the cluster")
         }
-        for (field, address) in [("listen", listen), ("publish", publish)] + seeds.map({ ("seed", $0) }) {
+        for (field, address) in [("listen", listen), ("publish", publish)] + seeds.map({ ("seed", $0) })
+            + (clusterPublish.map { [("cluster-publish", $0)] } ?? []) {
             try Self.checkAddress(address, field: field)
         }
         if listen == publish && !listen.hasSuffix(":0") {

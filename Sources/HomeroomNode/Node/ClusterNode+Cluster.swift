@@ -125,11 +125,12 @@ extension ClusterNode {
     }
 
     func connect(_ peer: PeerTable.Entry) {
-        if !peer.publishAddress.isEmpty {
+        let address = peer.clusterPublishAddress.isEmpty ? peer.publishAddress : peer.clusterPublishAddress
+        if !address.isEmpty {
             do {
-                try subscriber.socket.dial(peer.publishAddress)
+                try subscriber.socket.dial(address)
             } catch {
-                logger.warning("cannot subscribe to a peer", ["peer": peer.node.description, "address": peer.publishAddress, "error": error.description])
+                logger.warning("cannot subscribe to a peer", ["peer": peer.node.description, "address": address, "error": error.description])
             }
         }
         _ = link(peer.address)
@@ -153,7 +154,8 @@ extension ClusterNode {
         state.withLock { state in
             WireMessage.Heartbeat(node: replica, incarnation: incarnation, address: listenAddress,
                                   rooms: state.rooms.keys.sorted().map { WireMessage.RoomDigest(roomID: $0, seen: state.rooms[$0]!.seen) },
-                                  peers: state.peers.wirePeers, publishAddress: publishAddress)
+                                  peers: state.peers.wirePeers, publishAddress: publishAddress,
+                                  clusterPublishAddress: clusterPublisher == nil ? "" : clusterPublishAddress)
         }
     }
 
@@ -167,7 +169,7 @@ extension ClusterNode {
             let isolated = state.withLock { $0.faults.isolated }
             if !isolated {
                 let message = WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat())))
-                try? publisher.send(topic: Topics.heartbeat, payload: framing.seal(message))
+                try? nodePublisher.send(topic: Topics.heartbeat, payload: framing.seal(message))
                 greetSeeds()
             }
             declareSilentNodesDown()

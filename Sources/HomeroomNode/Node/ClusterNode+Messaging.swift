@@ -76,6 +76,20 @@ extension ClusterNode {
         }
     }
 
+    /// A refuted session comes back under a new id: the presence state its client set
+    /// (shown only while the session that wrote it lives) moves with it.
+    func carryPresence(room: String, user: UserID, from old: SessionID, to new: SessionID) {
+        let items = state.withLock { state -> [PresenceItem] in
+            guard let record = state.rooms[room]?.users[user] else { return [] }
+            return record.presence.compactMap { key, register in
+                register.value.session == old && register.value.bytes != nil ? PresenceItem(key: key, value: register.value.bytes) : nil
+            }.sorted { $0.key < $1.key }
+        }
+        guard !items.isEmpty else { return }
+        sequenceSystemWrite(room: room, Write(author: "node:\(name)", authorRole: .system, authorCounter: 0,
+                                              operation: .setPresenceState(user: user, session: new, items: items)))
+    }
+
     /// Sequences, stores, applies and publishes a write the node makes itself (as system).
     @discardableResult
     func sequenceSystemWrite(room: String, _ write: Write) -> Bool {

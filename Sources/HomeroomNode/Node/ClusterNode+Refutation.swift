@@ -49,8 +49,9 @@ extension ClusterNode {
             }
             for (user, session, name, role) in sessions {
                 let base = Self.baseSession(session)
-                systemWrite(room: room, .joinSession(user: user, session: base + Self.reincarnationMark + String(next), name: name,
-                                                     role: role, host: replica, incarnation: next))
+                let renewed = base + Self.reincarnationMark + String(next)
+                systemWrite(room: room, .joinSession(user: user, session: renewed, name: name, role: role, host: replica, incarnation: next))
+                carryPresence(room: room, user: user, from: session, to: renewed)
             }
         }
     }

@@ -256,7 +256,7 @@ extension ClusterNode {
             try? publisher.send(topic: Topics.clientRoom(room), payload: message)
         }
         if toNodes, !state.withLock({ $0.faults.isolated }) {
-            try? publisher.send(topic: Topics.nodeRoom(room), payload: framing.seal(message))
+            try? nodePublisher.send(topic: Topics.nodeRoom(room), payload: framing.seal(message))
             metrics.add("deltas_out_total", UInt64(deltas.count))
         }
     }

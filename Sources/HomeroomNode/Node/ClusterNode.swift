@@ -26,11 +26,18 @@ public final class ClusterNode: Sendable {
     let incarnationBox: Mutex<UInt64>
     public let listenAddress: String
     public let publishAddress: String
+    /// Where node-to-node traffic is published: `publishAddress`, or the address of the
+    /// node-only PUB socket when the config has one.
+    public let clusterPublishAddress: String
     public let metrics = NodeMetrics()
     let logger: Logger
 
     let state: Mutex<NodeState>
     let publisher: NNGSocket
+    /// The node-only PUB socket (`config.clusterPublish`), if any.
+    let clusterPublisher: NNGSocket?
+    /// Where node traffic (node topics, heartbeats) goes.
+    var nodePublisher: NNGSocket { clusterPublisher ?? publisher }
     let replier: NNGReplier
     let subscriber: NNGSubscriber
     let links = Mutex<[String: NNGRequester]>([:])
@@ -104,10 +111,25 @@ public final class ClusterNode: Sendable {
         } catch {
             throw .bind(address: config.publish, error)
         }
+        if let address = config.clusterPublish {
+            do {
+                let socket = try NNGSocket(.pub)
+                try socket.setSendBuffer(8192)
+                clusterPublishAddress = try socket.listen(address)
+                clusterPublisher = socket
+            } catch {
+                publisher.close()
+                throw .bind(address: address, error)
+            }
+        } else {
+            clusterPublisher = nil
+            clusterPublishAddress = publishAddress
+        }
         do {
             replier = try NNGReplier()
             listenAddress = try replier.listen(config.listen)
         } catch {
+            clusterPublisher?.close()
             publisher.close()
             throw .bind(address: config.listen, error)
         }
@@ -124,6 +146,7 @@ public final class ClusterNode: Sendable {
             box.set(self)
         } catch {
             replier.close()
+            clusterPublisher?.close()
             publisher.close()
             throw .bind(address: "cluster subscriber", error)
         }
@@ -134,6 +157,7 @@ public final class ClusterNode: Sendable {
         } catch {
             subscriber.close()
             replier.close()
+            clusterPublisher?.close()
             publisher.close()
             throw .bind(address: config.listen, error)
         }
@@ -191,6 +215,7 @@ public final class ClusterNode: Sendable {
             return Array(links.values)
         }
         for requester in requesters { requester.close() }
+        clusterPublisher?.close()
         publisher.close()
         state.withLock { state in
             for room in state.dirtyRooms.keys {

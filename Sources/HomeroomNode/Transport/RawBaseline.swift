@@ -209,6 +209,109 @@ public enum RawBaseline {
     }
 }
 
+extension RawBaseline {
+    /// What a fan-out run measured.
+    public struct FanOut: Sendable {
+        /// Messages delivered to subscribers per second, from the first send to the last arrival.
+        public var deliveredPerSecond: Double
+        public var p50Micros: Double
+        public var p99Micros: Double
+        public var delivered: Int
+        public var expected: Int
+        public var seconds: Double
+
+        public init(deliveredPerSecond: Double, p50Micros: Double, p99Micros: Double, delivered: Int, expected: Int, seconds: Double) {
+            self.deliveredPerSecond = deliveredPerSecond
+            self.p50Micros = p50Micros
+            self.p99Micros = p99Micros
+            self.delivered = delivered
+            self.expected = expected
+            self.seconds = seconds
+        }
+    }
+
+    /// One raw PUB fanning out to `subscribers` SUB sockets (received with one nng aio
+    /// each), a `messageSize`-byte message every `intervalMicros`: deliveries per
+    /// second and one-way latency (send to each arrival). The baseline for a room's
+    /// fan-out: what nng alone does with the same subscribers, size and pacing.
+    public static func pubSubFanOut(url: String = "tcp://127.0.0.1:0", subscribers: Int, messages: Int, messageSize: Int,
+                                    intervalMicros: Int) throws(NNGError) -> FanOut {
+        let size = max(messageSize, 17)
+        let pub = try NNGSocket(.pub)
+        try pub.setSendBuffer(8192)
+        let bound = try pub.listen(url)
+        let sentAt = Mutex<[UInt64]>([UInt64](repeating: 0, count: messages))
+        let attached = Mutex<Set<Int>>([])
+        let samples = Mutex<[Double]>([])
+        let delivered = Atomic<Int>(0)
+        let lastArrival = Atomic<UInt64>(0)
+        let group = try NNGSubscriberGroup(count: subscribers, url: bound, topic: []) { member, bytes in
+            guard bytes.count >= 16 else { return }
+            let index = bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+            if index == UInt64.max {
+                attached.withLock { _ = $0.insert(member) }
+                return
+            }
+            guard index < UInt64(messages) else { return }
+            let now = monotonicNanos()
+            let sent = sentAt.withLock { $0[Int(index)] }
+            samples.withLock { $0.append(Double(now &- sent) / 1_000) }
+            delivered.add(1, ordering: .relaxed)
+            lastArrival.store(now, ordering: .relaxed)
+        }
+        // The publisher closes first, so no message flows when the subscribers close
+        // (closing a busy SUB socket can hang in nng 1.5.2, issue 1543).
+        defer {
+            pub.close()
+            usleep(50_000)
+            group.close()
+        }
+        var message = [UInt8](repeating: 0x5A, count: size)
+        func send(_ index: UInt64) {
+            withUnsafeBytes(of: index.littleEndian) { raw in for offset in 0..<8 { message[8 + offset] = raw[offset] } }
+            try? pub.send(message)
+        }
+        // Probes until every subscriber is attached (the slow joiner).
+        let attachBy = monotonicNanos() + 20_000_000_000
+        while attached.withLock({ $0.count }) < subscribers && monotonicNanos() < attachBy {
+            send(UInt64.max)
+            usleep(5_000)
+        }
+        usleep(50_000)
+        let start = monotonicNanos()
+        for index in 0..<messages {
+            let now = monotonicNanos()
+            sentAt.withLock { $0[index] = now }
+            send(UInt64(index))
+            guard intervalMicros > 0 else { continue }
+            let next = start + UInt64(index + 1) * UInt64(intervalMicros) * 1_000
+            let after = monotonicNanos()
+            if next > after { usleep(UInt32((next - after) / 1_000)) }
+        }
+        let expected = messages * subscribers
+        var seen = -1
+        var quietSince = monotonicNanos()
+        while delivered.load(ordering: .relaxed) < expected {
+            let now = delivered.load(ordering: .relaxed)
+            if now != seen { seen = now; quietSince = monotonicNanos() }
+            if monotonicNanos() - quietSince > 1_000_000_000 { break }
+            usleep(1_000)
+        }
+        let count = delivered.load(ordering: .relaxed)
+        let seconds = Double(lastArrival.load(ordering: .relaxed) &- start) / 1e9
+        let sorted = samples.withLock { $0 }.sorted()
+        func percentile(_ q: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] }
+        return FanOut(deliveredPerSecond: seconds > 0 ? Double(count) / seconds : 0, p50Micros: percentile(0.5), p99Micros: percentile(0.99),
+                      delivered: count, expected: expected, seconds: seconds)
+    }
+
+    static func monotonicNanos() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+}
+
 fileprivate extension Duration {
     /// The duration in seconds as a Double.
     var seconds: Double {

@@ -1415,7 +1415,7 @@ const ProtobufCMessageDescriptor homeroom__v1__room_digest__descriptor =
   (ProtobufCMessageInit) homeroom__v1__room_digest__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[5] =
+static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[6] =
 {
   {
     "node",
@@ -1477,9 +1477,22 @@ static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[5] =
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "cluster_publish_address",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Peer, cluster_publish_address),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__peer__field_indices_by_name[] = {
   1,   /* field[1] = address */
+  5,   /* field[5] = cluster_publish_address */
   2,   /* field[2] = incarnation */
   0,   /* field[0] = node */
   4,   /* field[4] = publish_address */
@@ -1488,7 +1501,7 @@ static const unsigned homeroom__v1__peer__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__peer__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__peer__descriptor =
 {
@@ -1498,14 +1511,14 @@ const ProtobufCMessageDescriptor homeroom__v1__peer__descriptor =
   "Homeroom__V1__Peer",
   "homeroom.v1",
   sizeof(Homeroom__V1__Peer),
-  5,
+  6,
   homeroom__v1__peer__field_descriptors,
   homeroom__v1__peer__field_indices_by_name,
   1,  homeroom__v1__peer__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__peer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[6] =
+static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[7] =
 {
   {
     "node",
@@ -1579,9 +1592,22 @@ static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "cluster_publish_address",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Heartbeat, cluster_publish_address),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
   2,   /* field[2] = address */
+  6,   /* field[6] = cluster_publish_address */
   1,   /* field[1] = incarnation */
   0,   /* field[0] = node */
   4,   /* field[4] = peers */
@@ -1591,7 +1617,7 @@ static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__heartbeat__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
 {
@@ -1601,7 +1627,7 @@ const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
   "Homeroom__V1__Heartbeat",
   "homeroom.v1",
   sizeof(Homeroom__V1__Heartbeat),
-  6,
+  7,
   homeroom__v1__heartbeat__field_descriptors,
   homeroom__v1__heartbeat__field_indices_by_name,
   1,  homeroom__v1__heartbeat__number_ranges,

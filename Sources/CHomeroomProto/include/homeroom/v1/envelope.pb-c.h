@@ -284,10 +284,14 @@ struct  Homeroom__V1__Peer
    * where the peer's PUB socket listens (deltas, heartbeats)
    */
   char *publish_address;
+  /*
+   * the peer's node-only PUB socket, if it has one (use it instead)
+   */
+  char *cluster_publish_address;
 };
 #define HOMEROOM__V1__PEER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__peer__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, 0, HOMEROOM__V1__PEER_STATUS__PEER_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string }
+    , 0, (char *)protobuf_c_empty_string, 0, HOMEROOM__V1__PEER_STATUS__PEER_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -310,10 +314,16 @@ struct  Homeroom__V1__Heartbeat
    * where the sender's PUB socket listens (deltas, heartbeats)
    */
   char *publish_address;
+  /*
+   * Where the sender publishes node-to-node traffic (deltas it sequenced, heartbeats)
+   * when it keeps it off the client PUB socket; empty: on `publish_address`.
+   * Nodes subscribe here when it is set; clients never need it.
+   */
+  char *cluster_publish_address;
 };
 #define HOMEROOM__V1__HEARTBEAT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__heartbeat__descriptor) \
-    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string }
+    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Homeroom__V1__JoinRequest
