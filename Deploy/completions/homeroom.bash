@@ -3,7 +3,7 @@ _homeroom() {
     local cur prev words cword
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
-    local subcommands="demo join roster node keys token simulate theme completion stage board camera mic mute-all reward kick ban hand class schedule room prop name"
+    local subcommands="demo join roster node keys token simulate theme completion stage board camera mic mute-all reward kick ban hand class schedule room prop name send whisper history presence mute unmute"
     local room_options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
     if [ "$COMP_CWORD" -eq 1 ]; then
         COMPREPLY=( $(compgen -W "$subcommands --help" -- "$cur") )
@@ -13,7 +13,7 @@ _homeroom() {
         --as) COMPREPLY=( $(compgen -W "teacher assistant student observer" -- "$cur") ); return ;;
         --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
         --theme|--config) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
-        --room|--node|--user|--name|--token|--timeout-ms|--duration|--page|--page-size|--students|--seconds|--amount) return ;;
+        --room|--node|--user|--name|--token|--timeout-ms|--duration|--page|--page-size|--students|--seconds|--amount|--if-revision|--type|--limit|--messages|--message-retention|--cluster-publish) return ;;
     esac
     local sub="${COMP_WORDS[1]}"
     local words_here=""
@@ -24,13 +24,19 @@ _homeroom() {
         hand) words_here="up down" ;;
         class) words_here="start end" ;;
         room) words_here="name type stage-limit hand-limit one-to-one small-classroom lecture-hall" ;;
-        prop) words_here="room me set unset" ;;
+        prop) words_here="room me get set unset" ;;
+        history) words_here="limit clear" ;;
+        presence) words_here="set unset" ;;
+        mute|unmute) words_here="all" ;;
         theme) words_here="print check" ;;
         completion) words_here="bash zsh" ;;
         join) room_options="$room_options --theme --quiet" ;;
-        roster) room_options="$room_options --watch --duration --page --page-size --theme" ;;
+        roster) room_options="$room_options --watch --duration --page --page-size --messages --theme" ;;
+        send|whisper) room_options="$room_options --type" ;;
+        history) room_options="$room_options --limit" ;;
+        mute|unmute) room_options="$room_options --all --off" ;;
         demo) room_options="--students --seconds --node-transport --help" ;;
-        node) room_options="--name --listen --publish --seed --config --heartbeat-ms --suspect-ms --down-ms --workers --log-level --log-format --help" ;;
+        node) room_options="--name --listen --publish --seed --config --heartbeat-ms --suspect-ms --down-ms --workers --cluster-publish --message-retention --log-level --log-format --help" ;;
         simulate) room_options="--seed --schedules --replicas --students --steps --json --help" ;;
     esac
     if [[ "$cur" == -* ]]; then

@@ -23,6 +23,11 @@ public struct ClassroomConfig: Sendable, Equatable {
     public var reconnectRounds = 20
     /// How often the monitor looks at the link.
     public var monitorIntervalMillis: UInt64 = 100
+    /// How long a message waits for its sender's previous one before it is delivered anyway (`gap`).
+    public var messageHoldMillis: UInt64 = 2_000
+    /// Above this many online users, presence joins and leaves come as interval events.
+    public var presenceThreshold = 50
+    public var presenceIntervalMillis: UInt64 = 1_000
 
     public init(room: String, user: UserID, name: String = "", role: Role, nodes: [String]) {
         self.room = room
@@ -97,12 +102,16 @@ final class ClassroomSession: Sendable {
         options.syncIntervalMillis = config.syncIntervalMillis
         options.reconnectRounds = config.reconnectRounds
         options.token = config.token
+        options.messageHoldMillis = config.messageHoldMillis
+        options.presenceThreshold = config.presenceThreshold
+        options.presenceIntervalMillis = config.presenceIntervalMillis
         let client = RoomClient(room: config.room, user: config.user, role: config.role, name: config.name.isEmpty ? config.user : config.name,
                                 endpoints: config.nodes.map(NodeEndpoint.init), options: options, logger: logger)
         client.onChange { [weak self, weak client] changes in
             guard let self, let client else { return }
             self.received(changes, from: client)
         }
+        listenForMessaging(client)
         do {
             try client.connect()
         } catch {
@@ -180,11 +189,25 @@ final class ClassroomSession: Sendable {
             logger.debug("write refused", ["operation": operation.name, "code": error.code])
             throw ContextError(error)
         }
+        waitUntilApplied(dot, client)
+        return dot
+    }
+
+    /// A property write: the client's result, once the local replica has it.
+    func writeProperty(owner: UserID?, key: String,
+                       _ body: (RoomClient) throws(ClientError) -> PropertyWriteResult) throws(ContextError) -> PropertyWriteReceipt {
+        let client = try client()
+        let result: PropertyWriteResult
+        do { result = try body(client) } catch { throw ContextError(error) }
+        waitUntilApplied(result.dot, client)
+        return PropertyWriteReceipt(key: key, owner: owner, revision: result.revision, result: result)
+    }
+
+    private func waitUntilApplied(_ dot: Dot, _ client: RoomClient) {
         let deadline = WallClock.monotonicMillis() + min(config.requestTimeoutMillis, 1_000)
         while !client.seen.contains(dot) && WallClock.monotonicMillis() < deadline {
             usleep(1_000)
         }
-        return dot
     }
 
     // MARK: - Events
@@ -265,6 +288,26 @@ final class ClassroomSession: Sendable {
             }
         }
         emit(events)
+    }
+
+    /// Messages, messaging changes and presence from the client's threads, as events.
+    private func listenForMessaging(_ client: RoomClient) {
+        let local = config.user
+        client.onMessage { [weak self, weak client] deliveries in
+            guard let self, let client else { return }
+            let replica = client.replica
+            self.emit(ContextEvent.messages(deliveries, lookup: { ReadModel.userInfo(replica, $0) }))
+        }
+        client.onMessagingChange { [weak self, weak client] changes in
+            guard let self, let client else { return }
+            let replica = client.replica
+            self.emit(ContextEvent.translate(changes, localUser: local, lookup: { ReadModel.userInfo(replica, $0) }))
+        }
+        client.onPresence { [weak self, weak client] events in
+            guard let self, let client else { return }
+            let replica = client.replica
+            self.emit(ContextEvent.presence(events, lookup: { ReadModel.userInfo(replica, $0) }))
+        }
     }
 
     private func scheduleMonitor(_ generation: Int) {

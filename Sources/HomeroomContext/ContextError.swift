@@ -30,6 +30,10 @@ public struct ContextError: Error, Equatable, Sendable, CustomStringConvertible 
     public static let classStateBackwards = "class-state-backwards"
     public static let invalid = "invalid"
     public static let roleMismatch = "role-mismatch"
+    /// Chat is muted for this user, or for the room (messaging).
+    public static let muted = "muted"
+    /// A conditional property write found the key at another revision: read it again.
+    public static let revisionMismatch = "revision-mismatch"
     // The link.
     public static let unavailable = "unavailable"
     public static let aborted = "aborted"

@@ -1,7 +1,8 @@
 import HomeroomCore
 
 /// Every event the contexts report, in the order it happened. The handler protocols
-/// (`RoomHandler`, `UserHandler`, `StreamHandler`, `MonitorHandler`) receive the same
+/// (`RoomHandler`, `UserHandler`, `StreamHandler`, `MonitorHandler`, `MessageHandler`,
+/// `PresenceHandler`) receive the same
 /// events as method calls; `ContextPool.events()` gives them as an async sequence.
 public enum ContextEvent: Hashable, Sendable {
     // Room
@@ -33,6 +34,20 @@ public enum ContextEvent: Hashable, Sendable {
     // Monitor
     case connectionStateUpdated(ConnectionState)
     case latencyUpdated(micros: Double)
+    // Messages (MessageHandler)
+    /// A room message, once, in its sender's order (the local user's own included).
+    case roomMessageReceived(MessageInfo)
+    /// A peer message to or from the local user.
+    case peerMessageReceived(MessageInfo)
+    /// Messages left the history (its count or age limit, or a teacher cleared it).
+    case messagesRemoved([MessageKey])
+    /// Chat muted or unmuted for one user, or for the whole room (`user` nil).
+    case chatMuteUpdated(user: UserInfo?, muted: Bool)
+    // Presence (PresenceHandler)
+    case presence(PresenceEvent)
+    // Properties (RoomHandler)
+    /// A property write lost to a concurrent one (docs/MESSAGING.md, "Properties").
+    case propertyConflict(PropertyConflictInfo)
 }
 
 extension ContextEvent {

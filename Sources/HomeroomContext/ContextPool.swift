@@ -13,7 +13,7 @@ public final class ContextPool: Sendable {
     public let room: RoomContext
     public let user: UserContext
     public let stream: StreamContext
-    /// Chat and peer messages: comes with the messaging issue (see `MessageContext`).
+    /// Room and peer messages, history, chat moderation and presence.
     public let message: MessageContext
     public let monitor: MonitorContext
     let session: ClassroomSession
@@ -26,7 +26,7 @@ public final class ContextPool: Sendable {
         room = RoomContext(session)
         user = UserContext(session)
         stream = StreamContext(session)
-        message = MessageContext()
+        message = MessageContext(session)
         monitor = MonitorContext(session)
     }
 
@@ -59,14 +59,4 @@ public final class ContextPool: Sendable {
 
     /// Leaves the room and ends every event stream.
     public func close() { session.close() }
-}
-
-/// Chat and peer messages (AgoraEduMessageContext) belong here. They come with the
-/// messaging issue; until then this context has its place in the pool and no behaviour:
-/// nothing is sent, nothing is received, and `isAvailable` is false.
-public final class MessageContext: Sendable {
-    init() {}
-
-    /// False until the messaging issue lands.
-    public var isAvailable: Bool { false }
 }

@@ -7,6 +7,8 @@ public protocol RoomHandler: AnyObject, Sendable {
     func onClassStateUpdated(_ state: ClassState)
     func onRoomPropertiesUpdated(keys: [String])
     func onAllMicrophonesMuted()
+    /// A property write lost to a concurrent write that had not seen it.
+    func onPropertyConflict(_ conflict: PropertyConflictInfo)
 }
 
 extension RoomHandler {
@@ -16,6 +18,7 @@ extension RoomHandler {
     public func onClassStateUpdated(_ state: ClassState) {}
     public func onRoomPropertiesUpdated(keys: [String]) {}
     public func onAllMicrophonesMuted() {}
+    public func onPropertyConflict(_ conflict: PropertyConflictInfo) {}
 }
 
 /// User events (AgoraEduUserHandler).
@@ -71,6 +74,31 @@ extension MonitorHandler {
     public func onLatencyUpdated(micros: Double) {}
 }
 
+/// Message events (AgoraEduMessageHandler, RTM message events).
+public protocol MessageHandler: AnyObject, Sendable {
+    func onRoomMessageReceived(_ message: MessageInfo)
+    func onPeerMessageReceived(_ message: MessageInfo)
+    func onMessagesRemoved(_ keys: [MessageKey])
+    /// `user` nil: chat muted or unmuted for the whole room.
+    func onChatMuteUpdated(user: UserInfo?, muted: Bool)
+}
+
+extension MessageHandler {
+    public func onRoomMessageReceived(_ message: MessageInfo) {}
+    public func onPeerMessageReceived(_ message: MessageInfo) {}
+    public func onMessagesRemoved(_ keys: [MessageKey]) {}
+    public func onChatMuteUpdated(user: UserInfo?, muted: Bool) {}
+}
+
+/// Presence events (RTM 2.x presence): joins, leaves, timeouts, state changes, intervals.
+public protocol PresenceHandler: AnyObject, Sendable {
+    func onPresenceEvent(_ event: PresenceEvent)
+}
+
+extension PresenceHandler {
+    public func onPresenceEvent(_ event: PresenceEvent) {}
+}
+
 /// Routes one event to the handler methods that want it.
 extension ContextEvent {
     func deliver(to handler: AnyObject) {
@@ -97,6 +125,12 @@ extension ContextEvent {
         case let .streamUpdated(stream): (handler as? StreamHandler)?.onStreamUpdated(stream)
         case let .connectionStateUpdated(state): (handler as? MonitorHandler)?.onConnectionStateUpdated(state)
         case let .latencyUpdated(micros): (handler as? MonitorHandler)?.onLatencyUpdated(micros: micros)
+        case let .roomMessageReceived(message): (handler as? MessageHandler)?.onRoomMessageReceived(message)
+        case let .peerMessageReceived(message): (handler as? MessageHandler)?.onPeerMessageReceived(message)
+        case let .messagesRemoved(keys): (handler as? MessageHandler)?.onMessagesRemoved(keys)
+        case let .chatMuteUpdated(user, muted): (handler as? MessageHandler)?.onChatMuteUpdated(user: user, muted: muted)
+        case let .presence(event): (handler as? PresenceHandler)?.onPresenceEvent(event)
+        case let .propertyConflict(conflict): (handler as? RoomHandler)?.onPropertyConflict(conflict)
         }
     }
 }

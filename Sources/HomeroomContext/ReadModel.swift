@@ -66,4 +66,14 @@ enum ReadModel {
         }
         return result
     }
+
+    /// Every live key with its revision, writer and cause, by key.
+    static func entries(_ registers: [String: Register<PropertyValue>]) -> [PropertyEntry] {
+        registers.keys.sorted().compactMap { key in
+            let value = registers[key]!.value
+            guard let bytes = value.bytes else { return nil }
+            return PropertyEntry(key: key, value: String(decoding: bytes, as: UTF8.self), revision: value.revision,
+                                 operatorID: value.operatorID, cause: value.cause)
+        }
+    }
 }

@@ -72,6 +72,31 @@ public final class RoomContext: Sendable {
     }
 }
 
+extension RoomContext {
+    /// Room properties with their revisions, writers and causes, by key.
+    public var propertyEntries: [PropertyEntry] { ReadModel.entries(session.replica.properties) }
+
+    public func property(_ key: String) -> PropertyEntry? { propertyEntries.first { $0.key == key } }
+
+    /// Writes (value nil: deletes) one room property; with `ifRevision`, only if the key
+    /// is still at that revision (0: never written), refused with `revision-mismatch`.
+    /// Under a partition two such writes can both be accepted; the merge keeps one, and
+    /// the loser's pool hears `onPropertyConflict` (docs/MESSAGING.md).
+    @discardableResult
+    public func updateProperty(_ key: String, value: String?, cause: String = "", ifRevision: UInt64? = nil) throws(ContextError) -> PropertyWriteReceipt {
+        try checkKey(key)
+        return try session.writeProperty(owner: nil, key: key) { client throws(ClientError) in
+            try client.setRoomProperty(key, value: value.map { Array($0.utf8) }, cause: cause, ifRevision: ifRevision)
+        }
+    }
+
+    /// Whether a write is still what the property holds or was built upon (true), was
+    /// overwritten by a write that never saw it (false), or cannot be told yet (nil).
+    public func isPropertyWriteKept(_ receipt: PropertyWriteReceipt) -> Bool? {
+        (try? session.client())?.propertyWriteKept(receipt.result)
+    }
+}
+
 func checkKey(_ key: String) throws(ContextError) {
     guard !key.isEmpty, key.utf8.count <= 128 else { throw .invalidArgument("a property key is 1 to 128 bytes") }
 }

@@ -130,4 +130,20 @@ public final class UserContext: Sendable {
             try session.write(.setUserProperty(user: user, key: key, value: nil, cause: cause))
         }
     }
+
+    /// A user's properties with their revisions, by key.
+    public func propertyEntries(of user: UserID) -> [PropertyEntry] {
+        ReadModel.entries(session.replica.users[user]?.properties ?? [:])
+    }
+
+    /// Writes (value nil: deletes) one property of a user; with `ifRevision`, only if the
+    /// key is still at that revision (0: never written), refused with `revision-mismatch`.
+    @discardableResult
+    public func updateProperty(of user: UserID, _ key: String, value: String?, cause: String = "",
+                               ifRevision: UInt64? = nil) throws(ContextError) -> PropertyWriteReceipt {
+        try checkKey(key)
+        return try session.writeProperty(owner: user, key: key) { client throws(ClientError) in
+            try client.setUserProperty(of: user, key, value: value.map { Array($0.utf8) }, cause: cause, ifRevision: ifRevision)
+        }
+    }
 }

@@ -33,6 +33,13 @@ enum Homeroom {
           prop        List, set or delete properties.
           name        Change your display name.
 
+        MESSAGING (one-shot too):
+          send        Send a room message.
+          whisper     Send a peer message to one user, wherever it is connected.
+          history     Read the message history (--json, --limit), set its limit, or clear it.
+          presence    List online users and their temporary state, or set yours.
+          mute, unmute  Mute or unmute a user's chat, or every student's (--all).
+
         OPTIONS:
           -h, --help  Show help information.
 

@@ -4,7 +4,8 @@ import Testing
 /// Help, usage errors and the offline subcommands (theme, completion): no node needed.
 @Suite struct CLICommandTests {
     @Test(arguments: ["demo", "join", "roster", "theme", "completion", "stage", "board", "camera", "mic", "mute-all", "reward", "kick",
-                      "ban", "hand", "class", "schedule", "room", "prop", "name"])
+                      "ban", "hand", "class", "schedule", "room", "prop", "name", "send", "whisper", "history", "presence",
+                      "mute", "unmute"])
     func everySubcommandHasHelp(subcommand: String) throws {
         let result = try CLI.run([subcommand, "--help"])
         #expect(result.status == 0)
@@ -14,7 +15,7 @@ import Testing
 
     @Test func topLevelHelpListsTheNewSubcommands() throws {
         let result = try CLI.run(["--help"])
-        for name in ["demo", "join", "roster", "theme", "completion", "stage", "reward", "hand"] {
+        for name in ["demo", "join", "roster", "theme", "completion", "stage", "reward", "hand", "send", "whisper", "history", "presence"] {
             #expect(result.stdout.contains("\n  \(name)"), "no \(name) in the help")
         }
     }

@@ -40,8 +40,8 @@ import Testing
         #expect((json["rewards"] as? [String: Int])?["alice"] == 3)
         #expect(try run(["reward", "alice", "bob", "2"]).stdout == "alice +2 (now 5), bob +2 (now 2)\n")
         #expect(try run(["board", "grant", "alice"]).status == 0)
-        #expect(try run(["prop", "room", "set", "topic", "long", "division"]).stdout == "room topic = long division\n")
-        #expect(try run(["prop", "room"]).stdout == "room topic = long division\n")
+        #expect(try run(["prop", "room", "set", "topic", "long", "division"]).stdout == "room topic = long division (revision 1)\n")
+        #expect(try run(["prop", "room"]).stdout == "room topic = long division (revision 1, by teacher)\n")
         #expect(try run(["hand", "down", "bob"]).stdout == "bob's hand is down\n")
         #expect(try run(["class", "start"]).status == 0)
         #expect(try run(["class", "end"]).status == 0)
@@ -67,6 +67,67 @@ import Testing
         let aliceLine = try #require(text.stdout.split(separator: "\n").first { $0.hasPrefix("alice") })
         #expect(aliceLine.contains("on") && aliceLine.contains("yes") && aliceLine.contains("● live") && aliceLine.hasSuffix("5"))
         #expect(!text.stdout.contains("\u{1B}"), "NO_COLOR and no terminal: no escapes")
+    }
+
+    @Test func messagingCommandsSendWhisperReadModerateAndWriteConditionally() throws {
+        let node = try NodeChild(name: "cli-messages")
+        let room = ["--room", "messages", "--node", node.listen]
+        func run(_ words: [String]) throws -> CLI.Result {
+            let result = try CLI.run(words + room)
+            #expect(!result.timedOut, "\(words) timed out")
+            return result
+        }
+        func json(_ result: CLI.Result) throws -> [String: Any] {
+            try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "not JSON: \(result.stdout)")
+        }
+        // Bob must have joined once to be whispered to.
+        #expect(try run(["presence", "set", "mood", "ready", "--user", "bob"]).stdout == "your presence mood = ready\n")
+        let sent = try run(["send", "hello", "class", "--user", "ada"])
+        #expect(sent.status == 0 && sent.stdout.hasPrefix("sent to the room (ada#"), "\(sent.stderr)")
+        #expect(try run(["whisper", "bob", "see me after class", "--user", "ada"]).status == 0)
+        #expect(try run(["send", "--type", "poll", "yes", "--user", "cy"]).status == 0)
+        // Each user reads the history it may see: the whisper only for ada and bob.
+        let carl = try json(try run(["history", "--json", "--user", "carl"]))
+        let carlMessages = try #require(carl["messages"] as? [[String: Any]])
+        #expect(carlMessages.compactMap { $0["text"] as? String } == ["hello class", "yes"])
+        #expect(carlMessages.last?["type"] as? String == "poll")
+        let bob = try run(["history", "--user", "bob", "--as", "student"])
+        #expect(bob.stdout.contains("ada → you (whisper): see me after class"), "\(bob.stdout)")
+        #expect(try run(["history", "1", "--user", "carl"]).stdout.hasSuffix("cy [poll]: yes\n"))
+        // Moderation: a muted student is refused with a code, and unmuted again.
+        #expect(try run(["mute", "cy"]).stdout == "chat muted for cy\n")
+        let refused = try run(["send", "again", "--user", "cy"])
+        #expect(refused.status == 1 && refused.stderr.contains("[muted]"), "\(refused.stderr)")
+        #expect(try run(["mute", "--all"]).stdout == "chat muted for every student\n")
+        #expect(try run(["unmute", "all"]).stdout == "chat unmuted for every student\n")
+        #expect(try run(["mute", "cy", "--off"]).stdout == "chat unmuted for cy\n")
+        #expect(try run(["send", "again", "--user", "cy"]).status == 0)
+        let studentMute = try run(["mute", "ada", "--as", "student", "--user", "cy"])
+        #expect(studentMute.status == 1 && studentMute.stderr.contains("[not-allowed]"))
+        // Presence: who is online now (one-shot users have left again).
+        let presence = try json(try run(["presence", "--json", "--user", "watcher"]))
+        #expect((presence["online"] as? [[String: Any]])?.compactMap { $0["user"] as? String } == ["watcher"])
+        // Properties with revisions and conditional writes.
+        #expect(try run(["prop", "room", "set", "quiz", "q1", "--if-revision", "0"]).stdout == "room quiz = q1 (revision 1)\n")
+        let stale = try run(["prop", "room", "set", "quiz", "q2", "--if-revision", "0"])
+        #expect(stale.status == 1 && stale.stderr.contains("[revision-mismatch]"), "\(stale.stderr)")
+        #expect(try run(["prop", "room", "set", "quiz", "q2", "--if-revision", "1"]).status == 0)
+        let got = try json(try run(["prop", "room", "get", "quiz", "--json"]))
+        #expect(got["value"] as? String == "q2" && got["revision"] as? Int == 2 && got["operator"] as? String == "teacher")
+        let missing = try run(["prop", "room", "get", "nothing"])
+        #expect(missing.status == 1 && missing.stderr.contains("[not-found]"))
+        // The roster shows the latest messages.
+        let roster = try json(try run(["roster", "--json", "--messages", "2"]))
+        #expect((roster["messages"] as? [[String: Any]])?.compactMap { $0["text"] as? String } == ["yes", "again"])
+        // Text from others never reaches the terminal as control sequences.
+        #expect(try run(["send", "\u{1B}[2Jgotcha", "--user", "mallory"]).status == 0)
+        let shown = try run(["history", "1"])
+        #expect(shown.stdout.contains("gotcha") && !shown.stdout.contains("\u{1B}"), "\(shown.stdout)")
+        // Bad input: a clear usage error, exit 64.
+        let empty = try run(["send"])
+        #expect(empty.status == 64 && empty.stderr.contains("use: send <text>"))
+        let badRevision = try run(["prop", "room", "set", "quiz", "x", "--if-revision", "minus"])
+        #expect(badRevision.status == 64)
     }
 
     @Test func rosterWatchWithoutATerminalPrintsAndEndsAfterItsDuration() throws {

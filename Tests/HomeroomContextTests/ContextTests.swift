@@ -162,6 +162,5 @@ import Testing
         let snapshot = teacher.snapshot(page: 1, pageSize: 3)
         #expect(snapshot.students.rows.map(\.id) == ["s3", "s4", "s5"] && snapshot.students.total == 7)
         #expect(teacher.user.userList(UserQuery(roles: [.teacher])).map(\.id) == ["ada"])
-        #expect(!teacher.message.isAvailable)
     }
 }

@@ -31,4 +31,42 @@ import Testing
         }
         #expect(handler.hands == 1)
     }
+
+    @Test func messagingChangesBecomeEventsAndOwnLossesNameTheLocalUser() {
+        let dot = Dot(origin: ReplicaID(7), sequence: 3)
+        let kept = PropertyWriteInfo(author: "ada", revision: 2, dot: dot, value: Array("ada's".utf8))
+        let lostOwn = PropertyWriteInfo(author: "", revision: 2, dot: Dot(origin: ReplicaID(8), sequence: 1), value: nil)
+        let conflict = PropertyConflict(scope: .user("bob"), key: "seat", kept: kept, lost: lostOwn, lostDots: [lostOwn.dot])
+        let key = MessageKey(sender: "bob", counter: 4)
+        let events = ContextEvent.translate(
+            [.messagesRemoved([key], floor: .origin), .chatMuteUpdated(user: nil, muted: true), .chatMuteUpdated(user: "bob", muted: false),
+             .propertyConflict(conflict), .historyLimitUpdated(5), .userTimedOut("bob")],
+            localUser: "me", lookup: Self.info)
+        #expect(events == [
+            .messagesRemoved([key]), .chatMuteUpdated(user: nil, muted: true), .chatMuteUpdated(user: Self.info("bob"), muted: false),
+            .propertyConflict(PropertyConflictInfo(owner: "bob", key: "seat", keptRevision: 2, keptAuthor: "ada", keptValue: "ada's",
+                                                   lostRevision: 2, lostAuthor: "me")),
+        ])
+        let presence = ContextEvent.presence(
+            [.joined("bob"), .timedOut("cy"), .stateChanged("bob", ["mood": [1]]),
+             .interval(PresenceBatcher.PresenceInterval(joined: ["a"], left: ["b"], timedOut: [], states: [:]))],
+            lookup: Self.info)
+        #expect(presence == [.presence(.joined(Self.info("bob"))), .presence(.timedOut(Self.info("cy"))),
+                             .presence(.stateChanged(Self.info("bob"), state: ["mood": [1]])),
+                             .presence(.interval(joined: ["a"], left: ["b"], timedOut: [], states: [:]))])
+    }
+
+    @Test func deliveredMessagesAreRoomOrPeerEventsWithTheirMarks() {
+        let stamp = Stamp(clock: HybridTimestamp(packed: 1_000 << 16, replica: ReplicaID(1)), sequence: 1)
+        let room = Message(key: MessageKey(sender: "bob", counter: 2), recipient: nil, type: "chat", payload: Array("hi".utf8), previous: 1, stamp: stamp)
+        let peer = Message(key: MessageKey(sender: "bob", counter: 3), recipient: "me", type: "chat", payload: [0xFF], previous: 0, stamp: stamp)
+        let events = ContextEvent.messages([MessageInbox.Delivery(message: room, late: false, gap: true),
+                                            MessageInbox.Delivery(message: peer, late: true, gap: false)], lookup: Self.info)
+        guard case let .roomMessageReceived(first) = events[0], case let .peerMessageReceived(second) = events[1] else {
+            Issue.record("wrong kinds: \(events)")
+            return
+        }
+        #expect(first.text == "hi" && first.gap && !first.late && first.sender == Self.info("bob") && first.sentAtMillis == 1_000)
+        #expect(second.text == nil && second.late && second.recipient == "me" && second.isPeer)
+    }
 }

@@ -15,6 +15,12 @@ public struct MessageInbox: Sendable {
         public var late: Bool
         /// Delivered without its predecessor, after waiting `holdMillis` for it.
         public var gap: Bool
+
+        public init(message: Message, late: Bool, gap: Bool) {
+            self.message = message
+            self.late = late
+            self.gap = gap
+        }
     }
 
     public var holdMillis: UInt64
@@ -126,6 +132,13 @@ public struct PresenceBatcher: Sendable {
         public var timedOut: [UserID] = []
         public var states: [UserID: [String: [UInt8]]] = [:]
         public var isEmpty: Bool { joined.isEmpty && left.isEmpty && timedOut.isEmpty && states.isEmpty }
+
+        public init(joined: [UserID] = [], left: [UserID] = [], timedOut: [UserID] = [], states: [UserID: [String: [UInt8]]] = [:]) {
+            self.joined = joined
+            self.left = left
+            self.timedOut = timedOut
+            self.states = states
+        }
     }
 
     public var threshold: Int

@@ -18,13 +18,20 @@ enum ActionCommand {
         "room": "Rename the room, or set its type, stage limit or hand limit.",
         "prop": "List, set or delete properties of the room or of a user.",
         "name": "Change your display name.",
+        "send": "Send a room message to everyone in the room.",
+        "whisper": "Send a peer message to one user of the room, wherever it is connected.",
+        "history": "Print the room's message history (newest last), or set its limit, or clear it.",
+        "presence": "List online users with their temporary state, or set yours.",
+        "mute": "Mute a user's chat, or every student's (teacher, assistant).",
+        "unmute": "Unmute a user's chat, or every student's (teacher, assistant).",
     ]
 
     static func usage(_ verb: String) -> String {
         let lines = Action.grammar.split(separator: "\n").filter { line in
             let text = line.drop { $0 == " " }
             return text.hasPrefix(verb + " ") || text == verb || (verb == "prop" && text.hasPrefix("prop "))
-                || (verb == "mic" && text.hasPrefix("camera"))
+                || (verb == "mic" && text.hasPrefix("camera")) || (verb == "unmute" && text.hasPrefix("mute "))
+                || (verb == "mute" && text.hasPrefix("unmute ")) || (verb == "prop" && text.hasPrefix("is still"))
         }
         return """
             OVERVIEW: \(summaries[verb] ?? "") Joins the room, acts once, prints the result, and leaves.
@@ -51,9 +58,19 @@ enum ActionCommand {
         if reader.wantsHelp { print(usage); return }
         let json = reader.flag("--json")
         let amount = try reader.integer("--amount", in: 1...1_000)
+        let ifRevision = try reader.integer("--if-revision", in: UInt64(0)...UInt64.max)
+        let messageType = try reader.string("--type")
+        let limit = try reader.integer("--limit", in: 1...10_000)
+        let all = reader.flag("--all")
+        let off = reader.flag("--off")
         var options = try RoomOptions.read(&reader, defaultRole: .teacher)
         var words = [verb] + (try reader.positionals())
+        if all { words.append("all") }
+        if off { words.append("--off") }
         if let amount { words += ["--amount", String(amount)] }
+        if let ifRevision { words += ["--if-revision", String(ifRevision)] }
+        if let messageType { words += ["--type", messageType] }
+        if let limit { words += ["--limit", String(limit)] }
         if Action.actsOnSelf(words) { options.defaultRole(.student) }
         let action: Action
         do {

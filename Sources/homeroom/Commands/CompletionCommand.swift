@@ -44,7 +44,7 @@ enum CompletionCommand {
                 --as) COMPREPLY=( $(compgen -W "teacher assistant student observer" -- "$cur") ); return ;;
                 --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 --theme|--config) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
-                --room|--node|--user|--name|--token|--timeout-ms|--duration|--page|--page-size|--students|--seconds|--amount) return ;;
+                --room|--node|--user|--name|--token|--timeout-ms|--duration|--page|--page-size|--students|--seconds|--amount|--if-revision|--type|--limit|--messages|--message-retention|--cluster-publish) return ;;
             esac
             local sub="${COMP_WORDS[1]}"
             local words_here=""
@@ -55,13 +55,19 @@ enum CompletionCommand {
                 hand) words_here="up down" ;;
                 class) words_here="start end" ;;
                 room) words_here="name type stage-limit hand-limit one-to-one small-classroom lecture-hall" ;;
-                prop) words_here="room me set unset" ;;
+                prop) words_here="room me get set unset" ;;
+                history) words_here="limit clear" ;;
+                presence) words_here="set unset" ;;
+                mute|unmute) words_here="all" ;;
                 theme) words_here="print check" ;;
                 completion) words_here="bash zsh" ;;
                 join) room_options="$room_options --theme --quiet" ;;
-                roster) room_options="$room_options --watch --duration --page --page-size --theme" ;;
+                roster) room_options="$room_options --watch --duration --page --page-size --messages --theme" ;;
+                send|whisper) room_options="$room_options --type" ;;
+                history) room_options="$room_options --limit" ;;
+                mute|unmute) room_options="$room_options --all --off" ;;
                 demo) room_options="--students --seconds --node-transport --help" ;;
-                node) room_options="--name --listen --publish --seed --config --heartbeat-ms --suspect-ms --down-ms --workers --log-level --log-format --help" ;;
+                node) room_options="--name --listen --publish --seed --config --heartbeat-ms --suspect-ms --down-ms --workers --cluster-publish --message-retention --log-level --log-format --help" ;;
                 simulate) room_options="--seed --schedules --replicas --students --steps --json --help" ;;
             esac
             if [[ "$cur" == -* ]]; then
@@ -103,6 +109,12 @@ enum CompletionCommand {
                 'room:rename the room, set its type or limits'
                 'prop:list, set or delete properties'
                 'name:change your display name'
+                'send:send a room message'
+                'whisper:send a peer message to one user'
+                'history:read the message history, set its limit or clear it'
+                'presence:list online users and their state, or set yours'
+                'mute:mute a user'"'"'s chat, or everyone'"'"'s'
+                'unmute:unmute a user'"'"'s chat, or everyone'"'"'s'
             )
             room_options=(
                 '--room[room to join]:room id:'
@@ -117,6 +129,10 @@ enum CompletionCommand {
                 '--theme[theme file]:file:_files'
                 '--watch[live full-screen view]'
                 '--duration[seconds before leaving]:seconds:'
+                '--messages[latest messages under the roster]:n:'
+                '--if-revision[only if the key is still at this revision]:revision:'
+                '--type[message type]:type:'
+                '--limit[number of messages]:n:'
                 '(-h --help)'{-h,--help}'[show help]'
             )
             if (( CURRENT == 2 )); then
@@ -130,6 +146,10 @@ enum CompletionCommand {
                 hand) _arguments "${room_options[@]}" '1:action:(up down)' '2:user:' ;;
                 class) _arguments "${room_options[@]}" '1:action:(start end)' ;;
                 room) _arguments "${room_options[@]}" '1:field:(name type stage-limit hand-limit)' '2:value:' ;;
+                prop) _arguments "${room_options[@]}" '1:owner:(room me)' '2:action:(get set unset)' '*:value:' ;;
+                history) _arguments "${room_options[@]}" '1:action:(limit clear)' ;;
+                presence) _arguments "${room_options[@]}" '1:action:(set unset)' '*:value:' ;;
+                mute|unmute) _arguments "${room_options[@]}" '--all[everyone'"'"'s chat]' '--off[unmute]' '1:user:' ;;
                 theme) _arguments '1:action:(print check)' '2:file:_files' ;;
                 completion) _arguments '1:shell:(bash zsh)' ;;
                 demo) _arguments '--students[number of students]:n:' '--seconds[lesson length]:seconds:' '(-h --help)'{-h,--help}'[show help]' ;;

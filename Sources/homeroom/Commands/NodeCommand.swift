@@ -16,8 +16,14 @@ enum NodeCommand {
                                  e.g. tcp://127.0.0.1:7100, ipc:///tmp/hr.sock
           --publish <address>    PUB address: live deltas and heartbeats.     (HOMEROOM_PUBLISH)
           --seed <address>       Another node's listen address; repeatable.  (HOMEROOM_SEEDS, comma-separated)
+          --cluster-publish <address>  A second PUB address for node-to-node traffic only, so client
+                                 links stop carrying it (recommended for large rooms).  (HOMEROOM_CLUSTER_PUBLISH)
+          --message-retention <s>  Drop room messages older than this (default 86400; 0: keep until
+                                 the room's count limit).                    (HOMEROOM_MESSAGE_RETENTION)
           --config <file>        JSON file with any of: name, listen, publish, seeds, heartbeat_ms,
-                                 suspect_ms, down_ms, workers, log_level, log_format.  (HOMEROOM_CONFIG)
+                                 suspect_ms, down_ms, workers, log_level, log_format, data_dir, sync,
+                                 http, token_keys, app, revoked, cluster_key, cluster_publish,
+                                 message_retention_s.                         (HOMEROOM_CONFIG)
           --heartbeat-ms <n>     Heartbeat period (default 200).             (HOMEROOM_HEARTBEAT_MS)
           --suspect-ms <n>       Silence before a node is suspect (default 1000).
           --down-ms <n>          Silence before a node is down (default 2000, at least twice the heartbeat).
@@ -70,6 +76,8 @@ enum NodeCommand {
         var cluster_key: String?
         var sync: String?
         var http: String?
+        var cluster_publish: String?
+        var message_retention_s: UInt64?
     }
 
     static func run(_ arguments: ArraySlice<String>) throws(CommandLineError) {
@@ -98,6 +106,13 @@ enum NodeCommand {
         var seeds = try reader.strings("--seed")
         if seeds.isEmpty, let env = environment["HOMEROOM_SEEDS"] { seeds = env.split(separator: ",").map { String($0).trimmed } }
         if seeds.isEmpty { seeds = file.seeds ?? [] }
+        let clusterPublish = try pick("--cluster-publish", "HOMEROOM_CLUSTER_PUBLISH", file.cluster_publish)
+        var retention = try reader.integer("--message-retention", in: UInt64(0)...UInt64(315_360_000))
+        if retention == nil, let text = environment["HOMEROOM_MESSAGE_RETENTION"] {
+            guard let value = UInt64(text) else { throw .usage("HOMEROOM_MESSAGE_RETENTION must be a whole number of seconds, not '\(text)'", usage: usage) }
+            retention = value
+        }
+        if retention == nil { retention = file.message_retention_s }
         let heartbeat = try number("--heartbeat-ms", "HOMEROOM_HEARTBEAT_MS", file.heartbeat_ms)
         let suspect = try number("--suspect-ms", "HOMEROOM_SUSPECT_MS", file.suspect_ms)
         let down = try number("--down-ms", "HOMEROOM_DOWN_MS", file.down_ms)
@@ -155,6 +170,8 @@ enum NodeCommand {
             throw .failure(error.description)
         }
         config.clockSkewMillis = skew
+        config.clusterPublish = clusterPublish
+        if let retention { config.messageRetentionSeconds = retention }
         config.httpAddress = http
         switch syncMode {
         case "normal": config.synchronousFull = false
@@ -181,7 +198,8 @@ enum NodeCommand {
             throw .failure(error.description)
         }
         if !faults.isQuiet { node.faults = faults }
-        let httpField = node.httpPort > 0 ? ",\"http\":\(quoted("http://127.0.0.1:\(node.httpPort)"))" : ""
+        var httpField = node.httpPort > 0 ? ",\"http\":\(quoted("http://127.0.0.1:\(node.httpPort)"))" : ""
+        if clusterPublish != nil { httpField += ",\"cluster_publish\":\(quoted(node.clusterPublishAddress))" }
         print("{\"event\":\"ready\",\"name\":\(quoted(name)),\"listen\":\(quoted(node.listenAddress)),\"publish\":\(quoted(node.publishAddress)),\"replica\":\(quoted(node.replica.description))\(httpField)}")
         fflush(stdout)
 

@@ -17,6 +17,7 @@ enum RosterCommand {
           --duration <s>         With --watch: leave after this many seconds.
           --json                 The roster as JSON (with --watch: one line per change).
           --page <n>             Only page n (1-based) of the students; --page-size <n> rows (default 50).
+          --messages <n>         Show the room's latest n messages under the roster (default 5; 0 hides them).
           --theme <file>         Theme (UI config) to draw with.                  (HOMEROOM_THEME)
           -h, --help             Show help information.
 
@@ -33,6 +34,7 @@ enum RosterCommand {
         let page = try reader.integer("--page", in: 1...10_000_000)
         let pageSize = try reader.integer("--page-size", in: 1...100_000) ?? 50
         let themePath = try reader.string("--theme")
+        let messageCount = try reader.integer("--messages", in: 0...100) ?? 5
         let options = try RoomOptions.read(&reader, defaultRole: .observer, defaultUser: "roster")
         try reader.finish()
         if duration != nil && !watch { throw .usage("--duration goes with --watch", usage: usage) }
@@ -42,14 +44,24 @@ enum RosterCommand {
         let pool = try options.join()
         defer { pool.close() }
         func snapshot() -> RoomSnapshot { pool.snapshot(page: page.map { $0 - 1 }, pageSize: pageSize) }
+        func messages() -> [MessageInfo] { messageCount == 0 ? [] : pool.message.history(limit: messageCount) }
+        func messageLines() -> [String] {
+            let latest = messages()
+            return latest.isEmpty ? [] : ["Latest messages:"] + latest.map { "  " + MessageText.line($0, local: options.user) }
+        }
         func text() -> String {
             var capabilities = TerminalCapabilities.detect(environment: environment)
             capabilities.height = nil
-            let context = RenderContext(snapshot: snapshot(), nowMillis: WallClock.nowMillis(), theme: theme, capabilities: capabilities)
+            let context = RenderContext(snapshot: snapshot(), nowMillis: WallClock.nowMillis(), theme: theme, capabilities: capabilities,
+                                        status: messageLines())
             return Scenes.render(context)
         }
+        func jsonText() -> String {
+            guard case let .fields(keys, values) = SnapshotJSON.value(snapshot()) else { return "" }
+            return JSONText.fields(keys + ["messages"], values + [.array(messages().map(MessageText.json))]).rendered
+        }
         guard watch else {
-            print(json ? SnapshotJSON.render(snapshot()) : text())
+            print(json ? jsonText() : text())
             return
         }
         Console.catchInterrupts()
@@ -58,7 +70,7 @@ enum RosterCommand {
             let view = LiveView(pool: pool, theme: theme, environment: environment)
             _ = view.run(deadlineMillis: deadline) {
                 let state = pool.monitor.connectionState
-                return ["\(state.rawValue) as \(options.user) · q quit · n/p page · updated \(Self.clock())"]
+                return messageLines() + ["\(state.rawValue) as \(options.user) · q quit · n/p page · updated \(Self.clock())"]
             }
             return
         }
@@ -76,7 +88,7 @@ enum RosterCommand {
             if let deadline, now >= deadline { break }
             if now &- last >= 1_000, changed.take() {
                 if json {
-                    print(SnapshotJSON.render(snapshot()))
+                    print(jsonText())
                 } else {
                     print((first ? "" : "\n") + text())
                 }

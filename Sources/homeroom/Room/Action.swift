@@ -28,14 +28,24 @@ enum Action: Equatable {
     case roomType(RoomType)
     case stageLimit(Int)
     case handLimit(Int)
-    case propertySet(PropertyOwner, key: String, value: String)
-    case propertyUnset(PropertyOwner, key: String)
+    case propertySet(PropertyOwner, key: String, value: String, ifRevision: UInt64?)
+    case propertyUnset(PropertyOwner, key: String, ifRevision: UInt64?)
     case propertyList(PropertyOwner)
+    case propertyGet(PropertyOwner, key: String)
     case rename(String)
+    // Messaging
+    case send(text: String, type: String)
+    case whisper(UserID, text: String, type: String)
+    case history(limit: Int)
+    case historyLimit(Int)
+    case historyClear
+    case presenceList
+    case presenceSet(key: String, value: String?)
+    case chatMute(UserID?, muted: Bool)
 
     /// The verbs, as subcommands and as the first word of a line.
     static let verbs = ["stage", "board", "camera", "mic", "mute-all", "reward", "kick", "ban", "hand", "class", "schedule",
-                        "room", "prop", "name"]
+                        "room", "prop", "name", "send", "whisper", "history", "presence", "mute", "unmute"]
 
     /// The theme section whose component an action belongs to (a disabled component refuses it).
     var component: String? {
@@ -52,7 +62,8 @@ enum Action: Equatable {
         switch verb {
         case "hand": return words.count == 2
         case "camera", "mic": return words.count == 2 && (words[1] == "on" || words[1] == "off")
-        case "name": return true
+        case "name", "send", "whisper": return true
+        case "presence": return words.count >= 2
         default: return false
         }
     }
@@ -74,23 +85,45 @@ enum Action: Equatable {
           room name <text>               Rename the room.
           room type <type>               one-to-one, small-classroom or lecture-hall.
           room stage-limit|hand-limit <n>
-          prop room|me|<user>            List properties of the room, of you, or of a user;
+          prop room|me|<user>            List properties of the room, of you, or of a user, with revisions;
+          prop <owner> get <key>           read one (revision, writer, cause),
           prop <owner> set <key> <value>   set one (value: the rest of the line),
-          prop <owner> unset <key>         or delete one.
+          prop <owner> unset <key>         or delete one. With --if-revision <n>: only if the key
+                                           is still at revision n (0: never written), else revision-mismatch.
           name <text>                    Your display name.
+          send <text>                    Send a room message to everyone (--type <type>, default chat).
+          whisper <user> <text>          Send a peer message to one user, wherever it is connected.
+          history [<n>]                  The newest n messages you may see (default 20; --limit <n>).
+          history limit <n>              Keep the newest n messages (1-10000; teacher, assistant).
+          history clear                  Remove every message sent so far (teacher, assistant).
+          presence                       Online users and their temporary state.
+          presence set <key> <value>     Set your temporary state (gone when you leave); presence unset <key>.
+          mute <user>|all                Mute a user's chat, or every student's (teacher, assistant);
+          unmute <user>|all                and unmute (also: mute <user> --off).
         """
 
     /// Parses the words of one action; `local` is who "me" is.
     static func parse(_ input: [String], local: UserID) throws(ActionError) -> Action {
         var words = input
-        var amount: Int?
-        if let index = words.firstIndex(of: "--amount") {
-            guard index + 1 < words.count, let value = Int(words[index + 1]) else {
-                throw ActionError("--amount needs a whole number, as in: reward bob --amount 3")
-            }
-            amount = value
-            words.removeSubrange(index...(index + 1))
+        func option(_ name: String, _ example: String) throws(ActionError) -> String? {
+            guard let index = words.firstIndex(of: name) else { return nil }
+            guard index + 1 < words.count else { throw ActionError("\(name) needs a value, as in: \(example)") }
+            defer { words.removeSubrange(index...(index + 1)) }
+            return words[index + 1]
         }
+        var amount: Int?
+        if let text = try option("--amount", "reward bob --amount 3") {
+            guard let value = Int(text) else { throw ActionError("--amount needs a whole number, as in: reward bob --amount 3") }
+            amount = value
+        }
+        var ifRevision: UInt64?
+        if let text = try option("--if-revision", "prop room set topic fractions --if-revision 3") {
+            guard let value = UInt64(text) else { throw ActionError("--if-revision needs a revision (0 or more), not '\(text)'") }
+            ifRevision = value
+        }
+        let messageType = try option("--type", "send --type poll yes") ?? "chat"
+        let limitOption = try option("--limit", "history --limit 50")
+
         guard let verb = words.first else { throw ActionError("no action given") }
         let rest = Array(words.dropFirst())
         func users(_ from: ArraySlice<String>, _ example: String) throws(ActionError) -> [UserID] {
@@ -184,14 +217,44 @@ enum Action: Equatable {
             let owner: PropertyOwner = ownerWord == "room" ? .room : .user(ownerWord == "me" ? local : ownerWord)
             switch (rest.count > 1 ? rest[1] : nil, rest.count) {
             case (nil, _), ("list", 2): return .propertyList(owner)
+            case ("get", 3): return .propertyGet(owner, key: rest[2])
             case ("set", let count) where count >= 4:
-                return .propertySet(owner, key: rest[2], value: rest.dropFirst(3).joined(separator: " "))
-            case ("unset", 3): return .propertyUnset(owner, key: rest[2])
-            default: throw ActionError("use: prop \(ownerWord) set <key> <value>, prop \(ownerWord) unset <key> or prop \(ownerWord)")
+                return .propertySet(owner, key: rest[2], value: rest.dropFirst(3).joined(separator: " "), ifRevision: ifRevision)
+            case ("unset", 3): return .propertyUnset(owner, key: rest[2], ifRevision: ifRevision)
+            default:
+                throw ActionError("use: prop \(ownerWord) [get <key> | set <key> <value> | unset <key>] [--if-revision <n>]")
             }
         case "name":
             guard !rest.isEmpty else { throw ActionError("use: name <text>") }
             return .rename(rest.joined(separator: " "))
+        case "send", "say":
+            guard !rest.isEmpty else { throw ActionError("use: send <text>, as in: send hello everyone") }
+            return .send(text: rest.joined(separator: " "), type: messageType)
+        case "whisper", "tell":
+            guard rest.count >= 2 else { throw ActionError("use: whisper <user> <text>, as in: whisper bob see me after class") }
+            return .whisper(rest[0] == "me" ? local : rest[0], text: rest.dropFirst().joined(separator: " "), type: messageType)
+        case "history":
+            switch (rest.first, rest.count) {
+            case (nil, _):
+                return .history(limit: try number(limitOption ?? "20", 1...10_000, "a number of messages"))
+            case ("limit", 2): return .historyLimit(try number(rest[1], 1...10_000, "a history limit"))
+            case ("clear", 1): return .historyClear
+            case (let first?, 1) where Int(first) != nil: return .history(limit: try number(first, 1...10_000, "a number of messages"))
+            default: throw ActionError("use: history [<n>], history limit <n> or history clear")
+            }
+        case "presence":
+            switch (rest.first, rest.count) {
+            case (nil, _), ("list", 1): return .presenceList
+            case ("set", let count) where count >= 3: return .presenceSet(key: rest[1], value: rest.dropFirst(2).joined(separator: " "))
+            case ("unset", 2): return .presenceSet(key: rest[1], value: nil)
+            default: throw ActionError("use: presence, presence set <key> <value> or presence unset <key>")
+            }
+        case "mute", "unmute":
+            let off = rest.contains("--off")
+            let targets = rest.filter { $0 != "--off" }.map { $0 == "--all" ? "all" : $0 }
+            guard targets.count == 1 else { throw ActionError("use: \(verb) <user> or \(verb) all (chat; mute-all is for microphones)") }
+            let target: UserID? = targets[0] == "all" ? nil : (targets[0] == "me" ? local : targets[0])
+            return .chatMute(target, muted: verb == "mute" && !off)
         default:
             throw ActionError("unknown action '\(verb)'")
         }
@@ -281,32 +344,78 @@ extension Action {
         case let .handLimit(limit):
             try pool.room.setHandLimit(limit)
             return ActionOutcome(text: "up to \(limit) hands may be raised")
-        case let .propertySet(owner, key, value):
+        case let .propertySet(owner, key, value, ifRevision):
+            let receipt: PropertyWriteReceipt
             switch owner {
-            case .room: try pool.room.updateProperties([key: value])
-            case let .user(user): try pool.user.updateProperties(of: user, [key: value])
+            case .room: receipt = try pool.room.updateProperty(key, value: value, ifRevision: ifRevision)
+            case let .user(user): receipt = try pool.user.updateProperty(of: user, key, value: value, ifRevision: ifRevision)
             }
-            return ActionOutcome(text: "\(Self.describe(owner, name)) \(key) = \(value)")
-        case let .propertyUnset(owner, key):
+            return ActionOutcome(text: "\(Self.describe(owner, name)) \(key) = \(value) (revision \(receipt.revision))",
+                                 fields: [("revision", .int(Int64(receipt.revision)))])
+        case let .propertyUnset(owner, key, ifRevision):
+            let receipt: PropertyWriteReceipt
             switch owner {
-            case .room: try pool.room.deleteProperties([key])
-            case let .user(user): try pool.user.deleteProperties(of: user, keys: [key])
+            case .room: receipt = try pool.room.updateProperty(key, value: nil, ifRevision: ifRevision)
+            case let .user(user): receipt = try pool.user.updateProperty(of: user, key, value: nil, ifRevision: ifRevision)
             }
-            return ActionOutcome(text: "\(Self.describe(owner, name)) \(key) deleted")
+            return ActionOutcome(text: "\(Self.describe(owner, name)) \(key) deleted (revision \(receipt.revision))",
+                                 fields: [("revision", .int(Int64(receipt.revision)))])
         case let .propertyList(owner):
-            let properties: [String: String]
-            switch owner {
-            case .room: properties = pool.room.properties
-            case let .user(user): properties = pool.user.properties(of: user)
+            let entries = Self.entries(owner, pool)
+            let text = entries.isEmpty ? "\(Self.describe(owner, name)): no properties"
+                : entries.map { Self.describe($0, owner: Self.describe(owner, name)) }.joined(separator: "\n")
+            return ActionOutcome(text: text, fields: [("properties", .object(entries.map { ($0.key, .string($0.value)) })),
+                                                      ("revisions", .object(entries.map { ($0.key, .int(Int64($0.revision))) }))])
+        case let .propertyGet(owner, key):
+            guard let entry = Self.entries(owner, pool).first(where: { $0.key == key }) else {
+                throw ContextError(code: "not-found", message: "\(Self.describe(owner, name)) has no property '\(key)'; list them with: prop \(owner == .room ? "room" : "<user>")")
             }
-            let keys = properties.keys.sorted()
-            let text = keys.isEmpty ? "\(Self.describe(owner, name)): no properties"
-                : keys.map { "\(Self.describe(owner, name)) \($0) = \(properties[$0]!)" }.joined(separator: "\n")
-            return ActionOutcome(text: text, fields: [("properties", .object(keys.map { ($0, .string(properties[$0]!)) }))])
+            return ActionOutcome(text: Self.describe(entry, owner: Self.describe(owner, name)),
+                                 fields: [("key", .string(entry.key)), ("value", .string(entry.value)), ("revision", .int(Int64(entry.revision))),
+                                          ("operator", .string(entry.operatorID)), ("cause", .string(entry.cause))])
         case let .rename(text):
             try pool.user.updateName(text)
             return ActionOutcome(text: "you are now called \(text)")
+        case let .send(text, type):
+            let key = try pool.message.sendRoomMessage(text, type: type)
+            return ActionOutcome(text: "sent to the room (\(key))", fields: [("id", .string(key.description))])
+        case let .whisper(user, text, type):
+            let key = try pool.message.sendPeerMessage(to: user, text, type: type)
+            return ActionOutcome(text: "sent to \(name(user)) only (\(key))", fields: [("id", .string(key.description))])
+        case let .history(limit):
+            let messages = pool.message.history(limit: limit)
+            let text = messages.isEmpty ? "no messages yet" : messages.map { MessageText.line($0, local: local) }.joined(separator: "\n")
+            return ActionOutcome(text: text, fields: [("messages", .array(messages.map(MessageText.json)))])
+        case let .historyLimit(limit):
+            try pool.message.setHistoryLimit(limit)
+            return ActionOutcome(text: "the room now keeps its newest \(limit) messages")
+        case .historyClear:
+            try pool.message.clearHistory()
+            return ActionOutcome(text: "the history is cleared")
+        case .presenceList:
+            let online = pool.message.onlineUsers
+            let text = online.isEmpty ? "no one is online" : online.map { MessageText.presence($0, local: local) }.joined(separator: "\n")
+            return ActionOutcome(text: text, fields: [("online", .array(online.map(MessageText.presenceJSON)))])
+        case let .presenceSet(key, value):
+            try pool.message.setPresenceState([key: value])
+            return ActionOutcome(text: value.map { "your presence \(key) = \($0)" } ?? "your presence \(key) removed")
+        case let .chatMute(user, muted):
+            if let user { try pool.message.muteChat(of: user, muted: muted) } else { try pool.message.muteRoomChat(muted) }
+            let whom = user.map(name) ?? "every student"
+            return ActionOutcome(text: "chat \(muted ? "muted" : "unmuted") for \(whom)")
         }
+    }
+
+    static func entries(_ owner: PropertyOwner, _ pool: ContextPool) -> [PropertyEntry] {
+        switch owner {
+        case .room: return pool.room.propertyEntries
+        case let .user(user): return pool.user.propertyEntries(of: user)
+        }
+    }
+
+    static func describe(_ entry: PropertyEntry, owner: String) -> String {
+        "\(owner) \(entry.key) = \(MessageText.printable(entry.value)) (revision \(entry.revision), by \(entry.operatorID)"
+            + (entry.cause.isEmpty ? "" : ", cause \(MessageText.printable(entry.cause))") + ")"
     }
 
     static func describe(_ owner: PropertyOwner, _ name: (UserID) -> String) -> String {

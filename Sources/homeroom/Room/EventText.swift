@@ -33,6 +33,16 @@ enum EventText {
             return "\(who(stream.owner)) \(stream.device): \(Action.describe(stream.state))"
         case let .connectionStateUpdated(state): return "connection \(state.rawValue)"
         case .latencyUpdated: return nil
+        case let .roomMessageReceived(message), let .peerMessageReceived(message): return MessageText.line(message, local: local)
+        case let .messagesRemoved(keys): return "\(keys.count) message\(keys.count == 1 ? "" : "s") left the history"
+        case let .chatMuteUpdated(user, muted):
+            return "chat \(muted ? "muted" : "unmuted") for " + (user.map(who) ?? "every student")
+        case let .presence(event): return MessageText.presenceEvent(event, local: local)
+        case let .propertyConflict(conflict):
+            let owner = conflict.owner.map { "\($0)'s" } ?? "room"
+            let loser = conflict.lostAuthor == local ? "your" : "\(conflict.lostAuthor)'s"
+            return "\(owner) property \(conflict.key): \(loser) write (revision \(conflict.lostRevision)) was lost to "
+                + "\(conflict.keptAuthor)'s (revision \(conflict.keptRevision)), made without seeing it"
         }
     }
 }
