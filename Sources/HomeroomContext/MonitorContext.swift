@@ -19,8 +19,9 @@ public final class MonitorContext: Sendable {
     public var attachedNode: String { session.attachedNode }
 
     /// Diagnostics for tools and tests (never for drawing): whether this pool's replica
-    /// is identical to `other`, e.g. a node's copy of the room.
-    public func replicaMatches(_ other: RoomState) -> Bool { session.replica == other }
+    /// is identical to `other`, e.g. a node's copy of the room, as this user may see it
+    /// (nodes also hold other users' peer messages).
+    public func replicaMatches(_ other: RoomState) -> Bool { session.replica == other.visible(to: session.config.user) }
 
     /// Diagnostics: how many deltas the local replica holds, per sequencing node.
     public var seenCount: UInt64 {

@@ -158,6 +158,7 @@ enum DemoCommand {
         if let kicked = facts.kicked {
             checks.append(("\(kicked) was kicked out and their client told", facts.kickNoticed))
         }
+        checks += lesson.chat.checks(active: active)
         let connected = active.filter { $0.pool.monitor.connectionState == .connected }.count
         checks.append(("clients connected at the end: \(connected) of \(active.count)", connected == active.count))
 
@@ -167,7 +168,8 @@ enum DemoCommand {
         }
         Console.line("\nFinal roster (the teacher's view):\n")
         var page = 0
-        Console.line(LiveView.frame(pool: lesson.teacher, theme: theme, environment: environment, page: &page, status: [], fullScreen: false))
+        let chat = ["Latest messages:"] + lesson.teacher.message.history(limit: 5).map { "  " + MessageText.line($0, local: "lovelace") }
+        Console.line(LiveView.frame(pool: lesson.teacher, theme: theme, environment: environment, page: &page, status: chat, fullScreen: false))
         Console.line("\nSummary")
         Console.line("  writes       \(log.acknowledged) acknowledged, \(log.refusedText)")
         if let rewards = facts.concurrentRewards {

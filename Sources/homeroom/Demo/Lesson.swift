@@ -17,6 +17,7 @@ final class Lesson: Sendable {
     let cancelled = Flag()
 
     let teacher: ContextPool
+    let chat = LessonChat()
     private let pools = Mutex<[(user: String, node: Int, pool: ContextPool)]>([])
     private let facts = Mutex<Facts>(Facts())
 
@@ -53,6 +54,14 @@ final class Lesson: Sendable {
         self.stepMillis = max(400, (UInt64(seconds) * 1000 - 1_500) / UInt64(Self.steps - 1))
         teacher = try Self.join(cluster: cluster, room: room, user: "lovelace", name: "Ms Lovelace", role: .teacher, node: 0, logger: logger)
         pools.withLock { $0.append((user: "lovelace", node: 0, pool: teacher)) }
+        chat.follow("lovelace", teacher)
+    }
+
+    /// A room message through the contexts, counted for the summary's delivery check.
+    private func say(_ pool: ContextPool, _ user: String, _ text: String) {
+        var key: MessageKey?
+        log.write("\(user) sends a message") { () throws(ContextError) in key = try pool.message.sendRoomMessage(text) }
+        if let key { chat.sent(key) }
     }
 
     static func join(cluster: DemoCluster, room: String, user: String, name: String, role: Role, node: Int,
@@ -109,11 +118,13 @@ final class Lesson: Sendable {
         guard pace(1) else { return }
         let assistant = try Self.join(cluster: cluster, room: room, user: "turing", name: "Mr Turing", role: .assistant, node: 2, logger: logger)
         pools.withLock { $0.append((user: "turing", node: 2, pool: assistant)) }
+        chat.follow("turing", assistant)
         for (index, student) in students.enumerated() {
             if cancelled.isSet { return }
             let node = (index + 1) % 3
             let pool = try Self.join(cluster: cluster, room: room, user: student.id, name: student.name, role: .student, node: node, logger: logger)
             pools.withLock { $0.append((user: student.id, node: node, pool: pool)) }
+            chat.follow(student.id, pool)
         }
         let perNode = (0..<3).map { node in allPools.filter { $0.node == node }.count }
         log.say("Mr Turing (assistant) and \(studentCount) students joined: \(perNode[0]) / \(perNode[1]) / \(perNode[2]) clients on demo-1 / demo-2 / demo-3")
@@ -121,7 +132,8 @@ final class Lesson: Sendable {
         // 3. Class starts.
         guard pace(2) else { return }
         log.write("class start") { () throws(ContextError) in try t.room.startClass() }
-        log.say("class started")
+        say(t, "lovelace", "Welcome, everyone! Today: fractions.")
+        log.say("class started; Ms Lovelace greets the room in the chat")
 
         // 4. Hands go up.
         guard pace(3) else { return }
@@ -198,6 +210,27 @@ final class Lesson: Sendable {
             log.say("\(last.name) tried to go on stage and to reward itself: refused [\(refusal?.code ?? "none")] twice")
         }
 
+        // 7b. Chat: a question, a whisper to the teacher, and a muted student.
+        if let first = students.first, let pool = pool(first.id) {
+            say(pool, first.id, "Could you repeat the last example?")
+        }
+        if students.count > 1, let pool = pool(students[1].id) {
+            var key: MessageKey?
+            log.write("\(students[1].id) whispers the teacher") { () throws(ContextError) in
+                key = try pool.message.sendPeerMessage(to: "lovelace", "I may have to leave early today.")
+            }
+            if let key { chat.whispered(key, from: students[1].id, to: "lovelace") }
+        }
+        if studentCount >= 3, let last = students.last, let pool = pool(last.id) {
+            log.write("mute \(last.id)'s chat") { () throws(ContextError) in try t.message.muteChat(of: last.id) }
+            _ = waitUntil(millis: 2_000) { pool.message.isLocalUserMuted }
+            let refusal = log.write("\(last.id) sends while muted", expecting: ContextError.muted) { () throws(ContextError) in
+                try pool.message.sendRoomMessage("lol")
+            }
+            log.say("\(students.first?.name ?? "a student") asked a question in the chat, \(students.count > 1 ? students[1].name : "nobody") whispered the teacher; "
+                    + "\(last.name)'s chat was muted and the next message refused [\(refusal?.code ?? "none")]")
+        }
+
         // 8. Devices toggle.
         guard pace(7) else { return }
         if let first = onStage.first, let pool = pool(first.id) {
@@ -247,6 +280,7 @@ final class Lesson: Sendable {
         facts.withLock { $0.stoppedNode = lost.name; $0.stoppedAtMillis = stoppedAt; $0.affectedClients = affected.count }
         cluster.stop(lost)
         log.say("\(lost.name) stopped (\(affected.count) clients attached to it); the teacher keeps teaching")
+        say(teacher, "lovelace", "We lost a node; carry on, you will catch up.")
         // Writes go on through the other nodes meanwhile.
         if let someone = onStage.first {
             if log.write("reward \(someone.id) during the outage", { () throws(ContextError) in try teacher.user.reward(someone.id, amount: 1) }) == nil {
