@@ -2,17 +2,7 @@
 # The whole test suite: install what is missing, check generated code, fuzz briefly,
 # then run every Swift test. The last lines are swift test's own summary.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-export PATH="/opt/swift/usr/bin:$PATH"
-bash Deploy/bootstrap.sh
-
-# Runs a build quietly; on failure shows its whole output.
-quiet_build() {
-  local log; log=$(mktemp)
-  if ! "$@" >"$log" 2>&1; then cat "$log" >&2; rm -f "$log"; return 1; fi
-  grep -E 'warning:|Compiling|Build complete' "$log" | grep -vE '^\[[0-9]+/[0-9]+\] Compiling' | tail -n 3 >&2 || true
-  rm -f "$log"
-}
+source "$(dirname "$0")/lib.sh"
 
 echo "== generated protobuf-c code matches Proto/" >&2
 bash Proto/generate.sh --check

@@ -76,8 +76,12 @@ public final class LogCapture: Sendable {
     public var all: [String] { lines.withLock { $0 } }
 }
 
-func jsonString(_ text: String) -> String {
+/// A JSON string literal for `text` (quotes, backslashes and control characters
+/// escaped): the one escaping routine for every JSON line Homeroom writes (logs,
+/// health, the CLI, the bench and chaos reports).
+public func jsonString(_ text: String) -> String {
     var out = "\""
+    out.unicodeScalars.reserveCapacity(text.unicodeScalars.count + 2)
     for scalar in text.unicodeScalars {
         switch scalar {
         case "\"": out += "\\\""
@@ -86,7 +90,12 @@ func jsonString(_ text: String) -> String {
         case "\r": out += "\\r"
         case "\t": out += "\\t"
         default:
-            if scalar.value < 0x20 { out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16) } else { out.unicodeScalars.append(scalar) }
+            if scalar.value < 0x20 {
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
         }
     }
     return out + "\""

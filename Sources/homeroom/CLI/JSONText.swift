@@ -1,3 +1,5 @@
+import HomeroomNode
+
 /// A tiny JSON writer for `--json` output (keys keep the order they are given in).
 enum JSONText {
     case string(String)
@@ -23,24 +25,5 @@ enum JSONText {
         }
     }
 
-    static func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
+    static func quote(_ text: String) -> String { jsonString(text) }
 }

@@ -256,9 +256,7 @@ enum NodeCommand {
         }
     }
 
-    static func quoted(_ text: String) -> String {
-        "\"" + text.flatMap { $0 == "\"" || $0 == "\\" ? ["\\", $0] : [$0] }.map(String.init).joined() + "\""
-    }
+    static func quoted(_ text: String) -> String { jsonString(text) }
 }
 
 extension String {
