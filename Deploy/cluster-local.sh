@@ -6,7 +6,8 @@
 #   Deploy/cluster-local.sh stop                   stop every node and remove what start made
 #
 # Node i (1..N) listens on base+10(i-1) (REP), base+10(i-1)+1 (PUB) and serves
-# /healthz and /metrics on base+10(i-1)+2. Nodes 2..N use node 1 as their seed.
+# /healthz and /metrics on base+10(i-1)+2; node-to-node traffic has its own PUB
+# socket on base+10(i-1)+3 (--cluster-publish). Nodes 2..N use node 1 as their seed.
 # Everything lives in the run directory (HOMEROOM_RUN_DIR, default
 # .build/cluster-local): n<i>/data (SQLite), n<i>/node.log, n<i>/pid, n<i>/ready.
 # HOMEROOM_BIN picks the binary (default .build/debug/homeroom, built if missing);
@@ -83,7 +84,7 @@ start_all() {
     [ "$i" -gt 1 ] && seeds=(--seed "$seed")
     # shellcheck disable=SC2086
     "$bin" node --name "n$i" --listen "tcp://127.0.0.1:$port" --publish "tcp://127.0.0.1:$((port + 1))" \
-      --http "http://127.0.0.1:$((port + 2))" --data-dir "$dir/data" "${seeds[@]}" ${HOMEROOM_NODE_FLAGS:-} \
+      --http "http://127.0.0.1:$((port + 2))" --cluster-publish "tcp://127.0.0.1:$((port + 3))" --data-dir "$dir/data" "${seeds[@]}" ${HOMEROOM_NODE_FLAGS:-} \
       >"$dir/ready" 2>>"$dir/node.log" </dev/null &
     echo $! >"$dir/pid"
   done
