@@ -95,6 +95,49 @@ import Testing
         }
     }
 
+    @Test func theByteBudgetKeepsTheNewestThatFitAndReplicasAgree() {
+        // Large payloads: the count limit (10,000) never binds, the byte budget does.
+        for seed in UInt64(1)...8 {
+            var rng = SplitMix64(seed: seed)
+            var origins = [Origin(1), Origin(2), Origin(3)]
+            var base = classroom(students: ["s0", "s1", "s2"], origin: &origins[0])
+            _ = base.apply(origins[0].delta("t", .teacher, .setHistoryLimit(MessageLog.maxLimit)))
+            var deltas: [Delta] = []
+            for _ in 0..<500 {
+                let index = Int.random(in: 0..<3, using: &rng)
+                origins[index].now += UInt64.random(in: 0...3, using: &rng)
+                let size = Int.random(in: 8_000...Messaging.maxPayloadBytes, using: &rng)
+                // One sender per origin: the same (sender, counter) from two origins would be one message.
+                deltas.append(origins[index].delta("s\(index)", .student,
+                                                   .sendMessage(type: "blob", payload: Array(repeating: 7, count: size), previous: 0)))
+            }
+            var replicas = (0..<3).map { _ in base }
+            for (index, delta) in deltas.shuffled(using: &rng).enumerated() {
+                _ = replicas[index % 3].apply(delta)
+                if Int.random(in: 0..<8, using: &rng) == 0 {
+                    let from = Int.random(in: 0..<3, using: &rng), to = Int.random(in: 0..<3, using: &rng)
+                    if from != to { replicas[to].merge(replicas[from].missing(since: replicas[to].seen)) }
+                }
+            }
+            for _ in 0..<2 {
+                for from in 0..<3 { for to in 0..<3 where from != to { replicas[to].merge(replicas[from].missing(since: replicas[to].seen)) } }
+            }
+            #expect(replicas[0] == replicas[1] && replicas[1] == replicas[2], "seed \(seed)")
+            let kept = replicas[0].messages
+            #expect(kept.totalBytes <= MessageLog.maxBytes && kept.count < deltas.count, "seed \(seed)")
+            // What is kept is the newest run that fits: one more (the newest that left) would not.
+            let all = deltas.map { ($0.stamp, $0.operation) }.sorted { $0.0 > $1.0 }
+            var bytes = 0, fitting = 0
+            for (_, operation) in all {
+                guard case let .sendMessage(type, payload, _) = operation else { continue }
+                if bytes + payload.count + type.utf8.count > MessageLog.maxBytes { break }
+                bytes += payload.count + type.utf8.count
+                fitting += 1
+            }
+            #expect(kept.count == fitting && kept.totalBytes == bytes)
+        }
+    }
+
     @Test func aTrimMovesTheFloorToAMoment() {
         var one = Origin(1)
         var room = classroom(students: ["s"], origin: &one)

@@ -6,17 +6,23 @@
 ///   message even when another copy fell below it, and only the largest tells.)
 /// - `floor` is max-merged: every message stamped at or below it is gone and is
 ///   refused if it comes again. Age retention and trims move it forward.
-/// - At most `limit` messages are kept: the oldest by stamp leave first, and the
-///   floor rises to the stamp of the newest one that left.
+/// - At most `limit` messages, and at most `maxBytes` of types and payloads, are
+///   kept: the oldest by stamp leave first, and the floor rises to the stamp of the
+///   newest one that left. (The byte budget keeps a join's snapshot bounded: 10,000
+///   messages of 32 KiB would be 320 MB, and would make the room unjoinable.)
 ///
 /// Keeping the top `limit` by stamp of a union is the same whatever the order of
-/// the unions, and raising the floor to what left keeps that true when the floor
+/// the unions (so is keeping the newest run of messages that fits the byte budget:
+/// a message that does not fit with the newer ones of a part does not fit with the
+/// newer ones of the whole either), and raising the floor to what left keeps that true when the floor
 /// itself travels, so replicas that hold the same messages and floors are equal.
 public struct MessageLog: Sendable {
     public private(set) var entries: [MessageKey: Message] = [:]
     public private(set) var floor: Stamp = .origin
     /// Keys ordered by (stamp, key), oldest first. Derived; not part of equality.
     private var order: [Position] = []
+    /// Bytes of the kept messages' types and payloads. Derived.
+    public private(set) var totalBytes = 0
 
     struct Position: Comparable {
         var stamp: Stamp
@@ -26,6 +32,11 @@ public struct MessageLog: Sendable {
 
     public static let defaultLimit: UInt32 = 1_000
     public static let maxLimit: UInt32 = 10_000
+    /// Types and payloads a room keeps at most, whatever its count limit: 8 MiB
+    /// (256 messages of the largest size; about 80,000 chat lines of 100 bytes).
+    public static let maxBytes = 8 << 20
+
+    static func bytes(_ message: Message) -> Int { message.payload.count + message.type.utf8.count }
 
     public init() {}
 
@@ -63,6 +74,7 @@ public struct MessageLog: Sendable {
                 // The later copy wins whole: a sender that reused a counter for another
                 // message still leaves every replica with the same one.
                 remove(Position(stamp: existing.stamp, key: message.key))
+                totalBytes += Self.bytes(message) - Self.bytes(existing)
                 entries[message.key] = message
                 place(Position(stamp: message.stamp, key: message.key))
                 prune(limit: limit, removed: &removed)
@@ -70,6 +82,7 @@ public struct MessageLog: Sendable {
             return .copy
         }
         entries[message.key] = message
+        totalBytes += Self.bytes(message)
         place(Position(stamp: message.stamp, key: message.key))
         prune(limit: limit, removed: &removed)
         return .added
@@ -82,15 +95,24 @@ public struct MessageLog: Sendable {
         var cut = 0
         while cut < order.count && !(floor < order[cut].stamp) {
             removed.append(order[cut].key)
-            entries[order[cut].key] = nil
+            if let gone = entries.removeValue(forKey: order[cut].key) { totalBytes -= Self.bytes(gone) }
             cut += 1
         }
         if cut > 0 { order.removeFirst(cut) }
     }
 
-    /// Keeps the newest `limit` messages; the floor rises to the newest one removed.
+    /// Keeps the newest `limit` messages, and the newest that fit in `maxBytes`; the
+    /// floor rises to the newest one removed.
     mutating func prune(limit: UInt32, removed: inout [MessageKey]) {
-        let excess = order.count - Int(limit)
+        var excess = max(0, order.count - Int(limit))
+        if totalBytes > Self.maxBytes {
+            var bytes = totalBytes
+            for index in 0..<excess { bytes -= Self.bytes(entries[order[index].key]!) }
+            while bytes > Self.maxBytes && excess < order.count {
+                bytes -= Self.bytes(entries[order[excess].key]!)
+                excess += 1
+            }
+        }
         guard excess > 0 else { return }
         raiseFloor(to: order[excess - 1].stamp, removed: &removed)
     }
@@ -122,6 +144,7 @@ public struct MessageLog: Sendable {
         patch.floor = floor
         for position in order where !seen.contains(position.stamp.dot) {
             patch.entries[position.key] = entries[position.key]
+            patch.totalBytes += Self.bytes(entries[position.key]!)
             patch.order.append(position)
         }
         return patch
@@ -134,6 +157,7 @@ public struct MessageLog: Sendable {
         view.floor = floor
         for position in order where entries[position.key]!.isVisible(to: user) {
             view.entries[position.key] = entries[position.key]
+            view.totalBytes += Self.bytes(entries[position.key]!)
             view.order.append(position)
         }
         return view
@@ -147,6 +171,7 @@ public struct MessageLog: Sendable {
             entries[message.key] = message
         }
         order = entries.values.map { Position(stamp: $0.stamp, key: $0.key) }.sorted()
+        totalBytes = entries.values.reduce(0) { $0 + Self.bytes($1) }
     }
 
     // MARK: - The order
