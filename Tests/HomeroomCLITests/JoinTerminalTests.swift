@@ -35,6 +35,17 @@ import Testing
         #expect(camera.status == 0)
         #expect(teacher.waitFor("· Alice camera: live"), "\(teacher.shown)")
 
+        // Chat both ways: a student's message and whisper show up; the teacher answers.
+        #expect(try CLI.run(["send", "is", "this", "on?", "--user", "bob", "--name", "Bob", "--room", "e2e", "--node", first.listen]).status == 0)
+        #expect(teacher.waitFor("Bob: is this on?"), "\(teacher.shown)")
+        #expect(try CLI.run(["whisper", "ada", "psst", "--user", "bob", "--name", "Bob", "--room", "e2e", "--node", second.listen]).status == 0)
+        #expect(teacher.waitFor("Bob → you (whisper): psst"), "\(teacher.shown)")
+        teacher.send("send yes, loud and clear\n")
+        #expect(teacher.waitFor("ok: sent to the room (ada#"))
+        #expect(teacher.waitFor("you: yes, loud and clear"), "\(teacher.shown)")
+        teacher.send("mute bob\n")
+        #expect(teacher.waitFor("ok: chat muted for Bob"), "\(teacher.shown)")
+
         teacher.send("roster\n")
         #expect(teacher.waitFor("Rewards"), "\(teacher.shown)")
         #expect(teacher.shown.contains("Stage 1/1"))
