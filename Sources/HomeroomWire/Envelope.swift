@@ -41,6 +41,7 @@ extension CEncoder {
             body.pointee.n_missing = request.missing.count
             body.pointee.missing = list
             body.pointee.user = string(request.user)
+            body.pointee.session = string(request.session)
             message.pointee.sync_request = body
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_SYNC_REQUEST
         case let .syncResponse(response):
@@ -232,7 +233,8 @@ extension CDecoder {
             missing.append(WireMessage.MissingRange(origin: ReplicaID(range.origin), first: range.first, last: range.last))
         }
         return WireMessage.SyncRequest(seen: try versionVector(request.seen, "envelope.sync_request.seen"), missing: missing,
-                                       user: try string(request.user, "envelope.sync_request.user"))
+                                       user: try string(request.user, "envelope.sync_request.user"),
+                                       session: try string(request.session, "envelope.sync_request.session"))
     }
 
     private func syncResponse(_ response: Homeroom__V1__SyncResponse, roomID: String) throws(WireError) -> WireMessage.SyncResponse {

@@ -104,11 +104,14 @@ extension WireMessage {
         public var missing: [MissingRange]
         /// The requesting user, whose peer messages the patch includes; empty: room messages only.
         public var user: UserID
+        /// The requesting client's session: renews its lease at the node hosting it; empty: no lease.
+        public var session: SessionID
 
-        public init(seen: VersionVector, missing: [MissingRange] = [], user: UserID = "") {
+        public init(seen: VersionVector, missing: [MissingRange] = [], user: UserID = "", session: SessionID = "") {
             self.seen = seen
             self.missing = missing
             self.user = user
+            self.session = session
         }
     }
 

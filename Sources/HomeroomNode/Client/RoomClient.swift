@@ -279,6 +279,30 @@ public final class RoomClient: Sendable {
         link?.close()
     }
 
+    /// Whether this client's current session was ended by someone else (not a kick or
+    /// a ban, which end it for good): the node's lease expiry, typically.
+    private func sessionWasEndedForUs() -> Bool {
+        state.withLock { state in
+            guard !state.closing, let record = state.replica.users[user],
+                  let mine = record.sessions.first(where: { $0.id == state.session }) else { return false }
+            return mine.ended != nil && !record.isBanned && record.kicked < mine.started
+        }
+    }
+
+    /// Stops as a crash would: the sync loop and the sockets, without leaving. The node
+    /// ends the session when its lease runs out (`NodeConfig.sessionTimeoutMillis`).
+    /// For tests and fault injection; a program leaving normally calls `close()`.
+    public func abandon() {
+        let alreadyClosing = state.withLock { state -> Bool in
+            defer { state.closing = true }
+            return state.closing
+        }
+        if alreadyClosing { return }
+        if let thread = ticker.withLock({ $0 }) { thread.join() }
+        detach()
+        state.withLock { $0.connection = .aborted }
+    }
+
     /// Leaves the room (best effort) and closes every socket.
     public func close() {
         let alreadyClosing = state.withLock { state -> Bool in
@@ -415,17 +439,23 @@ public final class RoomClient: Sendable {
             let started = WallClock.monotonicMillis()
             let (current, generation) = state.withLock { ($0.link, $0.generation) }
             if let link = current {
-                let seen = state.withLock { $0.replica.seen }
+                let (seen, session) = state.withLock { ($0.replica.seen, $0.session) }
                 let clock = ContinuousClock()
                 let begin = clock.now
                 do {
-                    let reply = try request(link, .syncRequest(WireMessage.SyncRequest(seen: seen, user: user)))
+                    let reply = try request(link, .syncRequest(WireMessage.SyncRequest(seen: seen, user: user, session: session)))
                     let elapsed = clock.now - begin
                     if case let .syncResponse(response) = reply.message, let patch = response.patch { merge(patch) }
                     state.withLock { state in
                         state.failures = 0
                         state.latencyMicros = Double(elapsed.components.attoseconds) / 1e12 + Double(elapsed.components.seconds) * 1e6
                         if state.connection == .reconnecting { state.connection = .connected }
+                    }
+                    if sessionWasEndedForUs() {
+                        // The node ended this session (its lease ran out while this process
+                        // was frozen, or a sync could not get through): join again.
+                        logger.notice("this session was ended by the node; joining again", ["session": session])
+                        try? reconnect(observed: generation)
                     }
                 } catch {
                     let failures = state.withLock { state -> Int in

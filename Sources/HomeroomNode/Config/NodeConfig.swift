@@ -51,6 +51,11 @@ public struct NodeConfig: Sendable, Equatable {
     /// Messages older than this leave every room's history (the count limit is the
     /// room's `historyLimit`, 1,000 by default). 0 keeps messages until the count limit.
     public var messageRetentionSeconds: UInt64 = 86_400
+    /// A session hosted here whose client names it in its syncs (`SyncRequest.session`)
+    /// ends when no such sync came for this long: a client that vanished (killed,
+    /// unplugged) goes offline instead of staying online until the node stops. Clients
+    /// sync every 300 ms by default. 0: no leases.
+    public var sessionTimeoutMillis: UInt64 = 10_000
 
     public init(name: String, listen: String, publish: String, seeds: [String] = []) {
         self.name = name
@@ -101,6 +106,9 @@ public struct NodeConfig: Sendable, Equatable {
         }
         if messageRetentionSeconds > 10 * 365 * 86_400 {
             throw .invalid(field: "message-retention", reason: "\(messageRetentionSeconds) s is more than ten years; use 0 to keep messages until the count limit")
+        }
+        if sessionTimeoutMillis != 0 && !(1_000...3_600_000).contains(sessionTimeoutMillis) {
+            throw .invalid(field: "session-timeout-ms", reason: "\(sessionTimeoutMillis) must be from 1000 to 3600000 (or 0 for no leases)")
         }
         if workers < 1 || workers > 64 {
             throw .invalid(field: "workers", reason: "\(workers) must be from 1 to 64")

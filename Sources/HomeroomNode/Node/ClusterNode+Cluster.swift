@@ -175,6 +175,7 @@ extension ClusterNode {
             declareSilentNodesDown()
             runPendingSyncs()
             if tick % 5 == 0 { trimExpiredHistory() }
+            if tick % 2 == 0 { expireIdleSessions() }
             if tick % 25 == 0 { compactStore(force: true) } else { compactStore(force: false) }
             // Sleep the rest of the period, in short steps so stop() is prompt.
             let period = config.heartbeatMillis

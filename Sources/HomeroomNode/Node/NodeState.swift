@@ -19,6 +19,9 @@ struct NodeState {
     var evicted: [String: EvictedKeys] = [:]
     /// Per room, when this node last trimmed the history by age (monotonic ms).
     var lastTrim: [String: UInt64] = [:]
+    /// Per room, the sessions hosted here whose clients renew them by syncing: the
+    /// user and when the last sync came (monotonic ms). See `expireIdleSessions`.
+    var leases: [String: [SessionID: SessionLease]] = [:]
     /// (peer, room) pairs to pull from at the next tick.
     var pendingSyncs: Set<SyncKey> = []
     var stopping = false
@@ -26,6 +29,11 @@ struct NodeState {
     var store: NodeStore?
     /// Rooms whose log grew since their last snapshot.
     var dirtyRooms: [String: Int] = [:]
+
+    struct SessionLease {
+        var user: UserID
+        var renewedMillis: UInt64
+    }
 
     struct SyncKey: Hashable {
         var peer: ReplicaID

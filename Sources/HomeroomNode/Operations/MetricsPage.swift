@@ -47,6 +47,7 @@ extension ClusterNode {
         "reply_bytes_total": "Bytes of replies sent on the REP socket.",
         "store_append_micros_sum": "Microseconds spent committing writes to the store.",
         "store_append_count": "Commits to the store.",
+        "sessions_expired_total": "Sessions this node ended because their client stopped syncing (--session-timeout-ms).",
         "room_messages_total": "Room messages this node accepted from its clients.",
         "peer_messages_total": "Peer messages this node accepted from its clients.",
         "history_trims_total": "Trims of a room's message history this node wrote (the age limit, --message-retention).",

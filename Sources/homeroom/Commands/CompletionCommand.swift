@@ -44,7 +44,7 @@ enum CompletionCommand {
                 --as) COMPREPLY=( $(compgen -W "teacher assistant student observer" -- "$cur") ); return ;;
                 --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 --theme|--config) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
-                --room|--node|--user|--name|--token|--timeout-ms|--duration|--page|--page-size|--students|--seconds|--amount|--if-revision|--type|--limit|--messages|--message-retention|--cluster-publish) return ;;
+                --room|--node|--user|--name|--token|--timeout-ms|--duration|--page|--page-size|--students|--seconds|--amount|--if-revision|--type|--limit|--messages|--message-retention|--cluster-publish|--session-timeout-ms) return ;;
             esac
             local sub="${COMP_WORDS[1]}"
             local words_here=""
@@ -67,7 +67,7 @@ enum CompletionCommand {
                 history) room_options="$room_options --limit" ;;
                 mute|unmute) room_options="$room_options --all --off" ;;
                 demo) room_options="--students --seconds --node-transport --help" ;;
-                node) room_options="--name --listen --publish --seed --config --heartbeat-ms --suspect-ms --down-ms --workers --cluster-publish --message-retention --log-level --log-format --help" ;;
+                node) room_options="--name --listen --publish --seed --config --heartbeat-ms --suspect-ms --down-ms --workers --cluster-publish --message-retention --session-timeout-ms --log-level --log-format --help" ;;
                 simulate) room_options="--seed --schedules --replicas --students --steps --json --help" ;;
             esac
             if [[ "$cur" == -* ]]; then

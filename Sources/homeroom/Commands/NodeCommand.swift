@@ -20,10 +20,12 @@ enum NodeCommand {
                                  links stop carrying it (recommended for large rooms).  (HOMEROOM_CLUSTER_PUBLISH)
           --message-retention <s>  Drop room messages older than this (default 86400; 0: keep until
                                  the room's count limit).                    (HOMEROOM_MESSAGE_RETENTION)
+          --session-timeout-ms <n>  End a session whose client stopped syncing for this long (default
+                                 10000; 0: never). Clients sync every 300 ms.  (HOMEROOM_SESSION_TIMEOUT_MS)
           --config <file>        JSON file with any of: name, listen, publish, seeds, heartbeat_ms,
                                  suspect_ms, down_ms, workers, log_level, log_format, data_dir, sync,
                                  http, token_keys, app, revoked, cluster_key, cluster_publish,
-                                 message_retention_s.                         (HOMEROOM_CONFIG)
+                                 message_retention_s, session_timeout_ms.     (HOMEROOM_CONFIG)
           --heartbeat-ms <n>     Heartbeat period (default 200).             (HOMEROOM_HEARTBEAT_MS)
           --suspect-ms <n>       Silence before a node is suspect (default 1000).
           --down-ms <n>          Silence before a node is down (default 2000, at least twice the heartbeat).
@@ -78,6 +80,7 @@ enum NodeCommand {
         var http: String?
         var cluster_publish: String?
         var message_retention_s: UInt64?
+        var session_timeout_ms: UInt64?
     }
 
     static func run(_ arguments: ArraySlice<String>) throws(CommandLineError) {
@@ -113,6 +116,12 @@ enum NodeCommand {
             retention = value
         }
         if retention == nil { retention = file.message_retention_s }
+        var sessionTimeout = try reader.integer("--session-timeout-ms", in: UInt64(0)...UInt64(3_600_000))
+        if sessionTimeout == nil, let text = environment["HOMEROOM_SESSION_TIMEOUT_MS"] {
+            guard let value = UInt64(text) else { throw .usage("HOMEROOM_SESSION_TIMEOUT_MS must be a whole number of milliseconds, not '\(text)'", usage: usage) }
+            sessionTimeout = value
+        }
+        if sessionTimeout == nil { sessionTimeout = file.session_timeout_ms }
         let heartbeat = try number("--heartbeat-ms", "HOMEROOM_HEARTBEAT_MS", file.heartbeat_ms)
         let suspect = try number("--suspect-ms", "HOMEROOM_SUSPECT_MS", file.suspect_ms)
         let down = try number("--down-ms", "HOMEROOM_DOWN_MS", file.down_ms)
@@ -172,6 +181,7 @@ enum NodeCommand {
         config.clockSkewMillis = skew
         config.clusterPublish = clusterPublish
         if let retention { config.messageRetentionSeconds = retention }
+        if let sessionTimeout { config.sessionTimeoutMillis = sessionTimeout }
         config.httpAddress = http
         switch syncMode {
         case "normal": config.synchronousFull = false

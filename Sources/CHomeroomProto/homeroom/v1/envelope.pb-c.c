@@ -1069,7 +1069,7 @@ const ProtobufCMessageDescriptor homeroom__v1__missing_range__descriptor =
   (ProtobufCMessageInit) homeroom__v1__missing_range__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__sync_request__field_descriptors[3] =
+static const ProtobufCFieldDescriptor homeroom__v1__sync_request__field_descriptors[4] =
 {
   {
     "seen",
@@ -1107,16 +1107,29 @@ static const ProtobufCFieldDescriptor homeroom__v1__sync_request__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "session",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SyncRequest, session),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__sync_request__field_indices_by_name[] = {
   1,   /* field[1] = missing */
   0,   /* field[0] = seen */
+  3,   /* field[3] = session */
   2,   /* field[2] = user */
 };
 static const ProtobufCIntRange homeroom__v1__sync_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__sync_request__descriptor =
 {
@@ -1126,7 +1139,7 @@ const ProtobufCMessageDescriptor homeroom__v1__sync_request__descriptor =
   "Homeroom__V1__SyncRequest",
   "homeroom.v1",
   sizeof(Homeroom__V1__SyncRequest),
-  3,
+  4,
   homeroom__v1__sync_request__field_descriptors,
   homeroom__v1__sync_request__field_indices_by_name,
   1,  homeroom__v1__sync_request__number_ranges,

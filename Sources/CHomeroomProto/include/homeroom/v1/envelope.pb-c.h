@@ -190,10 +190,16 @@ struct  Homeroom__V1__SyncRequest
    * Empty: room messages only. With join tokens it must be the token's user.
    */
   char *user;
+  /*
+   * The requesting client's session (from its JoinRequest). A node that hosts the
+   * session renews its lease with each sync naming it, and ends a session whose
+   * client has not synced for the node's session timeout. Empty: no lease.
+   */
+  char *session;
 };
 #define HOMEROOM__V1__SYNC_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__sync_request__descriptor) \
-    , NULL, 0,NULL, (char *)protobuf_c_empty_string }
+    , NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /*

@@ -1,0 +1,59 @@
+import HomeroomCore
+import HomeroomWire
+
+/// Session leases: a client that vanishes (killed, unplugged, its laptop shut) never
+/// sends `leave_session`, and its node stays alive, so nothing else would ever end
+/// its session: it would stay online. A client that names its session in its syncs
+/// renews a lease at the node hosting it; a lease not renewed for
+/// `sessionTimeoutMillis` ends the session with a `leave_session` the node writes
+/// itself (as system), replicated like any other. Clients that never name a session
+/// (older or minimal ones) hold no lease and are unaffected.
+extension ClusterNode {
+    /// A client's sync named its session: renew the lease if this node hosts it.
+    func renewLease(room: String, session: SessionID, user: UserID) {
+        guard config.sessionTimeoutMillis > 0, !session.isEmpty, !user.isEmpty else { return }
+        let now = WallClock.monotonicMillis()
+        let current = incarnation   // its own lock: read before taking the state's
+        state.withLock { state in
+            if state.leases[room]?[session] != nil {
+                state.leases[room]![session]!.renewedMillis = now
+                return
+            }
+            // Only sessions of this incarnation, still open: a lease is the host's duty.
+            guard let room = state.rooms[room], let record = room.users[user],
+                  let hosted = record.sessions.first(where: { $0.id == session }),
+                  hosted.host == replica, hosted.incarnation == current,
+                  record.isLive(hosted, deadIncarnations: room.deadIncarnations) else { return }
+            state.leases[room.roomID, default: [:]][session] = NodeState.SessionLease(user: user, renewedMillis: now)
+        }
+    }
+
+    /// Ends the sessions whose lease ran out (called from the heartbeat loop).
+    func expireIdleSessions() {
+        let timeout = config.sessionTimeoutMillis
+        guard timeout > 0 else { return }
+        let now = WallClock.monotonicMillis()
+        let expired = state.withLock { state -> [(room: String, user: UserID, session: SessionID)] in
+            var due: [(room: String, user: UserID, session: SessionID)] = []
+            for (room, leases) in state.leases {
+                for (session, lease) in leases where now &- lease.renewedMillis > timeout {
+                    state.leases[room]![session] = nil
+                    // Already over (the client left, was kicked, the session moved): nothing to write.
+                    guard let current = state.rooms[room], current.users[lease.user]?.isLive(session: session, deadIncarnations: current.deadIncarnations) == true
+                    else { continue }
+                    due.append((room, lease.user, session))
+                }
+                if state.leases[room]?.isEmpty == true { state.leases[room] = nil }
+            }
+            return due
+        }
+        for lease in expired {
+            let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0,
+                              operation: .leaveSession(user: lease.user, session: lease.session))
+            if sequenceSystemWrite(room: lease.room, write) {
+                metrics.add("sessions_expired_total")
+                logger.info("session expired: its client stopped syncing", ["room": lease.room, "user": lease.user, "session": lease.session])
+            }
+        }
+    }
+}
