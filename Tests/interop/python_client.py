@@ -118,6 +118,7 @@ class Peer:
         self.repairs = []               # why each sync after a possible loss was made
         self.hold_sync = False          # test hook: no sync until released
         self.topic_patches = 0
+        self.lease = False              # name the session in syncs (Flow 5, "Session leases")
 
     def log(self, text):
         print(f"  [{self.label}] {text}", flush=True)
@@ -249,6 +250,8 @@ class Peer:
         def body(e):
             self.room.seen.to_proto(e.sync_request.seen)
             e.sync_request.user = self.user                                       # include our peer messages
+            if self.lease:
+                e.sync_request.session = self.session                             # renew our session's lease
         reply = self.request(body)
         if reply.WhichOneof("body") != "sync_response":
             raise Unavailable(f"sync answered with {reply.WhichOneof('body')}: {reply.error.code}")
@@ -633,6 +636,26 @@ def run(args, hw, pynng, checks):
                      s == expected_s and s.get("camera") in states and s.get("mic") in states, str(s))
         checks.check("final roster: teacher online, off stage, streams inoperable, no rewards", t == expected_t, str(t))
 
+        # 15b: session leases (Flow 5): a client that names its session in its syncs and
+        # then vanishes goes offline once the node's session timeout passes.
+        print("== session lease")
+        ghost = Peer(hw, pynng, room_id, "ghost-1", C.ROLE_STUDENT, "Ghost", "ghost@B")
+        ghost.lease = True
+        try:
+            reply = ghost.connect(args.node_b)
+            ghost.sync()
+            online = teacher.wait_for(lambda: (teacher.row("ghost-1") or {}).get("online") is True)
+            vanished_at = time.monotonic()
+            ghost.close_sockets()                                                 # no leave_session: it vanished
+            gone = teacher.wait_for(lambda: (teacher.row("ghost-1") or {}).get("online") is False,
+                                    seconds=args.session_timeout + 5)
+            took = time.monotonic() - vanished_at
+            checks.check(f"a client that vanishes goes offline after the session timeout ({args.session_timeout:.0f} s)",
+                         reply.WhichOneof("body") == "join_response" and online and gone and took >= args.session_timeout * 0.9,
+                         f"online {online}, offline {gone} after {took:.1f} s")
+        finally:
+            ghost.close_sockets()
+
         # 16: leaving.
         print("== leave")
         reply, _ = student.write("leave_session", target="stu-1", session=student.session)
@@ -655,6 +678,8 @@ def main():
     parser.add_argument("--proto", default=os.path.join(ROOT, "Proto"))
     parser.add_argument("--node-a-pid", type=int, help="node A's process id: enables the anti-entropy check, "
                         "which cuts node A from the cluster for 0.3 s with its SIGUSR1/SIGUSR2 fault hooks")
+    parser.add_argument("--session-timeout", type=float, default=10.0,
+                        help="the nodes' --session-timeout-ms, in seconds (the lease check waits for it)")
     parser.add_argument("--result", help="write {passed, failed, failures} as JSON to this file")
     args = parser.parse_args()
 

@@ -104,7 +104,7 @@ trap 'exit 130' INT TERM
 
 start_node() {  # name, [seed]: starts a node (in this shell, so the trap knows its pid) and waits for its ready line
   local name=$1 seed=${2:-} pid
-  "$BIN" node --name "$name" --listen tcp://127.0.0.1:0 --publish tcp://127.0.0.1:0 ${seed:+--seed "$seed"} \
+  "$BIN" node --name "$name" --listen tcp://127.0.0.1:0 --publish tcp://127.0.0.1:0 ${seed:+--seed "$seed"} --session-timeout-ms 2000 \
     >"$WORK/$name.ready" 2>"$WORK/$name.log" &
   pid=$!
   PIDS+=("$pid")
@@ -129,7 +129,7 @@ LISTEN_B=$(listen_of b)
 # --- The client.
 set +e
 timeout 60 "$PY" Tests/interop/python_client.py --node-a "$LISTEN_A" --node-b "$LISTEN_B" \
-  --node-a-pid "$(cat "$WORK/a.pid")" --result "$WORK/result.json"
+  --node-a-pid "$(cat "$WORK/a.pid")" --session-timeout 2 --result "$WORK/result.json"
 status=$?
 set -e
 if [ -s "$WORK/result.json" ]; then
