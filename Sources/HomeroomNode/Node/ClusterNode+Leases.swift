@@ -9,6 +9,9 @@ import HomeroomWire
 /// itself (as system), replicated like any other. Clients that never name a session
 /// (older or minimal ones) hold no lease and are unaffected.
 extension ClusterNode {
+    /// Sessions holding a lease here now, in every room (tests, diagnostics).
+    var leasedSessions: Int { state.withLock { $0.leases.values.reduce(0) { $0 + $1.count } } }
+
     /// A client's sync named its session: renew the lease if this node hosts it.
     func renewLease(room: String, session: SessionID, user: UserID) {
         guard config.sessionTimeoutMillis > 0, !session.isEmpty, !user.isEmpty else { return }

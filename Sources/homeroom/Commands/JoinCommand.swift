@@ -68,6 +68,11 @@ enum JoinCommand {
         }
         let room = pool.room.info
         Console.line("Joined \(room.displayName) (\(room.type)) as \(pool.user.localUser.displayName), \(options.role), through \(options.nodes[0]).")
+        let recent = pool.message.history(limit: 5)
+        if !recent.isEmpty {
+            Console.line("Latest messages:")
+            for message in recent { Console.line("  " + MessageText.line(message, local: local)) }
+        }
         Console.line("Type 'help' for commands, 'quit' to leave.")
         Console.out(prompt)
 
