@@ -48,9 +48,11 @@ let package = Package(
 
         .testTarget(name: "HomeroomCoreTests", dependencies: ["HomeroomCore"], swiftSettings: strict),
         .testTarget(name: "HomeroomWireTests", dependencies: ["HomeroomWire", "HomeroomCore"], swiftSettings: strict),
-        .testTarget(name: "HomeroomNodeTests", dependencies: ["HomeroomNode", "HomeroomWire", "HomeroomCore"], swiftSettings: strict),
+        // Spawns `homeroom node` children for the node and CLI tests.
+        .target(name: "HomeroomTestSupport", path: "Tests/HomeroomTestSupport", swiftSettings: strict),
+        .testTarget(name: "HomeroomNodeTests", dependencies: ["HomeroomNode", "HomeroomWire", "HomeroomCore", "HomeroomTestSupport"], swiftSettings: strict),
         .testTarget(name: "HomeroomContextTests", dependencies: ["HomeroomContext", "HomeroomNode", "HomeroomCore"], swiftSettings: strict),
         .testTarget(name: "HomeroomTerminalUITests", dependencies: ["HomeroomTerminalUI", "HomeroomContext", "HomeroomCore"], swiftSettings: strict),
-        .testTarget(name: "HomeroomCLITests", dependencies: ["HomeroomNode", "HomeroomCore"], swiftSettings: strict),
+        .testTarget(name: "HomeroomCLITests", dependencies: ["HomeroomNode", "HomeroomCore", "HomeroomTestSupport"], swiftSettings: strict),
     ]
 )

@@ -1,3 +1,4 @@
+import HomeroomTestSupport
 import Foundation
 
 /// Runs the built `homeroom` binary with a bounded wait (killed after `timeout`).
@@ -61,68 +62,8 @@ enum CLI {
     }
 }
 
-/// A `homeroom node` child on 127.0.0.1 ephemeral ports, started with posix_spawn
-/// (Foundation's Process), never fork: nng is not fork-safe. Stopped on `stop()` or deinit.
-/// (After Tests/HomeroomNodeTests/NodeProcess.swift.)
-final class NodeChild {
-    let process = Process()
-    private(set) var listen = ""
-    private let stdout = Pipe()
-    private let stderrFile: URL
-
-    init(name: String, seeds: [String] = []) throws {
-        guard let binary = CLI.binary else { throw CLIError("no homeroom binary: run `swift build` first (or set HOMEROOM_BIN)") }
-        stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent("homeroom-cli-\(name)-\(UInt32.random(in: 0...UInt32.max)).log")
-        FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["node", "--name", name, "--listen", "tcp://127.0.0.1:0", "--publish", "tcp://127.0.0.1:0",
-                             "--heartbeat-ms", "100", "--suspect-ms", "500", "--down-ms", "1500", "--log-level", "warning"]
-            + seeds.flatMap { ["--seed", $0] }
-        process.standardOutput = stdout
-        process.standardError = try FileHandle(forWritingTo: stderrFile)
-        try process.run()
-        guard let line = readLine(timeoutSeconds: 10),
-              let json = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String],
-              let listen = json["listen"] else {
-            stop()
-            throw CLIError("node \(name) did not become ready; its log: \(log)")
-        }
-        self.listen = listen
-    }
-
-    private func readLine(timeoutSeconds: Double) -> String? {
-        let handle = stdout.fileHandleForReading
-        var buffer = Data()
-        let deadline = Date().addingTimeInterval(timeoutSeconds)
-        while Date() < deadline {
-            var poll = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
-            guard Glibc.poll(&poll, 1, 100) > 0 else { continue }
-            let chunk = handle.availableData
-            if chunk.isEmpty { return nil }
-            buffer.append(chunk)
-            if let newline = buffer.firstIndex(of: 0x0A) { return String(decoding: buffer[..<newline], as: UTF8.self) }
-        }
-        return nil
-    }
-
-    var log: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
-
-    func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
-
-    deinit {
-        stop()
-        try? FileManager.default.removeItem(at: stderrFile)
-    }
-}
+/// A `homeroom node` child for the CLI tests: the shared `NodeProcess`.
+typealias NodeChild = NodeProcess
 
 /// A child process on a pseudo-terminal (posix_openpt), as a person at a terminal would
 /// run it: `send` types, `waitFor` reads what it shows (bounded). Killed on deinit.

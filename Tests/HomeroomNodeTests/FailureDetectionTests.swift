@@ -1,3 +1,4 @@
+import HomeroomTestSupport
 import Foundation
 import HomeroomCore
 import Synchronization

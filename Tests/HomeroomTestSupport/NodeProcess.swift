@@ -1,19 +1,22 @@
 import Foundation
-import HomeroomNode
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 
 /// A `homeroom node` child process, started with posix_spawn (Foundation's Process),
 /// never fork: nng is not fork-safe. Stopped (SIGTERM, then SIGKILL) on `stop()` or deinit.
-final class NodeProcess {
-    let process = Process()
-    let name: String
-    private(set) var listen = ""
-    private(set) var publish = ""
+/// Shared by the node and CLI test targets.
+public final class NodeProcess {
+    public let process = Process()
+    public let name: String
+    public private(set) var listen = ""
+    public private(set) var publish = ""
     /// The /healthz and /metrics base URL, when started with --http.
-    private(set) var http = ""
+    public private(set) var http = ""
     private let stdout = Pipe()
     private let stderrFile: URL
 
-    static var binary: URL? {
+    public static var binary: URL? {
         let environment = ProcessInfo.processInfo.environment
         if let path = environment["HOMEROOM_BIN"] { return URL(fileURLWithPath: path) }
         let candidates = [".build/debug/homeroom", ".build/release/homeroom"]
@@ -21,7 +24,8 @@ final class NodeProcess {
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }
 
-    init(name: String, seeds: [String], heartbeatMillis: Int = 100, extra: [String] = []) throws {
+    /// Starts a node on 127.0.0.1 ephemeral ports and waits (10 s at most) for its ready line.
+    public init(name: String, seeds: [String] = [], heartbeatMillis: Int = 100, logLevel: String = "notice", extra: [String] = []) throws {
         guard let binary = Self.binary else {
             throw NodeProcessError("no homeroom binary: run `swift build` first (or set HOMEROOM_BIN)")
         }
@@ -31,7 +35,7 @@ final class NodeProcess {
         process.executableURL = binary
         process.arguments = ["node", "--name", name, "--listen", "tcp://127.0.0.1:0", "--publish", "tcp://127.0.0.1:0",
                              "--heartbeat-ms", "\(heartbeatMillis)", "--suspect-ms", "\(heartbeatMillis * 5)",
-                             "--down-ms", "\(heartbeatMillis * 15)", "--log-level", "notice"]
+                             "--down-ms", "\(heartbeatMillis * 15)", "--log-level", logLevel]
             + seeds.flatMap { ["--seed", $0] } + extra
         process.standardOutput = stdout
         process.standardError = try FileHandle(forWritingTo: stderrFile)
@@ -64,7 +68,7 @@ final class NodeProcess {
     }
 
     /// GET a path from the node's HTTP endpoint (plain sockets: no curl needed).
-    func get(_ path: String) -> (status: Int, body: String)? {
+    public func get(_ path: String) -> (status: Int, body: String)? {
         guard let portText = http.split(separator: ":").last, let port = UInt16(portText) else { return nil }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
@@ -95,7 +99,7 @@ final class NodeProcess {
     }
 
     /// One metric's value from /metrics (the exact series name, labels included).
-    func metric(_ series: String) -> Double? {
+    public func metric(_ series: String) -> Double? {
         guard let (_, body) = get("/metrics") else { return nil }
         for line in body.split(separator: "\n") where line.hasPrefix(series + " ") {
             return Double(line.dropFirst(series.count + 1))
@@ -103,18 +107,18 @@ final class NodeProcess {
         return nil
     }
 
-    var log: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
+    public var log: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
 
-    func signal(_ number: Int32) { if process.isRunning { kill(process.processIdentifier, number) } }
+    public func signal(_ number: Int32) { if process.isRunning { kill(process.processIdentifier, number) } }
 
     /// SIGKILL: no goodbye, no flush.
-    func crash() {
+    public func crash() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
 
-    func stop() {
+    public func stop() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
         let deadline = Date().addingTimeInterval(5)
@@ -131,7 +135,7 @@ final class NodeProcess {
     }
 }
 
-struct NodeProcessError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+public struct NodeProcessError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
 }
