@@ -4,14 +4,17 @@ import Testing
 
 /// One-shot actions and `homeroom roster` against a `homeroom node` child process.
 @Suite(.serialized) struct OneShotTests {
+    /// Runs the CLI (bounded) and records a timeout as a failure.
+    static func run(_ arguments: [String]) throws -> CLI.Result {
+        let result = try CLI.run(arguments)
+        #expect(!result.timedOut, "\(arguments) timed out")
+        return result
+    }
+
     @Test func actionsPrintResultsAndRefusalsCarryCodes() throws {
         let node = try NodeChild(name: "cli-oneshot")
         let room = ["--room", "oneshot", "--node", node.listen]
-        func run(_ words: [String]) throws -> CLI.Result {
-            let result = try CLI.run(words + room)
-            #expect(!result.timedOut, "\(words) timed out")
-            return result
-        }
+        func run(_ words: [String]) throws -> CLI.Result { try Self.run(words + room) }
         #expect(try run(["room", "stage-limit", "1"]).stdout == "the stage now has 1 seats\n")
         for student in ["alice", "bob"] {
             let raised = try run(["hand", "up", "--user", student])
@@ -73,11 +76,7 @@ import Testing
     @Test func messagingCommandsSendWhisperReadModerateAndWriteConditionally() throws {
         let node = try NodeChild(name: "cli-messages")
         let room = ["--room", "messages", "--node", node.listen]
-        func run(_ words: [String]) throws -> CLI.Result {
-            let result = try CLI.run(words + room)
-            #expect(!result.timedOut, "\(words) timed out")
-            return result
-        }
+        func run(_ words: [String]) throws -> CLI.Result { try Self.run(words + room) }
         func json(_ result: CLI.Result) throws -> [String: Any] {
             try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "not JSON: \(result.stdout)")
         }
