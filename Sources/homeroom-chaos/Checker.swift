@@ -52,6 +52,8 @@ struct Checker {
         var properties: JSON = .null
         var byOperation: [String: (attempted: Int, acknowledged: Int)] = [:]
         var differences: [String] = []
+        /// For each writer shown offline: its sessions and why none counts (for the report).
+        var presenceDetails: [String] = []
         var passed: Bool { checks.allSatisfy { $0.passed || $0.isTarget } }
         func passed(strict: Bool) -> Bool { checks.allSatisfy { $0.passed || ($0.isTarget && !strict) } }
     }
@@ -183,6 +185,7 @@ struct Checker {
             result.checks.append(Check(name: "presence", passed: offline.isEmpty, isTarget: true,
                                        detail: offline.isEmpty ? "all \(connectedWriters.count) connected writers online on every replica"
                                            : "\(offline.count) of \(connectedWriters.count) connected writers shown offline: \(offline.joined(separator: ", "))"))
+            result.presenceDetails = offline.map { describeSessions($0, in: reference) }
         }
 
         // 6. No crash, no sanitizer report, no node that died on its own, no fault the harness failed to inject.
@@ -235,6 +238,23 @@ struct Checker {
         }
         guard let value = register?.value.bytes else { return false }
         return value == Array(mark.value.utf8)
+    }
+
+    /// One line on why a user shows offline: each session with its host, incarnation and
+    /// what ends it (left, kicked, or its host incarnation declared dead).
+    func describeSessions(_ user: UserID, in state: RoomState) -> String {
+        guard let record = state.users[user] else { return "\(user): unknown" }
+        let names = Dictionary(uniqueKeysWithValues: (1...max(options.nodes, 1)).map { (ReplicaID(name: "n\($0)"), "n\($0)") })
+        // Open sessions say why they do not count; ended ones only how many there are.
+        let open = record.sessions.filter { $0.ended == nil }
+        let sessions = open.map { session -> String in
+            let host = names[session.host] ?? session.host.description
+            var why: [String] = []
+            if record.kicked >= session.started { why.append("kicked") }
+            if let dead = state.deadIncarnations[session.host], session.incarnation <= dead { why.append("host dead up to \(dead)") }
+            return "\(session.id)@\(host)#\(session.incarnation) \(why.isEmpty ? "live" : why.joined(separator: "+"))"
+        }
+        return "\(user) (\(record.sessions.count - open.count) sessions ended, \(open.count) open): " + sessions.joined(separator: "; ")
     }
 
     /// A few lines saying where two replicas differ.

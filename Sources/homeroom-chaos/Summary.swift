@@ -42,6 +42,7 @@ extension ChaosRun {
             ("samples", .array(result.healSamples)),
             ("differences", .array(result.differences.prefix(20).map { .string($0) })),
         ])
+        let presenceJSON: JSON = .object([("offline", .array(result.presenceDetails.map { .string($0) }))])
         let exercised: [(String, JSON)] = FaultKind.allCases.compactMap { kind in
             nemesis.kindsExercised[kind].map { (kind.rawValue, .int($0)) }
         }
@@ -85,6 +86,7 @@ extension ChaosRun {
         fields.append(("writes", writes))
         fields.append(("stable_latency", result.stableLatency.json))
         fields.append(("convergence", convergenceJSON))
+        fields.append(("presence", presenceJSON))
         fields.append(("rewards", result.rewards))
         fields.append(("faults", faults))
         fields.append(("observers", observers))
@@ -112,6 +114,7 @@ extension ChaosRun {
         }
         for example in result.lost.prefix(5) { lines.append("  lost: \(example)") }
         for difference in result.differences.prefix(5) { lines.append("  differs: \(difference)") }
+        for detail in result.presenceDetails.prefix(8) { lines.append("  offline: \(detail)") }
         lines.append("  report:      \(reportPath)")
         if !passed || options.keepRunDirectory { lines.append("  node logs:   \(runDirectory)/n*/node.log") }
         lines.append("  replay:      \(replayCommand)")
