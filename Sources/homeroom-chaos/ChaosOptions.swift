@@ -25,6 +25,9 @@ struct ChaosOptions: Sendable {
     var convergenceBoundMillis: UInt64 = 10_000
     /// The target that is reported (met or missed); it fails the run only with --strict.
     var convergenceTargetMillis: UInt64 = 2_000
+    /// How long after the final heal the checker waits for every connected writer to be
+    /// online (refutations and reclaimed sessions are writes made after the heal).
+    var presenceBoundMillis: UInt64 = 5_000
     var strict = false
     var heartbeatMillis: UInt64?
     var onlyKinds: [FaultKind] = []
@@ -64,6 +67,7 @@ struct ChaosOptions: Sendable {
           --heartbeat-ms <n>      Passed to every node (default: the node's own).
           --convergence-bound-ms <n>   Fail when replicas differ this long after the last heal (default 10000).
           --convergence-target-ms <n>  Reported target for heal-to-converged p99 (default 2000).
+          --presence-bound-ms <n> Wait this long after the last heal for every connected writer to be online (default 5000).
           --strict                Also fail when a target is missed.
           --hard-limit <seconds>  Kill everything and fail past this (default: 180 short, duration+180 soak).
           --keep                  Keep the run directory (data, logs) after a passing run.
@@ -138,6 +142,7 @@ struct ChaosOptions: Sendable {
             case "--heartbeat-ms": options.heartbeatMillis = integer(argument, 10...10_000)
             case "--convergence-bound-ms": options.convergenceBoundMillis = integer(argument, 100...600_000)
             case "--convergence-target-ms": options.convergenceTargetMillis = integer(argument, 10...600_000)
+            case "--presence-bound-ms": options.presenceBoundMillis = integer(argument, 0...600_000)
             case "--strict": options.strict = true
             case "--hard-limit": options.hardLimitSeconds = integer(argument, 30...1_000_000)
             case "--keep": options.keepRunDirectory = true

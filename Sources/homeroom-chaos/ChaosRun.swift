@@ -194,25 +194,47 @@ struct ChaosRun {
             }
             return replicas
         }
+        func connectedWriters() -> [UserID] {
+            writers.filter { !$0.banned.load(ordering: .acquiring) && $0.current?.connectionState != .aborted }.map(\.user)
+        }
         // Past the bound the run has failed, but how long convergence took is still worth
-        // knowing; an interrupted run waits only briefly.
+        // knowing; an interrupted run waits only briefly. Presence settles after the data:
+        // a node refutes (or reclaims a session) only once it hears it was declared down
+        // (or its client syncs), so the wait goes on, bounded, until every connected
+        // writer is online in identical replicas.
         let waitLimit = interrupted.isSet ? 5_000 : max(options.convergenceBoundMillis * 2, 20_000)
+        let presenceLimit = interrupted.isSet ? 0 : options.presenceBoundMillis
         var convergedAt: UInt64?
+        var presentAt: UInt64?
+        var settled: [FinalReplica]?
         while Clock.now - finalHealAt < waitLimit {
             let replicas = finalReplicas()
             if replicas.count == n + writers.filter({ !$0.banned.load(ordering: .acquiring) }).count,
                let first = replicas.first, replicas.allSatisfy({ $0.state == first.state }) {
-                convergedAt = Clock.now
-                break
+                let now = Clock.now
+                if convergedAt == nil { convergedAt = now }
+                settled = replicas
+                if connectedWriters().allSatisfy({ first.state.isOnline($0) }) {
+                    presentAt = now
+                    break
+                }
+                if now - finalHealAt >= presenceLimit { break }
             }
             Clock.sleep(millis: 25)
         }
         // One more sample so every write visible now is timestamped, then stop sampling.
         observatory.stop()
         observatory.sample(reattach: false)
-        let replicas = finalReplicas()
+        // The replicas checked: as they are now when identical, else the last identical ones.
+        var replicas = finalReplicas()
+        if let settled, let first = replicas.first, !replicas.allSatisfy({ $0.state == first.state }) { replicas = settled }
         let convergence = convergedAt.map { $0 - finalHealAt }
+        let presence = presentAt.map { $0 - finalHealAt }
         say(convergence.map { "converged \($0) ms after the final heal" } ?? "NOT converged within \(waitLimit) ms of the final heal")
+        if convergence != nil {
+            say(presence.map { "every connected writer online \($0) ms after the final heal" }
+                ?? "some connected writers still offline \(Clock.now - finalHealAt) ms after the final heal")
+        }
 
         let metrics = cluster.nodes.map { ($0.name, $0.metrics()) }
         // Stop the nodes (graceful: their shutdown path is checked too), then read their logs.
@@ -231,11 +253,12 @@ struct ChaosRun {
         for heal in nemesis.fullHeals {
             heals.append((heal.at, starts.first { $0 > heal.at } ?? finalHealAt, heal.kinds))
         }
-        let connected = writers.filter { !$0.banned.load(ordering: .acquiring) && $0.current?.connectionState != .aborted }.map(\.user)
+        let connected = connectedWriters()
         let checker = Checker(history: history.all, tracking: observatory.snapshot, replicas: replicas,
                               finalConvergenceMillis: convergence, finalHealAt: finalHealAt, convergedAt: convergedAt,
                               heals: heals, options: options, bannedUser: bannedUser, banAcknowledged: banAcknowledged,
-                              connectedWriters: connected, nodeLogFindings: findings,
+                              connectedWriters: connected, presenceMillis: presence, checkedAt: Clock.now - finalHealAt,
+                              nodeLogFindings: findings,
                               unexpectedExits: cluster.unexpectedExits, nemesisFailures: nemesis.failures, stuckWriters: stuck)
         var result = checker.run()
         if !completed {
@@ -245,7 +268,7 @@ struct ChaosRun {
         let runtime = Clock.now - started
         let report = makeReport(result: result, passed: passed, nemesis: nemesis, skipped: skipped, schedule: schedule,
                                 runtime: runtime, runDirectory: runDirectory, metrics: metrics, writers: writers,
-                                observatory: observatory, convergence: convergence)
+                                observatory: observatory, convergence: convergence, presence: presence)
         if !writeFile(reportPath, report.render() + "\n") { fputs("homeroom-chaos: cannot write \(reportPath)\n", stderr) }
         printSummary(result: result, passed: passed, nemesis: nemesis, skipped: skipped, runtime: runtime,
                      reportPath: reportPath, runDirectory: runDirectory, convergence: convergence)

@@ -32,6 +32,10 @@ struct Checker {
     var bannedUser: UserID
     var banAcknowledged: Bool
     var connectedWriters: [UserID]
+    /// Milliseconds from the final heal until every connected writer was online; nil if not within the wait.
+    var presenceMillis: UInt64?
+    /// Milliseconds from the final heal to the check.
+    var checkedAt: UInt64
     var nodeLogFindings: [String]
     var unexpectedExits: [String]
     var nemesisFailures: [String]
@@ -177,14 +181,18 @@ struct Checker {
                                        ? "stage <= limit, hands <= limit, rewards add up, class state forward only, banned user out: held in \(tracking.samples) samples of every node and in every final replica"
                                        : "\(max(invariantProblems.count, tracking.violationCount)) violations, first: \(invariantProblems[0])"))
 
-        // 5. Presence: every writer still connected is online everywhere.
+        // 5. Presence: every writer still connected is online everywhere, waited for (bounded).
         if let reference {
             let offline = connectedWriters.filter { !reference.isOnline($0) }
-            // Reported, failing only with --strict: nodes declared down during a partition
-            // keep serving clients whose sessions the other side ended (a known node gap).
-            result.checks.append(Check(name: "presence", passed: offline.isEmpty, isTarget: true,
-                                       detail: offline.isEmpty ? "all \(connectedWriters.count) connected writers online on every replica"
-                                           : "\(offline.count) of \(connectedWriters.count) connected writers shown offline: \(offline.joined(separator: ", "))"))
+            let bound = options.presenceBoundMillis
+            let detail: String
+            if offline.isEmpty {
+                let when = presenceMillis.map { "\($0) ms after the last heal" } ?? "at the check, \(checkedAt) ms after the last heal"
+                detail = "all \(connectedWriters.count) connected writers online on every replica \(when) (bound \(bound) ms)"
+            } else {
+                detail = "\(offline.count) of \(connectedWriters.count) connected writers shown offline \(checkedAt) ms after the last heal (waited up to \(bound) ms): \(offline.joined(separator: ", "))"
+            }
+            result.checks.append(Check(name: "presence", passed: offline.isEmpty && (presenceMillis ?? 0) <= bound, isTarget: true, detail: detail))
             result.presenceDetails = offline.map { describeSessions($0, in: reference) }
         }
 

@@ -10,7 +10,7 @@ extension ChaosRun {
 
     func makeReport(result: Checker.Result, passed: Bool, nemesis: Nemesis, skipped: [FaultKind], schedule: [PlannedFault],
                     runtime: UInt64, runDirectory: String, metrics: [(String, [String: Double])], writers: [Writer],
-                    observatory: Observatory, convergence: UInt64?) -> JSON {
+                    observatory: Observatory, convergence: UInt64?, presence: UInt64?) -> JSON {
         let interesting = ["deltas_in_total", "deltas_out_total", "gaps_repaired_total", "peers_declared_down_total", "deltas_rejected_total",
                            "writes_accepted_total", "writes_refused_total", "sync_bytes_total", "cluster_rejected_total",
                            "requests_rejected_total", "joins_total", "incarnation", "peers"]
@@ -42,7 +42,8 @@ extension ChaosRun {
             ("samples", .array(result.healSamples)),
             ("differences", .array(result.differences.prefix(20).map { .string($0) })),
         ])
-        let presenceJSON: JSON = .object([("offline", .array(result.presenceDetails.map { .string($0) }))])
+        let presenceJSON: JSON = .object([("online_ms", presence.map { .int($0) } ?? .null), ("bound_ms", .int(options.presenceBoundMillis)),
+                                          ("offline", .array(result.presenceDetails.map { .string($0) }))])
         let exercised: [(String, JSON)] = FaultKind.allCases.compactMap { kind in
             nemesis.kindsExercised[kind].map { (kind.rawValue, .int($0)) }
         }
