@@ -19,11 +19,22 @@ enum NNGCloser {
 
     /// Returns true when `nng_close` returned within `timeout`.
     static func close(_ socket: nng_socket, timeout: Duration) -> Bool {
+        run(timeout: timeout) { _ = nng_close(socket) }
+    }
+
+    /// Closes one dialer and its connection: the same hazard as a socket (its pipe is
+    /// reaped the same way), so the same bound.
+    static func close(_ dialer: nng_dialer, timeout: Duration) -> Bool {
+        run(timeout: timeout) { _ = nng_dialer_close(dialer) }
+    }
+
+    /// Runs one closing call on a helper thread; true when it returned within `timeout`.
+    private static func run(timeout: Duration, _ closing: @escaping @Sendable () -> Void) -> Bool {
         let attempt = Attempt()
         let closer: NNGThread
         do {
             closer = try NNGThread(name: "hr-close") {
-                _ = nng_close(socket)
+                closing()
                 attempt.state.withLock { state in
                     state.done = true
                     if state.abandoned { NNGCloser.stalled.subtract(1, ordering: .relaxed) }
@@ -31,7 +42,7 @@ enum NNGCloser {
             }
         } catch {
             // No thread to spare: close inline and hope.
-            _ = nng_close(socket)
+            closing()
             return true
         }
         let limit = stalled.load(ordering: .relaxed) > 0 ? min(timeout, timeoutWhileStalled) : timeout

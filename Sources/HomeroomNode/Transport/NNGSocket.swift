@@ -85,6 +85,23 @@ public final class NNGSocket: Sendable {
         try nngCheck(nng_dial(raw, url, nil, flags), "dial \(url)", addressOperation: true)
     }
 
+    /// Dials `url` with a dialer of its own, without blocking (as `dial`), and returns
+    /// the dialer's id so that this one connection can later be closed alone with
+    /// `closeDialer(_:)` while the socket's other connections stay up.
+    public func dialer(_ url: String) throws(NNGError) -> UInt32 {
+        var dialer = nng_dialer()
+        try nngCheck(nng_dial(raw, url, &dialer, Int32(NNG_FLAG_NONBLOCK)), "dial \(url)", addressOperation: true)
+        return dialer.id
+    }
+
+    /// Closes a dialer made by `dialer(_:)` and its connection; a no-op when it or its
+    /// socket is already closed. Bounded like `close(timeout:)` (the same nng 1.5.2
+    /// hang applies to a busy connection), so it blocks for at most `timeout`.
+    @discardableResult
+    public static func closeDialer(_ id: UInt32, timeout: Duration = .seconds(2)) -> Bool {
+        NNGCloser.close(nng_dialer(id: id), timeout: timeout)
+    }
+
     // MARK: Sending
 
     /// Sends one message (copied by nng).
