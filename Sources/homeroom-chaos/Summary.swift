@@ -13,7 +13,8 @@ extension ChaosRun {
                     observatory: Observatory, convergence: UInt64?, presence: UInt64?) -> JSON {
         let interesting = ["deltas_in_total", "deltas_out_total", "gaps_repaired_total", "peers_declared_down_total", "deltas_rejected_total",
                            "writes_accepted_total", "writes_refused_total", "sync_bytes_total", "cluster_rejected_total",
-                           "requests_rejected_total", "joins_total", "incarnation", "peers"]
+                           "requests_rejected_total", "joins_total", "incarnation", "peers", "refutations_total",
+                           "sessions_reclaimed_total", "links_renewed_total"]
         let tracking = observatory.snapshot
         let checks: [JSON] = result.checks.map { check in
             .object([("name", .string(check.name)), ("passed", .bool(check.passed)), ("target_only", .bool(check.isTarget)),

@@ -15,6 +15,27 @@ struct PeerTable {
         var status: WireMessage.PeerStatus
         var rooms: [String: VersionVector] = [:]
         var connected = false
+        /// This node's SUB dialer to the peer's publish address, and that address: one per
+        /// peer, so a peer that comes back keeps it rather than getting a second one.
+        var subscriberDialer: UInt32?
+        var dialedAddress = ""
+        /// When its links were last replaced while it was down (monotonic ms).
+        var linksRenewedMillis: UInt64 = 0
+
+        /// Where this node subscribes to it: its node-only PUB socket if it has one.
+        var subscribeAddress: String { clusterPublishAddress.isEmpty ? publishAddress : clusterPublishAddress }
+    }
+
+    /// What to replace for one peer that is down (see `ClusterNode.renewLinksOfDownPeers`).
+    struct Renewal {
+        var node: ReplicaID
+        /// The dialer to close (taken out of the entry).
+        var staleDialer: UInt32?
+        /// Where to dial again; nil when a live entry has the same address (a node that
+        /// restarted in memory under a new id) and owns that link.
+        var publishAddress: String?
+        /// The REQ link to replace; nil when a live entry shares it.
+        var requestAddress: String?
     }
 
     private(set) var entries: [ReplicaID: Entry] = [:]
@@ -52,6 +73,34 @@ struct PeerTable {
     }
 
     mutating func markConnected(_ node: ReplicaID) { entries[node]?.connected = true }
+
+    /// Records the SUB dialer made for a peer; returns the one it replaces, to be closed.
+    mutating func setDialer(_ node: ReplicaID, _ dialer: UInt32, address: String) -> UInt32? {
+        guard entries[node] != nil else { return dialer }
+        let previous = entries[node]!.subscriberDialer
+        entries[node]!.subscriberDialer = dialer
+        entries[node]!.dialedAddress = address
+        return previous
+    }
+
+    /// Down peers whose links were last replaced `everyMillis` ago or more (or never),
+    /// marked as renewed now.
+    mutating func renewalsDue(nowMillis: UInt64, everyMillis: UInt64) -> [Renewal] {
+        let live = entries.values.filter { $0.status != .dead }
+        let livePublish = Set(live.map(\.subscribeAddress).filter { !$0.isEmpty })
+        let liveRequest = Set(live.map(\.address))
+        var due: [Renewal] = []
+        for (node, entry) in entries where entry.status == .dead && nowMillis &- entry.linksRenewedMillis >= everyMillis {
+            let publish = entry.subscribeAddress
+            let owned = !publish.isEmpty && !livePublish.contains(publish)
+            due.append(Renewal(node: node, staleDialer: entry.subscriberDialer, publishAddress: owned ? publish : nil,
+                               requestAddress: entry.address.isEmpty || liveRequest.contains(entry.address) ? nil : entry.address))
+            entries[node]!.linksRenewedMillis = nowMillis
+            entries[node]!.subscriberDialer = nil
+            entries[node]!.dialedAddress = ""
+        }
+        return due.sorted { $0.node < $1.node }
+    }
 
     /// Moves silent nodes to suspect, then dead; returns the nodes newly dead.
     mutating func sweep(nowMillis: UInt64, suspectMillis: UInt64, downMillis: UInt64) -> [Entry] {

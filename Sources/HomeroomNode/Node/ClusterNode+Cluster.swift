@@ -125,16 +125,56 @@ extension ClusterNode {
     }
 
     func connect(_ peer: PeerTable.Entry) {
-        let address = peer.clusterPublishAddress.isEmpty ? peer.publishAddress : peer.clusterPublishAddress
-        if !address.isEmpty {
-            do {
-                try subscriber.socket.dial(address)
-            } catch {
-                logger.warning("cannot subscribe to a peer", ["peer": peer.node.description, "address": address, "error": error.description])
-            }
-        }
+        let address = peer.subscribeAddress
+        if !address.isEmpty { subscribe(to: peer.node, at: address) }
         _ = link(peer.address)
         logger.info("peer connected", ["peer": peer.node.description, "address": peer.address])
+    }
+
+    /// One SUB dialer per peer. A peer that comes back keeps the one it has (made fresh
+    /// while it was down); dialing again on every return would add a connection each
+    /// time, and each would deliver everything once more.
+    func subscribe(to node: ReplicaID, at address: String) {
+        let current = state.withLock { state in state.peers.entries[node].map { ($0.subscriberDialer, $0.dialedAddress) } }
+        if let (dialer, dialed) = current, dialer != nil, dialed == address { return }
+        do {
+            let dialer = try subscriber.socket.dialer(address)
+            let replaced = state.withLock { $0.peers.setDialer(node, dialer, address: address) }
+            if let replaced { closeInBackground(requester: nil, dialer: replaced) }
+        } catch {
+            logger.warning("cannot subscribe to a peer", ["peer": node.description, "address": address, "error": error.description])
+        }
+    }
+
+    /// Closes links on a thread of their own: a close can take up to its 2 s bound (nng
+    /// 1.5.2), and the tick must keep beating.
+    func closeInBackground(requester: NNGRequester?, dialer: UInt32?) {
+        _ = try? NNGThread(name: "hr-unlink") {
+            requester?.close()
+            if let dialer { NNGSocket.closeDialer(dialer) }
+        }
+    }
+
+    /// While a partition drops its packets, TCP backs off exponentially, on established
+    /// connections and on connection attempts alike (after a 20 s cut, about 13 s between
+    /// tries), so the first packets after the heal wait that long. While a peer is down,
+    /// its links (this node's SUB dialer to it and REQ link) are therefore replaced every
+    /// suspect period: a fresh connection attempt gets through within about that long
+    /// of the heal, and the peer is heard from, and repaired, at once. The peer does the
+    /// same on its side.
+    func renewLinksOfDownPeers() {
+        // A stuck close means nng's reaper is stuck: every further close would pile up.
+        guard NNGSocket.stalledCloses == 0 else { return }
+        let now = WallClock.monotonicMillis()
+        let due = state.withLock { $0.peers.renewalsDue(nowMillis: now, everyMillis: max(config.suspectMillis, 2 * config.heartbeatMillis)) }
+        for renewal in due {
+            let stale = renewal.requestAddress.flatMap { address in links.withLock { $0.removeValue(forKey: address) } }
+            if stale != nil || renewal.staleDialer != nil { closeInBackground(requester: stale, dialer: renewal.staleDialer) }
+            guard renewal.publishAddress != nil || renewal.requestAddress != nil else { continue }
+            if let address = renewal.publishAddress { subscribe(to: renewal.node, at: address) }
+            if let address = renewal.requestAddress { _ = link(address) }
+            metrics.add("links_renewed_total")
+        }
     }
 
     /// The REQ link to a node's REP address, made on first use.
@@ -173,6 +213,7 @@ extension ClusterNode {
                 greetSeeds()
             }
             declareSilentNodesDown()
+            renewLinksOfDownPeers()
             runPendingSyncs()
             if tick % 5 == 0 { trimExpiredHistory() }
             if tick % 2 == 0 { expireIdleSessions() }

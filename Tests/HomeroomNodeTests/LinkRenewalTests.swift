@@ -1,0 +1,98 @@
+@preconcurrency import Glibc
+import HomeroomCore
+import HomeroomWire
+import Testing
+@testable import HomeroomNode
+
+/// Links to a peer that is down are replaced every suspect period (so the first packets
+/// after a partition heals do not wait out TCP's retransmission backoff), and a peer
+/// that comes back keeps one subscription.
+@Suite struct PeerTableRenewalTests {
+    static func heartbeat(_ name: String, port: Int) -> WireMessage.Heartbeat {
+        WireMessage.Heartbeat(node: ReplicaID(name: name), incarnation: 1, address: "tcp://10.0.0.1:\(port)",
+                              publishAddress: "tcp://10.0.0.1:\(port + 1)")
+    }
+
+    @Test func downPeersAreDueOncePerPeriodAndAddressesALiveEntryUsesAreLeftToIt() {
+        var table = PeerTable()
+        _ = table.heard(Self.heartbeat("a", port: 7100), nowMillis: 0)
+        _ = table.heard(Self.heartbeat("b", port: 7200), nowMillis: 0)
+        let a = ReplicaID(name: "a"), b = ReplicaID(name: "b")
+        let none = table.setDialer(a, 11, address: "tcp://10.0.0.1:7101")
+        let replaced = table.setDialer(a, 12, address: "tcp://10.0.0.1:7101")
+        #expect(none == nil)
+        #expect(replaced == 11, "the dialer replaced is handed back to be closed")
+        let nobody = table.renewalsDue(nowMillis: 100, everyMillis: 1_000)
+        #expect(nobody.isEmpty, "nobody is down")
+
+        // a goes silent: declared down at 2 s, due at once, then once per period.
+        _ = table.heard(Self.heartbeat("b", port: 7200), nowMillis: 1_900)
+        let down = table.sweep(nowMillis: 2_000, suspectMillis: 1_000, downMillis: 2_000)
+        #expect(down.map(\.node) == [a])
+        let first = table.renewalsDue(nowMillis: 2_000, everyMillis: 1_000)
+        #expect(first.count == 1)
+        #expect(first.first?.node == a && first.first?.staleDialer == 12)
+        #expect(first.first?.publishAddress == "tcp://10.0.0.1:7101" && first.first?.requestAddress == "tcp://10.0.0.1:7100")
+        #expect(table.entries[a]?.subscriberDialer == nil)
+        let early = table.renewalsDue(nowMillis: 2_500, everyMillis: 1_000)
+        let next = table.renewalsDue(nowMillis: 3_000, everyMillis: 1_000)
+        #expect(early.isEmpty, "renewed again within the period")
+        #expect(next.map(\.node) == [a])
+
+        // a came back: no longer due; the dialer made while it was down stays.
+        let fresh = table.setDialer(a, 13, address: "tcp://10.0.0.1:7101")
+        let cameBack = table.heard(Self.heartbeat("a", port: 7100), nowMillis: 3_100)
+        let later = table.renewalsDue(nowMillis: 9_000, everyMillis: 1_000)
+        #expect(fresh == nil)
+        #expect(cameBack, "a dead peer that is heard again is connected again")
+        #expect(later.filter { $0.node == a }.isEmpty)
+        #expect(table.entries[a]?.subscriberDialer == 13)
+
+        // b restarted in memory under a new id on the same addresses: the new, live
+        // entry owns those links, so the old one's dialer is closed and not replaced.
+        _ = table.heard(WireMessage.Heartbeat(node: ReplicaID(name: "b#2"), incarnation: 2, address: "tcp://10.0.0.1:7200",
+                                              publishAddress: "tcp://10.0.0.1:7201"), nowMillis: 9_000)
+        _ = table.setDialer(b, 21, address: "tcp://10.0.0.1:7201")
+        _ = table.heard(Self.heartbeat("a", port: 7100), nowMillis: 9_000)
+        let restarted = table.sweep(nowMillis: 9_500, suspectMillis: 1_000, downMillis: 2_000)
+        #expect(restarted.map(\.node) == [b])
+        let shared = table.renewalsDue(nowMillis: 9_500, everyMillis: 1_000)
+        #expect(shared.count == 1)
+        #expect(shared.first?.staleDialer == 21 && shared.first?.publishAddress == nil && shared.first?.requestAddress == nil)
+    }
+}
+
+@Suite(.serialized) struct LinkRenewalTests {
+    @Test func aPeerDeclaredDownHasItsLinksReplacedUntilItIsBackAndThenKeepsOneSubscription() throws {
+        let cluster = try TestCluster(size: 3, label: "renew")
+        #expect(cluster.meshed())
+        let teacher = cluster.client("teacher", .teacher, node: 0, room: "links")
+        let far = cluster.client("far", .student, node: 2, room: "links")
+        defer { teacher.close(); far.close() }
+        try teacher.connect()
+        try far.connect()
+        let node2 = cluster.nodes[2].replica
+        #expect(cluster.nodes[0].metrics["links_renewed_total"] == 0)
+
+        // Cut node 2 off for about 5 suspect periods past its down period (50 ms beats: down at 1 s).
+        var cut = FaultPolicy()
+        cut.isolated = true
+        cluster.nodes[2].faults = cut
+        #expect(eventually(5) { !cluster.nodes[0].alivePeers.contains(node2) }, "node 0 never declared node 2 down")
+        #expect(eventually(5) { cluster.nodes[0].metrics["links_renewed_total"] >= 4 }, "links to a down peer were not replaced every suspect period")
+        cluster.nodes[2].faults = FaultPolicy()
+
+        // Back: heard again over the new links, repaired, and renewals stop.
+        #expect(cluster.meshed(), "node 2 was not heard from again after the heal")
+        try far.write(.setHand(user: "far", raised: true))
+        try teacher.write(.setRoomName("after the heal"))
+        #expect(eventually(5) { cluster.converged(room: "links") })
+        #expect(cluster.nodes[0].room("links")?.raisedHands == ["far"])
+        let settled = cluster.nodes[0].metrics["links_renewed_total"]
+        usleep(600_000)
+        #expect(cluster.nodes[0].metrics["links_renewed_total"] == settled, "links were still being replaced after the peer came back")
+        // One subscription to node 2, the one made while it was down.
+        let entry = cluster.nodes[0].state.withLock { $0.peers.entries[node2] }
+        #expect(entry?.subscriberDialer != nil && entry?.dialedAddress == entry?.subscribeAddress)
+    }
+}
