@@ -39,6 +39,15 @@ struct PeerTable {
     }
 
     private(set) var entries: [ReplicaID: Entry] = [:]
+    /// Seeds with a hello in flight (each on its own thread): one at a time per seed.
+    private(set) var greeting: Set<String> = []
+
+    /// Marks these seeds as being greeted; returns those that were not already.
+    mutating func startGreeting(_ seeds: [String]) -> [String] {
+        seeds.filter { greeting.insert($0).inserted }
+    }
+
+    mutating func finishGreeting(_ seed: String) { greeting.remove(seed) }
 
     /// Records a heartbeat (or hello) from a node; returns true when the node is new
     /// or came back (so the caller connects to it).

@@ -181,6 +181,8 @@ extension ClusterNode {
     func link(_ address: String) -> NNGRequester? {
         links.withLock { links -> NNGRequester? in
             if let existing = links[address] { return existing }
+            // stop() empties the links after setting this: nothing may be added behind it.
+            if state.withLock({ $0.stopping }) { return nil }
             guard let requester = try? NNGRequester() else { return nil }
             try? requester.socket.setReconnectTime(min: .milliseconds(50), max: .milliseconds(500))
             try? requester.socket.setMaxReceiveSize(config.replyLimits.maxMessageBytes)
@@ -254,19 +256,36 @@ extension ClusterNode {
         }
     }
 
-    /// Says hello to every seed not yet known as a live peer.
+    /// Says hello to every seed not yet known as a live peer, each seed on a thread of
+    /// its own. A seed across a partition answers nothing, and waiting for it here (a
+    /// request timeout per seed, every tick) held up this node's heartbeats for seconds,
+    /// so that nodes on its own side declared it down too.
     func greetSeeds() {
         let known = state.withLock { state in Set(state.peers.alive.filter { $0.status == .alive }.map(\.address)) }
-        for seed in config.seeds where seed != listenAddress && seed != config.listen && !known.contains(seed) {
-            guard let requester = link(seed) else { continue }
-            let hello = framing.seal(WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat()))))
-            guard let reply = try? requester.request(hello, timeout: .milliseconds(Int64(config.requestTimeoutMillis))),
-                  let body = openReply(reply),
-                  let decoded = try? WireCodec.decode(Array(body), limits: config.limits),
-                  case let .heartbeat(heartbeat) = decoded.message else { continue }
-            if state.withLock({ $0.faults.cuts(heartbeat.node) }) { continue }
-            heard(heartbeat)
+        let wanted = config.seeds.filter { $0 != listenAddress && $0 != config.listen && !known.contains($0) }
+        guard !wanted.isEmpty else { return }
+        for seed in state.withLock({ $0.peers.startGreeting(wanted) }) {
+            do {
+                _ = try NNGThread(name: "hr-greet") { [weak self] in
+                    self?.greet(seed)
+                    self?.state.withLock { $0.peers.finishGreeting(seed) }
+                }
+            } catch {
+                state.withLock { $0.peers.finishGreeting(seed) }
+            }
         }
+    }
+
+    /// One hello to one seed; its answer is a heartbeat like any other.
+    func greet(_ seed: String) {
+        guard !state.withLock({ $0.stopping }), let requester = link(seed) else { return }
+        let hello = framing.seal(WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat()))))
+        guard let reply = try? requester.request(hello, timeout: .milliseconds(Int64(config.requestTimeoutMillis))),
+              let body = openReply(reply),
+              let decoded = try? WireCodec.decode(Array(body), limits: config.limits),
+              case let .heartbeat(heartbeat) = decoded.message else { return }
+        if state.withLock({ $0.faults.cuts(heartbeat.node) }) { return }
+        heard(heartbeat)
     }
 
     /// Nodes silent past the down period are declared down: their sessions end on every replica.
