@@ -26,12 +26,13 @@ final class PatchEncoder {
         let room = Self.defaultRoom
         patch.pointee.room_id = encoder.string(state.roomID)
 
-        let userIDs = state.users.keys.sorted(by: utf8Less)
-        let users = encoder.arena.pointers(Homeroom__V1__UserPatch.self, count: userIDs.count)
-        for (index, id) in userIDs.enumerated() {
-            users[index] = user(id, state.users[id]!)
+        // Sorted by id, keeping each entry's index: no second hash lookup per user.
+        let userOrder = zip(state.users.keys, state.users.indices).sorted { utf8Less($0.0, $1.0) }
+        let users = encoder.arena.pointers(Homeroom__V1__UserPatch.self, count: userOrder.count)
+        for (index, (id, position)) in userOrder.enumerated() {
+            users[index] = user(id, state.users.values[position])
         }
-        patch.pointee.n_users = userIDs.count
+        patch.pointee.n_users = userOrder.count
         patch.pointee.users = users
 
         patch.pointee.name = stringRegister(state.name, default: room.name)

@@ -63,6 +63,10 @@ func runBench() {
     if wants("codec") { CodecBench.run(quick: options.quick, emit: emit) }
     if wants("cluster") { ClusterBench.run(quick: options.quick, emit: emit) }
     if wants("join") { JoinBench.run(quick: options.quick, emit: emit) }
+    if options.suites.contains("snapshot") {
+        // Not part of the full run (the join suite has these rows): the in-process join, for profiles.
+        for users in options.quick ? [10_000] : [10_000, 100_000] { JoinBench.stages(users: users, emit: emit) }
+    }
     if wants("messaging") { MessagingBench.run(quick: options.quick, emit: emit) }
 
     if options.markdown {
