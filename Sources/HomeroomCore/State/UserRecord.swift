@@ -290,6 +290,29 @@ public struct UserRecord: Hashable, Sendable {
         return any ? patch : nil
     }
 
+    /// Whether merging this record into an empty one gives it back unchanged: sessions
+    /// sorted by id without repeats, and no unwritten (origin-stamped) register holding
+    /// a value other than its default. Records built by Core and the wire decoder are.
+    var isCanonical: Bool {
+        func plain<V>(_ register: Register<V>, _ fresh: Register<V>) -> Bool { register.stamp != .origin || register == fresh }
+        let fresh = UserRecord()
+        guard plain(name, fresh.name), plain(role, fresh.role) else { return false }
+        for index in sessions.indices.dropFirst() where !(sessions[index - 1].id < sessions[index].id) { return false }
+        guard !activityStorage.isEmpty else { return true }
+        let activity = activityStorage[0], none = UserActivity.none
+        return plain(activity.stage, none.stage) && plain(activity.board, none.board) && plain(activity.cameraDevice, none.cameraDevice)
+            && plain(activity.cameraPrivilege, none.cameraPrivilege) && plain(activity.microphoneDevice, none.microphoneDevice)
+            && plain(activity.microphonePrivilege, none.microphonePrivilege) && plain(activity.hand, none.hand)
+            && plain(activity.chatMuted, none.chatMuted)
+    }
+
+    /// This record merged into an empty one (what a replica that never saw the user keeps).
+    static func merged(_ record: UserRecord) -> UserRecord {
+        var fresh = UserRecord()
+        fresh.merge(record)
+        return fresh
+    }
+
     /// Whether `missing(from: .empty)` would return this record unchanged (see
     /// `RoomState.isOwnSnapshot`): every field written or at its default, every session
     /// kept, and something written (an all-default record is left out of a snapshot).
