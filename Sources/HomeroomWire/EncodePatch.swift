@@ -6,7 +6,7 @@ import HomeroomCore
 /// sorted tables. The tables are filled in at the end: every index field is
 /// recorded while the structures are built and patched once the sorted tables
 /// are known, so the state is walked once.
-final class PatchEncoder {
+struct PatchEncoder {
     private let encoder: CEncoder
     /// Index fields hold a provisional slot (order of first use) until the end, when
     /// the sorted tables are known and each slot is rewritten to its table index.
@@ -25,7 +25,14 @@ final class PatchEncoder {
         self.encoder = encoder
     }
 
-    func encode(_ state: RoomState) -> UnsafeMutablePointer<Homeroom__V1__RoomPatch> {
+    /// A struct, not a class: its tables are appended to for every stamp, and a class's
+    /// stored properties pay a dynamic exclusivity check on each access.
+    static func encode(_ state: RoomState, with encoder: CEncoder) -> UnsafeMutablePointer<Homeroom__V1__RoomPatch> {
+        var patchEncoder = PatchEncoder(encoder: encoder)
+        return patchEncoder.encode(state)
+    }
+
+    mutating func encode(_ state: RoomState) -> UnsafeMutablePointer<Homeroom__V1__RoomPatch> {
         let patch = encoder.make(homeroom__v1__room_patch__init)
         let room = Self.defaultRoom
         patch.pointee.room_id = encoder.string(state.roomID)
@@ -121,7 +128,7 @@ final class PatchEncoder {
         return patch
     }
 
-    private func user(_ id: UserID, _ record: UserRecord) -> UnsafeMutablePointer<Homeroom__V1__UserPatch> {
+    private mutating func user(_ id: UserID, _ record: UserRecord) -> UnsafeMutablePointer<Homeroom__V1__UserPatch> {
         let defaults = Self.defaultUser
         let message = encoder.make(homeroom__v1__user_patch__init)
         message.pointee.id = encoder.string(id)
@@ -196,7 +203,7 @@ final class PatchEncoder {
         return message
     }
 
-    private func properties(_ properties: [String: Register<PropertyValue>])
+    private mutating func properties(_ properties: [String: Register<PropertyValue>])
         -> (Int, UnsafeMutablePointer<UnsafeMutablePointer<Homeroom__V1__Property>?>) {
         let keys = properties.keys.sorted(by: utf8Less)
         let list = encoder.arena.pointers(Homeroom__V1__Property.self, count: keys.count)
@@ -221,7 +228,7 @@ final class PatchEncoder {
 
     // MARK: Registers and stamps
 
-    private func stamp(_ stamp: Stamp) -> UnsafeMutablePointer<Homeroom__V1__Stamp> {
+    private mutating func stamp(_ stamp: Stamp) -> UnsafeMutablePointer<Homeroom__V1__Stamp> {
         let message = encoder.make(homeroom__v1__stamp__init)
         message.pointee.clock = stamp.clock.packed
         message.pointee.sequence = stamp.sequence
@@ -229,7 +236,7 @@ final class PatchEncoder {
         return message
     }
 
-    private func stringRegister(_ register: Register<String>, default value: Register<String>) -> UnsafeMutablePointer<Homeroom__V1__StringRegister>? {
+    private mutating func stringRegister(_ register: Register<String>, default value: Register<String>) -> UnsafeMutablePointer<Homeroom__V1__StringRegister>? {
         guard register != value else { return nil }
         let message = encoder.make(homeroom__v1__string_register__init)
         message.pointee.value = encoder.string(register.value)
@@ -237,7 +244,7 @@ final class PatchEncoder {
         return message
     }
 
-    private func boolRegister(_ register: Register<Bool>, default value: Register<Bool>) -> UnsafeMutablePointer<Homeroom__V1__BoolRegister>? {
+    private mutating func boolRegister(_ register: Register<Bool>, default value: Register<Bool>) -> UnsafeMutablePointer<Homeroom__V1__BoolRegister>? {
         guard register != value else { return nil }
         let message = encoder.make(homeroom__v1__bool_register__init)
         message.pointee.value = register.value ? 1 : 0
@@ -245,7 +252,7 @@ final class PatchEncoder {
         return message
     }
 
-    private func uint32Register(_ register: Register<UInt32>, default value: Register<UInt32>) -> UnsafeMutablePointer<Homeroom__V1__UInt32Register>? {
+    private mutating func uint32Register(_ register: Register<UInt32>, default value: Register<UInt32>) -> UnsafeMutablePointer<Homeroom__V1__UInt32Register>? {
         guard register != value else { return nil }
         let message = encoder.make(homeroom__v1__uint32_register__init)
         message.pointee.value = register.value
@@ -254,12 +261,12 @@ final class PatchEncoder {
     }
 
     @inline(__always)
-    private func internReplica(_ replica: UInt64, into field: UnsafeMutablePointer<UInt32>) {
+    private mutating func internReplica(_ replica: UInt64, into field: UnsafeMutablePointer<UInt32>) {
         field.pointee = replicaSlots.slot(replica)
         replicaFields.append(field)
     }
 
-    private func internString(_ string: String, into field: UnsafeMutablePointer<UInt32>, plusOne: Bool = false) {
+    private mutating func internString(_ string: String, into field: UnsafeMutablePointer<UInt32>, plusOne: Bool = false) {
         field.pointee = stringSlots.slot(string)
         if plusOne { stringPlusOneFields.append(field) } else { stringFields.append(field) }
     }

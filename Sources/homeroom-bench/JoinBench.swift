@@ -85,7 +85,6 @@ enum JoinBench {
             let seconds = measure { try? client.connect() }
             guard client.replica.users.count >= users else { client.close(); continue }
             samples.append(seconds)
-            if getenv("BENCH_DEBUG") != nil { fputs("join attempt \(attempt): \(seconds)\n", stderr) }
             bytes = Int(nodes[0].metrics["reply_bytes_total"])
             client.close()
         }
