@@ -75,3 +75,36 @@ import Testing
         #expect(idleActivity.snapshot() == idleActivity.missing(since: .empty))
     }
 }
+
+/// The stage and hand queue against a plain sorted array, through enough writes to
+/// split and empty its runs.
+@Suite struct CandidateQueueTests {
+    @Test func matchesASortedArrayThroughSplitsAndRemovals() {
+        var queue = CandidateQueue()
+        var reference: [UserID: Stamp] = [:]
+        var rng = SplitMix64(seed: 42)
+        for step in 0..<6_000 {
+            let user = "u\(Int.random(in: 0..<700, using: &rng))"
+            // Ties on the stamp are broken by the user id.
+            let stamp = Bool.random(using: &rng) && step % 3 != 0
+                ? Stamp(clock: HybridTimestamp(millis: UInt64.random(in: 0..<50, using: &rng), logical: 0, replica: ReplicaID(1)), sequence: 1)
+                : nil
+            queue.set(user, stamp: stamp)
+            reference[user] = stamp
+            if step % 500 == 0 || step == 5_999 {
+                let sorted = reference.map { CandidateQueue.Entry(stamp: $0.value, user: $0.key) }.sorted()
+                #expect(queue.count == sorted.count)
+                #expect(queue.winners(limit: 10) == Array(sorted.prefix(10)))
+                #expect(queue.waiting(limit: 10) == Array(sorted.dropFirst(10)))
+                #expect(queue.winners(limit: 0).isEmpty && queue.winningUsers(limit: 0).isEmpty)
+                #expect(queue.winningUsers(limit: 10) == sorted.prefix(10).map(\.user))
+                #expect(queue.winningUsers(limit: 300) == sorted.prefix(300).map(\.user))
+                for (rank, entry) in sorted.enumerated() where rank < 12 || rank % 97 == 0 {
+                    #expect(queue.isAmongFirst(10, entry.user) == (rank < 10))
+                }
+                #expect(!queue.isAmongFirst(10, "nobody"))
+            }
+        }
+        #expect(reference.count > CandidateQueue.runCapacity, "too few entries to split a run")
+    }
+}
