@@ -108,3 +108,24 @@ import Testing
         #expect(reference.count > CandidateQueue.runCapacity, "too few entries to split a run")
     }
 }
+
+@Suite struct SeenCheckTests {
+    /// The scanning check answers as the version vector does: contiguous prefixes,
+    /// early dots past a gap, unknown origins, sequence 0, and too many origins to scan.
+    @Test func answersAsTheVersionVector() {
+        var rng = SplitMix64(seed: 7)
+        for origins in [1, 3, SeenCheck.maxScannedOrigins, SeenCheck.maxScannedOrigins + 5] {
+            var seen = VersionVector()
+            for origin in 1...origins {
+                for _ in 0..<40 { seen.insert(Dot(origin: ReplicaID(UInt64(origin)), sequence: UInt64.random(in: 1...60, using: &rng))) }
+            }
+            let check = SeenCheck(seen)
+            for origin in 0...(origins + 1) {
+                for sequence in 0...65 {
+                    let dot = Dot(origin: ReplicaID(UInt64(origin)), sequence: UInt64(sequence))
+                    #expect(check.contains(dot) == seen.contains(dot), "\(dot) with \(origins) origins")
+                }
+            }
+        }
+    }
+}

@@ -4,8 +4,9 @@ extension RoomState {
     /// `missing(since: .empty)` is the full snapshot.
     public func missing(since other: VersionVector) -> RoomState {
         var patch = RoomState(roomID: roomID)
+        let check = SeenCheck(other)
         func take<V>(_ source: Register<V>, _ target: inout Register<V>) {
-            if !other.contains(source.stamp.dot) { target = source }
+            if !check.contains(source.stamp.dot) { target = source }
         }
         take(name, &patch.name)
         take(type, &patch.type)
@@ -23,7 +24,7 @@ extension RoomState {
         take(historyLimit, &patch.historyLimit)
         patch.messages = messages.missing(from: other)
         for (user, record) in users {
-            if let missing = record.missing(from: other) { patch.users[user] = missing }
+            if let missing = record.missing(from: check) { patch.users[user] = missing }
         }
         patch.seen = seen
         patch.rebuildIndexes()

@@ -273,7 +273,7 @@ public struct UserRecord: Hashable, Sendable {
     }
 
     /// The part of this record whose writes `seen` does not cover; nil when nothing is missing.
-    func missing(from seen: VersionVector) -> UserRecord? {
+    func missing(from seen: SeenCheck) -> UserRecord? {
         var patch = UserRecord()
         var any = false
         if !seen.contains(name.stamp.dot) { patch.name = name; any = true }
@@ -283,7 +283,7 @@ public struct UserRecord: Hashable, Sendable {
             let endMissing = session.ended.map { !seen.contains($0.dot) } ?? false
             if startMissing || endMissing { patch.sessions.append(session); any = true }
         }
-        if let activity = activityStorage.first, let missing = activity.missing(from: seen) {
+        if !activityStorage.isEmpty, let missing = activityStorage[0].missing(from: seen) {
             patch.activityStorage = [missing]
             any = true
         }
@@ -359,7 +359,7 @@ extension UserActivity {
             && presence.values.allSatisfy { $0.stamp.sequence != 0 }
     }
 
-    func missing(from seen: VersionVector) -> UserActivity? {
+    func missing(from seen: SeenCheck) -> UserActivity? {
         var patch = UserActivity()
         var any = false
         func take(_ source: Register<Bool>, _ target: inout Register<Bool>) {
