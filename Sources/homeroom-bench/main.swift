@@ -15,7 +15,8 @@ struct BenchOptions {
         OPTIONS:
           --quick           Smaller sizes, for CI (well under 2 minutes).
           --markdown        Also print a Markdown table of the rows.
-          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, messaging); repeatable.
+          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, messaging,
+                            messaging-100k, snapshot: the join in process, for profiles); repeatable.
           -h, --help        Show help information.
         """
 }
@@ -68,6 +69,10 @@ func runBench() {
         for users in options.quick ? [10_000] : [10_000, 100_000] { JoinBench.stages(users: users, emit: emit) }
     }
     if wants("messaging") { MessagingBench.run(quick: options.quick, emit: emit) }
+    // The 100,000-member hall: in the full run, or alone by name (quick keeps to 10,000).
+    if (wants("messaging") && !options.quick) || options.suites.contains("messaging-100k") {
+        MessagingBench.largeHall(quick: options.quick, emit: emit)
+    }
 
     if options.markdown {
         print("")
