@@ -29,8 +29,9 @@ struct CDecoder {
         if length > limits.maxStringBytes {
             throw .limitExceeded(what: "\(field()) (bytes)", limit: limits.maxStringBytes, actual: length)
         }
-        let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: length)
-        guard let value = String(validating: bytes, as: UTF8.self) else {
+        // The C-string initializer validates without the generic path of
+        // `String(validating:as:)`, whose metadata lookups cost more than the copy.
+        guard let value = String(validatingCString: pointer) else {
             throw .invalidValue(field: field(), reason: "not valid UTF-8")
         }
         return value

@@ -11,9 +11,20 @@ import HomeroomCore
 
 /// Strings compare by their UTF-8 bytes on the wire (the canonical order of
 /// docs/PROTOCOL.md), not by Swift's Unicode ordering.
+/// One `memcmp` over the contiguous UTF-8 (native and small strings have it); the
+/// generic `lexicographicallyPrecedes` walked the views byte by byte and was most
+/// of a snapshot's encode time.
 @inline(__always)
 func utf8Less(_ a: String, _ b: String) -> Bool {
-    a.utf8.lexicographicallyPrecedes(b.utf8)
+    let fast = a.utf8.withContiguousStorageIfAvailable { x in
+        b.utf8.withContiguousStorageIfAvailable { y in
+            let common = min(x.count, y.count)
+            let order = common == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, common)
+            return order != 0 ? order < 0 : x.count < y.count
+        }
+    }
+    if let fast, let result = fast { return result }
+    return a.utf8.lexicographicallyPrecedes(b.utf8)
 }
 
 /// Interns strings by first use; index = position in the table.

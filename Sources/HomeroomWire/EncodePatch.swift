@@ -6,12 +6,16 @@ import HomeroomCore
 /// sorted tables. The tables are filled in at the end: every index field is
 /// recorded while the structures are built and patched once the sorted tables
 /// are known, so the state is walked once.
-final class PatchEncoder {
+struct PatchEncoder {
     private let encoder: CEncoder
-    private var replicaFixups: [(field: UnsafeMutablePointer<UInt32>, replica: UInt64)] = []
-    private var stringFixups: [(field: UnsafeMutablePointer<UInt32>, string: String)] = []
+    /// Index fields hold a provisional slot (order of first use) until the end, when
+    /// the sorted tables are known and each slot is rewritten to its table index.
+    private var replicaSlots = Interner<UInt64>()
+    private var replicaFields: [UnsafeMutablePointer<UInt32>] = []
+    private var stringSlots = Interner<String>()
+    private var stringFields: [UnsafeMutablePointer<UInt32>] = []
     /// Fields that hold a string-table index plus one (0 means "none").
-    private var stringPlusOneFixups: [(field: UnsafeMutablePointer<UInt32>, string: String)] = []
+    private var stringPlusOneFields: [UnsafeMutablePointer<UInt32>] = []
 
     static let defaultRoom = RoomState(roomID: "")
     static let defaultUser = UserRecord()
@@ -21,17 +25,26 @@ final class PatchEncoder {
         self.encoder = encoder
     }
 
-    func encode(_ state: RoomState) -> UnsafeMutablePointer<Homeroom__V1__RoomPatch> {
+    /// A struct, not a class: its tables are appended to for every stamp, and a class's
+    /// stored properties pay a dynamic exclusivity check on each access.
+    static func encode(_ state: RoomState, with encoder: CEncoder) -> UnsafeMutablePointer<Homeroom__V1__RoomPatch> {
+        var patchEncoder = PatchEncoder(encoder: encoder)
+        return patchEncoder.encode(state)
+    }
+
+    mutating func encode(_ state: RoomState) -> UnsafeMutablePointer<Homeroom__V1__RoomPatch> {
         let patch = encoder.make(homeroom__v1__room_patch__init)
         let room = Self.defaultRoom
         patch.pointee.room_id = encoder.string(state.roomID)
 
-        let userIDs = state.users.keys.sorted(by: utf8Less)
-        let users = encoder.arena.pointers(Homeroom__V1__UserPatch.self, count: userIDs.count)
-        for (index, id) in userIDs.enumerated() {
-            users[index] = user(id, state.users[id]!)
+        // Sorted by id, keeping each entry's index: no second hash lookup per user.
+        var userOrder = state.users.indices.map { SortKey(state.users.keys[$0], position: $0) }
+        userOrder.sort()
+        let users = encoder.arena.pointers(Homeroom__V1__UserPatch.self, count: userOrder.count)
+        for (index, key) in userOrder.enumerated() {
+            users[index] = user(key.string, state.users.values[key.position])
         }
-        patch.pointee.n_users = userIDs.count
+        patch.pointee.n_users = userOrder.count
         patch.pointee.users = users
 
         patch.pointee.name = stringRegister(state.name, default: room.name)
@@ -80,9 +93,9 @@ final class PatchEncoder {
         let messageList = encoder.arena.pointers(Homeroom__V1__MessageRecord.self, count: messages.count)
         for (index, message) in messages.enumerated() {
             let record = encoder.make(homeroom__v1__message_record__init)
-            stringFixups.append((field(record, \.sender), message.sender))
+            internString(message.sender, into: field(record, \.sender))
             record.pointee.counter = message.key.counter
-            if let recipient = message.recipient { stringPlusOneFixups.append((field(record, \.recipient), recipient)) }
+            if let recipient = message.recipient { internString(recipient, into: field(record, \.recipient), plusOne: true) }
             record.pointee.type = encoder.string(message.type)
             record.pointee.payload = encoder.arena.binary(message.payload)
             record.pointee.previous = message.previous
@@ -93,30 +106,29 @@ final class PatchEncoder {
         patch.pointee.messages = messageList
 
         // The tables, sorted, and every index that refers to them.
-        let replicas = Array(Set(replicaFixups.map(\.replica))).sorted()
-        var replicaIndex: [UInt64: UInt32] = [:]
-        replicaIndex.reserveCapacity(replicas.count)
-        let replicaTable = encoder.arena.allocate(UInt64.self, count: max(replicas.count, 1))
-        for (index, replica) in replicas.enumerated() {
-            replicaIndex[replica] = UInt32(index)
-            replicaTable[index] = replica
+        let replicaOrder = replicaSlots.values.indices.sorted { replicaSlots.values[$0] < replicaSlots.values[$1] }
+        var replicaIndex = [UInt32](repeating: 0, count: replicaOrder.count)
+        let replicaTable = encoder.arena.allocate(UInt64.self, count: max(replicaOrder.count, 1))
+        for (index, slot) in replicaOrder.enumerated() {
+            replicaIndex[slot] = UInt32(index)
+            replicaTable[index] = replicaSlots.values[slot]
         }
-        for fixup in replicaFixups { fixup.field.pointee = replicaIndex[fixup.replica]! }
-        patch.pointee.n_replicas = replicas.count
+        for field in replicaFields { field.pointee = replicaIndex[Int(field.pointee)] }
+        patch.pointee.n_replicas = replicaOrder.count
         patch.pointee.replicas = replicaTable
 
-        let strings = Array(Set(stringFixups.map(\.string)).union(stringPlusOneFixups.map(\.string))).sorted(by: utf8Less)
-        var stringIndex: [String: UInt32] = [:]
-        stringIndex.reserveCapacity(strings.count)
-        for (index, string) in strings.enumerated() { stringIndex[string] = UInt32(index) }
-        for fixup in stringFixups { fixup.field.pointee = stringIndex[fixup.string]! }
-        for fixup in stringPlusOneFixups { fixup.field.pointee = stringIndex[fixup.string]! + 1 }
+        let stringOrder = stringSlots.values.indices.sorted { utf8Less(stringSlots.values[$0], stringSlots.values[$1]) }
+        var stringIndex = [UInt32](repeating: 0, count: stringOrder.count)
+        for (index, slot) in stringOrder.enumerated() { stringIndex[slot] = UInt32(index) }
+        for field in stringFields { field.pointee = stringIndex[Int(field.pointee)] }
+        for field in stringPlusOneFields { field.pointee = stringIndex[Int(field.pointee)] + 1 }
+        let strings = stringOrder.map { stringSlots.values[$0] }
         patch.pointee.n_strings = strings.count
         patch.pointee.strings = encoder.stringTable(strings)
         return patch
     }
 
-    private func user(_ id: UserID, _ record: UserRecord) -> UnsafeMutablePointer<Homeroom__V1__UserPatch> {
+    private mutating func user(_ id: UserID, _ record: UserRecord) -> UnsafeMutablePointer<Homeroom__V1__UserPatch> {
         let defaults = Self.defaultUser
         let message = encoder.make(homeroom__v1__user_patch__init)
         message.pointee.id = encoder.string(id)
@@ -140,12 +152,13 @@ final class PatchEncoder {
         if activity.kicked != .origin { message.pointee.kicked = stamp(activity.kicked) }
         if let banned = activity.banned { message.pointee.banned = stamp(banned) }
 
-        let sessions = record.sessions.sorted { utf8Less($0.id, $1.id) }
+        // Core sorts sessions by Swift's order; the wire wants UTF-8 order (one session needs no sort).
+        let sessions = record.sessions.count < 2 ? record.sessions : record.sessions.sorted { utf8Less($0.id, $1.id) }
         let sessionList = encoder.arena.pointers(Homeroom__V1__Session.self, count: sessions.count)
         for (index, session) in sessions.enumerated() {
             let entry = encoder.make(homeroom__v1__session__init)
             entry.pointee.id = encoder.string(session.id)
-            replicaFixups.append((field(entry, \.host), session.host.rawValue))
+            internReplica(session.host.rawValue, into: field(entry, \.host))
             entry.pointee.incarnation = session.incarnation
             entry.pointee.started = stamp(session.started)
             if let ended = session.ended { entry.pointee.ended = stamp(ended) }
@@ -160,7 +173,7 @@ final class PatchEncoder {
         let rewardList = encoder.arena.pointers(Homeroom__V1__RewardRecord.self, count: rewards.count)
         for (index, (key, entry)) in rewards.enumerated() {
             let reward = encoder.make(homeroom__v1__reward_record__init)
-            stringFixups.append((field(reward, \.author), key.author))
+            internString(key.author, into: field(reward, \.author))
             reward.pointee.author_counter = key.authorCounter
             reward.pointee.amount = entry.amount
             reward.pointee.stamp = stamp(entry.stamp)
@@ -190,7 +203,7 @@ final class PatchEncoder {
         return message
     }
 
-    private func properties(_ properties: [String: Register<PropertyValue>])
+    private mutating func properties(_ properties: [String: Register<PropertyValue>])
         -> (Int, UnsafeMutablePointer<UnsafeMutablePointer<Homeroom__V1__Property>?>) {
         let keys = properties.keys.sorted(by: utf8Less)
         let list = encoder.arena.pointers(Homeroom__V1__Property.self, count: keys.count)
@@ -203,7 +216,7 @@ final class PatchEncoder {
             } else {
                 property.pointee.deleted = 1
             }
-            stringFixups.append((field(property, \.writer), register.value.operatorID))
+            internString(register.value.operatorID, into: field(property, \.writer))
             property.pointee.cause = encoder.string(register.value.cause)
             property.pointee.stamp = stamp(register.stamp)
             property.pointee.revision = register.value.revision
@@ -215,15 +228,15 @@ final class PatchEncoder {
 
     // MARK: Registers and stamps
 
-    private func stamp(_ stamp: Stamp) -> UnsafeMutablePointer<Homeroom__V1__Stamp> {
+    private mutating func stamp(_ stamp: Stamp) -> UnsafeMutablePointer<Homeroom__V1__Stamp> {
         let message = encoder.make(homeroom__v1__stamp__init)
         message.pointee.clock = stamp.clock.packed
         message.pointee.sequence = stamp.sequence
-        replicaFixups.append((field(message, \.replica), stamp.clock.replica.rawValue))
+        internReplica(stamp.clock.replica.rawValue, into: field(message, \.replica))
         return message
     }
 
-    private func stringRegister(_ register: Register<String>, default value: Register<String>) -> UnsafeMutablePointer<Homeroom__V1__StringRegister>? {
+    private mutating func stringRegister(_ register: Register<String>, default value: Register<String>) -> UnsafeMutablePointer<Homeroom__V1__StringRegister>? {
         guard register != value else { return nil }
         let message = encoder.make(homeroom__v1__string_register__init)
         message.pointee.value = encoder.string(register.value)
@@ -231,7 +244,7 @@ final class PatchEncoder {
         return message
     }
 
-    private func boolRegister(_ register: Register<Bool>, default value: Register<Bool>) -> UnsafeMutablePointer<Homeroom__V1__BoolRegister>? {
+    private mutating func boolRegister(_ register: Register<Bool>, default value: Register<Bool>) -> UnsafeMutablePointer<Homeroom__V1__BoolRegister>? {
         guard register != value else { return nil }
         let message = encoder.make(homeroom__v1__bool_register__init)
         message.pointee.value = register.value ? 1 : 0
@@ -239,7 +252,7 @@ final class PatchEncoder {
         return message
     }
 
-    private func uint32Register(_ register: Register<UInt32>, default value: Register<UInt32>) -> UnsafeMutablePointer<Homeroom__V1__UInt32Register>? {
+    private mutating func uint32Register(_ register: Register<UInt32>, default value: Register<UInt32>) -> UnsafeMutablePointer<Homeroom__V1__UInt32Register>? {
         guard register != value else { return nil }
         let message = encoder.make(homeroom__v1__uint32_register__init)
         message.pointee.value = register.value
@@ -247,8 +260,75 @@ final class PatchEncoder {
         return message
     }
 
+    @inline(__always)
+    private mutating func internReplica(_ replica: UInt64, into field: UnsafeMutablePointer<UInt32>) {
+        field.pointee = replicaSlots.slot(replica)
+        replicaFields.append(field)
+    }
+
+    private mutating func internString(_ string: String, into field: UnsafeMutablePointer<UInt32>, plusOne: Bool = false) {
+        field.pointee = stringSlots.slot(string)
+        if plusOne { stringPlusOneFields.append(field) } else { stringFields.append(field) }
+    }
+
     /// The address of a `UInt32` field inside an arena-allocated struct.
     private func field<M>(_ message: UnsafeMutablePointer<M>, _ path: WritableKeyPath<M, UInt32>) -> UnsafeMutablePointer<UInt32> {
         (UnsafeMutableRawPointer(message) + MemoryLayout<M>.offset(of: path)!).assumingMemoryBound(to: UInt32.self)
     }
+}
+
+/// Distinct values in order of first use. The last value is remembered: stamps come
+/// in runs from one node, and a hit skips hashing (a snapshot has several per user).
+struct Interner<Value: Hashable> {
+    private(set) var values: [Value] = []
+    private var slots: [Value: UInt32] = [:]
+    private var last: (value: Value, slot: UInt32)?
+
+    @inline(__always)
+    mutating func slot(_ value: Value) -> UInt32 {
+        if let last, last.value == value { return last.slot }
+        let slot: UInt32
+        if let known = slots[value] {
+            slot = known
+        } else {
+            slot = UInt32(values.count)
+            slots[value] = slot
+            values.append(value)
+        }
+        last = (value, slot)
+        return slot
+    }
+}
+
+/// A string with its first 16 UTF-8 bytes as two big-endian words, so sorting
+/// compares two integers and reads the bytes only past a shared 16-byte prefix.
+/// Same order as `utf8Less`.
+struct SortKey<Position>: Comparable {
+    var high: UInt64
+    var low: UInt64
+    var string: String
+    var position: Position
+
+    init(_ string: String, position: Position) {
+        var high: UInt64 = 0, low: UInt64 = 0
+        var string = string
+        string.withUTF8 { bytes in
+            for (offset, byte) in bytes.prefix(16).enumerated() {
+                if offset < 8 { high |= UInt64(byte) << (56 - 8 * offset) } else { low |= UInt64(byte) << (56 - 8 * (offset - 8)) }
+            }
+        }
+        self.high = high
+        self.low = low
+        self.string = string
+        self.position = position
+    }
+
+    @inline(__always)
+    static func < (a: SortKey, b: SortKey) -> Bool {
+        if a.high != b.high { return a.high < b.high }
+        if a.low != b.low { return a.low < b.low }
+        return utf8Less(a.string, b.string)
+    }
+
+    static func == (a: SortKey, b: SortKey) -> Bool { a.string == b.string }
 }

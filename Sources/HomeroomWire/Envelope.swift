@@ -17,10 +17,10 @@ extension CEncoder {
             message.pointee.delta_batch = deltaBatch(origin: batch.origin, deltas: batch.deltas)
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_DELTA_BATCH
         case let .snapshot(state):
-            message.pointee.snapshot = PatchEncoder(encoder: self).encode(state)
+            message.pointee.snapshot = PatchEncoder.encode(state, with: self)
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_SNAPSHOT
         case let .patch(state):
-            message.pointee.patch = PatchEncoder(encoder: self).encode(state)
+            message.pointee.patch = PatchEncoder.encode(state, with: self)
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_PATCH
         case let .digest(vector):
             let digest = make(homeroom__v1__digest__init)
@@ -46,7 +46,7 @@ extension CEncoder {
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_SYNC_REQUEST
         case let .syncResponse(response):
             let body = make(homeroom__v1__sync_response__init)
-            if let patch = response.patch { body.pointee.patch = PatchEncoder(encoder: self).encode(patch) }
+            if let patch = response.patch { body.pointee.patch = PatchEncoder.encode(patch, with: self) }
             let list = arena.pointers(Homeroom__V1__DeltaBatch.self, count: response.batches.count)
             for (index, batch) in response.batches.enumerated() {
                 list[index] = deltaBatch(origin: batch.origin, deltas: batch.deltas)
@@ -114,7 +114,7 @@ extension CEncoder {
             body.pointee.session = string(response.session)
             body.pointee.host = response.host.rawValue
             body.pointee.incarnation = response.incarnation
-            let state = PatchEncoder(encoder: self).encode(response.state)
+            let state = PatchEncoder.encode(response.state, with: self)
             if response.isSnapshot {
                 body.pointee.snapshot = state
                 body.pointee.state_case = HOMEROOM__V1__JOIN_RESPONSE__STATE_SNAPSHOT

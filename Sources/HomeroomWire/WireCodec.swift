@@ -68,7 +68,7 @@ public enum WireCodec {
     /// equal states give identical bytes, whatever order they were built in.
     public static func encodePatch(_ state: RoomState) -> [UInt8] {
         let arena = Arena()
-        let message = PatchEncoder(encoder: CEncoder(arena: arena)).encode(state)
+        let message = PatchEncoder.encode(state, with: CEncoder(arena: arena))
         return withExtendedLifetime(arena) {
             pack(message, size: homeroom__v1__room_patch__get_packed_size, pack: homeroom__v1__room_patch__pack)
         }

@@ -63,9 +63,7 @@ enum MergeBench {
         for _ in 0..<(quick ? 2 : 3) {
             var state = base
             var changes = 0
-            let seconds = measure {
-                for delta in deltas { changes &+= state.apply(delta).changes.count }
-            }
+            let seconds = measure { changes = streamedApply(&state, deltas) }
             precondition(changes > 0)
             best = min(best, seconds)
         }
@@ -84,8 +82,8 @@ enum MergeBench {
         for _ in 0..<(quick ? 2 : 3) {
             var behind = base
             var patch = RoomState(roomID: base.roomID)
-            let cut = measure { patch = ahead.missing(since: behind.seen) }
-            let merge = measure { behind.merge(patch) }
+            let cut = measure { patch = catchUpCut(ahead, since: behind.seen) }
+            let merge = measure { applyCatchUpPatch(&behind, patch) }
             patchUsers = patch.users.count
             precondition(behind == ahead, "catch-up did not converge")
             best = min(best, cut + merge)
@@ -98,6 +96,22 @@ enum MergeBench {
                       opsPerSecond: Double(changes) / best, seconds: best, target: ">= 5000000 changes/s",
                       note: "patch carried \(patchUsers) user records"))
     }
+
+    // Each measured step is its own function, so callgrind's --toggle-collect can isolate it
+    // (see "Profiles (callgrind)" in docs/PERFORMANCE.md).
+    @inline(never)
+    static func streamedApply(_ state: inout RoomState, _ deltas: [Delta]) -> Int {
+        var changes = 0
+        for delta in deltas { changes &+= state.apply(delta).changes.count }
+        return changes
+    }
+
+    @inline(never)
+    static func catchUpCut(_ ahead: RoomState, since seen: VersionVector) -> RoomState { ahead.missing(since: seen) }
+
+    @inline(never)
+    @discardableResult
+    static func applyCatchUpPatch(_ behind: inout RoomState, _ patch: RoomState) -> Int { behind.merge(patch).count }
 
     static func memory(quick: Bool, emit: (BenchRow) -> Void) {
         let users = quick ? 20_000 : 100_000

@@ -83,6 +83,40 @@ enum MessagingBench {
         }
     }
 
+    /// A 100,000-member lecture hall (33,334 joined per node): the same paced room
+    /// messages to `perNode` real subscribers per node, beside raw nng with the same
+    /// subscribers. What a node sends per message does not depend on how many joined,
+    /// only on who subscribes, so this row shows what the larger room itself costs
+    /// (state, joins, replication) next to the 10,000-member rows.
+    static func largeHall(quick: Bool, emit: (BenchRow) -> Void) {
+        let members = 100_000
+        let perNode = quick ? 100 : 300
+        let messages = quick ? 40 : 100
+        let intervalMicros = 100_000
+        let subscribers = perNode * 3
+        let name = "fanout-lecture-hall-100k-3-nodes-\(subscribers)-real-subscribers"
+        switch fanOut(members: members, perNode: perNode, messages: messages, intervalMicros: intervalMicros) {
+        case let .failure(problem):
+            emit(BenchRow(suite: "messaging", name: name, n: 0, note: "INCOMPLETE: \(problem.reason)"))
+        case let .success(run):
+            let raw = try? RawBaseline.pubSubFanOut(subscribers: subscribers, messages: messages, messageSize: run.messageBytes,
+                                                    intervalMicros: intervalMicros)
+            let complete = run.delivered == run.expected ? "" : "INCOMPLETE: \(run.delivered) of \(run.expected) delivered; "
+            emit(BenchRow(suite: "messaging", name: name, n: run.delivered,
+                          opsPerSecond: run.deliveredPerSecond, bytesPerOp: Double(run.messageBytes), p50Micros: run.p50, p99Micros: run.p99,
+                          seconds: run.seconds, ratioVsRaw: raw.map { run.p99 / max($0.p99Micros, 1) }, target: "p99 < 50 ms",
+                          note: complete + "\(members) members joined (3 nodes); \(perNode) real SUB sockets per node on the room topic, "
+                              + "\(messages) room messages at 10/s through node 1, timed from submit to each subscriber; ratio is p99 vs raw"))
+            if let raw {
+                emit(BenchRow(suite: "raw-nng", name: "pubsub-fanout-tcp-\(subscribers)-subscribers-\(run.messageBytes)B-for-100k-hall", n: raw.delivered,
+                              opsPerSecond: raw.deliveredPerSecond, bytesPerOp: Double(run.messageBytes), p50Micros: raw.p50Micros,
+                              p99Micros: raw.p99Micros, seconds: raw.seconds,
+                              note: "one raw PUB to \(subscribers) SUB sockets, same size and pacing, same run"
+                                  + (raw.delivered == raw.expected ? "" : "; \(raw.expected - raw.delivered) lost")))
+            }
+        }
+    }
+
     /// As fast as node 1 takes them: the outbox then sends many messages per publish.
     static func burst(members: Int, perNode: Int, messages: Int, emit: (BenchRow) -> Void) {
         let subscribers = perNode * 3

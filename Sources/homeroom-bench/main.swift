@@ -15,7 +15,8 @@ struct BenchOptions {
         OPTIONS:
           --quick           Smaller sizes, for CI (well under 2 minutes).
           --markdown        Also print a Markdown table of the rows.
-          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, messaging); repeatable.
+          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, messaging,
+                            messaging-100k, snapshot: the join in process, for profiles); repeatable.
           -h, --help        Show help information.
         """
 }
@@ -55,15 +56,25 @@ func runBench() {
 
     func wants(_ suite: String) -> Bool { options.suites.isEmpty || options.suites.contains(suite) }
 
+    // Memory first: it measures resident-set growth, which memory freed by an earlier
+    // suite would hide (the quick run showed 3 bytes/user after the merge suite).
+    if wants("memory") { MergeBench.memory(quick: options.quick, emit: emit) }
     if wants("merge") {
         MergeBench.streamed(quick: options.quick, emit: emit)
         MergeBench.catchUp(quick: options.quick, emit: emit)
     }
-    if wants("memory") { MergeBench.memory(quick: options.quick, emit: emit) }
     if wants("codec") { CodecBench.run(quick: options.quick, emit: emit) }
     if wants("cluster") { ClusterBench.run(quick: options.quick, emit: emit) }
     if wants("join") { JoinBench.run(quick: options.quick, emit: emit) }
+    if options.suites.contains("snapshot") {
+        // Not part of the full run (the join suite has these rows): the in-process join, for profiles.
+        for users in options.quick ? [10_000] : [10_000, 100_000] { JoinBench.stages(users: users, emit: emit) }
+    }
     if wants("messaging") { MessagingBench.run(quick: options.quick, emit: emit) }
+    // The 100,000-member hall: in the full run, or alone by name (quick keeps to 10,000).
+    if (wants("messaging") && !options.quick) || options.suites.contains("messaging-100k") {
+        MessagingBench.largeHall(quick: options.quick, emit: emit)
+    }
 
     if options.markdown {
         print("")

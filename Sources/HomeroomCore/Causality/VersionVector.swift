@@ -134,3 +134,37 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         }.joined(separator: ",")
     }
 }
+
+/// `VersionVector.contains` for the many dots of one cut (`missing(since:)` checks
+/// every register of every user): with a handful of origins, their contiguous
+/// prefixes sit in two small arrays, scanned instead of hashed per dot.
+struct SeenCheck {
+    let seen: VersionVector
+    private var origins: [ReplicaID] = []
+    private var contiguous: [UInt64] = []
+    private var hasEarly: [Bool] = []
+    private let scans: Bool
+
+    static let maxScannedOrigins = 16
+
+    init(_ seen: VersionVector) {
+        self.seen = seen
+        scans = seen.origins.count <= Self.maxScannedOrigins
+        guard scans else { return }
+        for (origin, progress) in seen.origins {
+            origins.append(origin)
+            contiguous.append(progress.contiguous)
+            hasEarly.append(!progress.early.isEmpty)
+        }
+    }
+
+    @inline(__always)
+    func contains(_ dot: Dot) -> Bool {
+        if dot.sequence == 0 { return true }
+        guard scans else { return seen.contains(dot) }
+        for index in origins.indices where origins[index] == dot.origin {
+            return dot.sequence <= contiguous[index] || (hasEarly[index] && seen.contains(dot))
+        }
+        return false
+    }
+}

@@ -25,6 +25,13 @@ public struct Register<Value: Hashable & Sendable>: Hashable, Sendable {
     }
 }
 
+extension Register {
+    /// Whether a snapshot (`missing(since: .empty)`) keeps this register as it is:
+    /// it was written (sequence 0 is no write), or it equals the default it would get.
+    @inline(__always)
+    func isWritten(or fresh: Register<Value>) -> Bool { stamp.sequence != 0 || self == fresh }
+}
+
 extension Stamp {
     /// The stamp of a register nobody has written: it loses to every write.
     public static let origin = Stamp(clock: .zero, sequence: 0)

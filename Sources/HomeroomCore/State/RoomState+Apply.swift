@@ -282,6 +282,14 @@ extension RoomState {
         let contextBefore = currentContext()
         let beforeFacts = touched.map { user in users[user].map { facts(user, record: $0, in: contextBefore) } ?? UserFacts() }
         mutate(&self)
+        return reportChanges(touched: touched, beforeFacts: beforeFacts, contextBefore: contextBefore, isTouched: isTouched)
+    }
+
+    /// The second half of `reportingChanges`, after the change: what is different now
+    /// for the touched users (`beforeFacts` in the same order) and for everyone whose
+    /// stage or hand place moved.
+    func reportChanges(touched: [UserID], beforeFacts: [UserFacts], contextBefore: FactsContext,
+                       isTouched: ((UserID) -> Bool)?) -> [RoomChange] {
         let contextAfter = currentContext()
 
         // Users whose stage or hand place may have moved without being touched.

@@ -4,8 +4,9 @@ extension RoomState {
     /// `missing(since: .empty)` is the full snapshot.
     public func missing(since other: VersionVector) -> RoomState {
         var patch = RoomState(roomID: roomID)
+        let check = SeenCheck(other)
         func take<V>(_ source: Register<V>, _ target: inout Register<V>) {
-            if !other.contains(source.stamp.dot) { target = source }
+            if !check.contains(source.stamp.dot) { target = source }
         }
         take(name, &patch.name)
         take(type, &patch.type)
@@ -23,7 +24,7 @@ extension RoomState {
         take(historyLimit, &patch.historyLimit)
         patch.messages = messages.missing(from: other)
         for (user, record) in users {
-            if let missing = record.missing(from: other) { patch.users[user] = missing }
+            if let missing = record.missing(from: check) { patch.users[user] = missing }
         }
         patch.seen = seen
         patch.rebuildIndexes()
@@ -31,7 +32,26 @@ extension RoomState {
     }
 
     /// The full state, ready to send to a replica that has nothing.
-    public func snapshot() -> RoomState { missing(since: .empty) }
+    ///
+    /// Equal to `missing(since: .empty)`. Almost always that is this state itself
+    /// (every register written or at its default), and then this shares its storage
+    /// instead of copying every user: a 100,000-user room's snapshot used to cost a
+    /// new record per user, under the node's lock.
+    public func snapshot() -> RoomState { isOwnSnapshot ? self : missing(since: .empty) }
+
+    /// Whether `missing(since: .empty)` would keep everything: no register, message or
+    /// user that only a never-written (sequence 0) stamp stands for.
+    var isOwnSnapshot: Bool {
+        let fresh = RoomState(roomID: roomID)
+        return name.isWritten(or: fresh.name) && type.isWritten(or: fresh.type) && stageLimit.isWritten(or: fresh.stageLimit)
+            && handLimit.isWritten(or: fresh.handLimit) && schedule.isWritten(or: fresh.schedule)
+            && (classState.stamp.sequence != 0 || classState == fresh.classState)
+            && (muteAll.sequence != 0 || muteAll == .origin)
+            && properties.values.allSatisfy { $0.stamp.sequence != 0 }
+            && chatMuted.isWritten(or: fresh.chatMuted) && historyLimit.isWritten(or: fresh.historyLimit)
+            && messages.entries.values.allSatisfy { $0.stamp.sequence != 0 }
+            && users.values.allSatisfy { $0.isOwnSnapshot }
+    }
 
     /// Joins a patch (or a whole snapshot) into this state and reports the changes.
     @discardableResult
@@ -46,19 +66,26 @@ extension RoomState {
         precondition(patch.roomID == roomID, "merging room \(patch.roomID) into \(roomID)")
         var touched = Array(patch.users.keys)
         var hostedOnDeadReplica: [UserID] = []
+        // A set beside the list: a node declared down in a lecture hall hosts tens of thousands.
+        var hostedSet = Set<UserID>()
         for (replica, incarnation) in patch.deadIncarnations where deadIncarnations[replica].map({ $0 < incarnation }) ?? true {
             for (user, record) in users where patch.users[user] == nil && record.sessions.contains(where: { $0.host == replica })
-                && !hostedOnDeadReplica.contains(user) {
+                && hostedSet.insert(user).inserted {
                 hostedOnDeadReplica.append(user)
             }
         }
         touched.append(contentsOf: hostedOnDeadReplica)
-        let isTouched: (UserID) -> Bool = { patch.users[$0] != nil || hostedOnDeadReplica.contains($0) }
+        let isTouched: (UserID) -> Bool = { patch.users[$0] != nil || hostedSet.contains($0) }
+        // What users showed before, taken before anything changes: for the patch's users
+        // in the loop below, one lookup each (a 100,000-user snapshot used to hash
+        // every id six times), for the others here.
+        let contextBefore = currentContext()
+        let deadBefore = deadIncarnations
+        var beforeFacts: [UserFacts] = []
+        beforeFacts.reserveCapacity(touched.count)
+        let hostedBefore = hostedOnDeadReplica.map { user in users[user].map { facts(user, record: $0, in: contextBefore) } ?? UserFacts() }
         // Presence state shows while its session lives: watch everyone whose sessions may change.
-        var presenceWatch = watchPresence(touched)
-        for (user, record) in patch.users where !record.presence.isEmpty && !presenceWatch.contains(where: { $0.0 == user }) {
-            presenceWatch.append((user, presenceState(of: user)))
-        }
+        var presenceWatch = watchPresence(hostedOnDeadReplica)
         let mutesBefore = patch.users.compactMap { user, record in
             record.hasActivity && record.chatMuted.stamp != .origin ? (user, users[user]?.chatMuted.value ?? false) : nil
         }
@@ -77,41 +104,56 @@ extension RoomState {
         let limitBefore = effectiveHistoryLimit
         var addedMessages: [MessageKey] = []
         var removedMessages: [MessageKey] = []
-        var roomInfoChanged = false
-        var classStateChanged = false
-        var muted = false
         var propertyKeys: [String] = []
         var userPropertyChanges: [RoomChange] = []
-        var changes = reportingChanges(touched: touched, isTouched: isTouched) { state in
-            roomInfoChanged = state.name.merge(patch.name)
-            roomInfoChanged = state.type.merge(patch.type) || roomInfoChanged
-            roomInfoChanged = state.stageLimit.merge(patch.stageLimit) || roomInfoChanged
-            roomInfoChanged = state.handLimit.merge(patch.handLimit) || roomInfoChanged
-            roomInfoChanged = state.schedule.merge(patch.schedule) || roomInfoChanged
-            classStateChanged = state.classState.merge(patch.classState)
-            if state.muteAll < patch.muteAll { state.muteAll = patch.muteAll; muted = true }
-            for (replica, incarnation) in patch.deadIncarnations {
-                state.deadIncarnations[replica] = max(state.deadIncarnations[replica] ?? 0, incarnation)
-            }
-            for (key, register) in patch.properties where Self.mergeProperty(&state.properties, key, register) {
-                propertyKeys.append(key)
-            }
-            state.chatMuted.merge(patch.chatMuted)
-            state.historyLimit.merge(patch.historyLimit)
-            state.messages.merge(patch.messages, limit: state.effectiveHistoryLimit, added: &addedMessages, removed: &removedMessages)
-            for (user, record) in patch.users {
+
+        var roomInfoChanged = name.merge(patch.name)
+        roomInfoChanged = type.merge(patch.type) || roomInfoChanged
+        roomInfoChanged = stageLimit.merge(patch.stageLimit) || roomInfoChanged
+        roomInfoChanged = handLimit.merge(patch.handLimit) || roomInfoChanged
+        roomInfoChanged = schedule.merge(patch.schedule) || roomInfoChanged
+        let classStateChanged = classState.merge(patch.classState)
+        var muted = false
+        if muteAll < patch.muteAll { muteAll = patch.muteAll; muted = true }
+        for (replica, incarnation) in patch.deadIncarnations {
+            deadIncarnations[replica] = max(deadIncarnations[replica] ?? 0, incarnation)
+        }
+        for (key, register) in patch.properties where Self.mergeProperty(&properties, key, register) {
+            propertyKeys.append(key)
+        }
+        chatMuted.merge(patch.chatMuted)
+        historyLimit.merge(patch.historyLimit)
+        messages.merge(patch.messages, limit: effectiveHistoryLimit, added: &addedMessages, removed: &removedMessages)
+        // A snapshot into a (nearly) empty replica: grow once, not by doubling.
+        if patch.users.count > users.count { users.reserveCapacity(users.count + patch.users.count) }
+        for (user, record) in patch.users {
+            if let index = users.index(forKey: user) {
                 if record.hasActivity, !record.properties.isEmpty {
-                    let existing = state.users[user]?.properties
-                    let wonKeys = record.properties.compactMap { key, register in
-                        existing?[key].map { $0.precedes(register) } ?? true ? key : nil
-                    }
+                    let existing = users.values[index].properties
+                    let wonKeys = record.properties.compactMap { key, register in existing[key].map { $0.precedes(register) } ?? true ? key : nil }
                     if !wonKeys.isEmpty { userPropertyChanges.append(.userPropertiesUpdated(user, keys: wonKeys.sorted())) }
                 }
-                state.users[user, default: UserRecord()].merge(record)
-                state.reindex(user)
+                beforeFacts.append(facts(user, record: users.values[index], in: contextBefore))
+                if !users.values[index].presence.isEmpty || !record.presence.isEmpty {
+                    presenceWatch.append((user, users.values[index].presenceState(deadIncarnations: deadBefore)))
+                }
+                users.values[index].merge(record)
+                // A record without activity is on no stage or hand list, before or after.
+                if users.values[index].hasActivity { reindex(user) }
+            } else {
+                if record.hasActivity, !record.properties.isEmpty {
+                    userPropertyChanges.append(.userPropertiesUpdated(user, keys: record.properties.keys.sorted()))
+                }
+                beforeFacts.append(UserFacts())
+                if !record.presence.isEmpty { presenceWatch.append((user, [:])) }
+                // A user new here is the patch's record (the join with an empty record), shared.
+                users[user] = record.isCanonical ? record : UserRecord.merged(record)
+                if record.hasActivity { reindex(user) }
             }
-            state.seen.formUnion(patch.seen)
         }
+        seen.formUnion(patch.seen)
+        beforeFacts.append(contentsOf: hostedBefore)
+        var changes = reportChanges(touched: touched, beforeFacts: beforeFacts, contextBefore: contextBefore, isTouched: isTouched)
         // Messaging, in a fixed order: limit, mutes, history, presence, timeouts, conflicts.
         if effectiveHistoryLimit != limitBefore { messaging.append(.historyLimitUpdated(effectiveHistoryLimit)) }
         if chatMuted.value != roomMutedBefore { messaging.append(.chatMuteUpdated(user: nil, muted: chatMuted.value)) }

@@ -82,7 +82,7 @@ extension RoomState {
     /// Users on stage, in the order every replica agrees on.
     public var stageWinners: [UserID] {
         if type.value == .oneToOne { return oneToOneParties }
-        return stageQueue.winners(limit: stageLimitValue).map(\.user)
+        return stageQueue.winningUsers(limit: stageLimitValue)
     }
 
     /// In a one-to-one room the first teacher and the first student to join are
@@ -106,18 +106,16 @@ extension RoomState {
         type.value == .oneToOne ? [] : stageQueue.waiting(limit: stageLimitValue).map(\.user)
     }
 
-    public var raisedHands: [UserID] { handQueue.winners(limit: Int(handLimit.value)).map(\.user) }
+    public var raisedHands: [UserID] { handQueue.winningUsers(limit: Int(handLimit.value)) }
     public var waitingHands: [UserID] { handQueue.waiting(limit: Int(handLimit.value)).map(\.user) }
 
     public func isOnStage(_ user: UserID) -> Bool {
         if type.value == .oneToOne { return oneToOneParties.contains(user) }
-        guard let rank = stageQueue.rank(of: user) else { return false }
-        return rank < stageLimitValue
+        return stageQueue.isAmongFirst(stageLimitValue, user)
     }
 
     public func isHandUp(_ user: UserID) -> Bool {
-        guard let rank = handQueue.rank(of: user) else { return false }
-        return rank < Int(handLimit.value)
+        return handQueue.isAmongFirst(Int(handLimit.value), user)
     }
 
     public func isOnline(_ user: UserID) -> Bool {

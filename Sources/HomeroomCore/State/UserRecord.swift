@@ -145,27 +145,37 @@ public struct UserRecord: Hashable, Sendable {
 
     public var hasActivity: Bool { !activityStorage.isEmpty }
 
-    public var stage: Register<Bool> { get { activity.stage } set { modifyActivity { $0.stage = newValue } } }
-    public var board: Register<Bool> { get { activity.board } set { modifyActivity { $0.board = newValue } } }
-    public var cameraDevice: Register<Bool> { get { activity.cameraDevice } set { modifyActivity { $0.cameraDevice = newValue } } }
-    public var cameraPrivilege: Register<Bool> { get { activity.cameraPrivilege } set { modifyActivity { $0.cameraPrivilege = newValue } } }
-    public var microphoneDevice: Register<Bool> { get { activity.microphoneDevice } set { modifyActivity { $0.microphoneDevice = newValue } } }
-    public var microphonePrivilege: Register<Bool> { get { activity.microphonePrivilege } set { modifyActivity { $0.microphonePrivilege = newValue } } }
-    public var hand: Register<Bool> { get { activity.hand } set { modifyActivity { $0.hand = newValue } } }
+    /// One field of the activity, read in place: `activity` would copy the whole
+    /// struct (retaining its four dictionaries) for every register read.
+    @inline(__always)
+    func read<Field>(_ field: KeyPath<UserActivity, Field>, default value: Field) -> Field {
+        activityStorage.isEmpty ? value : activityStorage[0][keyPath: field]
+    }
+
+    public var stage: Register<Bool> { get { read(\.stage, default: .unset) } set { modifyActivity { $0.stage = newValue } } }
+    public var board: Register<Bool> { get { read(\.board, default: .unset) } set { modifyActivity { $0.board = newValue } } }
+    public var cameraDevice: Register<Bool> { get { read(\.cameraDevice, default: .unset) } set { modifyActivity { $0.cameraDevice = newValue } } }
+    public var cameraPrivilege: Register<Bool> { get { read(\.cameraPrivilege, default: .unset) } set { modifyActivity { $0.cameraPrivilege = newValue } } }
+    public var microphoneDevice: Register<Bool> { get { read(\.microphoneDevice, default: .unset) } set { modifyActivity { $0.microphoneDevice = newValue } } }
+    public var microphonePrivilege: Register<Bool> {
+        get { read(\.microphonePrivilege, default: .unset) }
+        set { modifyActivity { $0.microphonePrivilege = newValue } }
+    }
+    public var hand: Register<Bool> { get { read(\.hand, default: .unset) } set { modifyActivity { $0.hand = newValue } } }
     /// The latest kick (max-merge): sessions started before it are over.
-    public var kicked: Stamp { get { activity.kicked } set { modifyActivity { $0.kicked = newValue } } }
+    public var kicked: Stamp { get { read(\.kicked, default: .origin) } set { modifyActivity { $0.kicked = newValue } } }
     /// The earliest ban (min-merge). Once set, never cleared: remove wins, forever.
-    public var banned: Stamp? { get { activity.banned } set { modifyActivity { $0.banned = newValue } } }
-    public var rewards: [RewardKey: RewardEntry] { activity.rewards }
+    public var banned: Stamp? { get { read(\.banned, default: nil) } set { modifyActivity { $0.banned = newValue } } }
+    public var rewards: [RewardKey: RewardEntry] { read(\.rewards, default: [:]) }
     /// Sum of `rewards`, kept so the roster need not add them up.
-    public var rewardTotal: Int64 { activityStorage.first?.rewardTotal ?? 0 }
+    public var rewardTotal: Int64 { read(\.rewardTotal, default: 0) }
     public var properties: [String: Register<PropertyValue>] {
-        get { activity.properties }
+        get { read(\.properties, default: [:]) }
         set { modifyActivity { $0.properties = newValue } }
     }
-    public var chatMuted: Register<Bool> { get { activity.chatMuted } set { modifyActivity { $0.chatMuted = newValue } } }
+    public var chatMuted: Register<Bool> { get { read(\.chatMuted, default: .unset) } set { modifyActivity { $0.chatMuted = newValue } } }
     public var presence: [String: Register<PresenceValue>] {
-        get { activityStorage.first?.presence ?? [:] }
+        get { read(\.presence, default: [:]) }
         set { modifyActivity { $0.presence = newValue } }
     }
 
@@ -183,7 +193,8 @@ public struct UserRecord: Hashable, Sendable {
 
     /// The presence state shown now: keys written by a session that is still live.
     public func presenceState(deadIncarnations: [ReplicaID: UInt64]) -> [String: [UInt8]] {
-        guard let activity = activityStorage.first, !activity.presence.isEmpty else { return [:] }
+        guard !activityStorage.isEmpty, !activityStorage[0].presence.isEmpty else { return [:] }
+        let activity = activityStorage[0]
         var live: [SessionID: Bool] = [:]
         var state: [String: [UInt8]] = [:]
         for (key, register) in activity.presence {
@@ -216,8 +227,8 @@ public struct UserRecord: Hashable, Sendable {
     func isHandCandidate() -> Bool { hand.value && kicked < hand.stamp && banned == nil }
 
     public func isOnline(deadIncarnations: [ReplicaID: UInt64]) -> Bool {
-        let kicked = activityStorage.first?.kicked ?? .origin
-        if activityStorage.first?.banned != nil { return false }
+        if banned != nil { return false }
+        let kicked = self.kicked
         for session in sessions where session.ended == nil && kicked < session.started {
             if let dead = deadIncarnations[session.host], session.incarnation <= dead { continue }
             return true
@@ -262,7 +273,7 @@ public struct UserRecord: Hashable, Sendable {
     }
 
     /// The part of this record whose writes `seen` does not cover; nil when nothing is missing.
-    func missing(from seen: VersionVector) -> UserRecord? {
+    func missing(from seen: SeenCheck) -> UserRecord? {
         var patch = UserRecord()
         var any = false
         if !seen.contains(name.stamp.dot) { patch.name = name; any = true }
@@ -272,11 +283,53 @@ public struct UserRecord: Hashable, Sendable {
             let endMissing = session.ended.map { !seen.contains($0.dot) } ?? false
             if startMissing || endMissing { patch.sessions.append(session); any = true }
         }
-        if let activity = activityStorage.first, let missing = activity.missing(from: seen) {
+        if !activityStorage.isEmpty, let missing = activityStorage[0].missing(from: seen) {
             patch.activityStorage = [missing]
             any = true
         }
         return any ? patch : nil
+    }
+
+    /// Whether merging this record into an empty one gives it back unchanged: sessions
+    /// sorted by id without repeats, and no unwritten (origin-stamped) register holding
+    /// a value other than its default. Records built by Core and the wire decoder are.
+    var isCanonical: Bool {
+        func plain<V>(_ register: Register<V>, _ fresh: Register<V>) -> Bool { register.stamp != .origin || register == fresh }
+        let fresh = UserRecord()
+        guard plain(name, fresh.name), plain(role, fresh.role) else { return false }
+        for index in sessions.indices.dropFirst() where !(sessions[index - 1].id < sessions[index].id) { return false }
+        guard !activityStorage.isEmpty else { return true }
+        let activity = activityStorage[0], none = UserActivity.none
+        return plain(activity.stage, none.stage) && plain(activity.board, none.board) && plain(activity.cameraDevice, none.cameraDevice)
+            && plain(activity.cameraPrivilege, none.cameraPrivilege) && plain(activity.microphoneDevice, none.microphoneDevice)
+            && plain(activity.microphonePrivilege, none.microphonePrivilege) && plain(activity.hand, none.hand)
+            && plain(activity.chatMuted, none.chatMuted)
+    }
+
+    /// This record merged into an empty one (what a replica that never saw the user keeps).
+    static func merged(_ record: UserRecord) -> UserRecord {
+        var fresh = UserRecord()
+        fresh.merge(record)
+        return fresh
+    }
+
+    /// Whether `missing(from: .empty)` would return this record unchanged (see
+    /// `RoomState.isOwnSnapshot`): every field written or at its default, every session
+    /// kept, and something written (an all-default record is left out of a snapshot).
+    var isOwnSnapshot: Bool {
+        let fresh = UserRecord()
+        guard name.isWritten(or: fresh.name), role.isWritten(or: fresh.role) else { return false }
+        for session in sessions {
+            let startKept = session.started.sequence != 0 && session.started != Stamp.maxedOut
+            let endKept = session.ended.map { $0.sequence != 0 } ?? false
+            if !startKept && !endKept { return false }
+        }
+        var written = name.stamp.sequence != 0 || role.stamp.sequence != 0 || !sessions.isEmpty
+        if !activityStorage.isEmpty {
+            guard activityStorage[0].isOwnSnapshot else { return false }
+            written = written || activityStorage[0] != UserActivity.none
+        }
+        return written
     }
 
     public static func == (a: UserRecord, b: UserRecord) -> Bool {
@@ -292,7 +345,21 @@ public struct UserRecord: Hashable, Sendable {
 }
 
 extension UserActivity {
-    func missing(from seen: VersionVector) -> UserActivity? {
+    /// Whether `missing(from: .empty)` keeps every field (or leaves out only defaults).
+    var isOwnSnapshot: Bool {
+        let fresh = UserActivity.none
+        return stage.isWritten(or: fresh.stage) && board.isWritten(or: fresh.board)
+            && cameraDevice.isWritten(or: fresh.cameraDevice) && cameraPrivilege.isWritten(or: fresh.cameraPrivilege)
+            && microphoneDevice.isWritten(or: fresh.microphoneDevice) && microphonePrivilege.isWritten(or: fresh.microphonePrivilege)
+            && hand.isWritten(or: fresh.hand) && (kicked.sequence != 0 || kicked == .origin)
+            && (banned.map { $0.sequence != 0 } ?? true)
+            && rewards.values.allSatisfy { $0.stamp.sequence != 0 }
+            && properties.values.allSatisfy { $0.stamp.sequence != 0 }
+            && chatMuted.isWritten(or: fresh.chatMuted)
+            && presence.values.allSatisfy { $0.stamp.sequence != 0 }
+    }
+
+    func missing(from seen: SeenCheck) -> UserActivity? {
         var patch = UserActivity()
         var any = false
         func take(_ source: Register<Bool>, _ target: inout Register<Bool>) {
@@ -322,6 +389,11 @@ extension UserActivity {
         }
         return any ? patch : nil
     }
+}
+
+extension Register where Value == Bool {
+    /// A flag nobody has written: false, at the origin stamp.
+    static let unset = Register(false, stamp: .origin)
 }
 
 extension Stamp {

@@ -162,6 +162,8 @@ public struct PresenceBatcher: Sendable {
             out.append(contentsOf: events)
             return out
         }
+        // A first join's snapshot brings every user at once: grow the table once.
+        if events.count > 1_000 { transitions.reserveCapacity(transitions.count + events.count) }
         for event in events {
             switch event {
             case let .joined(user), let .left(user), let .timedOut(user): transitions[user] = event

@@ -196,7 +196,9 @@ extension RoomClient {
             }
             var presence: [PresenceBatcher.Event] = []
             if !presenceEvents.isEmpty || !state.presenceListeners.isEmpty {
-                let online = presenceEvents.isEmpty ? 0 : state.replica.users.keys.reduce(0) { $0 + (state.replica.isOnline($1) ? 1 : 0) }
+                // Over the records themselves: by key it hashed every id of a 100,000-user snapshot twice.
+                let dead = state.replica.deadIncarnations
+                let online = presenceEvents.isEmpty ? 0 : state.replica.users.values.reduce(0) { $0 + ($1.isOnline(deadIncarnations: dead) ? 1 : 0) }
                 if !presenceEvents.isEmpty { presence = state.presence.offer(presenceEvents, onlineCount: online, nowMillis: now) }
             }
             for case let .propertyConflict(conflict) in messaging { state.reportedLost.formUnion(conflict.lostDots) }
