@@ -18,7 +18,7 @@ enum HeapUsage {
     private static func vfscanf_wrapper(_ file: UnsafeMutablePointer<FILE>, _ size: UnsafeMutablePointer<Int>, _ resident: UnsafeMutablePointer<Int>) -> Bool {
         var buffer = [CChar](repeating: 0, count: 128)
         guard fgets(&buffer, Int32(buffer.count), file) != nil else { return false }
-        let text = String(cString: buffer)
+        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let parts = text.split(separator: " ")
         guard parts.count >= 2, let a = Int(parts[0]), let b = Int(parts[1]) else { return false }
         size.pointee = a

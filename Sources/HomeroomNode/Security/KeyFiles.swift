@@ -23,7 +23,7 @@ public enum KeyFiles {
         defer { fclose(file) }
         var buffer = [CChar](repeating: 0, count: 512)
         guard fgets(&buffer, Int32(buffer.count), file) != nil else { throw .keyFile(path: path, reason: "empty") }
-        let text = String(cString: buffer).filter { !$0.isWhitespace }
+        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).filter { !$0.isWhitespace }
         guard let bytes = unhex(text) else { throw .keyFile(path: path, reason: "not a hex key") }
         return bytes
     }

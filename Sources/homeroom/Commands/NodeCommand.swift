@@ -240,7 +240,7 @@ enum NodeCommand {
         var lines: Set<String> = []
         var buffer = [CChar](repeating: 0, count: 1024)
         while fgets(&buffer, Int32(buffer.count), file) != nil {
-            let line = String(cString: buffer).trimmed
+            let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).trimmed
             if !line.isEmpty && !line.hasPrefix("#") { lines.insert(line) }
         }
         return lines
