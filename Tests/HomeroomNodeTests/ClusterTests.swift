@@ -1,3 +1,4 @@
+import Foundation
 import HomeroomCore
 import Testing
 @testable import HomeroomNode
@@ -145,5 +146,45 @@ import Testing
         // When carol leaves, the copy the refutation made ends as well: no ghost.
         carol.close()
         #expect(eventually(5) { !watcher.replica.isOnline("carol") }, "a re-announced session outlived its client")
+    }
+
+    /// A node restarts on the same addresses; its client's links redial on their own,
+    /// so the client never rejoins, but the new boot ended its session with the old
+    /// incarnation. The node reclaims it when the client syncs; a session whose client
+    /// is gone (it never syncs) stays over.
+    @Test func aClientAttachedAcrossItsNodesRestartStaysOnline() throws {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("homeroom-reclaim-\(UInt32.random(in: 0...UInt32.max))").path
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let cluster = try TestCluster(size: 2, label: "reclaim") { index, config in
+            if index == 1 { config.dataDirectory = data }
+        }
+        #expect(cluster.meshed())
+        let watcher = cluster.client("watcher", .observer, node: 0, room: "pres")
+        // Only node 1, and no switching: the restart goes unnoticed, as when a request
+        // is simply resent on the redialled link.
+        let carol = cluster.client("carol", .student, node: 1, room: "pres") { options in
+            options.failuresBeforeReconnect = 1_000
+        }
+        defer { watcher.close(); carol.close() }
+        try watcher.connect()
+        try carol.connect()
+        _ = cluster.nodes[1].join(room: "pres", user: "dave", role: .student, session: "dave-gone", name: "DAVE")
+        #expect(eventually(5) { watcher.replica.isOnline("carol") && watcher.replica.isOnline("dave") })
+
+        // Restart node 1 on the addresses it had bound, from its store.
+        var config = cluster.nodes[1].config
+        config.listen = cluster.nodes[1].listenAddress
+        config.publish = cluster.nodes[1].publishAddress
+        cluster.nodes[1].stop()
+        cluster.nodes[1] = try ClusterNode(config: config, logger: cluster.logger)
+        #expect(cluster.meshed())
+        #expect(eventually(8) { watcher.replica.isOnline("carol") && carol.replica.isOnline("carol") },
+                "carol stayed offline after her node restarted under her")
+        #expect(carol.connectionState == .connected && carol.attachedNode == cluster.nodes[1].replica)
+        // dave's client is gone (nothing syncs as dave): no ghost.
+        #expect(eventually(3) { watcher.replica.users["dave"]?.isKnown == true && !watcher.replica.isOnline("dave") })
+        // When carol leaves, the reclaimed copy ends too.
+        carol.close()
+        #expect(eventually(5) { !watcher.replica.isOnline("carol") }, "a reclaimed session outlived its client")
     }
 }

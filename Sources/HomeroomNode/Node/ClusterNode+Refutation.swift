@@ -56,6 +56,39 @@ extension ClusterNode {
         }
     }
 
+    /// A restart refutes nothing: the new boot ends the old incarnation's sessions (and
+    /// a graceful stop ends them first). A client that noticed rejoins; one that did not
+    /// (nng redials the same address and resends the request, so nothing failed) stays
+    /// attached, writing and syncing, with no live session: offline everywhere. When such
+    /// a client syncs here, the node re-announces the session it names (older clients
+    /// name none: then the user's newest) if that is still open but belongs to an earlier
+    /// incarnation of this node, as a refutation would. Sessions whose clients are gone
+    /// stay over: nothing syncs for them. Called for every client sync, so the common
+    /// case (the session, or its copy, live here) is one lookup.
+    func reclaimSession(room: String, session named: SessionID, user: UserID) {
+        let current = incarnation
+        let orphan = state.withLock { state -> (SessionID, String, Role)? in
+            guard let roomState = state.rooms[room], let record = roomState.users[user], !record.isBanned else { return nil }
+            let dead = roomState.deadIncarnations[replica] ?? 0
+            let wanted = named.isEmpty ? nil : Self.baseSession(named)
+            var newest: SessionRecord?
+            for session in record.sessions where session.host == replica && session.ended == nil && record.kicked < session.started {
+                if let wanted, Self.baseSession(session.id) != wanted { continue }
+                // Live here (or awaiting this incarnation's own refutation): nothing to do.
+                if session.incarnation > dead || session.incarnation >= current { return nil }
+                if newest.map({ $0.started < session.started }) ?? true { newest = session }
+            }
+            guard let newest else { return nil }
+            return (newest.id, record.name.value, record.role.value)
+        }
+        guard let (session, name, role) = orphan, !state.withLock({ $0.stopping }) else { return }
+        let renewed = Self.baseSession(session) + Self.reincarnationMark + String(current)
+        metrics.add("sessions_reclaimed_total")
+        logger.info("a client attached across a restart: its session is live again", ["user": user, "session": renewed])
+        systemWrite(room: room, .joinSession(user: user, session: renewed, name: name, role: role, host: replica, incarnation: current))
+        carryPresence(room: room, user: user, from: session, to: renewed)
+    }
+
     /// A client that leaves ends its original session; the copies a refutation made
     /// of it must end too, or they would stay online as ghosts.
     func endReincarnationsOfLeftSessions() {

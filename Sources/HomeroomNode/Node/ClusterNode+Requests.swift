@@ -87,7 +87,11 @@ extension ClusterNode {
                 reader = claims.user
             }
             let everything = fromNode || (claimsToBeNode && !framing.isEnabled)
-            if !everything, let reader { renewLease(room: room, session: sync.session, user: reader) }
+            if !everything, let reader {
+                // A client syncing is attached here: if a restart ended its session under it, reclaim it.
+                reclaimSession(room: room, session: sync.session, user: reader)
+                renewLease(room: room, session: sync.session, user: reader)
+            }
             let (patch, seen) = state.withLock { state -> (RoomState, VersionVector) in
                 let current = state.rooms[room] ?? RoomState(roomID: room)
                 let missing = current.missing(since: sync.seen)
