@@ -157,6 +157,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: data) }
         let cluster = try TestCluster(size: 2, label: "reclaim") { index, config in
             if index == 1 { config.dataDirectory = data }
+            config.sessionTimeoutMillis = 1_000
         }
         #expect(cluster.meshed())
         let watcher = cluster.client("watcher", .observer, node: 0, room: "pres")
@@ -180,11 +181,34 @@ import Testing
         #expect(cluster.meshed())
         #expect(eventually(8) { watcher.replica.isOnline("carol") && carol.replica.isOnline("carol") },
                 "carol stayed offline after her node restarted under her")
+        #expect(cluster.nodes[1].metrics["sessions_reclaimed_total"] == 1)
         #expect(carol.connectionState == .connected && carol.attachedNode == cluster.nodes[1].replica)
         // dave's client is gone (nothing syncs as dave): no ghost.
         #expect(eventually(3) { watcher.replica.users["dave"]?.isKnown == true && !watcher.replica.isOnline("dave") })
-        // When carol leaves, the reclaimed copy ends too.
-        carol.close()
+        // When carol's client vanishes, the reclaimed copy's lease runs out: no ghost.
+        carol.abandon()
         #expect(eventually(5) { !watcher.replica.isOnline("carol") }, "a reclaimed session outlived its client")
+    }
+
+    /// The copy a refutation makes holds the lease its client renews by naming the
+    /// original session, so a client that vanishes after a refutation goes offline too.
+    @Test func aRefutedSessionStillEndsWhenItsClientVanishes() throws {
+        let cluster = try TestCluster(size: 3, label: "refute-lease") { _, config in config.sessionTimeoutMillis = 1_000 }
+        #expect(cluster.meshed())
+        let watcher = cluster.client("watcher", .observer, node: 0, room: "lease")
+        let erin = cluster.client("erin", .student, node: 2, room: "lease")
+        defer { watcher.close(); erin.close() }
+        try watcher.connect()
+        try erin.connect()
+        #expect(eventually(5) { watcher.replica.isOnline("erin") })
+        var cut = FaultPolicy()
+        cut.isolated = true
+        cluster.nodes[2].faults = cut
+        #expect(eventually(5) { !watcher.replica.isOnline("erin") }, "the others never declared node 2 down")
+        cluster.nodes[2].faults = FaultPolicy()
+        #expect(eventually(8) { watcher.replica.isOnline("erin") }, "erin stayed offline after the heal")
+        #expect(cluster.nodes[2].metrics["refutations_total"] >= 1)
+        erin.abandon()
+        #expect(eventually(5) { !watcher.replica.isOnline("erin") }, "the refutation's copy outlived a client that vanished")
     }
 }

@@ -51,6 +51,10 @@ extension ClusterNode {
                 let base = Self.baseSession(session)
                 let renewed = base + Self.reincarnationMark + String(next)
                 systemWrite(room: room, .joinSession(user: user, session: renewed, name: name, role: role, host: replica, incarnation: next))
+                // The copy takes over the lease (renewed by the client's syncs from then on).
+                state.withLock { state in
+                    if let lease = state.leases[room]?[session] { state.leases[room]![renewed] = lease }
+                }
                 carryPresence(room: room, user: user, from: session, to: renewed)
             }
         }
@@ -67,6 +71,8 @@ extension ClusterNode {
     /// case (the session, or its copy, live here) is one lookup.
     func reclaimSession(room: String, session named: SessionID, user: UserID) {
         let current = incarnation
+        let now = WallClock.monotonicMillis()
+        let leasing = config.sessionTimeoutMillis > 0 && !named.isEmpty
         let orphan = state.withLock { state -> (SessionID, String, Role)? in
             guard let roomState = state.rooms[room], let record = roomState.users[user], !record.isBanned else { return nil }
             let dead = roomState.deadIncarnations[replica] ?? 0
@@ -75,10 +81,21 @@ extension ClusterNode {
             for session in record.sessions where session.host == replica && session.ended == nil && record.kicked < session.started {
                 if let wanted, Self.baseSession(session.id) != wanted { continue }
                 // Live here (or awaiting this incarnation's own refutation): nothing to do.
-                if session.incarnation > dead || session.incarnation >= current { return nil }
+                if session.incarnation > dead || session.incarnation >= current {
+                    // A copy (this one, or a refutation's) holds the lease the client renews
+                    // by naming its original, or it would outlive a client that vanishes.
+                    if leasing && session.id != named && session.incarnation == current {
+                        state.leases[room, default: [:]][session.id] = NodeState.SessionLease(user: user, renewedMillis: now)
+                    }
+                    return nil
+                }
                 if newest.map({ $0.started < session.started }) ?? true { newest = session }
             }
             guard let newest else { return nil }
+            // Reclaimed once already in this incarnation, and that copy has ended (its lease
+            // ran out): the client has to join again; writing the same copy again would not.
+            let renewed = Self.baseSession(newest.id) + Self.reincarnationMark + String(current)
+            if record.sessions.contains(where: { $0.id == renewed }) { return nil }
             return (newest.id, record.name.value, record.role.value)
         }
         guard let (session, name, role) = orphan, !state.withLock({ $0.stopping }) else { return }
@@ -86,6 +103,7 @@ extension ClusterNode {
         metrics.add("sessions_reclaimed_total")
         logger.info("a client attached across a restart: its session is live again", ["user": user, "session": renewed])
         systemWrite(room: room, .joinSession(user: user, session: renewed, name: name, role: role, host: replica, incarnation: current))
+        if leasing { state.withLock { $0.leases[room, default: [:]][renewed] = NodeState.SessionLease(user: user, renewedMillis: now) } }
         carryPresence(room: room, user: user, from: session, to: renewed)
     }
 
