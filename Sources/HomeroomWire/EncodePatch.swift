@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import CHomeroomProto
 import HomeroomCore
 
@@ -17,18 +22,24 @@ struct PatchEncoder {
     /// Fields that hold a string-table index plus one (0 means "none").
     private var stringPlusOneFields: [UnsafeMutablePointer<UInt32>] = []
 
+    /// Users with nothing but a name, a role and sessions (a lecture hall's audience):
+    /// their fields are written as bytes at the end (see `writePlainUsers`).
+    private let writesPlainUsers: Bool
+    private var plainUsers: [(message: UnsafeMutablePointer<Homeroom__V1__UserPatch>, id: String, record: UserRecord)] = []
+
     static let defaultRoom = RoomState(roomID: "")
     static let defaultUser = UserRecord()
     static let defaultActivity = UserActivity()
 
-    init(encoder: CEncoder) {
+    init(encoder: CEncoder, writesPlainUsers: Bool = true) {
         self.encoder = encoder
+        self.writesPlainUsers = writesPlainUsers
     }
 
     /// A struct, not a class: its tables are appended to for every stamp, and a class's
     /// stored properties pay a dynamic exclusivity check on each access.
-    static func encode(_ state: RoomState, with encoder: CEncoder) -> UnsafeMutablePointer<Homeroom__V1__RoomPatch> {
-        var patchEncoder = PatchEncoder(encoder: encoder)
+    static func encode(_ state: RoomState, with encoder: CEncoder, writesPlainUsers: Bool = true) -> UnsafeMutablePointer<Homeroom__V1__RoomPatch> {
+        var patchEncoder = PatchEncoder(encoder: encoder, writesPlainUsers: writesPlainUsers)
         return patchEncoder.encode(state)
     }
 
@@ -114,6 +125,7 @@ struct PatchEncoder {
             replicaTable[index] = replicaSlots.values[slot]
         }
         for field in replicaFields { field.pointee = replicaIndex[Int(field.pointee)] }
+        writePlainUsers(replicaIndex)
         patch.pointee.n_replicas = replicaOrder.count
         patch.pointee.replicas = replicaTable
 
@@ -131,6 +143,18 @@ struct PatchEncoder {
     private mutating func user(_ id: UserID, _ record: UserRecord) -> UnsafeMutablePointer<Homeroom__V1__UserPatch> {
         let defaults = Self.defaultUser
         let message = encoder.make(homeroom__v1__user_patch__init)
+        if writesPlainUsers && !record.hasActivity {
+            // The table must hold the same nodes as if the stamps were built now.
+            if record.name != defaults.name { _ = replicaSlots.slot(record.name.stamp.clock.replica.rawValue) }
+            if record.role != defaults.role { _ = replicaSlots.slot(record.role.stamp.clock.replica.rawValue) }
+            for session in record.sessions {
+                _ = replicaSlots.slot(session.host.rawValue)
+                _ = replicaSlots.slot(session.started.clock.replica.rawValue)
+                if let ended = session.ended { _ = replicaSlots.slot(ended.clock.replica.rawValue) }
+            }
+            plainUsers.append((message, id, record))
+            return message
+        }
         message.pointee.id = encoder.string(id)
         message.pointee.name = stringRegister(record.name, default: defaults.name)
         if record.role != defaults.role {
@@ -260,6 +284,95 @@ struct PatchEncoder {
         return message
     }
 
+    /// Writes the plain users' fields as protobuf bytes, attached to their (otherwise
+    /// empty) `UserPatch` as unknown fields in field order: protobuf-c packs known fields
+    /// (none here) and then unknown fields verbatim, so the bytes are the ones it would
+    /// have written from the C structures (`PlainUserBytesTests` compares the two),
+    /// without the seven nested messages per user its packer sizes again at each level.
+    private mutating func writePlainUsers(_ replicaIndex: [UInt32]) {
+        let defaults = Self.defaultUser
+        // Locals, not `self`, and no closure that changes a local: captured, they cost a
+        // copy of the encoder or a dynamic exclusivity check per field.
+        let arena = encoder.arena
+        var slots = replicaSlots
+        for (message, id, record) in plainUsers {
+            let hasName = record.name != defaults.name, hasRole = record.role != defaults.role
+            let list = arena.allocate(ProtobufCMessageUnknownField.self, count: 1 + (hasName ? 1 : 0) + (hasRole ? 1 : 0) + record.sessions.count)
+            var count = 0
+            if let field = ProtoBytes.withCBytes(id, { idBytes in
+                idBytes.isEmpty ? nil : Self.unknownField(1, idBytes.count, in: arena) { $0.raw(idBytes) }
+            }) {
+                (list + count).initialize(to: field)
+                count += 1
+            }
+            if hasName {
+                let stamp = ProtoStamp(record.name.stamp, replica: Self.tableIndex(record.name.stamp.clock.replica, &slots, replicaIndex))
+                (list + count).initialize(to: ProtoBytes.withCBytes(record.name.value) { value in
+                    let size = (value.isEmpty ? 0 : 1 + ProtoBytes.stringSize(value)) + 1 + ProtoBytes.messageSize(stamp.size)
+                    return Self.unknownField(2, size, in: arena) { writer in
+                        if !value.isEmpty { writer.varint(0x0A); writer.string(value) }
+                        writer.varint(0x12); writer.message(stamp)
+                    }
+                })
+                count += 1
+            }
+            if hasRole {
+                let role = UInt64(CEncoder.role(record.role.value).rawValue)
+                let stamp = ProtoStamp(record.role.stamp, replica: Self.tableIndex(record.role.stamp.clock.replica, &slots, replicaIndex))
+                let size = (role == 0 ? 0 : 1 + ProtoBytes.varintSize(role)) + 1 + ProtoBytes.messageSize(stamp.size)
+                (list + count).initialize(to: Self.unknownField(3, size, in: arena) { writer in
+                    if role != 0 { writer.varint(0x08); writer.varint(role) }
+                    writer.varint(0x12); writer.message(stamp)
+                })
+                count += 1
+            }
+            let sessions = record.sessions.count < 2 ? record.sessions : record.sessions.sorted { utf8Less($0.id, $1.id) }
+            for session in sessions {
+                let host = Self.tableIndex(session.host, &slots, replicaIndex)
+                let started = ProtoStamp(session.started, replica: Self.tableIndex(session.started.clock.replica, &slots, replicaIndex))
+                var ended: ProtoStamp?
+                if let end = session.ended { ended = ProtoStamp(end, replica: Self.tableIndex(end.clock.replica, &slots, replicaIndex)) }
+                let incarnation = session.incarnation
+                (list + count).initialize(to: ProtoBytes.withCBytes(session.id) { sessionID in
+                    var size = sessionID.isEmpty ? 0 : 1 + ProtoBytes.stringSize(sessionID)
+                    if host != 0 { size += 1 + ProtoBytes.varintSize(host) }
+                    if incarnation != 0 { size += 1 + ProtoBytes.varintSize(incarnation) }
+                    size += 1 + ProtoBytes.messageSize(started.size)
+                    if let ended { size += 1 + ProtoBytes.messageSize(ended.size) }
+                    return Self.unknownField(13, size, in: arena) { writer in
+                        if !sessionID.isEmpty { writer.varint(0x0A); writer.string(sessionID) }
+                        if host != 0 { writer.varint(0x10); writer.varint(host) }
+                        if incarnation != 0 { writer.varint(0x18); writer.varint(incarnation) }
+                        writer.varint(0x22); writer.message(started)
+                        if let ended { writer.varint(0x2A); writer.message(ended) }
+                    }
+                })
+                count += 1
+            }
+            guard count > 0 else { continue }
+            message.pointee.base.n_unknown_fields = UInt32(count)
+            message.pointee.base.unknown_fields = list
+        }
+    }
+
+    /// A node's index in the sorted replica table.
+    @inline(__always)
+    private static func tableIndex(_ replica: ReplicaID, _ slots: inout Interner<UInt64>, _ replicaIndex: [UInt32]) -> UInt64 {
+        UInt64(replicaIndex[Int(slots.slot(replica.rawValue))])
+    }
+
+    /// A length-prefixed field's data as protobuf-c keeps an unknown one: the length, then `size` payload bytes.
+    private static func unknownField(_ number: UInt32, _ size: Int, in arena: Arena,
+                                     _ write: (inout ProtoBytes) -> Void) -> ProtobufCMessageUnknownField {
+        let total = ProtoBytes.varintSize(UInt64(size)) + size
+        let data = arena.allocate(UInt8.self, count: total)
+        var writer = ProtoBytes(data)
+        writer.varint(UInt64(size))
+        write(&writer)
+        precondition(writer.cursor == data + total, "plain user field \(number): wrote \(writer.cursor - data) bytes, sized \(total)")
+        return ProtobufCMessageUnknownField(tag: number, wire_type: PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED, len: total, data: data)
+    }
+
     @inline(__always)
     private mutating func internReplica(_ replica: UInt64, into field: UnsafeMutablePointer<UInt32>) {
         field.pointee = replicaSlots.slot(replica)
@@ -331,4 +444,84 @@ struct SortKey<Position>: Comparable {
     }
 
     static func == (a: SortKey, b: SortKey) -> Bool { a.string == b.string }
+}
+
+/// A `Stamp` message's fields: clock (fixed64), replica index and sequence (varints),
+/// each left out when zero, as protobuf-c does for proto3 scalars.
+struct ProtoStamp {
+    var clock: UInt64
+    var replica: UInt64
+    var sequence: UInt64
+
+    init(_ stamp: Stamp, replica: UInt64) {
+        clock = stamp.clock.packed
+        self.replica = replica
+        sequence = stamp.sequence
+    }
+
+    var size: Int {
+        (clock == 0 ? 0 : 9) + (replica == 0 ? 0 : 1 + ProtoBytes.varintSize(replica))
+            + (sequence == 0 ? 0 : 1 + ProtoBytes.varintSize(sequence))
+    }
+}
+
+/// Writes protobuf fields into memory sized beforehand.
+struct ProtoBytes {
+    var cursor: UnsafeMutablePointer<UInt8>
+
+    init(_ start: UnsafeMutablePointer<UInt8>) { cursor = start }
+
+    static func varintSize(_ value: UInt64) -> Int {
+        var size = 1, rest = value >> 7
+        while rest != 0 { size += 1; rest >>= 7 }
+        return size
+    }
+
+    static func stringSize(_ bytes: UnsafeBufferPointer<UInt8>) -> Int { varintSize(UInt64(bytes.count)) + bytes.count }
+    static func messageSize(_ payload: Int) -> Int { varintSize(UInt64(payload)) + payload }
+
+    /// A string's UTF-8 as the C path sends it: cut at the first NUL (a C string). No copy
+    /// for native strings (small ones are read from the stack).
+    static func withCBytes<R>(_ string: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        func cut(_ bytes: UnsafeBufferPointer<UInt8>) -> R {
+            guard let base = bytes.baseAddress, let nul = memchr(base, 0, bytes.count) else { return body(bytes) }
+            return body(UnsafeBufferPointer(start: base, count: UnsafeRawPointer(nul) - UnsafeRawPointer(base)))
+        }
+        if let result = string.utf8.withContiguousStorageIfAvailable(cut) { return result }
+        return Array(string.utf8).withUnsafeBufferPointer(cut)
+    }
+
+    mutating func varint(_ value: UInt64) {
+        var rest = value
+        while rest >= 0x80 {
+            cursor.pointee = UInt8(truncatingIfNeeded: rest) | 0x80
+            cursor += 1
+            rest >>= 7
+        }
+        cursor.pointee = UInt8(rest)
+        cursor += 1
+    }
+
+    mutating func string(_ bytes: UnsafeBufferPointer<UInt8>) {
+        varint(UInt64(bytes.count))
+        raw(bytes)
+    }
+
+    mutating func raw(_ bytes: UnsafeBufferPointer<UInt8>) {
+        if let base = bytes.baseAddress { cursor.update(from: base, count: bytes.count) }
+        cursor += bytes.count
+    }
+
+    mutating func message(_ stamp: ProtoStamp) {
+        varint(UInt64(stamp.size))
+        if stamp.clock != 0 {
+            varint(0x09)
+            withUnsafeBytes(of: stamp.clock.littleEndian) { raw in
+                for offset in 0..<8 { cursor[offset] = raw[offset] }
+            }
+            cursor += 8
+        }
+        if stamp.replica != 0 { varint(0x10); varint(stamp.replica) }
+        if stamp.sequence != 0 { varint(0x18); varint(stamp.sequence) }
+    }
 }

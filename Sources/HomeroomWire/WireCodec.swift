@@ -74,6 +74,16 @@ public enum WireCodec {
         }
     }
 
+    /// `encodePatch` with every user built as C structures for protobuf-c: the
+    /// reference the written plain users are compared with in tests.
+    static func encodePatchThroughStructs(_ state: RoomState) -> [UInt8] {
+        let arena = Arena()
+        let message = PatchEncoder.encode(state, with: CEncoder(arena: arena), writesPlainUsers: false)
+        return withExtendedLifetime(arena) {
+            pack(message, size: homeroom__v1__room_patch__get_packed_size, pack: homeroom__v1__room_patch__pack)
+        }
+    }
+
     /// A `RoomState` with its derived indexes rebuilt, ready to merge.
     public static func decodePatch(_ bytes: [UInt8], limits: WireLimits = .default) throws(WireError) -> RoomState {
         let result = bytes.withUnsafeBytes { buffer in
