@@ -188,6 +188,9 @@ enum MessagingBench {
         let delivered = Atomic<Int>(0)
         let lastArrival = Atomic<UInt64>(0)
         let attached = Mutex<Set<Int>>([])
+        // Each subscriber counts a message once: a repair patch that repeats one is a
+        // copy a client drops by its key (the first arrival is the one timed).
+        let arrived = Mutex<Set<Int>>([])
         let marker = Self.marker
         func groupHandler(offset: Int) -> @Sendable (Int, UnsafeRawBufferPointer) -> Void {
             { member, bytes in
@@ -197,7 +200,8 @@ enum MessagingBench {
                         attached.withLock { _ = $0.insert(offset + member) }
                         continue
                     }
-                    guard index < UInt64(messages) else { continue }
+                    guard index < UInt64(messages),
+                          arrived.withLock({ $0.insert((offset + member) * messages + Int(index)).inserted }) else { continue }
                     let sent = sentAt.withLock { $0[Int(index)] }
                     samples.withLock { $0.append(Double(now &- sent) / 1_000) }
                     delivered.add(1, ordering: .relaxed)
