@@ -1,4 +1,5 @@
 import HomeroomCore
+import HomeroomNode
 
 /// One measured case, printed as one JSON object per line.
 struct BenchRow {
@@ -41,18 +42,8 @@ struct BenchRow {
         """
 }
 
-private func quote(_ text: String) -> String {
-    var out = "\""
-    for scalar in text.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        default: out.unicodeScalars.append(scalar)
-        }
-    }
-    return out + "\""
-}
+/// JSON string escaping shared with the node's logs and the CLI.
+private func quote(_ text: String) -> String { jsonString(text) }
 
 private func format(_ value: Double) -> String {
     if value >= 100 { return String(Int64(value.rounded())) }

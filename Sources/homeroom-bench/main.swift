@@ -6,6 +6,9 @@ struct BenchOptions {
     var quick = false
     var markdown = false
     var suites: Set<String> = []
+    /// Set in the child processes of a full run: print the Markdown rows (no header)
+    /// after the JSON lines, for the parent's table.
+    var rowsForParent = false
 
     static let usage = """
         OVERVIEW: Measure Homeroom (release build) and print JSON lines.
@@ -34,6 +37,7 @@ func runBench() {
                 exit(64)
             }
             options.suites.insert(name)
+        case "--rows": options.rowsForParent = true
         case "-h", "--help":
             print(BenchOptions.usage)
             exit(0)
@@ -46,6 +50,11 @@ func runBench() {
     #if DEBUG
     fputs("warning: this is a debug build; figures are only meaningful from `swift build -c release`\n", stderr)
     #endif
+
+    if options.suites.isEmpty {
+        runEachSuiteInItsOwnProcess(options)
+        return
+    }
 
     var rows: [BenchRow] = []
     func emit(_ row: BenchRow) {
@@ -70,20 +79,63 @@ func runBench() {
         // Not part of the full run (the join suite has these rows): the in-process join, for profiles.
         for users in options.quick ? [10_000] : [10_000, 100_000] { JoinBench.stages(users: users, emit: emit) }
     }
-    // The 100,000-member hall: in the full run, or alone by name (quick keeps to 10,000).
-    // Before the 10,000-member rows: tearing down their 3,000 subscribers can leave
-    // nng closes stuck (issue 1543), and sockets stuck closing slowed this row tenfold.
-    if (wants("messaging") && !options.quick) || options.suites.contains("messaging-100k") {
-        MessagingBench.largeHall(quick: options.quick, emit: emit)
-    }
+    // The 100,000-member hall: by name (the full run asks for it unless --quick).
+    if options.suites.contains("messaging-100k") { MessagingBench.largeHall(quick: options.quick, emit: emit) }
     if wants("messaging") { MessagingBench.run(quick: options.quick, emit: emit) }
 
-    if options.markdown {
+    if options.rowsForParent {
+        for row in rows { print(row.markdown) }
+    } else if options.markdown {
         print("")
         print(BenchRow.markdownHeader)
         for row in rows { print(row.markdown) }
     }
+}
 
+/// The full run: every suite in a child process of its own, one after the other.
+/// nng 1.5.2 can leave a socket's close stuck (issue 1543); the sockets and threads a
+/// suite leaves behind would weigh on the suites after it (a full run in one process
+/// once slowed the last fan-out row tenfold and lost a raw baseline). The parent
+/// starts no nng itself, so spawning is safe.
+func runEachSuiteInItsOwnProcess(_ options: BenchOptions) {
+    // Memory first: it measures resident-set growth, which memory freed earlier would hide.
+    let suites = ["memory", "merge", "codec", "cluster", "join"] + (options.quick ? [] : ["messaging-100k"]) + ["messaging"]
+    let me = CommandLine.arguments[0]
+    let quoted = "'" + me.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    var table: [String] = []
+    var failed: [String] = []
+    for suite in suites {
+        guard let pipe = popen("\(quoted) --suite \(suite) --rows\(options.quick ? " --quick" : "")", "r") else {
+            failed.append(suite)
+            continue
+        }
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        while getline(&line, &capacity, pipe) > 0, let line {
+            let text = String(cString: line)
+            if text.hasPrefix("|") {
+                table.append(text.trimmingNewline)
+            } else {
+                print(text, terminator: "")
+                fflush(stdout)
+            }
+        }
+        free(line)
+        if pclose(pipe) != 0 { failed.append(suite) }
+    }
+    if options.markdown {
+        print("")
+        print(BenchRow.markdownHeader)
+        for row in table { print(row) }
+    }
+    if !failed.isEmpty {
+        fputs("Error: these suites failed or could not start: \(failed.joined(separator: ", ")); run one alone with --suite <name>\n", stderr)
+        exit(1)
+    }
+}
+
+extension String {
+    var trimmingNewline: String { hasSuffix("\n") ? String(dropLast()) : self }
 }
 
 runBench()
