@@ -152,7 +152,10 @@ import Testing
     /// so the client never rejoins, but the new boot ended its session with the old
     /// incarnation. The node reclaims it when the client syncs; a session whose client
     /// is gone (it never syncs) stays over.
-    @Test func aClientAttachedAcrossItsNodesRestartStaysOnline() throws {
+    // Needs the old node's sockets really closed (its port free again): after nng 1.5.2
+    // got a close stuck earlier in this process (issue 1543), closes are abandoned.
+    @Test(.enabled(if: NNGSocket.stalledCloses == 0, "an earlier nng_close is stuck in this process (nng issue 1543)"))
+    func aClientAttachedAcrossItsNodesRestartStaysOnline() throws {
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("homeroom-reclaim-\(UInt32.random(in: 0...UInt32.max))").path
         defer { try? FileManager.default.removeItem(atPath: data) }
         let cluster = try TestCluster(size: 2, label: "reclaim") { index, config in
@@ -180,7 +183,7 @@ import Testing
         cluster.nodes[1] = try ClusterNode(config: config, logger: cluster.logger)
         #expect(cluster.meshed())
         #expect(eventually(8) { watcher.replica.isOnline("carol") && carol.replica.isOnline("carol") },
-                "carol stayed offline after her node restarted under her")
+                "carol stayed offline after her node restarted under her (stuck nng closes: \(NNGSocket.stalledCloses))")
         #expect(cluster.nodes[1].metrics["sessions_reclaimed_total"] == 1)
         #expect(carol.connectionState == .connected && carol.attachedNode == cluster.nodes[1].replica)
         // dave's client is gone (nothing syncs as dave): no ghost.

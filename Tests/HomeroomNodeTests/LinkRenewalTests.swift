@@ -63,7 +63,9 @@ import Testing
 }
 
 @Suite(.serialized) struct LinkRenewalTests {
-    @Test func aPeerDeclaredDownHasItsLinksReplacedUntilItIsBackAndThenKeepsOneSubscription() throws {
+    // Renewal is off by design once a close is stuck (nng's reaper is then stuck too).
+    @Test(.enabled(if: NNGSocket.stalledCloses == 0, "an earlier nng_close is stuck in this process (nng issue 1543): renewal is off"))
+    func aPeerDeclaredDownHasItsLinksReplacedUntilItIsBackAndThenKeepsOneSubscription() throws {
         let cluster = try TestCluster(size: 3, label: "renew")
         #expect(cluster.meshed())
         let teacher = cluster.client("teacher", .teacher, node: 0, room: "links")
