@@ -66,6 +66,8 @@ import Testing
     // Renewal is off by design once a close is stuck (nng's reaper is then stuck too).
     @Test(.enabled(if: NNGSocket.stalledCloses == 0, "an earlier nng_close is stuck in this process (nng issue 1543): renewal is off"))
     func aPeerDeclaredDownHasItsLinksReplacedUntilItIsBackAndThenKeepsOneSubscription() throws {
+        // Renewal closes links while they may carry traffic; if nng 1.5.2 gets one of those
+        // closes stuck (issue 1543), renewal stops by design and the heal must still work.
         let cluster = try TestCluster(size: 3, label: "renew")
         #expect(cluster.meshed())
         let teacher = cluster.client("teacher", .teacher, node: 0, room: "links")
@@ -81,7 +83,9 @@ import Testing
         cut.isolated = true
         cluster.nodes[2].faults = cut
         #expect(eventually(5) { !cluster.nodes[0].alivePeers.contains(node2) }, "node 0 never declared node 2 down")
-        #expect(eventually(5) { cluster.nodes[0].metrics["links_renewed_total"] >= 4 }, "links to a down peer were not replaced every suspect period")
+        #expect(eventually(5) { cluster.nodes[0].metrics["links_renewed_total"] >= 4 || NNGSocket.stalledCloses > 0 },
+                "links to a down peer were not replaced every suspect period")
+        let renewalStopped = NNGSocket.stalledCloses > 0
         cluster.nodes[2].faults = FaultPolicy()
 
         // Back: heard again over the new links, repaired, and renewals stop.
@@ -93,6 +97,10 @@ import Testing
         let settled = cluster.nodes[0].metrics["links_renewed_total"]
         usleep(600_000)
         #expect(cluster.nodes[0].metrics["links_renewed_total"] == settled, "links were still being replaced after the peer came back")
+        guard !renewalStopped else {
+            print("note: an nng close got stuck (issue 1543); link renewal stopped as designed, and the heal still converged")
+            return
+        }
         // One subscription to node 2, the one made while it was down.
         let entry = cluster.nodes[0].state.withLock { $0.peers.entries[node2] }
         #expect(entry?.subscriberDialer != nil && entry?.dialedAddress == entry?.subscribeAddress)

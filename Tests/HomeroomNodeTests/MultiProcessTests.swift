@@ -50,4 +50,53 @@ import Testing
             #expect(!node.log.contains("Fatal error"), "\(node.name) crashed")
         }
     }
+
+    /// A node process is killed and restarted on the same addresses from its store; its
+    /// client's links redial by themselves, so the client never rejoins, but the new
+    /// boot ended its session with the old incarnation. The node reclaims the session
+    /// when the client syncs; a session whose client is gone (nothing syncs) stays over.
+    /// (Processes, not in-process nodes: a restart in-process can hit nng 1.5.2's stuck
+    /// close, issue 1543, and leave the old listener up.)
+    @Test func aClientAttachedAcrossItsNodesRestartStaysOnline() throws {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("homeroom-reclaim-\(UInt32.random(in: 0...UInt32.max))").path
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let first = try NodeProcess(name: "rc-a", seeds: [])
+        let leased = ["--data-dir", data, "--session-timeout-ms", "1000", "--http", "http://127.0.0.1:0"]
+        var second = try NodeProcess(name: "rc-b", seeds: [first.listen], extra: leased)
+        defer { first.stop(); second.stop() }
+        let (logger, _) = Logger.capturing(label: "reclaim", level: .warning)
+        func client(_ user: String, _ role: Role, _ node: NodeProcess) -> RoomClient {
+            var options = RoomClient.Options()
+            options.syncIntervalMillis = 100
+            options.requestTimeoutMillis = 500
+            // Only its node, and no switching: the restart goes unnoticed, as when a
+            // request is simply resent on the redialled link.
+            options.failuresBeforeReconnect = 1_000
+            return RoomClient(room: "pres", user: user, role: role, name: user, endpoints: [NodeEndpoint(node.listen)], options: options, logger: logger)
+        }
+        let watcher = client("watcher", .observer, first)
+        let carol = client("carol", .student, second)
+        let dave = client("dave", .student, second)
+        defer { watcher.close(); carol.close(); dave.close() }
+        try watcher.connect()
+        try carol.connect()
+        try dave.connect()
+        #expect(eventually(10) { watcher.replica.isOnline("carol") && watcher.replica.isOnline("dave") })
+
+        // dave's client dies; then node b crashes and comes back on the same addresses.
+        dave.abandon()
+        let (listen, publish) = (second.listen, second.publish)
+        second.crash()
+        second = try NodeProcess(name: "rc-b", seeds: [first.listen], extra: leased + ["--listen", listen, "--publish", publish])
+        // The new boot ended the old incarnation's sessions; carol's next sync reclaims hers.
+        #expect(eventually(10) { second.metric("homeroom_sessions_reclaimed_total") == 1 }, "carol's session was not reclaimed")
+        #expect(eventually(10) { watcher.replica.isOnline("carol") && carol.replica.isOnline("carol") },
+                "carol stayed offline after her node restarted under her")
+        #expect(carol.connectionState == .connected)
+        // Nothing syncs as dave: no ghost.
+        #expect(eventually(5) { !watcher.replica.isOnline("dave") }, "a gone client's session came back")
+        // When carol's client vanishes, the reclaimed copy's lease runs out: no ghost.
+        carol.abandon()
+        #expect(eventually(6) { !watcher.replica.isOnline("carol") }, "a reclaimed session outlived its client")
+    }
 }
