@@ -1,3 +1,5 @@
+import HomeroomNode
+
 /// A small JSON value, written with keys in the order given (reports diff well).
 indirect enum JSON {
     case string(String)
@@ -39,26 +41,7 @@ indirect enum JSON {
         }
     }
 
-    private func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
+    private func quote(_ text: String) -> String { jsonString(text) }
 }
 
 /// Nearest-rank percentiles of millisecond samples.

@@ -115,13 +115,13 @@ extension ClusterNode {
             let orphans = state.withLock { state -> [(UserID, SessionID)] in
                 guard let current = state.rooms[room] else { return [] }
                 var result: [(UserID, SessionID)] = []
+                // Every 200 ms, under the lock, over every user: allocate nothing for the
+                // users (nearly all, in a lecture hall) without a live copy hosted here.
                 for (user, record) in current.users {
-                    let ended = Set(record.sessions.filter { $0.ended != nil }.map { Self.baseSession($0.id) })
-                    guard !ended.isEmpty else { continue }
-                    for session in record.sessions where session.ended == nil && session.host == replica
-                        && session.id.contains(Self.reincarnationMark) && ended.contains(Self.baseSession(session.id)) {
-                        result.append((user, session.id))
-                    }
+                    let copies = record.sessions.filter { $0.ended == nil && $0.host == replica && Self.markStart(in: $0.id) != nil }
+                    guard !copies.isEmpty else { continue }
+                    let ended = Set(record.sessions.lazy.filter { $0.ended != nil }.map { Self.baseSession($0.id) })
+                    for copy in copies where ended.contains(Self.baseSession(copy.id)) { result.append((user, copy.id)) }
                 }
                 return result
             }
@@ -130,13 +130,20 @@ extension ClusterNode {
     }
 
     static func baseSession(_ id: SessionID) -> SessionID {
-        let bytes = Array(id.utf8)
-        let mark = Array(reincarnationMark.utf8)
-        guard bytes.count > mark.count else { return id }
-        for start in 0...(bytes.count - mark.count) where Array(bytes[start..<(start + mark.count)]) == mark {
-            return String(decoding: bytes[..<start], as: UTF8.self)
+        guard let start = markStart(in: id) else { return id }
+        return String(decoding: id.utf8[..<start], as: UTF8.self)
+    }
+
+    /// Where the reincarnation mark starts in a session id, if it has one.
+    static func markStart(in id: SessionID) -> String.Index? {
+        let utf8 = id.utf8
+        let mark = reincarnationMark.utf8
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            if utf8[index...].starts(with: mark) { return index }
+            index = utf8.index(after: index)
         }
-        return id
+        return nil
     }
 
     /// A write the node makes for the cluster: stored, applied, published.

@@ -247,18 +247,7 @@ enum NodeCommand {
     }
 
     static func load(_ path: String) throws(CommandLineError) -> FileConfig {
-        guard let handle = fopen(path, "r") else {
-            throw .failure("cannot read config file \(path): \(String(cString: strerror(errno))); check the path and its permissions")
-        }
-        defer { fclose(handle) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = fread(&buffer, 1, buffer.count, handle)
-            if count <= 0 { break }
-            bytes.append(contentsOf: buffer[0..<count])
-            if bytes.count > 1 << 20 { throw .failure("config file \(path) is larger than 1 MiB") }
-        }
+        let bytes = try FileText.read(path, what: "config file")
         do {
             return try JSONDecoder().decode(FileConfig.self, from: Data(bytes))
         } catch {

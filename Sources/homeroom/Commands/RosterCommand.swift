@@ -100,10 +100,5 @@ enum RosterCommand {
         }
     }
 
-    static func clock() -> String {
-        let seconds = WallClock.nowMillis() / 1000
-        let (h, m, s) = (seconds / 3600 % 24, seconds / 60 % 60, seconds % 60)
-        func pad(_ v: UInt64) -> String { v < 10 ? "0\(v)" : "\(v)" }
-        return "\(pad(h)):\(pad(m)):\(pad(s)) UTC"
-    }
+    static func clock() -> String { MessageText.clock(WallClock.nowMillis()) + " UTC" }
 }
