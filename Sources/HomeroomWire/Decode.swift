@@ -289,8 +289,11 @@ struct CDecoder {
                                 role: try role(op.role, "\(path).role"), host: ReplicaID(op.host), incarnation: op.incarnation)
         case 13:
             let op = d.leave_session!.pointee
+            // All three 0: an older node that did not say where the session started.
+            let started = op.started_sequence == 0 ? nil
+                : Stamp(clock: HybridTimestamp(packed: op.started_clock, replica: ReplicaID(op.started_replica)), sequence: op.started_sequence)
             return .leaveSession(user: try user(op.user, author: author, strings: strings, "\(field()).leave_session"),
-                                 session: try string(op.session, "\(field()).leave_session.session"))
+                                 session: try string(op.session, "\(field()).leave_session.session"), started: started)
         case 14:
             let op = d.set_name!.pointee
             return .setName(user: try user(op.user, author: author, strings: strings, "\(field()).set_name"),
@@ -358,6 +361,12 @@ struct CDecoder {
             }
             return .setPresenceState(user: try user(op.user, author: author, strings: strings, path),
                                      session: try string(op.session, "\(path).session"), items: items)
+        case 33:
+            let op = d.fold_sessions!.pointee
+            let path = "\(field()).fold_sessions"
+            try count(op.n_keep, max: SessionFloor.maxKept, "\(path).keep")
+            let keep = op.n_keep == 0 ? [] : (0..<op.n_keep).map { op.keep[$0] }
+            return .foldSessions(user: try user(op.user, author: author, strings: strings, path), upTo: op.up_to, keep: keep)
         default:
             throw .missingField("\(field()).op (no operation this version knows)")
         }

@@ -163,6 +163,22 @@ extension CDecoder {
             }
             for (key, value) in rewards { activity.addReward(key, value) }
         }
+        try count(patch.n_session_floors, max: limits.maxOrigins, "\(field()).session_floors")
+        for index in 0..<patch.n_session_floors {
+            let entry = patch.session_floors[index]!.pointee
+            func path() -> String { "\(field()).session_floors[\(index)]" }
+            let origin = Int(entry.origin)
+            guard origin < tables.replicas.count else {
+                throw .invalidValue(field: "\(path()).origin", reason: "index \(origin) is past the replica table (\(tables.replicas.count) entries)")
+            }
+            try count(entry.n_keep, max: SessionFloor.maxKept, "\(path()).keep")
+            guard entry.stamp != nil else { throw .missingField("\(path()).stamp") }
+            let keep = entry.n_keep == 0 ? [] : (0..<entry.n_keep).map { entry.keep[$0] }
+            let floor = SessionFloor(upTo: entry.up_to, keep: keep, stamp: try stamp(entry.stamp, tables, "\(path()).stamp"))
+            if activity.sessionFloors.updateValue(floor, forKey: tables.replicas[origin]) != nil {
+                throw .invalidValue(field: "\(path()).origin", reason: "origin \(tables.replicas[origin]) appears twice")
+            }
+        }
         // Left unallocated when it is all defaults, as Core does.
         record.activity = activity
         return (id, record)

@@ -248,10 +248,15 @@ struct CEncoder {
             op.pointee.incarnation = incarnation
             delta.pointee.join_session = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_JOIN_SESSION
-        case let .leaveSession(user, session):
+        case let .leaveSession(user, session, started):
             let op = make(homeroom__v1__leave_session__init)
             op.pointee.user = target(user, author: author, &interner)
             op.pointee.session = string(session)
+            if let started {
+                op.pointee.started_clock = started.clock.packed
+                op.pointee.started_replica = started.clock.replica.rawValue
+                op.pointee.started_sequence = started.sequence
+            }
             delta.pointee.leave_session = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_LEAVE_SESSION
         case let .setName(user, name):
@@ -314,6 +319,18 @@ struct CEncoder {
             (op.pointee.n_lineage, op.pointee.lineage) = dots(revision.lineage)
             delta.pointee.set_room_property = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_ROOM_PROPERTY
+        case let .foldSessions(user, upTo, keep):
+            let op = make(homeroom__v1__fold_sessions__init)
+            op.pointee.user = target(user, author: author, &interner)
+            op.pointee.up_to = upTo
+            if !keep.isEmpty {
+                let list = arena.allocate(UInt64.self, count: keep.count)
+                for (index, sequence) in keep.enumerated() { list[index] = sequence }
+                op.pointee.n_keep = keep.count
+                op.pointee.keep = list
+            }
+            delta.pointee.fold_sessions = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_FOLD_SESSIONS
         case let .replicaDown(replica, incarnation):
             let op = make(homeroom__v1__replica_down__init)
             op.pointee.replica = replica.rawValue

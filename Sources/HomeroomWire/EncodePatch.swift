@@ -224,6 +224,25 @@ struct PatchEncoder {
         }
         message.pointee.n_presence = presenceKeys.count
         message.pointee.presence = presenceList
+
+        let floorOrigins = activity.sessionFloors.keys.sorted()
+        let floorList = encoder.arena.pointers(Homeroom__V1__SessionFloor.self, count: floorOrigins.count)
+        for (index, origin) in floorOrigins.enumerated() {
+            let floor = activity.sessionFloors[origin]!
+            let entry = encoder.make(homeroom__v1__session_floor__init)
+            internReplica(origin.rawValue, into: field(entry, \.origin))
+            entry.pointee.up_to = floor.upTo
+            if !floor.keep.isEmpty {
+                let keep = encoder.arena.allocate(UInt64.self, count: floor.keep.count)
+                for (slot, sequence) in floor.keep.enumerated() { keep[slot] = sequence }
+                entry.pointee.n_keep = floor.keep.count
+                entry.pointee.keep = keep
+            }
+            entry.pointee.stamp = stamp(floor.stamp)
+            floorList[index] = entry
+        }
+        message.pointee.n_session_floors = floorOrigins.count
+        message.pointee.session_floors = floorList
         return message
     }
 

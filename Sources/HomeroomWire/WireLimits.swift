@@ -28,7 +28,8 @@ public struct WireLimits: Hashable, Sendable {
     /// Entries in any other map: properties, rewards of one user, dead
     /// incarnations, heartbeat rooms and peers, missing ranges. Default 200,000.
     public var maxMapEntries: Int
-    /// Sessions of one user. Default 64.
+    /// Session records of one user. Default 1,024 (docs/ARCHITECTURE.md, "Lifetime": a
+    /// node admits at most 32 live ones per user, and folds the ended ones away).
     public var maxSessionsPerUser: Int
     /// Origins (nodes) in a version vector, and entries of a replica table. Default 4,096.
     public var maxOrigins: Int
@@ -50,7 +51,7 @@ public struct WireLimits: Hashable, Sendable {
                 maxStringTable: Int = 20_000,
                 maxUsersPerPatch: Int = 200_000,
                 maxMapEntries: Int = 200_000,
-                maxSessionsPerUser: Int = 64,
+                maxSessionsPerUser: Int = 1_024,
                 maxOrigins: Int = 4_096,
                 maxEarlyPerOrigin: Int = 65_536,
                 maxMessagesPerPatch: Int = 20_000,

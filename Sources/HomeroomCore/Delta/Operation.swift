@@ -13,7 +13,12 @@ public enum Operation: Hashable, Sendable {
 
     // Presence (a user for itself; the system for sessions of a dead node)
     case joinSession(user: UserID, session: SessionID, name: String, role: Role, host: ReplicaID, incarnation: UInt64)
-    case leaveSession(user: UserID, session: SessionID)
+    /// `started`: the session's start, as the origin knows it (nil from older nodes), so
+    /// a replica that gets the end first knows which start it ends.
+    case leaveSession(user: UserID, session: SessionID, started: Stamp? = nil)
+    /// System, written by an origin for the sessions it started for `user`: every one
+    /// sequenced here at or below `upTo` is over and leaves the record, except `keep`.
+    case foldSessions(user: UserID, upTo: UInt64, keep: [UInt64])
     /// Every session hosted by `replica` in an incarnation up to `incarnation` is over.
     case replicaDown(replica: ReplicaID, incarnation: UInt64)
 
@@ -53,7 +58,7 @@ public enum Operation: Hashable, Sendable {
         case .setRoomName, .setRoomType, .setStageLimit, .setHandLimit, .setSchedule, .setClassState,
              .muteAll, .setRoomProperty, .replicaDown, .sendMessage, .trimHistory, .setHistoryLimit:
             return nil
-        case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _), let .setName(user, _),
+        case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _), let .foldSessions(user, _, _), let .setName(user, _),
              let .setDevice(user, _, _), let .setHand(user, _), let .setStage(user, _), let .setBoard(user, _),
              let .setPrivilege(user, _, _), let .reward(user, _), let .kick(user), let .ban(user),
              let .setUserProperty(user, _, _, _, _), let .sendPeerMessage(user, _, _, _), let .setPresenceState(user, _, _):
@@ -90,6 +95,7 @@ public enum Operation: Hashable, Sendable {
         case .setRoomProperty: return "set-room-property"
         case .joinSession: return "join"
         case .leaveSession: return "leave"
+        case .foldSessions: return "fold-sessions"
         case .replicaDown: return "replica-down"
         case .setName: return "set-name"
         case .setDevice: return "set-device"

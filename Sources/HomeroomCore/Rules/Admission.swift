@@ -15,6 +15,10 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
     case chatMuted(UserID?)
     /// A conditional property write whose key has moved on.
     case revisionMismatch(key: String, expected: UInt64, actual: UInt64)
+    /// The user has `limit` live sessions already.
+    case tooManySessions(UserID, limit: Int)
+    /// A leave of a session this node does not know (or that was folded away).
+    case sessionUnknown(UserID, SessionID)
 
     public var code: String {
         switch self {
@@ -29,6 +33,8 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case .invalid: return "invalid"
         case .chatMuted: return "muted"
         case .revisionMismatch: return "revision-mismatch"
+        case .tooManySessions: return "too-many-sessions"
+        case .sessionUnknown: return "session-unknown"
         }
     }
 
@@ -47,6 +53,10 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
             return user.map { "chat is muted for \($0) by a teacher or an assistant" } ?? "chat is muted for the room: only teachers and assistants may send"
         case let .revisionMismatch(key, expected, actual):
             return "\(key) is at revision \(actual), not \(expected): read it again and retry"
+        case let .tooManySessions(user, limit):
+            return "\(user) has \(limit) open sessions in this room already: leave one (or wait for an idle one to time out) first"
+        case let .sessionUnknown(user, session):
+            return "\(user) has no session \(session) in this room (it ended long ago, or was opened at a node this one has not heard from yet)"
         }
     }
 }
@@ -62,8 +72,12 @@ extension RoomState {
         if isClosed(nowMillis: nowMillis) { return .roomClosed }
         let op = write.operation
         if let target = op.target {
-            if case let .joinSession(_, _, _, role, _, _) = op {
+            if case let .joinSession(_, session, _, role, _, _) = op {
                 if users[target]?.isBanned == true { return .banned(target) }
+                if let record = users[target], write.authorRole != .system, !record.isLive(session: session, deadIncarnations: deadIncarnations) {
+                    let live = record.sessions.lazy.filter { record.isLive($0, deadIncarnations: self.deadIncarnations) }.count
+                    if live >= Self.maxOpenSessionsPerUser { return .tooManySessions(target, limit: Self.maxOpenSessionsPerUser) }
+                }
                 if type.value == .oneToOne, role == .teacher || role == .student,
                    users.contains(where: { $0.key != target && $0.value.isKnown && !$0.value.isBanned && $0.value.role.value == role }) {
                     return .roomFull(reason: "a one-to-one room has one \(role) already")
@@ -91,6 +105,10 @@ extension RoomState {
             let toModerator = users[recipient]?.role.value.moderates == true
             if users[write.author]?.chatMuted.value == true && !toModerator { return .chatMuted(write.author) }
             if chatMuted.value && !write.authorRole.moderates && !toModerator { return .chatMuted(nil) }
+        case let .leaveSession(user, session, _) where write.authorRole != .system:
+            guard users[user]?.sessions.contains(where: { $0.id == session && $0.started != Stamp.maxedOut }) == true else {
+                return .sessionUnknown(user, session)
+            }
         case let .setPresenceState(user, session, items):
             guard let record = users[user], record.isLive(session: session, deadIncarnations: deadIncarnations) else {
                 return .invalid("session \(session) of \(user) is not open in this room: set presence state through a live session")

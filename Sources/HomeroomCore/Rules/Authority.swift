@@ -46,7 +46,7 @@ public enum Authority {
         if role == .observer {
             // Observers may only come and go.
             switch operation {
-            case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _):
+            case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _):
                 return user == author ? nil : .notOwnUser(operation: name, author: author, target: user)
             default:
                 return .observerIsReadOnly(operation: name)
@@ -104,8 +104,13 @@ public enum Authority {
             // A user joins in the role its credential gives, never a higher one.
             return joinRole == role ? nil : .invalidValue(operation: name, reason: "joins as \(joinRole) but is a \(role)")
 
-        case let .leaveSession(user, _):
+        case let .leaveSession(user, _, _):
             return role == .system || user == author ? nil : .notOwnUser(operation: name, author: author, target: user)
+
+        case let .foldSessions(_, _, keep):
+            guard role == .system else { return .requiresSystem(operation: name) }
+            return keep.count <= SessionFloor.maxKept ? nil
+                : .invalidValue(operation: name, reason: "a fold keeps at most \(SessionFloor.maxKept) sessions")
 
         case let .setName(user, _), let .setDevice(user, _, _):
             return user == author || role == .system ? nil : .notOwnUser(operation: name, author: author, target: user)

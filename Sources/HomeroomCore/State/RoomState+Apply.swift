@@ -18,7 +18,7 @@ extension RoomState {
 
     private mutating func perform(_ delta: Delta, messaging: inout [MessagingChange]) -> [RoomChange] {
         switch delta.operation {
-        case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _), let .kick(user), let .ban(user):
+        case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _), let .foldSessions(user, _, _), let .kick(user), let .ban(user):
             // Sessions change: presence state written by them may show or go.
             let watched = watchPresence([user])
             let changes = performWrite(delta, messaging: &messaging)
@@ -61,8 +61,13 @@ extension RoomState {
             return added == 0 ? [] : [.userRewarded(user, amount: added, total: users[user]!.rewardTotal)]
         case let .setName(user, name):
             return updateUser(user, keepsRanks: true) { record in record.name.write(name, at: stamp) }
-        case let .leaveSession(user, session):
-            return updateUser(user, keepsRanks: true) { record in record.endSession(session, at: stamp) }
+        case let .leaveSession(user, session, started):
+            return updateUser(user, keepsRanks: true) { record in record.endSession(session, at: stamp, started: started) }
+        case let .foldSessions(user, upTo, keep):
+            guard users[user] != nil else { return [] }
+            return updateUser(user, keepsRanks: true) { record in
+                record.fold(origin: delta.origin, SessionFloor(upTo: upTo, keep: keep, stamp: stamp))
+            }
         case let .setUserProperty(user, key, value, cause, revision):
             var changes: [RoomChange] = []
             var won = false

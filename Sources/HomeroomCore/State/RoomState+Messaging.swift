@@ -176,6 +176,12 @@ extension RoomState {
         case let .setUserProperty(user, key, value, cause, revision):
             prepared.operation = .setUserProperty(user: user, key: key, value: value, cause: cause,
                                                   revision: Self.next(revision, after: users[user]?.properties[key]))
+        case let .leaveSession(user, session, nil):
+            // The start goes with the end, so a replica that gets the end first, after the
+            // start was folded away elsewhere, keeps no record of it.
+            if let started = users[user]?.sessions.first(where: { $0.id == session })?.started, started != Stamp.maxedOut {
+                prepared.operation = .leaveSession(user: user, session: session, started: started)
+            }
         default:
             break
         }

@@ -17,7 +17,10 @@ public struct SessionRecord: Hashable, Sendable {
     }
 
     mutating func merge(_ other: SessionRecord) {
-        if other.started < started {
+        // Equal starts (a leave that carried the start made this record before the join
+        // arrived): the larger (incarnation, host) wins, so every replica keeps the same.
+        if other.started < started
+            || (other.started == started && (other.incarnation, other.host.rawValue) > (incarnation, host.rawValue)) {
             started = other.started
             host = other.host
             incarnation = other.incarnation
@@ -74,6 +77,8 @@ public struct UserActivity: Hashable, Sendable {
     public var chatMuted = Register(false, stamp: .origin)
     /// Temporary presence state, per key (last writer wins); shown while the session that wrote it is open.
     public var presence: [String: Register<PresenceValue>] = [:]
+    /// Per origin, the sessions it folded away (see `SessionFloor`).
+    public var sessionFloors: [ReplicaID: SessionFloor] = [:]
 
     public init() {}
 
@@ -96,6 +101,9 @@ public struct UserActivity: Hashable, Sendable {
         chatMuted.merge(other.chatMuted)
         for (key, register) in other.presence {
             if presence[key] == nil { presence[key] = register } else { presence[key]!.merge(register) }
+        }
+        for (origin, floor) in other.sessionFloors {
+            if sessionFloors[origin] == nil { sessionFloors[origin] = floor } else { sessionFloors[origin]!.merge(floor) }
         }
     }
 
@@ -242,7 +250,18 @@ public struct UserRecord: Hashable, Sendable {
         modifyActivity { $0.addReward(key, entry) }
     }
 
+    /// Whether this session was folded away: its start is under its origin's floor.
+    @inline(__always)
+    public func isFolded(_ session: SessionRecord) -> Bool {
+        guard !activityStorage.isEmpty, !activityStorage[0].sessionFloors.isEmpty, session.started != Stamp.maxedOut else { return false }
+        return activityStorage[0].sessionFloors[session.started.clock.replica]?.covers(session.started.sequence) ?? false
+    }
+
+    /// The floors of this user's folded sessions, per origin.
+    public var sessionFloors: [ReplicaID: SessionFloor] { read(\.sessionFloors, default: [:]) }
+
     mutating func upsertSession(_ session: SessionRecord) {
+        if isFolded(session) { return }
         var low = 0, high = sessions.count
         while low < high {
             let mid = (low + high) / 2
@@ -255,10 +274,13 @@ public struct UserRecord: Hashable, Sendable {
         }
     }
 
-    mutating func endSession(_ id: SessionID, at stamp: Stamp) {
+    mutating func endSession(_ id: SessionID, at stamp: Stamp, started: Stamp? = nil) {
         guard let index = sessions.firstIndex(where: { $0.id == id }) else {
-            // The end arrived before the start: keep it so the start, when it comes, stays ended.
-            upsertSession(SessionRecord(id: id, host: ReplicaID(0), incarnation: 0, started: Stamp.maxedOut, ended: stamp))
+            // The end arrived before the start: keep it so the start, when it comes, stays
+            // ended. A leave that names the start (every current node's does) makes the
+            // record the start will merge into, or nothing if that start was folded away.
+            let start = started ?? Stamp.maxedOut
+            upsertSession(SessionRecord(id: id, host: started?.clock.replica ?? ReplicaID(0), incarnation: 0, started: start, ended: stamp))
             return
         }
         if sessions[index].ended.map({ stamp < $0 }) ?? true { sessions[index].ended = stamp }
@@ -268,8 +290,28 @@ public struct UserRecord: Hashable, Sendable {
     mutating func merge(_ other: UserRecord) {
         name.merge(other.name)
         role.merge(other.role)
-        for session in other.sessions { upsertSession(session) }
+        // Floors first, so a session the other side folded is not taken in again.
+        let floorsBefore = sessionFloors
         if let otherActivity = other.activityStorage.first { modifyActivity { $0.merge(otherActivity) } }
+        for session in other.sessions { upsertSession(session) }
+        if sessionFloors != floorsBefore { dropFoldedSessions() }
+    }
+
+    /// Raises the floor of `origin` (a `foldSessions` delta) and drops what it covers.
+    mutating func fold(origin: ReplicaID, _ floor: SessionFloor) {
+        modifyActivity { activity in
+            if activity.sessionFloors[origin] == nil { activity.sessionFloors[origin] = floor } else { activity.sessionFloors[origin]!.merge(floor) }
+        }
+        dropFoldedSessions()
+    }
+
+    private mutating func dropFoldedSessions() {
+        let floors = sessionFloors
+        let folded = { (session: SessionRecord) -> Bool in
+            session.started != Stamp.maxedOut && floors[session.started.clock.replica]?.covers(session.started.sequence) == true
+        }
+        guard sessions.contains(where: folded) else { return }
+        sessions.removeAll(where: folded)
     }
 
     /// The part of this record whose writes `seen` does not cover; nil when nothing is missing.
@@ -299,6 +341,7 @@ public struct UserRecord: Hashable, Sendable {
         guard plain(name, fresh.name), plain(role, fresh.role) else { return false }
         for index in sessions.indices.dropFirst() where !(sessions[index - 1].id < sessions[index].id) { return false }
         guard !activityStorage.isEmpty else { return true }
+        if !activityStorage[0].sessionFloors.isEmpty && sessions.contains(where: isFolded) { return false }
         let activity = activityStorage[0], none = UserActivity.none
         return plain(activity.stage, none.stage) && plain(activity.board, none.board) && plain(activity.cameraDevice, none.cameraDevice)
             && plain(activity.cameraPrivilege, none.cameraPrivilege) && plain(activity.microphoneDevice, none.microphoneDevice)
@@ -357,6 +400,7 @@ extension UserActivity {
             && properties.values.allSatisfy { $0.stamp.sequence != 0 }
             && chatMuted.isWritten(or: fresh.chatMuted)
             && presence.values.allSatisfy { $0.stamp.sequence != 0 }
+            && sessionFloors.values.allSatisfy { $0.stamp.sequence != 0 }
     }
 
     func missing(from seen: SeenCheck) -> UserActivity? {
@@ -385,6 +429,10 @@ extension UserActivity {
         if !seen.contains(chatMuted.stamp.dot) { patch.chatMuted = chatMuted; any = true }
         for (key, register) in presence where !seen.contains(register.stamp.dot) {
             patch.presence[key] = register
+            any = true
+        }
+        for (origin, floor) in sessionFloors where !seen.contains(floor.stamp.dot) {
+            patch.sessionFloors[origin] = floor
             any = true
         }
         return any ? patch : nil

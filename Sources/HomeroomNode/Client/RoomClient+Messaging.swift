@@ -263,7 +263,7 @@ extension RoomClient {
     func restorePresence(through requester: NNGRequester, session: SessionID) {
         let (items, counter) = state.withLock { state -> ([PresenceItem], UInt64) in
             let items = state.presenceItems.keys.sorted().map { PresenceItem(key: $0, value: state.presenceItems[$0]) }
-            if !items.isEmpty { state.writeCounter += 1 }
+            if !items.isEmpty { state.writeCounter += AuthorCounter.stride }
             return (items, state.writeCounter)
         }
         guard !items.isEmpty else { return }

@@ -80,9 +80,9 @@ public final class RoomClient: Sendable {
         var endpointIndex = 0
         var session: SessionID
         var sessionCount = 0
-        /// Starts from the wall clock (microseconds), so a restarted client never
-        /// reuses a counter: a reused counter makes a reward count as a retry.
-        var writeCounter: UInt64 = WallClock.nowMillis() * 1000
+        /// Unique to this client instance (`AuthorCounter`): a counter another client of
+        /// the same user also used makes a reward count as a retry of that one.
+        var writeCounter: UInt64 = AuthorCounter.initial()
         var requestID: UInt64 = 0
         var failures = 0
         var latencyMicros: Double = 0
@@ -252,7 +252,7 @@ public final class RoomClient: Sendable {
             // The session on the old node is over (its node may be gone, so say it here).
             if hadSession {
                 let leave = Write(author: user, authorRole: role, authorCounter: state.withLock { state in
-                    state.writeCounter += 1
+                    state.writeCounter += AuthorCounter.stride
                     return state.writeCounter
                 }, operation: .leaveSession(user: user, session: previousSession))
                 _ = try? request(requester, .writeRequest(WireMessage.WriteRequest(requestID: 0, write: leave)))
@@ -334,7 +334,7 @@ public final class RoomClient: Sendable {
     /// message that has left the history): treat it as done.
     func sendWrite(_ operation: Operation, retries: Int) throws(ClientError) -> (ack: WireMessage.WriteAck, write: Write) {
         let (write, requestID) = state.withLock { state -> (Write, UInt64) in
-            state.writeCounter += 1
+            state.writeCounter += AuthorCounter.stride
             state.requestID += 1
             return (Write(author: user, authorRole: role, authorCounter: state.writeCounter, operation: operation), state.requestID)
         }

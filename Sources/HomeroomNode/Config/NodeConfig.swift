@@ -41,6 +41,8 @@ public struct NodeConfig: Sendable, Equatable {
     public var clusterKey: ClusterKey?
     /// Per-user write limits (Agora RTM's defaults: 60 messages/s), and per-node limits.
     public var writesPerSecond = 60
+    /// Joins (new sessions) per user and second, with a 3 s burst; `rate-limited` beyond.
+    public var joinsPerSecond = 20
     public var writeBytesPerSecond = 256 * 1024
     public var maxRooms = 10_000
     public var maxUsersPerRoom = 200_000
@@ -68,7 +70,7 @@ public struct NodeConfig: Sendable, Equatable {
         a.name == b.name && a.listen == b.listen && a.publish == b.publish && a.seeds == b.seeds
             && a.heartbeatMillis == b.heartbeatMillis && a.suspectMillis == b.suspectMillis && a.downMillis == b.downMillis
             && a.requestTimeoutMillis == b.requestTimeoutMillis && a.maxClockDriftMillis == b.maxClockDriftMillis && a.workers == b.workers
-            && a.writesPerSecond == b.writesPerSecond && a.writeBytesPerSecond == b.writeBytesPerSecond
+            && a.writesPerSecond == b.writesPerSecond && a.joinsPerSecond == b.joinsPerSecond && a.writeBytesPerSecond == b.writeBytesPerSecond
             && a.maxRooms == b.maxRooms && a.maxUsersPerRoom == b.maxUsersPerRoom
             && (a.tokenVerifier == nil) == (b.tokenVerifier == nil) && (a.clusterKey == nil) == (b.clusterKey == nil)
             && a.clockSkewMillis == b.clockSkewMillis && a.dataDirectory == b.dataDirectory && a.synchronousFull == b.synchronousFull && a.httpAddress == b.httpAddress
@@ -101,7 +103,7 @@ public struct NodeConfig: Sendable, Equatable {
         if let directory = dataDirectory, directory.isEmpty {
             throw .invalid(field: "data-dir", reason: "the data directory path is empty")
         }
-        if writesPerSecond < 1 || writeBytesPerSecond < 1024 || maxRooms < 1 || maxUsersPerRoom < 2 {
+        if writesPerSecond < 1 || joinsPerSecond < 1 || writeBytesPerSecond < 1024 || maxRooms < 1 || maxUsersPerRoom < 2 {
             throw .invalid(field: "limits", reason: "write rate at least 1/s and 1 KiB/s, at least 1 room and 2 users per room")
         }
         if messageRetentionSeconds > 10 * 365 * 86_400 {

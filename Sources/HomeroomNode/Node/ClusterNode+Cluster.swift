@@ -63,7 +63,7 @@ extension ClusterNode {
     /// Applies another node's deltas, relays the new ones to this node's clients, and
     /// schedules a pull when a gap shows.
     func applyRemote(room roomID: String, batch: WireMessage.DeltaBatch, from sender: ReplicaID) {
-        guard RoomID.validate(roomID) == nil else { return }
+        guard RoomID.validate(roomID) == nil, state.withLock({ $0.quarantined[roomID] == nil }) else { return }
         let now = wallMillis()
         var fresh: [Delta] = []
         var rejectedClock = 0
@@ -80,6 +80,7 @@ extension ClusterNode {
                 fresh.append(delta)
             }
             state.note(room: roomID, messaging)
+            state.noteSessions(room: roomID, fresh)
             if !fresh.isEmpty, let store = state.store {
                 do {
                     try store.append(room: roomID, deltas: fresh)
@@ -327,7 +328,7 @@ extension ClusterNode {
             let pending = Array(state.pendingSyncs)
             state.pendingSyncs.removeAll()
             var addresses: [ReplicaID: String] = [:]
-            for key in pending where !state.faults.cuts(key.peer) {
+            for key in pending where !state.faults.cuts(key.peer) && state.quarantined[key.room] == nil {
                 if let entry = state.peers.entries[key.peer], entry.status != .dead { addresses[key.peer] = entry.address }
             }
             return (pending, addresses)
@@ -341,14 +342,25 @@ extension ClusterNode {
                 continue
             }
             metrics.add("sync_bytes_total", UInt64(reply.count + request.count))
-            guard let body = openReply(reply), let decoded = try? WireCodec.decode(Array(body), limits: config.replyLimits),
-                  case let .syncResponse(response) = decoded.message, let patch = response.patch, patch.roomID == key.room else { continue }
+            guard let body = openReply(reply) else { continue }
+            let decoded: WireEnvelope
+            do {
+                decoded = try WireCodec.decode(Array(body), limits: config.replyLimits)
+            } catch {
+                // Never silent: a patch this node cannot read would otherwise be pulled again and again.
+                metrics.add("sync_decode_failures_total")
+                logger.error("a peer's repair patch does not decode: this room stays behind that peer until one side is fixed",
+                             ["room": key.room, "peer": "\(key.peer)", "bytes": "\(body.count)", "error": "\(error)"])
+                continue
+            }
+            guard case let .syncResponse(response) = decoded.message, let patch = response.patch, patch.roomID == key.room else { continue }
             let changed = state.withLock { state -> Bool in
                 var room = state.rooms.removeValue(forKey: key.room) ?? RoomState(roomID: key.room)
                 let before = room.seen
                 var messaging: [MessagingChange] = []
                 room.merge(patch, messaging: &messaging)
                 state.note(room: key.room, messaging)
+                state.noteSessions(room: key.room, patch: patch)
                 let changed = room.seen != before
                 if changed, let store = state.store {
                     if (try? store.append(room: key.room, patch: patch)) != nil { state.dirtyRooms[key.room, default: 0] += 1 }

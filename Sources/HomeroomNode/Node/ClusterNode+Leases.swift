@@ -12,10 +12,27 @@ extension ClusterNode {
     /// Sessions holding a lease here now, in every room (tests, diagnostics).
     var leasedSessions: Int { state.withLock { $0.leases.values.reduce(0) { $0 + $1.count } } }
 
-    /// A client's sync named its session: renew the lease if this node hosts it.
-    func renewLease(room: String, session: SessionID, user: UserID) {
+    /// A session just joined here: its lease runs from now.
+    func startLease(room: String, session: SessionID, user: UserID) {
         guard config.sessionTimeoutMillis > 0, !session.isEmpty, !user.isEmpty else { return }
         let now = WallClock.monotonicMillis()
+        state.withLock { state in
+            state.leases[room, default: [:]][session] = NodeState.SessionLease(user: user, renewedMillis: now)
+        }
+    }
+
+    /// A client's sync: renew the lease of the session it names if this node hosts it,
+    /// or, when it names none (a minimal client), every lease of its user here.
+    func renewLease(room: String, session: SessionID, user: UserID) {
+        guard config.sessionTimeoutMillis > 0, !user.isEmpty else { return }
+        let now = WallClock.monotonicMillis()
+        if session.isEmpty {
+            state.withLock { state in
+                guard let leases = state.leases[room] else { return }
+                for (id, lease) in leases where lease.user == user { state.leases[room]![id]!.renewedMillis = now }
+            }
+            return
+        }
         let current = incarnation   // its own lock: read before taking the state's
         state.withLock { state in
             if state.leases[room]?[session] != nil {

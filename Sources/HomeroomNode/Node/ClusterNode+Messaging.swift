@@ -96,7 +96,7 @@ extension ClusterNode {
         state.withLock { state -> Bool in
             guard !state.stopping, var current = state.rooms.removeValue(forKey: room) else { return false }
             defer { state.rooms[room] = current }
-            let (delta, sequencer) = state.stamp(room: room, write, nowMillis: wallMillis())
+            let (delta, sequencer) = state.stamp(room: room, current.prepare(write), nowMillis: wallMillis())
             if let store = state.store {
                 guard (try? store.append(room: room, deltas: [delta])) != nil else { return false }
                 state.dirtyRooms[room, default: 0] += 1
@@ -105,6 +105,7 @@ extension ClusterNode {
             var messaging: [MessagingChange] = []
             _ = current.apply(delta, messaging: &messaging)
             state.note(room: room, messaging)
+            state.noteSessions(room: room, [delta])
             outbox.enqueue(room: room, deltas: [delta], toNodes: true)
             return true
         }

@@ -6,12 +6,13 @@ import HomeroomCore
 /// alive: it moves to a new incarnation and announces its live sessions again, so
 /// its users are online everywhere without reconnecting.
 extension ClusterNode {
-    static let reincarnationMark = "~r"
+    static let reincarnationMark = SessionIDs.copyMark
 
     func presenceLoop() {
         while !state.withLock({ $0.stopping }) {
             refuteIfDeclaredDown()
             endReincarnationsOfLeftSessions()
+            foldEndedSessions()
             var slept: UInt64 = 0
             while slept < config.heartbeatMillis && !state.withLock({ $0.stopping }) {
                 NNGSleep.milliseconds(20)
@@ -129,22 +130,10 @@ extension ClusterNode {
         }
     }
 
-    static func baseSession(_ id: SessionID) -> SessionID {
-        guard let start = markStart(in: id) else { return id }
-        return String(decoding: id.utf8[..<start], as: UTF8.self)
-    }
+    static func baseSession(_ id: SessionID) -> SessionID { SessionIDs.base(id) }
 
     /// Where the reincarnation mark starts in a session id, if it has one.
-    static func markStart(in id: SessionID) -> String.Index? {
-        let utf8 = id.utf8
-        let mark = reincarnationMark.utf8
-        var index = utf8.startIndex
-        while index != utf8.endIndex {
-            if utf8[index...].starts(with: mark) { return index }
-            index = utf8.index(after: index)
-        }
-        return nil
-    }
+    static func markStart(in id: SessionID) -> String.Index? { SessionIDs.copyMarkStart(in: id) }
 
     /// A write the node makes for the cluster: stored, applied, published.
     func systemWrite(room: String, _ operation: Operation) {
@@ -152,13 +141,14 @@ extension ClusterNode {
         state.withLock { state in
             guard var current = state.rooms.removeValue(forKey: room) else { return }
             defer { state.rooms[room] = current }
-            let (delta, sequencer) = state.stamp(room: room, write, nowMillis: wallMillis())
+            let (delta, sequencer) = state.stamp(room: room, current.prepare(write), nowMillis: wallMillis())
             if let store = state.store {
                 guard (try? store.append(room: room, deltas: [delta])) != nil else { return }
                 state.dirtyRooms[room, default: 0] += 1
             }
             state.commit(room: room, delta, sequencer)
             _ = current.apply(delta)
+            state.noteSessions(room: room, [delta])
             outbox.enqueue(room: room, deltas: [delta], toNodes: true)
         }
     }

@@ -30,6 +30,11 @@ extension ClusterNode {
             return WireCodec.encode(reply)
         }
         let room = request.roomID
+        if !room.isEmpty, let why = state.withLock({ $0.quarantined.isEmpty ? nil : $0.quarantined[room] }) {
+            if case .heartbeat = request.message {} else {
+                return errorReply("unavailable", "room \(room) is quarantined on this node (\(why)): use another node", room)
+            }
+        }
         let claimsToBeNode = request.sender.rawValue != 0
         if claimsToBeNode && framing.isEnabled && !fromNode {
             return errorReply("cluster-auth-required", "node requests must be sealed with the cluster key", room)
@@ -192,6 +197,7 @@ extension ClusterNode {
             var messaging: [MessagingChange] = []
             let outcome = room.apply(delta, messaging: &messaging)
             state.note(room: roomID, messaging)
+            state.noteSessions(room: roomID, [delta])
             // Queued under the lock, so deltas leave in sequence order.
             outbox.enqueue(room: roomID, deltas: [delta], toNodes: true)
             if case let .rejected(reason) = outcome {
@@ -225,6 +231,14 @@ extension ClusterNode {
         where value.isEmpty || value.utf8.count > 128 {
             return .error(WireMessage.ErrorReply(code: "invalid", message: "a join's \(field) must be 1 to 128 bytes, got \(value.utf8.count)"))
         }
+        let limited = state.withLock { state in
+            !state.joinLimiter.allow("\(roomID)\u{0}\(join.user)", size: 0, nowMillis: WallClock.monotonicMillis())
+        }
+        if limited {
+            metrics.add("joins_refused_total{code=\"rate-limited\"}")
+            return .error(WireMessage.ErrorReply(code: "rate-limited",
+                                                 message: "\(join.user) joins room \(roomID) more than \(config.joinsPerSecond) times per second: slow down"))
+        }
         let write = Write(author: join.user, authorRole: join.role, authorCounter: 0,
                           operation: .joinSession(user: join.user, session: join.session, name: join.name, role: join.role,
                                                   host: replica, incarnation: incarnation))
@@ -232,6 +246,9 @@ extension ClusterNode {
         guard ack.status == .accepted else {
             return .error(WireMessage.ErrorReply(code: ack.errorCode, message: ack.message))
         }
+        // The lease starts with the join: a client that never syncs (its join reply was
+        // lost, it died at once) does not leave an open session behind for ever.
+        startLease(room: roomID, session: join.session, user: join.user)
         let state = self.state.withLock { state -> RoomState in
             let room = state.rooms[roomID] ?? RoomState(roomID: roomID)
             // Other users' peer messages stay out of what the joining client gets.

@@ -64,23 +64,36 @@ public final class ClusterNode: Sendable {
 
         // Identity: a node with a store keeps its replica id across restarts (its
         // sequence numbers continue from the store); each boot is a new incarnation.
+        // A new store (a new node, or one whose store was lost or moved aside) gets a
+        // replica id of its own, never the name's: a node rebuilt under an existing
+        // name would otherwise number its writes from 1 again, dots the cluster has
+        // already seen with other content, and its acknowledged writes would be lost.
         var store: NodeStore?
         var rooms: [String: RoomState] = [:]
+        var quarantined: [String: String] = [:]
         var previousIncarnation: UInt64?
-        let stableReplica = ReplicaID(name: config.name)
         var incarnation = requestedIncarnation ?? WallClock.nowMillis()
+        var storeReplica: ReplicaID?
         if let directory = config.dataDirectory {
             do {
                 try Self.makeDirectory(directory)
                 let opened = try NodeStore(path: directory + "/homeroom.sqlite3", synchronousFull: config.synchronousFull)
-                if let stored = try opened.meta("replica"), UInt64(bitPattern: stored) != stableReplica.rawValue {
+                let nameKey = Int64(bitPattern: ReplicaID(name: config.name).rawValue)
+                let storedReplica = try opened.meta("replica")
+                if let storedName = try opened.meta("name") {
+                    if storedName != nameKey { throw NodeError.wrongDataDirectory(path: directory, name: config.name) }
+                } else if let storedReplica, storedReplica != nameKey {
+                    // A store from before replica ids were per store: its replica id was the name's.
                     throw NodeError.wrongDataDirectory(path: directory, name: config.name)
                 }
                 previousIncarnation = try opened.meta("incarnation").map { UInt64(bitPattern: $0) }
                 if let previousIncarnation, incarnation <= previousIncarnation { incarnation = previousIncarnation + 1 }
-                try opened.setMeta("replica", Int64(bitPattern: stableReplica.rawValue))
+                let replica = storedReplica.map { ReplicaID(UInt64(bitPattern: $0)) } ?? ReplicaID(name: "\(config.name)#\(incarnation)")
+                storeReplica = replica
+                try opened.setMeta("name", nameKey)
+                try opened.setMeta("replica", Int64(bitPattern: replica.rawValue))
                 try opened.setMeta("incarnation", Int64(bitPattern: incarnation))
-                rooms = try opened.loadRooms()
+                (rooms, quarantined) = try opened.loadRooms()
                 store = opened
             } catch let error as StoreError {
                 throw .store(error)
@@ -91,18 +104,24 @@ public final class ClusterNode: Sendable {
             }
         }
         self.incarnationBox = Mutex(incarnation)
-        let replica = store != nil ? stableReplica : ReplicaID(name: "\(config.name)#\(incarnation)")
+        let replica = storeReplica ?? ReplicaID(name: "\(config.name)#\(incarnation)")
         self.replica = replica
         var initial = NodeState(replica: replica, maxClockDriftMillis: config.maxClockDriftMillis)
         initial.rooms = rooms
+        initial.quarantined = quarantined
         initial.store = store
         initial.limiter = RateLimiter(messagesPerSecond: config.writesPerSecond, bytesPerSecond: config.writeBytesPerSecond)
+        initial.joinLimiter = RateLimiter(messagesPerSecond: config.joinsPerSecond, bytesPerSecond: 1 << 30, burstSeconds: 3)
         // Never reuse a sequence number this replica already gave out.
         for (id, room) in rooms {
             initial.roomSequences[id] = room.seen.origins[replica]?.highest ?? 0
             initial.privateSequences[id] = room.seen.origins[NodeState.privateOrigin(of: replica)]?.highest ?? 0
         }
         self.state = Mutex(initial)
+        for (room, why) in quarantined.sorted(by: { $0.key < $1.key }) {
+            self.logger.error("room quarantined: its stored state does not load; this node serves every other room and refuses this one (the other nodes serve it)",
+                              ["room": room, "why": why])
+        }
 
         do {
             publisher = try NNGSocket(.pub)
@@ -161,6 +180,7 @@ public final class ClusterNode: Sendable {
             publisher.close()
             throw .bind(address: config.listen, error)
         }
+        noteEveryUserForFolding()
         let thread = try? NNGThread(name: "hr-tick") { [weak self] in self?.tickLoop() }
         ticker.withLock { $0 = thread }
         let publishing = try? NNGThread(name: "hr-publish") { [weak self] in self?.publishLoop() }

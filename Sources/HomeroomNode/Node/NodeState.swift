@@ -27,8 +27,14 @@ struct NodeState {
     var stopping = false
     /// The durable store, if the node has a data directory.
     var store: NodeStore?
+    /// Rooms whose stored state does not load (room -> why): out of service here,
+    /// their rows kept as they are; the other nodes serve them.
+    var quarantined: [String: String] = [:]
     /// Rooms whose log grew since their last snapshot.
     var dirtyRooms: [String: Int] = [:]
+    /// Per room, users whose sessions changed since the presence loop last checked
+    /// whether this node should fold the ones it started (`RoomState.sessionFold`).
+    var foldCandidates: [String: Set<UserID>] = [:]
 
     struct SessionLease {
         var user: UserID
@@ -41,6 +47,27 @@ struct NodeState {
     }
 
     var limiter = RateLimiter(messagesPerSecond: 60, bytesPerSecond: 256 * 1024)
+    /// Joins (new sessions) per user: each costs a snapshot, and a session record.
+    var joinLimiter = RateLimiter(messagesPerSecond: 20, bytesPerSecond: 1 << 30, burstSeconds: 3)
+
+    /// Notes the users whose sessions these deltas touched (fold candidates).
+    mutating func noteSessions(room: String, _ deltas: [Delta]) {
+        for delta in deltas {
+            switch delta.operation {
+            case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _), let .kick(user), let .ban(user):
+                foldCandidates[room, default: []].insert(user)
+            default:
+                break
+            }
+        }
+    }
+
+    /// Notes every user of a merged patch that carries sessions.
+    mutating func noteSessions(room: String, patch: RoomState) {
+        for (user, record) in patch.users where !record.sessions.isEmpty || record.hasActivity {
+            foldCandidates[room, default: []].insert(user)
+        }
+    }
 
     init(replica: ReplicaID, maxClockDriftMillis: UInt64) {
         sequencer = Sequencer(replica: replica, maxForwardDriftMillis: maxClockDriftMillis)

@@ -62,6 +62,8 @@ extension ClusterNode {
             lines.append("homeroom_\(name) \(value)")
         }
         gauge("rooms", "Rooms this node holds.", Int64(gauges.rooms))
+        gauge("rooms_quarantined", "Rooms whose stored state does not load: out of service on this node (see /healthz).",
+              Int64(state.withLock { $0.quarantined.count }))
         gauge("users", "Users known across this node's rooms.", Int64(gauges.users))
         gauge("users_online", "Users online across this node's rooms.", Int64(gauges.online))
         lines.append("# HELP homeroom_peers Other nodes by status.")
@@ -91,7 +93,9 @@ extension ClusterNode {
         let stopping = state.withLock { $0.stopping }
         let gauges = gauges()
         let status = stopping ? "stopping" : "ok"
+        let quarantined = state.withLock { $0.quarantined }.sorted { $0.key < $1.key }
+            .map { "{\"room\":\(jsonString($0.key)),\"why\":\(jsonString($0.value))}" }.joined(separator: ",")
         return (!stopping, "{\"status\":\"\(status)\",\"node\":\(jsonString(name)),\"replica\":\"\(replica)\",\"incarnation\":\(incarnation),"
-            + "\"rooms\":\(gauges.rooms),\"peers_alive\":\(gauges.peersAlive)}\n")
+            + "\"rooms\":\(gauges.rooms),\"peers_alive\":\(gauges.peersAlive),\"quarantined\":[\(quarantined)]}\n")
     }
 }

@@ -102,8 +102,12 @@ final class NodeStore {
     // MARK: - Reading
 
     /// Every room: its snapshot, then its log replayed (merge is commutative, so order is safe).
-    func loadRooms() throws(StoreError) -> [String: RoomState] {
+    /// Rooms as stored, and the rooms that do not load (room -> why). One bad room
+    /// never keeps the others from loading: the node serves them and keeps that one
+    /// out of service (quarantined), its rows left as they are.
+    func loadRooms() throws(StoreError) -> (rooms: [String: RoomState], quarantined: [String: String]) {
         var rooms: [String: RoomState] = [:]
+        var quarantined: [String: String] = [:]
         var problem: StoreError?
         let snapshots = try database.prepare("SELECT room, snapshot FROM rooms")
         try snapshots.query("read snapshots") { (row) throws(StoreError) in
@@ -111,13 +115,13 @@ final class NodeStore {
             do {
                 rooms[room] = try WireCodec.decodePatch(row.blob(1), limits: Self.limits)
             } catch {
-                problem = StoreError(code: 11, message: "snapshot of room \(room) does not decode: \(error)", operation: "load", path: path)
+                quarantined[room] = "its snapshot does not decode: \(error)"
             }
         }
-        if let problem { throw problem }
         let log = try database.prepare("SELECT room, kind, bytes FROM log ORDER BY id")
         try log.query("read the log") { (row) throws(StoreError) in
             let room = row.text(0)
+            if quarantined[room] != nil { return }
             var state = rooms.removeValue(forKey: room) ?? RoomState(roomID: room)
             defer { rooms[room] = state }
             do {
@@ -128,14 +132,15 @@ final class NodeStore {
                     let patch = try WireCodec.decodePatch(row.blob(2), limits: Self.limits)
                     if patch.roomID == room { state.merge(patch) }
                 case nil:
-                    problem = StoreError(code: 11, message: "unknown log entry kind \(row.int64(1))", operation: "load", path: path)
+                    problem = StoreError(code: 11, message: "unknown log entry kind \(row.int64(1)): written by a newer Homeroom?", operation: "load", path: path)
                 }
             } catch {
-                problem = StoreError(code: 11, message: "a log entry of room \(room) does not decode: \(error)", operation: "load", path: path)
+                quarantined[room] = "a log entry does not decode: \(error)"
             }
         }
         if let problem { throw problem }
-        return rooms
+        for room in quarantined.keys { rooms[room] = nil }
+        return (rooms, quarantined)
     }
 
     func logLength() throws(StoreError) -> Int64 {

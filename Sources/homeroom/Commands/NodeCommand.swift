@@ -40,6 +40,7 @@ enum NodeCommand {
           --revoked <file>       Users (one per line) whose tokens are refused.
           --cluster-key <file>   Accept only node messages sealed with this shared key (mode 600).  (HOMEROOM_CLUSTER_KEY)
           --writes-per-second <n>  Per-user write limit (default 60).
+          --joins-per-second <n>   Per-user join limit in a room (default 20, 3 s burst).
           --max-rooms <n>        Rooms this node accepts (default 10000).
           --max-users <n>        Users per room (default 200000).
           --log-level <level>    trace, debug, info, notice, warning, error (default info).  (HOMEROOM_LOG_LEVEL)
@@ -136,6 +137,7 @@ enum NodeCommand {
         let revokedFile = try pick("--revoked", "HOMEROOM_REVOKED", file.revoked)
         let clusterKeyFile = try pick("--cluster-key", "HOMEROOM_CLUSTER_KEY", file.cluster_key)
         let writesPerSecond = try reader.integer("--writes-per-second", in: 1...1_000_000)
+        let joinsPerSecond = try reader.integer("--joins-per-second", in: 1...1_000_000)
         let maxRooms = try reader.integer("--max-rooms", in: 1...10_000_000)
         let maxUsers = try reader.integer("--max-users", in: 2...10_000_000)
         let levelName = try pick("--log-level", "HOMEROOM_LOG_LEVEL", file.log_level) ?? "info"
@@ -165,6 +167,7 @@ enum NodeCommand {
         if let workers { config.workers = workers }
         config.dataDirectory = dataDirectory
         if let writesPerSecond { config.writesPerSecond = writesPerSecond }
+        if let joinsPerSecond { config.joinsPerSecond = joinsPerSecond }
         if let maxRooms { config.maxRooms = maxRooms }
         if let maxUsers { config.maxUsersPerRoom = maxUsers }
         do {

@@ -457,6 +457,51 @@ void   homeroom__v1__leave_session__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__leave_session__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__fold_sessions__init
+                     (Homeroom__V1__FoldSessions         *message)
+{
+  static const Homeroom__V1__FoldSessions init_value = HOMEROOM__V1__FOLD_SESSIONS__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__fold_sessions__get_packed_size
+                     (const Homeroom__V1__FoldSessions *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__fold_sessions__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__fold_sessions__pack
+                     (const Homeroom__V1__FoldSessions *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__fold_sessions__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__fold_sessions__pack_to_buffer
+                     (const Homeroom__V1__FoldSessions *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__fold_sessions__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__FoldSessions *
+       homeroom__v1__fold_sessions__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__FoldSessions *)
+     protobuf_c_message_unpack (&homeroom__v1__fold_sessions__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__fold_sessions__free_unpacked
+                     (Homeroom__V1__FoldSessions *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__fold_sessions__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__set_name__init
                      (Homeroom__V1__SetName         *message)
 {
@@ -1466,7 +1511,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta_batch__descriptor =
   (ProtobufCMessageInit) homeroom__v1__delta_batch__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[33] =
+static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[34] =
 {
   {
     "clock_delta",
@@ -1853,6 +1898,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[33]
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "fold_sessions",
+    33,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, fold_sessions),
+    &homeroom__v1__fold_sessions__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "origin",
     40,
     PROTOBUF_C_LABEL_NONE,
@@ -1871,11 +1928,12 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   3,   /* field[3] = author_role */
   25,   /* field[25] = ban */
   0,   /* field[0] = clock_delta */
+  32,   /* field[32] = fold_sessions */
   11,   /* field[11] = join_session */
   24,   /* field[24] = kick */
   12,   /* field[12] = leave_session */
   21,   /* field[21] = mute_all */
-  32,   /* field[32] = origin */
+  33,   /* field[33] = origin */
   23,   /* field[23] = replica_down */
   10,   /* field[10] = reward */
   26,   /* field[26] = send_message */
@@ -1903,8 +1961,8 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__delta__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 40, 32 },
-  { 0, 33 }
+  { 40, 33 },
+  { 0, 34 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
 {
@@ -1914,7 +1972,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
   "Homeroom__V1__Delta",
   "homeroom.v1",
   sizeof(Homeroom__V1__Delta),
-  33,
+  34,
   homeroom__v1__delta__field_descriptors,
   homeroom__v1__delta__field_indices_by_name,
   2,  homeroom__v1__delta__number_ranges,
@@ -2356,7 +2414,7 @@ const ProtobufCMessageDescriptor homeroom__v1__join_session__descriptor =
   (ProtobufCMessageInit) homeroom__v1__join_session__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__leave_session__field_descriptors[2] =
+static const ProtobufCFieldDescriptor homeroom__v1__leave_session__field_descriptors[5] =
 {
   {
     "user",
@@ -2382,15 +2440,54 @@ static const ProtobufCFieldDescriptor homeroom__v1__leave_session__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "started_clock",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__LeaveSession, started_clock),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "started_replica",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__LeaveSession, started_replica),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "started_sequence",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__LeaveSession, started_sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__leave_session__field_indices_by_name[] = {
   1,   /* field[1] = session */
+  2,   /* field[2] = started_clock */
+  3,   /* field[3] = started_replica */
+  4,   /* field[4] = started_sequence */
   0,   /* field[0] = user */
 };
 static const ProtobufCIntRange homeroom__v1__leave_session__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__leave_session__descriptor =
 {
@@ -2400,11 +2497,75 @@ const ProtobufCMessageDescriptor homeroom__v1__leave_session__descriptor =
   "Homeroom__V1__LeaveSession",
   "homeroom.v1",
   sizeof(Homeroom__V1__LeaveSession),
-  2,
+  5,
   homeroom__v1__leave_session__field_descriptors,
   homeroom__v1__leave_session__field_indices_by_name,
   1,  homeroom__v1__leave_session__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__leave_session__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__fold_sessions__field_descriptors[3] =
+{
+  {
+    "user",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__FoldSessions, user),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "up_to",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__FoldSessions, up_to),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "keep",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Homeroom__V1__FoldSessions, n_keep),
+    offsetof(Homeroom__V1__FoldSessions, keep),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__fold_sessions__field_indices_by_name[] = {
+  2,   /* field[2] = keep */
+  1,   /* field[1] = up_to */
+  0,   /* field[0] = user */
+};
+static const ProtobufCIntRange homeroom__v1__fold_sessions__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__fold_sessions__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.FoldSessions",
+  "FoldSessions",
+  "Homeroom__V1__FoldSessions",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__FoldSessions),
+  3,
+  homeroom__v1__fold_sessions__field_descriptors,
+  homeroom__v1__fold_sessions__field_indices_by_name,
+  1,  homeroom__v1__fold_sessions__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__fold_sessions__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__set_name__field_descriptors[2] =

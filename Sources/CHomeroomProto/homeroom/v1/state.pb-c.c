@@ -637,6 +637,51 @@ void   homeroom__v1__user_patch__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__user_patch__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__session_floor__init
+                     (Homeroom__V1__SessionFloor         *message)
+{
+  static const Homeroom__V1__SessionFloor init_value = HOMEROOM__V1__SESSION_FLOOR__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__session_floor__get_packed_size
+                     (const Homeroom__V1__SessionFloor *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__session_floor__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__session_floor__pack
+                     (const Homeroom__V1__SessionFloor *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__session_floor__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__session_floor__pack_to_buffer
+                     (const Homeroom__V1__SessionFloor *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__session_floor__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__SessionFloor *
+       homeroom__v1__session_floor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__SessionFloor *)
+     protobuf_c_message_unpack (&homeroom__v1__session_floor__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__session_floor__free_unpacked
+                     (Homeroom__V1__SessionFloor *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__session_floor__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__dead_incarnation__init
                      (Homeroom__V1__DeadIncarnation         *message)
 {
@@ -1650,7 +1695,7 @@ const ProtobufCMessageDescriptor homeroom__v1__reward_record__descriptor =
   (ProtobufCMessageInit) homeroom__v1__reward_record__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__user_patch__field_descriptors[17] =
+static const ProtobufCFieldDescriptor homeroom__v1__user_patch__field_descriptors[18] =
 {
   {
     "id",
@@ -1856,6 +1901,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__user_patch__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "session_floors",
+    18,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__UserPatch, n_session_floors),
+    offsetof(Homeroom__V1__UserPatch, session_floors),
+    &homeroom__v1__session_floor__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__user_patch__field_indices_by_name[] = {
   11,   /* field[11] = banned */
@@ -1873,13 +1930,14 @@ static const unsigned homeroom__v1__user_patch__field_indices_by_name[] = {
   14,   /* field[14] = properties */
   13,   /* field[13] = rewards */
   2,   /* field[2] = role */
+  17,   /* field[17] = session_floors */
   12,   /* field[12] = sessions */
   3,   /* field[3] = stage */
 };
 static const ProtobufCIntRange homeroom__v1__user_patch__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 17 }
+  { 0, 18 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__user_patch__descriptor =
 {
@@ -1889,11 +1947,88 @@ const ProtobufCMessageDescriptor homeroom__v1__user_patch__descriptor =
   "Homeroom__V1__UserPatch",
   "homeroom.v1",
   sizeof(Homeroom__V1__UserPatch),
-  17,
+  18,
   homeroom__v1__user_patch__field_descriptors,
   homeroom__v1__user_patch__field_indices_by_name,
   1,  homeroom__v1__user_patch__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__user_patch__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__session_floor__field_descriptors[4] =
+{
+  {
+    "origin",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SessionFloor, origin),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "up_to",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SessionFloor, up_to),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "keep",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Homeroom__V1__SessionFloor, n_keep),
+    offsetof(Homeroom__V1__SessionFloor, keep),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stamp",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SessionFloor, stamp),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__session_floor__field_indices_by_name[] = {
+  2,   /* field[2] = keep */
+  0,   /* field[0] = origin */
+  3,   /* field[3] = stamp */
+  1,   /* field[1] = up_to */
+};
+static const ProtobufCIntRange homeroom__v1__session_floor__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__session_floor__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.SessionFloor",
+  "SessionFloor",
+  "Homeroom__V1__SessionFloor",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__SessionFloor),
+  4,
+  homeroom__v1__session_floor__field_descriptors,
+  homeroom__v1__session_floor__field_indices_by_name,
+  1,  homeroom__v1__session_floor__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__session_floor__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__dead_incarnation__field_descriptors[2] =

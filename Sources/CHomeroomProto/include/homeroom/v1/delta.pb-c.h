@@ -26,6 +26,7 @@ typedef struct Homeroom__V1__SetHand Homeroom__V1__SetHand;
 typedef struct Homeroom__V1__Reward Homeroom__V1__Reward;
 typedef struct Homeroom__V1__JoinSession Homeroom__V1__JoinSession;
 typedef struct Homeroom__V1__LeaveSession Homeroom__V1__LeaveSession;
+typedef struct Homeroom__V1__FoldSessions Homeroom__V1__FoldSessions;
 typedef struct Homeroom__V1__SetName Homeroom__V1__SetName;
 typedef struct Homeroom__V1__SetUserProperty Homeroom__V1__SetUserProperty;
 typedef struct Homeroom__V1__RevisionCondition Homeroom__V1__RevisionCondition;
@@ -102,7 +103,8 @@ typedef enum {
   HOMEROOM__V1__DELTA__OP_SET_CHAT_MUTED = 29,
   HOMEROOM__V1__DELTA__OP_TRIM_HISTORY = 30,
   HOMEROOM__V1__DELTA__OP_SET_HISTORY_LIMIT = 31,
-  HOMEROOM__V1__DELTA__OP_SET_PRESENCE_STATE = 32
+  HOMEROOM__V1__DELTA__OP_SET_PRESENCE_STATE = 32,
+  HOMEROOM__V1__DELTA__OP_FOLD_SESSIONS = 33
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HOMEROOM__V1__DELTA__OP__CASE)
 } Homeroom__V1__Delta__OpCase;
 
@@ -162,6 +164,10 @@ struct  Homeroom__V1__Delta
     Homeroom__V1__TrimHistory *trim_history;
     Homeroom__V1__SetHistoryLimit *set_history_limit;
     Homeroom__V1__SetPresenceState *set_presence_state;
+    /*
+     * Lifetime (docs/ARCHITECTURE.md, "Lifetime").
+     */
+    Homeroom__V1__FoldSessions *fold_sessions;
   };
 };
 #define HOMEROOM__V1__DELTA__INIT \
@@ -263,10 +269,44 @@ struct  Homeroom__V1__LeaveSession
   ProtobufCMessage base;
   uint32_t user;
   char *session;
+  /*
+   * The session's start as the sequencing node knows it (a node fills it in; all
+   * three 0 = unknown), so a replica that gets the end first keeps the right record.
+   */
+  /*
+   * HLC packed reading
+   */
+  uint64_t started_clock;
+  /*
+   * the node that sequenced the start
+   */
+  uint64_t started_replica;
+  uint64_t started_sequence;
 };
 #define HOMEROOM__V1__LEAVE_SESSION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__leave_session__descriptor) \
-    , 0, (char *)protobuf_c_empty_string }
+    , 0, (char *)protobuf_c_empty_string, 0, 0, 0 }
+
+
+/*
+ * System only. Of the sessions of `user` whose start the delta's own origin
+ * sequenced at or below `up_to`, all but `keep` are over: they leave the record,
+ * and a copy that arrives later is dropped (see SessionFloor in state.proto).
+ */
+struct  Homeroom__V1__FoldSessions
+{
+  ProtobufCMessage base;
+  uint32_t user;
+  uint64_t up_to;
+  /*
+   * start sequences of sessions still open, sorted
+   */
+  size_t n_keep;
+  uint64_t *keep;
+};
+#define HOMEROOM__V1__FOLD_SESSIONS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__fold_sessions__descriptor) \
+    , 0, 0, 0,NULL }
 
 
 struct  Homeroom__V1__SetName
@@ -770,6 +810,25 @@ Homeroom__V1__LeaveSession *
 void   homeroom__v1__leave_session__free_unpacked
                      (Homeroom__V1__LeaveSession *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__FoldSessions methods */
+void   homeroom__v1__fold_sessions__init
+                     (Homeroom__V1__FoldSessions         *message);
+size_t homeroom__v1__fold_sessions__get_packed_size
+                     (const Homeroom__V1__FoldSessions   *message);
+size_t homeroom__v1__fold_sessions__pack
+                     (const Homeroom__V1__FoldSessions   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__fold_sessions__pack_to_buffer
+                     (const Homeroom__V1__FoldSessions   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__FoldSessions *
+       homeroom__v1__fold_sessions__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__fold_sessions__free_unpacked
+                     (Homeroom__V1__FoldSessions *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__SetName methods */
 void   homeroom__v1__set_name__init
                      (Homeroom__V1__SetName         *message);
@@ -1201,6 +1260,9 @@ typedef void (*Homeroom__V1__JoinSession_Closure)
 typedef void (*Homeroom__V1__LeaveSession_Closure)
                  (const Homeroom__V1__LeaveSession *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__FoldSessions_Closure)
+                 (const Homeroom__V1__FoldSessions *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__SetName_Closure)
                  (const Homeroom__V1__SetName *message,
                   void *closure_data);
@@ -1280,6 +1342,7 @@ extern const ProtobufCMessageDescriptor homeroom__v1__set_hand__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__reward__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__join_session__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__leave_session__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__fold_sessions__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_name__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_user_property__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__revision_condition__descriptor;

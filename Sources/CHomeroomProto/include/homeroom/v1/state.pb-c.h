@@ -30,6 +30,7 @@ typedef struct Homeroom__V1__PresenceEntry Homeroom__V1__PresenceEntry;
 typedef struct Homeroom__V1__Session Homeroom__V1__Session;
 typedef struct Homeroom__V1__RewardRecord Homeroom__V1__RewardRecord;
 typedef struct Homeroom__V1__UserPatch Homeroom__V1__UserPatch;
+typedef struct Homeroom__V1__SessionFloor Homeroom__V1__SessionFloor;
 typedef struct Homeroom__V1__DeadIncarnation Homeroom__V1__DeadIncarnation;
 typedef struct Homeroom__V1__RoomPatch Homeroom__V1__RoomPatch;
 
@@ -296,10 +297,43 @@ struct  Homeroom__V1__UserPatch
   Homeroom__V1__BoolRegister *chat_muted;
   size_t n_presence;
   Homeroom__V1__PresenceEntry **presence;
+  /*
+   * sorted by origin
+   */
+  size_t n_session_floors;
+  Homeroom__V1__SessionFloor **session_floors;
 };
 #define HOMEROOM__V1__USER_PATCH__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__user_patch__descriptor) \
-    , (char *)protobuf_c_empty_string, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, 0,NULL, NULL, 0,NULL }
+    , (char *)protobuf_c_empty_string, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, 0,NULL, NULL, 0,NULL, 0,NULL }
+
+
+/*
+ * The sessions one origin folded away for a user: every session whose start that
+ * origin sequenced at or below `up_to`, except `keep`, is over and gone; a session
+ * record it covers is dropped on merge. Merge: the union of what both cover.
+ */
+struct  Homeroom__V1__SessionFloor
+{
+  ProtobufCMessage base;
+  /*
+   * index into RoomPatch.replicas
+   */
+  uint32_t origin;
+  uint64_t up_to;
+  /*
+   * sorted, each at most up_to
+   */
+  size_t n_keep;
+  uint64_t *keep;
+  /*
+   * the fold delta that wrote it (the larger after a merge)
+   */
+  Homeroom__V1__Stamp *stamp;
+};
+#define HOMEROOM__V1__SESSION_FLOOR__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__session_floor__descriptor) \
+    , 0, 0, 0,NULL, NULL }
 
 
 /*
@@ -636,6 +670,25 @@ Homeroom__V1__UserPatch *
 void   homeroom__v1__user_patch__free_unpacked
                      (Homeroom__V1__UserPatch *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__SessionFloor methods */
+void   homeroom__v1__session_floor__init
+                     (Homeroom__V1__SessionFloor         *message);
+size_t homeroom__v1__session_floor__get_packed_size
+                     (const Homeroom__V1__SessionFloor   *message);
+size_t homeroom__v1__session_floor__pack
+                     (const Homeroom__V1__SessionFloor   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__session_floor__pack_to_buffer
+                     (const Homeroom__V1__SessionFloor   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__SessionFloor *
+       homeroom__v1__session_floor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__session_floor__free_unpacked
+                     (Homeroom__V1__SessionFloor *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__DeadIncarnation methods */
 void   homeroom__v1__dead_incarnation__init
                      (Homeroom__V1__DeadIncarnation         *message);
@@ -718,6 +771,9 @@ typedef void (*Homeroom__V1__RewardRecord_Closure)
 typedef void (*Homeroom__V1__UserPatch_Closure)
                  (const Homeroom__V1__UserPatch *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__SessionFloor_Closure)
+                 (const Homeroom__V1__SessionFloor *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__DeadIncarnation_Closure)
                  (const Homeroom__V1__DeadIncarnation *message,
                   void *closure_data);
@@ -744,6 +800,7 @@ extern const ProtobufCMessageDescriptor homeroom__v1__presence_entry__descriptor
 extern const ProtobufCMessageDescriptor homeroom__v1__session__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__reward_record__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__user_patch__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__session_floor__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__dead_incarnation__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor;
 

@@ -1,0 +1,77 @@
+/// Lifetime bounds (docs/ARCHITECTURE.md, "Lifetime"): what keeps a room that lives a
+/// whole semester as small as the class it holds, with no coordination between nodes.
+extension RoomState {
+    /// Live sessions one user may hold in a room; a join beyond it is refused
+    /// `too-many-sessions` at the origin (each node counts what it knows, so a split
+    /// cluster may admit this many per side).
+    public static let maxOpenSessionsPerUser = 32
+    /// An origin folds a user's sessions once this many of those it started are over.
+    public static let sessionFoldThreshold = 8
+
+    /// The `foldSessions` write `origin` should make for `user` now, or nil while fewer
+    /// than `threshold` of the sessions it started for the user are over.
+    ///
+    /// A session is over when it ended, when its group ended (a refutation's or a
+    /// reclaim's copies share the client's session id before `SessionIDs.copyMark`),
+    /// when a later copy of it exists and its own node incarnation is dead, when it
+    /// started before the user's last kick, or when the user is banned. Only sessions
+    /// whose start `origin` sequenced at or below what this replica has seen without a
+    /// gap are folded, so the floor never covers a session this replica cannot see.
+    public func sessionFold(for user: UserID, origin: ReplicaID, threshold: Int = RoomState.sessionFoldThreshold) -> Operation? {
+        guard let record = users[user], !record.sessions.isEmpty else { return nil }
+        let upTo = seen.contiguous(origin)
+        guard upTo > 0 else { return nil }
+        var endedGroups = Set<SessionID>()
+        var latestInGroup: [SessionID: Stamp] = [:]
+        for session in record.sessions where session.started != Stamp.maxedOut {
+            let group = SessionIDs.base(session.id)
+            if session.ended != nil { endedGroups.insert(group) }
+            if latestInGroup[group].map({ $0 < session.started }) ?? true { latestInGroup[group] = session.started }
+        }
+        var over = 0
+        var keep: [UInt64] = []
+        for session in record.sessions
+        where session.started != Stamp.maxedOut && session.started.clock.replica == origin && session.started.sequence <= upTo {
+            let group = SessionIDs.base(session.id)
+            let onDeadIncarnation = deadIncarnations[session.host].map { session.incarnation <= $0 } ?? false
+            let superseded = onDeadIncarnation && latestInGroup[group].map { session.started < $0 } == true
+            if session.ended != nil || endedGroups.contains(group) || superseded || record.isBanned || !(record.kicked < session.started) {
+                over += 1
+            } else {
+                keep.append(session.started.sequence)
+            }
+        }
+        guard over >= max(threshold, 1), keep.count <= SessionFloor.maxKept else { return nil }
+        return .foldSessions(user: user, upTo: upTo, keep: keep.sorted())
+    }
+
+    /// Every fold `origin` should write now, one per user (after a restart, say).
+    public func sessionFolds(origin: ReplicaID, threshold: Int = RoomState.sessionFoldThreshold) -> [Operation] {
+        users.keys.sorted().compactMap { sessionFold(for: $0, origin: origin, threshold: threshold) }
+    }
+}
+
+/// Session ids as nodes derive them: a copy that a refutation or a reclaim makes of a
+/// client's session is the client's id, `copyMark`, then the new incarnation.
+public enum SessionIDs {
+    public static let copyMark = "~r"
+
+    /// The client's own session id (the id itself when it is not a copy).
+    public static func base(_ id: SessionID) -> SessionID {
+        guard let start = copyMarkStart(in: id) else { return id }
+        return String(decoding: id.utf8[..<start], as: UTF8.self)
+    }
+
+    /// Where the copy mark starts in a session id, if it has one.
+    public static func copyMarkStart(in id: SessionID) -> String.Index? {
+        let utf8 = id.utf8
+        let mark = copyMark.utf8
+        guard utf8.count >= mark.count else { return nil }
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            if utf8[index...].starts(with: mark) { return index }
+            index = utf8.index(after: index)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,39 @@
+import HomeroomCore
+
+/// Lifetime (docs/ARCHITECTURE.md, "Lifetime"): the node folds away the sessions it
+/// started once enough of them are over, so a user who joins thousands of times in a
+/// semester keeps a handful of session records, on every replica.
+extension ClusterNode {
+    /// Writes a `foldSessions` for each user whose sessions changed and who has at
+    /// least `RoomState.sessionFoldThreshold` sessions started here that are over.
+    /// Called from the presence loop; the decision is Core's, pure.
+    func foldEndedSessions() {
+        let folds = state.withLock { state -> [(room: String, operation: HomeroomCore.Operation)] in
+            guard !state.foldCandidates.isEmpty, !state.stopping else { return [] }
+            let candidates = state.foldCandidates
+            state.foldCandidates.removeAll()
+            var folds: [(room: String, operation: HomeroomCore.Operation)] = []
+            for (roomID, users) in candidates {
+                guard let room = state.rooms[roomID] else { continue }
+                for user in users.sorted() {
+                    if let fold = room.sessionFold(for: user, origin: replica) { folds.append((roomID, fold)) }
+                }
+            }
+            return folds
+        }
+        for fold in folds {
+            let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0, operation: fold.operation)
+            if sequenceSystemWrite(room: fold.room, write) { metrics.add("session_folds_total") }
+        }
+    }
+
+    /// Every user of every room is a candidate once, at start: a store written before
+    /// folds existed (or while this node was down) is folded too.
+    func noteEveryUserForFolding() {
+        state.withLock { state in
+            for (roomID, room) in state.rooms where !room.users.isEmpty {
+                state.foldCandidates[roomID, default: []].formUnion(room.users.keys)
+            }
+        }
+    }
+}
