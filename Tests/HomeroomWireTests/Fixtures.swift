@@ -55,6 +55,10 @@ enum Fixtures {
         ("t", .teacher, .setUserProperty(user: "s1", key: "seat", value: nil, cause: "cas",
                                          revision: PropertyRevision(condition: 0, assigned: 1, lineage: []))),
         ("a", .assistant, .trimHistory(beforeMillis: baseMillis + 1)),
+        // Lifetime: a leave that names its start, and a fold.
+        ("s1", .student, .leaveSession(user: "s1", session: "s1-old", started: Stamp(clock: clock(2, nodeB), sequence: 5))),
+        ("node-a", .system, .foldSessions(user: "s1", upTo: 9, keep: [])),
+        ("node-a", .system, .foldSessions(user: "s5", upTo: 3, keep: [1, 2])),
     ]
 
     /// The deltas of `everyOperation`, sequenced by node A from `firstSequence`.

@@ -159,7 +159,7 @@ struct MalformedInputTests {
         }
         limits = WireLimits()
         limits.maxStringTable = 2
-        #expect(throws: WireError.limitExceeded(what: "delta_batch.strings entries", limit: 2, actual: 7)) {
+        #expect(throws: WireError.limitExceeded(what: "delta_batch.strings entries", limit: 2, actual: 8)) {
             try WireCodec.decodeBatch(bytes, limits: limits)
         }
         limits = WireLimits()

@@ -15,7 +15,7 @@ struct RoundTripTests {
             #expect(decoded == original, "\(original.operation.name)")
         }
         // Every case of Operation is covered.
-        #expect(Set(deltas.map(\.operation.name)).count == 27)
+        #expect(Set(deltas.map(\.operation.name)).count == 28)
     }
 
     @Test("each Operation alone, in a write request and in a one-delta batch")

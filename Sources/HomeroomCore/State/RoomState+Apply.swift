@@ -64,7 +64,7 @@ extension RoomState {
         case let .leaveSession(user, session, started):
             return updateUser(user, keepsRanks: true) { record in record.endSession(session, at: stamp, started: started) }
         case let .foldSessions(user, upTo, keep):
-            guard users[user] != nil else { return [] }
+            // Kept even for a user unknown here yet: the sessions it covers may come later.
             return updateUser(user, keepsRanks: true) { record in
                 record.fold(origin: delta.origin, SessionFloor(upTo: upTo, keep: keep, stamp: stamp))
             }
