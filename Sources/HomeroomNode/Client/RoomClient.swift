@@ -161,6 +161,9 @@ public final class RoomClient: Sendable {
     // MARK: - Connecting
 
     /// Joins through the first node that answers; then keeps the replica in sync in the background.
+    /// How often a join refused `rate-limited` is tried again (100 ms, 200 ms, ... apart: 2.8 s in all).
+    static let rateLimitedJoinRetries = 7
+
     public func connect() throws(ClientError) {
         try attachToSomeNode(initial: true)
         let thread = try? NNGThread(name: "hr-client") { [weak self] in self?.syncLoop() }
@@ -228,9 +231,18 @@ public final class RoomClient: Sendable {
             return (state.session, state.replica.seen.count > 0 ? state.replica.seen : nil)
         }
         let join = WireMessage.JoinRequest(user: user, role: role, session: session, name: name, resume: resume)
-        let joined: WireEnvelope
+        var joined: WireEnvelope
         do {
             joined = try request(requester, .joinRequest(join))
+            // Too many joins too fast (a script of one-shots): wait for the node's bucket
+            // to refill, a few times, rather than fail.
+            var waits = 0
+            while case let .error(reply) = joined.message, reply.code == "rate-limited", waits < Self.rateLimitedJoinRetries,
+                  !state.withLock({ $0.closing }) {
+                waits += 1
+                NNGSleep.milliseconds(100 * UInt64(waits))
+                joined = try request(requester, .joinRequest(join))
+            }
         } catch {
             subscriber.close()
             requester.close()

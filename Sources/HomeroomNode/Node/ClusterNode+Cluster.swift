@@ -361,6 +361,16 @@ extension ClusterNode {
                 room.merge(patch, messaging: &messaging)
                 state.note(room: key.room, messaging)
                 state.noteSessions(room: key.room, patch: patch)
+                // A peer holds writes under this node's own id that this node never made
+                // in this life (its store was restored from an old copy, or another node
+                // runs on a copy of it): never number a write at or below them.
+                let ownHighest = room.seen.origins[replica]?.highest ?? 0
+                if ownHighest > state.roomSequences[key.room] ?? 0 {
+                    logger.error("peers hold writes of this node's own id above its last sequence: was its store restored from an old copy? Numbering from above them",
+                                 ["room": key.room, "peer": "\(key.peer)", "ours": "\(state.roomSequences[key.room] ?? 0)", "theirs": "\(ownHighest)"])
+                    metrics.add("own_sequence_behind_total")
+                    state.roomSequences[key.room] = ownHighest
+                }
                 let changed = room.seen != before
                 if changed, let store = state.store {
                     if (try? store.append(room: key.room, patch: patch)) != nil { state.dirtyRooms[key.room, default: 0] += 1 }

@@ -1,0 +1,118 @@
+import HomeroomTestSupport
+import Foundation
+import HomeroomCore
+import HomeroomWire
+import Testing
+@testable import HomeroomNode
+
+/// Lifetime against real node processes: joins that cannot pile up, sessions whose
+/// client never synced, and a node rebuilt from its peers.
+@Suite(.serialized) struct LifetimeNodeTests {
+    static func temporaryDirectory(_ label: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("homeroom-\(label)-\(UInt32.random(in: 0...UInt32.max))").path
+    }
+
+    /// A bare client: one REQ socket to a node, raw envelopes.
+    final class RawClient {
+        let requester: NNGRequester
+        init(_ address: String) throws {
+            requester = try NNGRequester()
+            try requester.socket.setMaxReceiveSize(64 << 20)
+            try requester.dial(address)
+        }
+        deinit { requester.close() }
+
+        func send(room: String, _ message: WireMessage) throws -> WireEnvelope {
+            let envelope = WireEnvelope(roomID: room, sender: ReplicaID(0), sequence: 0, clock: .zero, message: message)
+            let reply = try requester.request(WireCodec.encode(envelope), timeout: .seconds(5))
+            return try WireCodec.decode(reply, limits: WireLimits(maxMessageBytes: 64 << 20, maxDecodedBytes: 1 << 30))
+        }
+
+        func join(room: String, user: UserID, session: SessionID, role: Role = .student) throws -> WireEnvelope {
+            try send(room: room, .joinRequest(WireMessage.JoinRequest(user: user, role: role, session: session, name: user)))
+        }
+    }
+
+    static func client(_ user: String, _ role: Role, _ nodes: [NodeProcess], room: String) -> RoomClient {
+        var options = RoomClient.Options()
+        options.syncIntervalMillis = 100
+        options.requestTimeoutMillis = 1_000
+        let (logger, _) = Logger.capturing(label: "lifetime", level: .warning)
+        return RoomClient(room: room, user: user, role: role, name: user, endpoints: nodes.map { NodeEndpoint($0.listen) },
+                          options: options, logger: logger)
+    }
+
+    @Test func seventyJoinsByOneUserLeaveTheRoomJoinable() throws {
+        let node = try NodeProcess(name: "join-flood")
+        defer { node.stop() }
+        let raw = try RawClient(node.listen)
+        var accepted = 0
+        var refusals: [String: Int] = [:]
+        for index in 0..<70 {
+            let reply = try raw.join(room: "flood", user: "mallory", session: "m-\(index)")
+            switch reply.message {
+            case .joinResponse: accepted += 1
+            case let .error(error): refusals[error.code, default: 0] += 1
+            default: Issue.record("a join was answered with \(reply.message.kind)")
+            }
+        }
+        #expect(accepted <= RoomState.maxOpenSessionsPerUser, "\(accepted) joins accepted, refusals \(refusals)")
+        #expect(Set(refusals.keys).isSubset(of: ["rate-limited", "too-many-sessions"]) && !refusals.isEmpty, "refusals: \(refusals)")
+        // Anyone else still joins, and what they get decodes within the default limits.
+        let alice = try raw.join(room: "flood", user: "alice", session: "a-1")
+        guard case let .joinResponse(response) = alice.message else {
+            Issue.record("alice could not join: \(alice.message)")
+            return
+        }
+        #expect((response.state.users["mallory"]?.sessions.count ?? 0) <= RoomState.maxOpenSessionsPerUser)
+        let again = WireCodec.encodePatch(response.state)
+        #expect((try? WireCodec.decodePatch(again)) != nil, "the room's snapshot does not decode within the default limits")
+    }
+
+    @Test func aJoinWhoseClientNeverSyncsEndsByItsLease() throws {
+        let node = try NodeProcess(name: "lost-reply", extra: ["--session-timeout-ms", "1000", "--http", "http://127.0.0.1:0"])
+        defer { node.stop() }
+        let watcher = Self.client("watcher", .observer, [node], room: "lost")
+        defer { watcher.close() }
+        try watcher.connect()
+        // The join is accepted, but its client never syncs: as when the reply was lost.
+        let raw = try RawClient(node.listen)
+        guard case .joinResponse = try raw.join(room: "lost", user: "ghost", session: "g-1").message else {
+            Issue.record("the join was refused")
+            return
+        }
+        #expect(eventually(5) { watcher.replica.isOnline("ghost") }, "the join never showed")
+        #expect(eventually(8) { !watcher.replica.isOnline("ghost") }, "a session whose client never synced stayed open")
+        #expect((node.metric("homeroom_sessions_expired_total") ?? 0) >= 1)
+    }
+
+    /// A node whose store is lost (moved aside) comes back empty under its old name and
+    /// rebuilds from its peer. Its next acknowledged writes must exist everywhere.
+    @Test func aNodeRebuiltFromItsPeersLosesNoAcknowledgedWrite() throws {
+        let first = Self.temporaryDirectory("rebuild-a"), second = Self.temporaryDirectory("rebuild-b")
+        defer { for path in [first, second, first + ".aside"] { try? FileManager.default.removeItem(atPath: path) } }
+        let peer = try NodeProcess(name: "rb-b", extra: ["--data-dir", second])
+        var rebuilt = try NodeProcess(name: "rb-a", seeds: [peer.listen], extra: ["--data-dir", first])
+        defer { rebuilt.stop(); peer.stop() }
+        let bob = Self.client("bob", .student, [peer], room: "rebuild")
+        defer { bob.close() }
+        try bob.connect()
+
+        func rewardThroughFirst(_ count: Int) throws {
+            let teacher = Self.client("teacher", .teacher, [rebuilt], room: "rebuild")
+            defer { teacher.close() }
+            try teacher.connect()
+            #expect(eventually(10) { teacher.replica.users["bob"]?.isKnown == true }, "the teacher's node never heard of bob")
+            for _ in 0..<count { _ = try teacher.write(.reward(user: "bob", amount: 1)) }
+        }
+        try rewardThroughFirst(5)
+        #expect(eventually(10) { bob.replica.users["bob"]?.rewardTotal == 5 })
+
+        rebuilt.stop()
+        try FileManager.default.moveItem(atPath: first, toPath: first + ".aside")
+        rebuilt = try NodeProcess(name: "rb-a", seeds: [peer.listen], extra: ["--data-dir", first])
+        try rewardThroughFirst(5)   // acknowledged by the rebuilt node
+        #expect(eventually(10) { bob.replica.users["bob"]?.rewardTotal == 10 },
+                "acknowledged writes of the rebuilt node are missing at its peer: \(bob.replica.users["bob"]?.rewardTotal ?? -1) of 10")
+    }
+}
