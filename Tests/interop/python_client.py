@@ -319,8 +319,10 @@ def state_of(room):
         record = (u.name, u.role, tuple(sorted(u.flags.items())), u.kicked, u.banned,
                   tuple(sorted((k, tuple(sorted(v.items()))) for k, v in u.sessions.items())),
                   tuple(sorted(u.rewards.items())), tuple(sorted(u.properties.items())), u.chat_muted,
-                  tuple(sorted(u.presence.items())))
+                  tuple(sorted(u.presence.items())),
+                  tuple(sorted((o, (f[0], tuple(sorted(f[1])), f[2])) for o, f in u.session_floors.items())))
         empty = (u.name[1] == u.role[1] == u.kicked == (0, 0, 0) and u.banned is None and not u.sessions
+                 and not u.session_floors
                  and not u.rewards and not u.properties and not u.presence and u.chat_muted[1] == (0, 0, 0)
                  and all(stamp == (0, 0, 0) for _, stamp in u.flags.values()))
         if not empty:
@@ -583,6 +585,24 @@ def run(args, hw, pynng, checks):
         checks.check("student leaves its old session through node A: ACCEPTED, still online",
                      accepted(reply) and student.wait_for(lambda: student.seen_dot(reply.write_ack.dot))
                      and (student.row("stu-1") or {}).get("online") is True, show(reply))
+
+        # 13b: a user who joins and leaves again and again: its node folds the ended
+        # sessions away (fold_sessions), in every replica, live or fresh.
+        print("== session folds")
+        cycler = Peer(hw, pynng, room_id, "cycle-1", C.ROLE_STUDENT, "Cycle", "cycle@A")
+        try:
+            for _ in range(12):
+                cycler.connect(args.node_a)
+                cycler.write("leave_session", target="cycle-1", session=cycler.session)
+            def folded(room):
+                u = room.users.get("cycle-1")
+                return u is not None and len(u.sessions) < 8 and bool(u.session_floors)
+            ok = teacher.wait_for(lambda: folded(teacher.room)) and student.wait_for(lambda: folded(student.room))
+            u = teacher.room.users.get("cycle-1")
+            checks.check("12 joins and leaves through node A: the node folds them away in both live replicas",
+                         ok, f"teacher holds {len(u.sessions) if u else '-'} sessions, floors {u.session_floors if u else '-'}")
+        finally:
+            cycler.close_sockets()
 
         # 14-15: convergence and the final roster.
         print("== convergence")
