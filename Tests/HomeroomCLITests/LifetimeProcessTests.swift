@@ -1,5 +1,6 @@
 import HomeroomTestSupport
 import Foundation
+import HomeroomCore
 import Testing
 
 /// A room used for a semester, from outside: thousands of one-shot commands against a
@@ -44,6 +45,8 @@ import Testing
             }
             if index == 10 { sizeAfterTen = try Self.rosterReplyBytes(node, room) }
         }
+        // At rest, the node folds every ended session (docs/ARCHITECTURE.md, "Lifetime").
+        usleep(useconds_t((RoomState.sessionFoldQuietMillis + 2_000) * 1_000))
         let sizeAtEnd = try Self.rosterReplyBytes(node, room)
         print("lifetime: \(Self.oneShots) one-shots in \(Int(Date().timeIntervalSince(started))) s; roster download \(Int(sizeAfterTen)) B after 10, \(Int(sizeAtEnd)) B at the end; folds \(node.metric("homeroom_session_folds_total") ?? -1)")
         #expect(sizeAfterTen > 0)

@@ -25,7 +25,7 @@ import Testing
 
         /// What the node's presence loop does: fold when Core says so.
         mutating func foldIfDue(_ user: UserID) -> Delta? {
-            guard let fold = room.sessionFold(for: user, origin: id) else { return nil }
+            guard let fold = room.sessionFold(for: user, origin: id, nowMillis: origin.now) else { return nil }
             return write("node", .system, fold)
         }
     }
@@ -99,6 +99,25 @@ import Testing
         #expect(other.users["ada"]!.sessions.map(\.id) == ["laptop"])
         #expect(other.isOnline("ada"))
         #expect(other == a.room)
+    }
+
+    @Test func aRoomAtRestHoldsNoEndedSession() {
+        var a = Replica(1)
+        _ = a.join("zoe", "tablet")
+        for index in 0..<3 {
+            _ = a.join("zoe", "s\(index)")
+            _ = a.write("zoe", .student, .leaveSession(user: "zoe", session: "s\(index)"))
+        }
+        #expect(a.room.sessionFold(for: "zoe", origin: a.id, nowMillis: a.origin.now) == nil, "3 over, just now: not due")
+        #expect(a.room.hasSessionsToFold(for: "zoe", origin: a.id))
+        let later = a.origin.now + RoomState.sessionFoldQuietMillis
+        guard let fold = a.room.sessionFold(for: "zoe", origin: a.id, nowMillis: later) else {
+            Issue.record("no fold once the ended sessions were quiet for \(RoomState.sessionFoldQuietMillis) ms")
+            return
+        }
+        _ = a.write("node", .system, fold)
+        #expect(a.room.users["zoe"]!.sessions.map(\.id) == ["tablet"])
+        #expect(!a.room.hasSessionsToFold(for: "zoe", origin: a.id))
     }
 
     @Test func foldsAreRefusedFromAnyoneButANode() {

@@ -5,11 +5,15 @@ extension RoomState {
     /// `too-many-sessions` at the origin (each node counts what it knows, so a split
     /// cluster may admit this many per side).
     public static let maxOpenSessionsPerUser = 32
-    /// An origin folds a user's sessions once this many of those it started are over.
+    /// An origin folds a user's sessions once this many of those it started are over,
     public static let sessionFoldThreshold = 8
+    /// ... or once every one of them has been over for this long (the room at rest
+    /// holds no ended session at all).
+    public static let sessionFoldQuietMillis: UInt64 = 5_000
 
     /// The `foldSessions` write `origin` should make for `user` now, or nil while fewer
-    /// than `threshold` of the sessions it started for the user are over.
+    /// than `threshold` of the sessions it started for the user are over and the
+    /// last of them ended less than `quietMillis` before `nowMillis` (wall clock).
     ///
     /// A session is over when it ended, when its group ended (a refutation's or a
     /// reclaim's copies share the client's session id before `SessionIDs.copyMark`),
@@ -17,7 +21,8 @@ extension RoomState {
     /// started before the user's last kick, or when the user is banned. Only sessions
     /// whose start `origin` sequenced at or below what this replica has seen without a
     /// gap are folded, so the floor never covers a session this replica cannot see.
-    public func sessionFold(for user: UserID, origin: ReplicaID, threshold: Int = RoomState.sessionFoldThreshold) -> Operation? {
+    public func sessionFold(for user: UserID, origin: ReplicaID, nowMillis: UInt64, threshold: Int = RoomState.sessionFoldThreshold,
+                            quietMillis: UInt64 = RoomState.sessionFoldQuietMillis) -> Operation? {
         guard let record = users[user], !record.sessions.isEmpty else { return nil }
         let upTo = seen.contiguous(origin)
         guard upTo > 0 else { return nil }
@@ -29,6 +34,7 @@ extension RoomState {
             if latestInGroup[group].map({ $0 < session.started }) ?? true { latestInGroup[group] = session.started }
         }
         var over = 0
+        var lastEndMillis: UInt64 = 0
         var keep: [UInt64] = []
         for session in record.sessions
         where session.started != Stamp.maxedOut && session.started.clock.replica == origin && session.started.sequence <= upTo {
@@ -37,17 +43,20 @@ extension RoomState {
             let superseded = onDeadIncarnation && latestInGroup[group].map { session.started < $0 } == true
             if session.ended != nil || endedGroups.contains(group) || superseded || record.isBanned || !(record.kicked < session.started) {
                 over += 1
+                if let ended = session.ended { lastEndMillis = max(lastEndMillis, ended.clock.millis) }
             } else {
                 keep.append(session.started.sequence)
             }
         }
-        guard over >= max(threshold, 1), keep.count <= SessionFloor.maxKept else { return nil }
+        let quiet = nowMillis >= lastEndMillis &+ quietMillis
+        guard over >= max(threshold, 1) || (over > 0 && quiet), keep.count <= SessionFloor.maxKept else { return nil }
         return .foldSessions(user: user, upTo: upTo, keep: keep.sorted())
     }
 
-    /// Every fold `origin` should write now, one per user (after a restart, say).
-    public func sessionFolds(origin: ReplicaID, threshold: Int = RoomState.sessionFoldThreshold) -> [Operation] {
-        users.keys.sorted().compactMap { sessionFold(for: $0, origin: origin, threshold: threshold) }
+    /// Whether `user` has sessions `origin` started that are over but not folded yet
+    /// (a fold that is not due now may be due later).
+    public func hasSessionsToFold(for user: UserID, origin: ReplicaID) -> Bool {
+        sessionFold(for: user, origin: origin, nowMillis: .max, threshold: 1, quietMillis: 0) != nil
     }
 }
 

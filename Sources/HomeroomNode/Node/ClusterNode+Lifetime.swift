@@ -7,16 +7,27 @@ extension ClusterNode {
     /// Writes a `foldSessions` for each user whose sessions changed and who has at
     /// least `RoomState.sessionFoldThreshold` sessions started here that are over.
     /// Called from the presence loop; the decision is Core's, pure.
-    func foldEndedSessions() {
+    func foldEndedSessions(recheckLater: Bool) {
+        let now = wallMillis()
         let folds = state.withLock { state -> [(room: String, operation: HomeroomCore.Operation)] in
-            guard !state.foldCandidates.isEmpty, !state.stopping else { return [] }
+            guard !state.stopping else { return [] }
+            // Users whose fold was not due yet are looked at again every few rounds.
+            if recheckLater {
+                for (roomID, users) in state.foldLater { state.foldCandidates[roomID, default: []].formUnion(users) }
+                state.foldLater.removeAll()
+            }
+            guard !state.foldCandidates.isEmpty else { return [] }
             let candidates = state.foldCandidates
             state.foldCandidates.removeAll()
             var folds: [(room: String, operation: HomeroomCore.Operation)] = []
             for (roomID, users) in candidates {
                 guard let room = state.rooms[roomID] else { continue }
                 for user in users.sorted() {
-                    if let fold = room.sessionFold(for: user, origin: replica) { folds.append((roomID, fold)) }
+                    if let fold = room.sessionFold(for: user, origin: replica, nowMillis: now) {
+                        folds.append((roomID, fold))
+                    } else if room.hasSessionsToFold(for: user, origin: replica) {
+                        state.foldLater[roomID, default: []].insert(user)
+                    }
                 }
             }
             return folds

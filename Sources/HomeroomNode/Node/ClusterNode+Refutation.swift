@@ -9,10 +9,12 @@ extension ClusterNode {
     static let reincarnationMark = SessionIDs.copyMark
 
     func presenceLoop() {
+        var round: UInt64 = 0
         while !state.withLock({ $0.stopping }) {
+            round &+= 1
             refuteIfDeclaredDown()
             endReincarnationsOfLeftSessions()
-            foldEndedSessions()
+            foldEndedSessions(recheckLater: round % 5 == 0)
             var slept: UInt64 = 0
             while slept < config.heartbeatMillis && !state.withLock({ $0.stopping }) {
                 NNGSleep.milliseconds(20)

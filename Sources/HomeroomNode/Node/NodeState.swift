@@ -35,6 +35,9 @@ struct NodeState {
     /// Per room, users whose sessions changed since the presence loop last checked
     /// whether this node should fold the ones it started (`RoomState.sessionFold`).
     var foldCandidates: [String: Set<UserID>] = [:]
+    /// Users with sessions over whose fold is not due yet (fewer than the threshold,
+    /// ended too recently): looked at again every second or so.
+    var foldLater: [String: Set<UserID>] = [:]
 
     struct SessionLease {
         var user: UserID
