@@ -116,3 +116,18 @@ import Testing
                 "acknowledged writes of the rebuilt node are missing at its peer: \(bob.replica.users["bob"]?.rewardTotal ?? -1) of 10")
     }
 }
+
+/// The rate limiters forget what has refilled: their tables stay as large as the
+/// users active in the last burst, not every user ever seen.
+@Suite struct RateLimiterLifetimeTests {
+    @Test func bucketsOfIdleUsersArePruned() {
+        var limiter = RateLimiter(messagesPerSecond: 20, bytesPerSecond: 1 << 20, burstSeconds: 3)
+        for user in 0..<10_000 { _ = limiter.allow("user-\(user)", size: 0, nowMillis: UInt64(user)) }
+        #expect(limiter.count == 10_000)
+        limiter.prune(nowMillis: 10_000 + 3_000)
+        #expect(limiter.count <= 3_000, "\(limiter.count) buckets after the prune")
+        _ = limiter.allow("user-1", size: 0, nowMillis: 20_000)
+        limiter.prune(nowMillis: 40_000)
+        #expect(limiter.count == 0)
+    }
+}

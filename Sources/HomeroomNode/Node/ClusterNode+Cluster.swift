@@ -221,6 +221,7 @@ extension ClusterNode {
             if tick % 5 == 0 { trimExpiredHistory() }
             if tick % 2 == 0 { expireIdleSessions() }
             if tick % 25 == 0 { compactStore(force: true) } else { compactStore(force: false) }
+            if tick % 25 == 0 { pruneRateLimiters() }
             // Sleep the rest of the period, in short steps so stop() is prompt.
             let period = config.heartbeatMillis
             while !state.withLock({ $0.stopping }) {
@@ -228,6 +229,16 @@ extension ClusterNode {
                 if elapsed >= period { break }
                 NNGSleep.milliseconds(min(20, period - elapsed))
             }
+        }
+    }
+
+    /// Forgets the rate-limit buckets that have refilled: the tables would otherwise
+    /// hold every user (and room) that ever wrote or joined here.
+    func pruneRateLimiters() {
+        let now = WallClock.monotonicMillis()
+        state.withLock { state in
+            state.limiter.prune(nowMillis: now)
+            state.joinLimiter.prune(nowMillis: now)
         }
     }
 

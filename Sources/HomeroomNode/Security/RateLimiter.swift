@@ -34,6 +34,9 @@ struct RateLimiter {
         return true
     }
 
+    /// Keys with a bucket now (tests, diagnostics).
+    var count: Int { buckets.count }
+
     /// Forgets buckets that have refilled, so the table does not grow with every user ever seen.
     mutating func prune(nowMillis: UInt64) {
         let full = burstSeconds * 1000
