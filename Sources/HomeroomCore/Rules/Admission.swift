@@ -19,6 +19,8 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
     case tooManySessions(UserID, limit: Int)
     /// A leave of a session this node does not know (or that was folded away).
     case sessionUnknown(UserID, SessionID)
+    /// A structure of the room is at its bound (docs/ARCHITECTURE.md, "Lifetime").
+    case limitReached(String)
 
     public var code: String {
         switch self {
@@ -35,6 +37,7 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case .revisionMismatch: return "revision-mismatch"
         case .tooManySessions: return "too-many-sessions"
         case .sessionUnknown: return "session-unknown"
+        case .limitReached: return "limit-reached"
         }
     }
 
@@ -55,6 +58,7 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
             return "\(key) is at revision \(actual), not \(expected): read it again and retry"
         case let .tooManySessions(user, limit):
             return "\(user) has \(limit) open sessions in this room already: leave one (or wait for an idle one to time out) first"
+        case let .limitReached(what): return what
         case let .sessionUnknown(user, session):
             return "\(user) has no session \(session) in this room (it ended long ago, or was opened at a node this one has not heard from yet)"
         }
@@ -120,6 +124,19 @@ extension RoomState {
             if shown.count > Messaging.maxPresenceKeys {
                 return .invalid("a user shows at most \(Messaging.maxPresenceKeys) presence keys; this write makes \(shown.count)")
             }
+            let entries = Set(record.presence.keys).union(items.map(\.key)).count
+            if entries > Self.maxPresenceEntriesPerUser {
+                return .limitReached("\(user) has written \(Self.maxPresenceEntriesPerUser) presence keys (removed ones included): reuse a key")
+            }
+        case let .reward(user, _):
+            if (users[user]?.rewards.count ?? 0) >= Self.maxRewardsPerUser {
+                return .limitReached("\(user) has \(Self.maxRewardsPerUser) rewards recorded, the most a room keeps for one user (each is kept to count a retried reward once)")
+            }
+        case let .setRoomProperty(key, _, _, _) where properties[key] == nil && properties.count >= Self.maxRoomPropertyKeys:
+            return .limitReached("the room has \(Self.maxRoomPropertyKeys) property keys (deleted ones included): reuse a key")
+        case let .setUserProperty(user, key, _, _, _)
+        where users[user]?.properties[key] == nil && (users[user]?.properties.count ?? 0) >= Self.maxUserPropertyKeys:
+            return .limitReached("\(user) has \(Self.maxUserPropertyKeys) property keys (deleted ones included): reuse a key")
         case let .setRoomProperty(key, _, _, revision):
             if let expected = revision.condition, expected != propertyRevision(scope: .room, key: key) {
                 return .revisionMismatch(key: key, expected: expected, actual: propertyRevision(scope: .room, key: key))

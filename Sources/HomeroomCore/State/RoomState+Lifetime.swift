@@ -11,6 +11,17 @@ extension RoomState {
     /// holds no ended session at all).
     public static let sessionFoldQuietMillis: UInt64 = 5_000
 
+    // Bounds kept at the origin, each at most half the matching decoder limit
+    // (`WireLimits`), so writes admitted concurrently at several nodes still decode.
+    /// Reward entries per user (the decoder allows 200,000 map entries).
+    public static let maxRewardsPerUser = 100_000
+    /// Room property keys, deleted ones included.
+    public static let maxRoomPropertyKeys = 10_000
+    /// Property keys of one user, deleted ones included.
+    public static let maxUserPropertyKeys = 1_000
+    /// Presence keys one user has written, removed ones included.
+    public static let maxPresenceEntriesPerUser = 1_024
+
     /// The `foldSessions` write `origin` should make for `user` now, or nil while fewer
     /// than `threshold` of the sessions it started for the user are over and the
     /// last of them ended less than `quietMillis` before `nowMillis` (wall clock).

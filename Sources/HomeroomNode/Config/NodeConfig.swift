@@ -106,6 +106,10 @@ public struct NodeConfig: Sendable, Equatable {
         if writesPerSecond < 1 || joinsPerSecond < 1 || writeBytesPerSecond < 1024 || maxRooms < 1 || maxUsersPerRoom < 2 {
             throw .invalid(field: "limits", reason: "write rate at least 1/s and 1 KiB/s, at least 1 room and 2 users per room")
         }
+        // Half what a reply may hold, so a room that grew at several nodes at once still decodes.
+        if maxUsersPerRoom > replyLimits.maxUsersPerPatch / 2 {
+            throw .invalid(field: "max-users", reason: "\(maxUsersPerRoom) is more than \(replyLimits.maxUsersPerPatch / 2) users per room, the most a join reply carries with room to spare")
+        }
         if messageRetentionSeconds > 10 * 365 * 86_400 {
             throw .invalid(field: "message-retention", reason: "\(messageRetentionSeconds) s is more than ten years; use 0 to keep messages until the count limit")
         }

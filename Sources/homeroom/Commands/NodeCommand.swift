@@ -139,7 +139,7 @@ enum NodeCommand {
         let writesPerSecond = try reader.integer("--writes-per-second", in: 1...1_000_000)
         let joinsPerSecond = try reader.integer("--joins-per-second", in: 1...1_000_000)
         let maxRooms = try reader.integer("--max-rooms", in: 1...10_000_000)
-        let maxUsers = try reader.integer("--max-users", in: 2...10_000_000)
+        let maxUsers = try reader.integer("--max-users", in: 2...500_000)
         let levelName = try pick("--log-level", "HOMEROOM_LOG_LEVEL", file.log_level) ?? "info"
         var faults = FaultPolicy()
         faults.seed = try reader.integer("--fault-seed", in: UInt64(0)...UInt64.max) ?? 0
