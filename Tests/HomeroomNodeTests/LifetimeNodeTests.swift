@@ -131,3 +131,32 @@ import Testing
         #expect(limiter.count == 0)
     }
 }
+
+/// A repair patch a node cannot decode is counted every time and logged once a
+/// minute, never pulled again in a silent loop.
+@Suite(.serialized) struct UndecodablePatchTests {
+    @Test func anUndecodableRepairIsCountedAndLoggedOnce() throws {
+        let (logger, capture) = Logger.capturing(label: "undecodable", level: .warning)
+        func config(_ name: String, seeds: [String]) -> NodeConfig {
+            var config = NodeConfig(name: name, listen: "tcp://127.0.0.1:0", publish: "tcp://127.0.0.1:0", seeds: seeds)
+            config.heartbeatMillis = 50
+            config.suspectMillis = 300
+            config.downMillis = 1_000
+            config.requestTimeoutMillis = 500
+            return config
+        }
+        let first = try ClusterNode(config: config("ud-a", seeds: []), logger: logger)
+        defer { first.stop() }
+        for user in 0..<5 { first.join(room: "ud", user: "u\(user)", role: .student, session: "s\(user)", name: "U") }
+        // The second node joins later, so it needs a repair, and it cannot read one with more than four users.
+        var strict = config("ud-b", seeds: [first.listenAddress])
+        strict.replyLimits.maxUsersPerPatch = 4
+        strict.maxUsersPerRoom = 2
+        let second = try ClusterNode(config: strict, logger: logger)
+        defer { second.stop() }
+        #expect(eventually(10) { (second.metrics["sync_decode_failures_total"] ?? 0) >= 3 }, "the failed repairs were not counted")
+        let logged = capture.all.filter { $0.contains("repair patch does not decode") }
+        #expect(logged.count == 1, "logged \(logged.count) times: \(logged)")
+        #expect(logged.first?.contains("ud") == true)
+    }
+}

@@ -358,11 +358,23 @@ extension ClusterNode {
             do {
                 decoded = try WireCodec.decode(Array(body), limits: config.replyLimits)
             } catch {
-                // Never silent: a patch this node cannot read would otherwise be pulled again and again.
+                // Never silent: a patch this node cannot read would otherwise be pulled again
+                // and again. Counted each time, logged once a minute per peer and room.
                 metrics.add("sync_decode_failures_total")
-                logger.error("a peer's repair patch does not decode: this room stays behind that peer until one side is fixed",
-                             ["room": key.room, "peer": "\(key.peer)", "bytes": "\(body.count)", "error": "\(error)"])
+                let now = WallClock.monotonicMillis()
+                let due = state.withLock { state -> Bool in
+                    if let last = state.decodeFailureLogged[key], now &- last < 60_000 { return false }
+                    state.decodeFailureLogged[key] = now
+                    return true
+                }
+                if due {
+                    logger.error("a peer's repair patch does not decode: this room stays behind that peer until one side is fixed",
+                                 ["room": key.room, "peer": "\(key.peer)", "bytes": "\(body.count)", "error": "\(error)"])
+                }
                 continue
+            }
+            if state.withLock({ $0.decodeFailureLogged.isEmpty }) == false {
+                state.withLock { _ = $0.decodeFailureLogged.removeValue(forKey: key) }
             }
             guard case let .syncResponse(response) = decoded.message, let patch = response.patch, patch.roomID == key.room else { continue }
             let changed = state.withLock { state -> Bool in

@@ -22,6 +22,8 @@ struct NodeState {
     /// Per room, the sessions hosted here whose clients renew them by syncing: the
     /// user and when the last sync came (monotonic ms). See `expireIdleSessions`.
     var leases: [String: [SessionID: SessionLease]] = [:]
+    /// When a peer's undecodable repair patch was last logged, per (peer, room).
+    var decodeFailureLogged: [SyncKey: UInt64] = [:]
     /// (peer, room) pairs to pull from at the next tick.
     var pendingSyncs: Set<SyncKey> = []
     var stopping = false
