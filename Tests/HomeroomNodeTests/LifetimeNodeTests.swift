@@ -160,3 +160,80 @@ import Testing
         #expect(logged.first?.contains("ud") == true)
     }
 }
+
+/// One bad room never takes a node down: a store with a room that does not load
+/// starts, serves the other rooms, and says which room it keeps out of service.
+@Suite(.serialized) struct QuarantineTests {
+    @Test func aRoomThatDoesNotLoadIsQuarantinedAndTheOthersServed() throws {
+        let data = LifetimeNodeTests.temporaryDirectory("quarantine")
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let extra = ["--data-dir", data, "--http", "http://127.0.0.1:0"]
+        var node = try NodeProcess(name: "quarantine", extra: extra)
+        defer { node.stop() }
+        for room in ["good", "bad"] {
+            let teacher = LifetimeNodeTests.client("teacher", .teacher, [node], room: room)
+            try teacher.connect()
+            _ = try teacher.write(.setRoomName("room \(room)"))
+            teacher.close()
+        }
+        node.stop()
+        // Damage what the store holds for one room: its snapshot and its log entries.
+        let database = try SQLiteDatabase(path: data + "/homeroom.sqlite3")
+        for sql in ["UPDATE rooms SET snapshot = x'0aff' WHERE room = 'bad'", "UPDATE log SET bytes = x'0aff' WHERE room = 'bad'"] {
+            try database.execute(sql, "damage the bad room")
+        }
+
+        node = try NodeProcess(name: "quarantine", extra: extra)
+        let health = node.get("/healthz")?.body ?? ""
+        #expect(health.contains("\"quarantined\":[{\"room\":\"bad\""), "healthz: \(health)")
+        #expect(node.metric("homeroom_rooms_quarantined") == 1)
+        #expect(node.log.contains("room quarantined"))
+        let good = LifetimeNodeTests.client("watcher", .observer, [node], room: "good")
+        defer { good.close() }
+        try good.connect()
+        #expect(good.replica.name.value == "room good", "the healthy room was not served")
+        let raw = try LifetimeNodeTests.RawClient(node.listen)
+        let refused = try raw.join(room: "bad", user: "watcher", session: "w-1", role: .observer)
+        guard case let .error(error) = refused.message else {
+            Issue.record("the quarantined room was served: \(refused.message)")
+            return
+        }
+        #expect(error.code == "unavailable" && error.message.contains("quarantined"), "\(error)")
+    }
+
+    @Test func aQuarantinedRoomIsRecoveredFromAPeer() throws {
+        let data = LifetimeNodeTests.temporaryDirectory("recover")
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let peer = try NodeProcess(name: "recover-peer")
+        defer { peer.stop() }
+        let extra = ["--data-dir", data, "--http", "http://127.0.0.1:0"]
+        var node = try NodeProcess(name: "recover", seeds: [peer.listen], extra: extra)
+        defer { node.stop() }
+        let teacher = LifetimeNodeTests.client("teacher", .teacher, [node], room: "broken")
+        try teacher.connect()
+        _ = try teacher.write(.setRoomName("room broken"))
+        _ = try teacher.write(.reward(user: "teacher", amount: 5))
+        teacher.close()
+        let watcher = LifetimeNodeTests.client("watcher", .observer, [peer], room: "broken")
+        defer { watcher.close() }
+        try watcher.connect()
+        #expect(eventually(10) { watcher.replica.users["teacher"]?.rewardTotal == 5 }, "the peer never got the room")
+        node.stop()
+        let database = try SQLiteDatabase(path: data + "/homeroom.sqlite3")
+        for sql in ["UPDATE rooms SET snapshot = x'0aff' WHERE room = 'broken'", "UPDATE log SET bytes = x'0aff' WHERE room = 'broken'"] {
+            try database.execute(sql, "damage the room")
+        }
+
+        node = try NodeProcess(name: "recover", seeds: [peer.listen], extra: extra)
+        #expect(eventually(10) { node.metric("homeroom_rooms_recovered_total") == 1 }, "not recovered; log: \(node.log)")
+        #expect(node.log.contains("room quarantined") && node.log.contains("recovered from a peer"))
+        #expect(node.get("/healthz")?.body.contains("\"quarantined\":[]") == true)
+        // Served again, with what the peer held, and writable: its writes reach the peer.
+        let back = LifetimeNodeTests.client("teacher", .teacher, [node], room: "broken")
+        defer { back.close() }
+        try back.connect()
+        #expect(back.replica.name.value == "room broken")
+        _ = try back.write(.reward(user: "teacher", amount: 1))
+        #expect(eventually(10) { watcher.replica.users["teacher"]?.rewardTotal == 6 }, "a write after the recovery did not reach the peer")
+    }
+}

@@ -339,7 +339,7 @@ extension ClusterNode {
             let pending = Array(state.pendingSyncs)
             state.pendingSyncs.removeAll()
             var addresses: [ReplicaID: String] = [:]
-            for key in pending where !state.faults.cuts(key.peer) && state.quarantined[key.room] == nil {
+            for key in pending where !state.faults.cuts(key.peer) {
                 if let entry = state.peers.entries[key.peer], entry.status != .dead { addresses[key.peer] = entry.address }
             }
             return (pending, addresses)
@@ -388,6 +388,23 @@ extension ClusterNode {
                 // in this life (its store was restored from an old copy, or another node
                 // runs on a copy of it): never number a write at or below them.
                 let ownHighest = room.seen.origins[replica]?.highest ?? 0
+                if let why = state.quarantined.removeValue(forKey: key.room) {
+                    // A quarantined room, rebuilt from a peer's full state (its sync asked
+                    // from nothing): back in service. Its sequence numbers continue from
+                    // what the peers hold of this node's; the broken rows are replaced.
+                    state.roomSequences[key.room] = max(state.roomSequences[key.room] ?? 0, ownHighest)
+                    let privateOrigin = NodeState.privateOrigin(of: replica)
+                    state.privateSequences[key.room] = max(state.privateSequences[key.room] ?? 0, room.seen.origins[privateOrigin]?.highest ?? 0)
+                    if let store = state.store {
+                        do { try store.compact(room: key.room, state: room) } catch {
+                            logger.error("a recovered room could not be stored; it stays served from memory", ["room": key.room, "error": "\(error)"])
+                        }
+                    }
+                    metrics.add("rooms_recovered_total")
+                    logger.notice("quarantined room recovered from a peer: back in service", ["room": key.room, "peer": "\(key.peer)", "was": why])
+                    state.rooms[key.room] = room
+                    return true
+                }
                 if ownHighest > state.roomSequences[key.room] ?? 0 {
                     logger.error("peers hold writes of this node's own id above its last sequence: was its store restored from an old copy? Numbering from above them",
                                  ["room": key.room, "peer": "\(key.peer)", "ours": "\(state.roomSequences[key.room] ?? 0)", "theirs": "\(ownHighest)"])

@@ -42,6 +42,7 @@ extension ClusterNode {
         "session_folds_total": "Folds this node wrote: sessions it started that are over, removed from their user's record.",
         "sync_decode_failures_total": "Repair patches from a peer that did not decode (logged; the room stays behind that peer).",
         "own_sequence_behind_total": "Repairs that brought writes under this node's own id above its last sequence (a store restored from an old copy).",
+        "rooms_recovered_total": "Quarantined rooms rebuilt from a peer and back in service.",
         "joins_refused_total": "Joins refused before the room was read, by code (rate-limited).",
         "requests_rejected_total": "Requests refused before reaching a room, by reason.",
         "cluster_rejected_total": "Cluster messages dropped as undecodable or unexpected, by reason.",
