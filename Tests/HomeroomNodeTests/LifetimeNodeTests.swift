@@ -237,3 +237,41 @@ import Testing
         #expect(eventually(10) { watcher.replica.users["teacher"]?.rewardTotal == 6 }, "a write after the recovery did not reach the peer")
     }
 }
+
+/// Author counters: unique per client instance, and a DUPLICATE for a write this
+/// client never sent is an error, not a success.
+@Suite(.serialized) struct AuthorCounterTests {
+    @Test func twoInstancesStartedInTheSameMillisecondNeverShareACounter() {
+        let now = WallClock.nowMillis()
+        let first = AuthorCounter.initial(nowMillis: now), second = AuthorCounter.initial(nowMillis: now)
+        #expect(AuthorCounter.tag(of: first) != AuthorCounter.tag(of: second))
+        // Their counters never meet, however many writes each makes.
+        let a = Set((1...1_000).map { first + UInt64($0) * AuthorCounter.stride })
+        let b = Set((1...1_000).map { second + UInt64($0) * AuthorCounter.stride })
+        #expect(a.isDisjoint(with: b))
+        #expect(first < UInt64(1) << 63, "counters stay below 2^63")
+    }
+
+    @Test func aDuplicateForAWriteThisClientNeverSentIsAnError() throws {
+        let cluster = try TestCluster(size: 1, label: "dup-counter")
+        let teacher = cluster.client("teacher", .teacher, node: 0, room: "dup")
+        defer { teacher.close() }
+        try teacher.connect()
+        _ = try teacher.write(.reward(user: "teacher", amount: 1))
+        // Another client of the teacher takes the counter this one will use next.
+        let next = teacher.state.withLock { $0.writeCounter } + AuthorCounter.stride
+        let other = cluster.nodes[0].submit(room: "dup", Write(author: "teacher", authorRole: .teacher, authorCounter: next,
+                                                               operation: .reward(user: "teacher", amount: 1)))
+        #expect(other.status == .accepted)
+        do {
+            _ = try teacher.write(.reward(user: "teacher", amount: 1))
+            Issue.record("a DUPLICATE for a write this client never sent was taken as done")
+        } catch {
+            guard case let .refused(code, _) = error else {
+                Issue.record("unexpected error \(error)")
+                return
+            }
+            #expect(code == "duplicate-counter")
+        }
+    }
+}

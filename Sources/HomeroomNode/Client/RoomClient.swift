@@ -351,6 +351,7 @@ public final class RoomClient: Sendable {
             return (Write(author: user, authorRole: role, authorCounter: state.writeCounter, operation: operation), state.requestID)
         }
         var attempt = 0
+        var sends = 0
         while true {
             let (current, generation) = state.withLock { ($0.link, $0.generation) }
             guard let link = current else {
@@ -360,6 +361,7 @@ public final class RoomClient: Sendable {
                 continue
             }
             do throws(ClientError) {
+                sends += 1
                 let reply = try request(link, .writeRequest(WireMessage.WriteRequest(requestID: requestID, write: write)))
                 switch reply.message {
                 case let .writeAck(ack):
@@ -367,8 +369,13 @@ public final class RoomClient: Sendable {
                     case .accepted:
                         guard ack.dot != nil else { throw ClientError.protocolError("an accepted write without a dot") }
                         return (ack, write)
+                    case .duplicate where sends > 1:
+                        return (ack, write)   // a retry of what an earlier send did
                     case .duplicate:
-                        return (ack, write)
+                        // The first send of this write, and the node holds one with its counter:
+                        // another client of this user used the same counter. Not done.
+                        throw ClientError.refused(code: "duplicate-counter", message:
+                            "the node already holds a write of \(user) with author counter \(write.authorCounter), which this client never sent: another client of \(user) uses the same counters; this write was not applied")
                     case .unavailable where attempt < retries:
                         attempt += 1
                         try reconnect(observed: generation)
