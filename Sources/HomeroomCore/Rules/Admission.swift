@@ -110,7 +110,9 @@ extension RoomState {
             if users[write.author]?.chatMuted.value == true && !toModerator { return .chatMuted(write.author) }
             if chatMuted.value && !write.authorRole.moderates && !toModerator { return .chatMuted(nil) }
         case let .leaveSession(user, session, _) where write.authorRole != .system:
-            guard users[user]?.sessions.contains(where: { $0.id == session && $0.started != Stamp.maxedOut }) == true else {
+            // The session, or a copy a refutation made of it (its original may be folded away).
+            let group = SessionIDs.base(session)
+            guard users[user]?.sessions.contains(where: { ($0.id == session || SessionIDs.base($0.id) == group) && $0.started != Stamp.maxedOut }) == true else {
                 return .sessionUnknown(user, session)
             }
         case let .setPresenceState(user, session, items):

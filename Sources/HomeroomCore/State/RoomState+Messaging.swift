@@ -181,6 +181,10 @@ extension RoomState {
             // start was folded away elsewhere, keeps no record of it.
             if let started = users[user]?.sessions.first(where: { $0.id == session })?.started, started != Stamp.maxedOut {
                 prepared.operation = .leaveSession(user: user, session: session, started: started)
+            } else if let copy = users[user]?.sessions.last(where: { SessionIDs.base($0.id) == SessionIDs.base(session) && $0.ended == nil
+                                                                   && $0.started != Stamp.maxedOut }) {
+                // The client leaves by its original id, folded away since a refutation copied it: end the copy.
+                prepared.operation = .leaveSession(user: user, session: copy.id, started: copy.started)
             }
         default:
             break
