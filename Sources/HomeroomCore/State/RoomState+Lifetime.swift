@@ -34,9 +34,25 @@ extension RoomState {
     /// gap are folded, so the floor never covers a session this replica cannot see.
     public func sessionFold(for user: UserID, origin: ReplicaID, nowMillis: UInt64, threshold: Int = RoomState.sessionFoldThreshold,
                             quietMillis: UInt64 = RoomState.sessionFoldQuietMillis) -> Operation? {
-        guard let record = users[user], !record.sessions.isEmpty else { return nil }
+        if case let .due(fold) = sessionFoldPlan(for: user, origin: origin, nowMillis: nowMillis, threshold: threshold, quietMillis: quietMillis) {
+            return fold
+        }
+        return nil
+    }
+
+    /// What `sessionFold` decides, in one pass: fold now, later (sessions are over but
+    /// the fold is not due yet), or never (nothing is over).
+    public enum SessionFoldPlan: Equatable, Sendable {
+        case nothingOver
+        case notYet
+        case due(Operation)
+    }
+
+    public func sessionFoldPlan(for user: UserID, origin: ReplicaID, nowMillis: UInt64, threshold: Int = RoomState.sessionFoldThreshold,
+                                quietMillis: UInt64 = RoomState.sessionFoldQuietMillis) -> SessionFoldPlan {
+        guard let record = users[user], !record.sessions.isEmpty else { return .nothingOver }
         let upTo = seen.contiguous(origin)
-        guard upTo > 0 else { return nil }
+        guard upTo > 0 else { return .nothingOver }
         var endedGroups = Set<SessionID>()
         var latestInGroup: [SessionID: Stamp] = [:]
         for session in record.sessions where session.started != Stamp.maxedOut {
@@ -59,15 +75,16 @@ extension RoomState {
                 keep.append(session.started.sequence)
             }
         }
+        guard over > 0, keep.count <= SessionFloor.maxKept else { return .nothingOver }
         let quiet = nowMillis >= lastEndMillis &+ quietMillis
-        guard over >= max(threshold, 1) || (over > 0 && quiet), keep.count <= SessionFloor.maxKept else { return nil }
-        return .foldSessions(user: user, upTo: upTo, keep: keep.sorted())
+        guard over >= max(threshold, 1) || quiet else { return .notYet }
+        return .due(.foldSessions(user: user, upTo: upTo, keep: keep.sorted()))
     }
 
     /// Whether `user` has sessions `origin` started that are over but not folded yet
     /// (a fold that is not due now may be due later).
     public func hasSessionsToFold(for user: UserID, origin: ReplicaID) -> Bool {
-        sessionFold(for: user, origin: origin, nowMillis: .max, threshold: 1, quietMillis: 0) != nil
+        sessionFoldPlan(for: user, origin: origin, nowMillis: 0, quietMillis: .max) != .nothingOver
     }
 }
 

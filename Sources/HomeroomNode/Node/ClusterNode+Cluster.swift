@@ -373,8 +373,8 @@ extension ClusterNode {
                 }
                 continue
             }
-            if state.withLock({ $0.decodeFailureLogged.isEmpty }) == false {
-                state.withLock { _ = $0.decodeFailureLogged.removeValue(forKey: key) }
+            state.withLock { state in
+                if !state.decodeFailureLogged.isEmpty { state.decodeFailureLogged[key] = nil }
             }
             guard case let .syncResponse(response) = decoded.message, let patch = response.patch, patch.roomID == key.room else { continue }
             let changed = state.withLock { state -> Bool in

@@ -23,10 +23,10 @@ extension ClusterNode {
             for (roomID, users) in candidates {
                 guard let room = state.rooms[roomID] else { continue }
                 for user in users.sorted() {
-                    if let fold = room.sessionFold(for: user, origin: replica, nowMillis: now) {
-                        folds.append((roomID, fold))
-                    } else if room.hasSessionsToFold(for: user, origin: replica) {
-                        state.foldLater[roomID, default: []].insert(user)
+                    switch room.sessionFoldPlan(for: user, origin: replica, nowMillis: now) {
+                    case let .due(fold): folds.append((roomID, fold))
+                    case .notYet: state.foldLater[roomID, default: []].insert(user)
+                    case .nothingOver: break
                     }
                 }
             }

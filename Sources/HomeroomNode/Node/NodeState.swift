@@ -67,9 +67,13 @@ struct NodeState {
         }
     }
 
-    /// Notes every user of a merged patch that carries sessions.
+    /// Notes the users of a merged patch that carry sessions this node started (only
+    /// those, or kicked and banned ones, can need a fold by this node; a 100,000-user
+    /// snapshot of others' sessions notes none).
     mutating func noteSessions(room: String, patch: RoomState) {
-        for (user, record) in patch.users where !record.sessions.isEmpty || record.hasActivity {
+        let own = sequencer.replica
+        for (user, record) in patch.users
+        where record.sessions.contains(where: { $0.started.clock.replica == own }) || record.kicked != .origin || record.isBanned {
             foldCandidates[room, default: []].insert(user)
         }
     }
