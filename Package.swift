@@ -21,6 +21,7 @@ let package = Package(
     targets: [
         // C libraries from Debian, wrapped so their types stay inside one module each.
         .systemLibrary(name: "CNNG", path: "Sources/CNNG"),
+        .systemLibrary(name: "CLinuxEvents", path: "Sources/CLinuxEvents"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         .systemLibrary(name: "CSodium", path: "Sources/CSodium"),
         .target(
@@ -35,7 +36,7 @@ let package = Package(
         // Swift <-> protobuf mapping, limits and validation of untrusted bytes.
         .target(name: "HomeroomWire", dependencies: ["HomeroomCore", "CHomeroomProto"], swiftSettings: strict),
         // nng transport, cluster membership, anti-entropy.
-        .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomWire", "CNNG", "CSQLite", "CSodium"], swiftSettings: strict),
+        .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomWire", "CNNG", "CLinuxEvents", "CSQLite", "CSodium"], swiftSettings: strict),
         // The only door between a UI and the engine: room, user, stream, message, monitor contexts.
         .target(name: "HomeroomContext", dependencies: ["HomeroomCore", "HomeroomNode"], swiftSettings: strict),
         // Terminal scenes and components, themed by a JSON config.

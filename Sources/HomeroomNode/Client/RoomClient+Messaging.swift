@@ -260,7 +260,7 @@ extension RoomClient {
     }
 
     /// After a (re)join: the presence state this user had set, again, for the new session.
-    func restorePresence(through requester: NNGRequester, session: SessionID) {
+    func restorePresence(through requester: SPRequester, session: SessionID) {
         let (items, counter) = state.withLock { state -> ([PresenceItem], UInt64) in
             let items = state.presenceItems.keys.sorted().map { PresenceItem(key: $0, value: state.presenceItems[$0]) }
             if !items.isEmpty { state.writeCounter += AuthorCounter.stride }

@@ -87,8 +87,8 @@ public final class RoomClient: Sendable {
         var failures = 0
         var latencyMicros: Double = 0
         var closing = false
-        var link: NNGRequester?
-        var subscriber: NNGSubscriber?
+        var link: SPRequester?
+        var subscriber: SPSubscriber?
         var listeners: [UInt64: @Sendable ([RoomChange]) -> Void] = [:]
         var nextListener: UInt64 = 0
         var node: ReplicaID = ReplicaID(0)
@@ -194,11 +194,10 @@ public final class RoomClient: Sendable {
 
     private func attach(to endpoint: NodeEndpoint) throws(ClientError) {
         detach()
-        let requester: NNGRequester
+        let requester: SPRequester
+        let limits = SPLimitsConfig(maxMessageBytes: max(options.limits.maxMessageBytes, 64 << 20), reconnectMinMillis: 50, reconnectMaxMillis: 300)
         do {
-            requester = try NNGRequester()
-            try requester.socket.setMaxReceiveSize(max(options.limits.maxMessageBytes, 64 << 20))
-            try requester.socket.setReconnectTime(min: .milliseconds(50), max: .milliseconds(300))
+            requester = try SPRequester(limits: limits, name: "hr-client-req")
             try requester.dial(endpoint.address)
         } catch {
             throw .unavailable("\(endpoint.address): \(error)")
@@ -211,15 +210,12 @@ public final class RoomClient: Sendable {
             throw .protocolError("the node did not say where it publishes")
         }
         // Subscribe before joining, so no delta falls between the snapshot and the stream.
-        let subscriber: NNGSubscriber
+        let subscriber: SPSubscriber
         do {
-            let socket = try NNGSocket(.sub)
-            try socket.setReceiveBuffer(8192)
-            try socket.setMaxReceiveSize(max(options.limits.maxMessageBytes, 64 << 20))
-            try socket.subscribe(Topics.clientRoom(room))
-            try socket.subscribe(Topics.clientUser(room, user))
-            try socket.dial(nodeInfo.publishAddress)
-            subscriber = try NNGSubscriber(socket: socket, name: "hr-client-sub") { [weak self] message in self?.receive(message) }
+            subscriber = try SPSubscriber(limits: limits, name: "hr-client-sub") { [weak self] message in self?.receive(message) }
+            subscriber.subscribe(Topics.clientRoom(room))
+            subscriber.subscribe(Topics.clientUser(room, user))
+            try subscriber.dial(nodeInfo.publishAddress)
         } catch {
             requester.close()
             throw .unavailable("subscribe to \(nodeInfo.publishAddress): \(error)")
@@ -283,7 +279,7 @@ public final class RoomClient: Sendable {
     }
 
     private func detach() {
-        let (link, subscriber) = state.withLock { state -> (NNGRequester?, NNGSubscriber?) in
+        let (link, subscriber) = state.withLock { state -> (SPRequester?, SPSubscriber?) in
             defer { state.link = nil; state.subscriber = nil }
             return (state.link, state.subscriber)
         }
@@ -496,7 +492,7 @@ public final class RoomClient: Sendable {
         }
     }
 
-    func request(_ link: NNGRequester, _ message: WireMessage) throws(ClientError) -> WireEnvelope {
+    func request(_ link: SPRequester, _ message: WireMessage) throws(ClientError) -> WireEnvelope {
         let envelope = WireEnvelope(roomID: room, sender: ReplicaID(0), sequence: 0, clock: .zero,
                                     credential: options.token.map { Array($0.utf8) } ?? [], message: message)
         let reply: [UInt8]

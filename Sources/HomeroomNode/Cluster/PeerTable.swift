@@ -17,7 +17,7 @@ struct PeerTable {
         var connected = false
         /// This node's SUB dialer to the peer's publish address, and that address: one per
         /// peer, so a peer that comes back keeps it rather than getting a second one.
-        var subscriberDialer: UInt32?
+        var subscriberDialer: UInt64?
         var dialedAddress = ""
         /// When its links were last replaced while it was down (monotonic ms).
         var linksRenewedMillis: UInt64 = 0
@@ -29,12 +29,12 @@ struct PeerTable {
     /// What to replace for one peer that is down (see `ClusterNode.renewLinksOfDownPeers`).
     struct Renewal {
         var node: ReplicaID
-        /// The dialer to close (taken out of the entry).
-        var staleDialer: UInt32?
-        /// Where to dial again; nil when a live entry has the same address (a node that
-        /// restarted in memory under a new id) and owns that link.
-        var publishAddress: String?
-        /// The REQ link to replace; nil when a live entry shares it.
+        /// The SUB dialer to connect afresh; nil when a live entry has the same address
+        /// (a node that restarted in memory under a new id) and owns that link.
+        var dialer: UInt64?
+        /// A dialer to close because a live entry owns its address (taken out of the entry).
+        var staleDialer: UInt64?
+        /// The REQ link to reconnect; nil when a live entry shares it.
         var requestAddress: String?
     }
 
@@ -84,7 +84,7 @@ struct PeerTable {
     mutating func markConnected(_ node: ReplicaID) { entries[node]?.connected = true }
 
     /// Records the SUB dialer made for a peer; returns the one it replaces, to be closed.
-    mutating func setDialer(_ node: ReplicaID, _ dialer: UInt32, address: String) -> UInt32? {
+    mutating func setDialer(_ node: ReplicaID, _ dialer: UInt64, address: String) -> UInt64? {
         guard entries[node] != nil else { return dialer }
         let previous = entries[node]!.subscriberDialer
         entries[node]!.subscriberDialer = dialer
@@ -102,13 +102,24 @@ struct PeerTable {
         for (node, entry) in entries where entry.status == .dead && nowMillis &- entry.linksRenewedMillis >= everyMillis {
             let publish = entry.subscribeAddress
             let owned = !publish.isEmpty && !livePublish.contains(publish)
-            due.append(Renewal(node: node, staleDialer: entry.subscriberDialer, publishAddress: owned ? publish : nil,
+            due.append(Renewal(node: node, dialer: owned ? entry.subscriberDialer : nil,
+                               staleDialer: owned ? nil : entry.subscriberDialer,
                                requestAddress: entry.address.isEmpty || liveRequest.contains(entry.address) ? nil : entry.address))
             entries[node]!.linksRenewedMillis = nowMillis
-            entries[node]!.subscriberDialer = nil
-            entries[node]!.dialedAddress = ""
+            if !owned {
+                entries[node]!.subscriberDialer = nil
+                entries[node]!.dialedAddress = ""
+            }
         }
         return due.sorted { $0.node < $1.node }
+    }
+
+    /// Removes the nodes dead and silent for `downForMillis` or more, and returns them
+    /// (their dialers and links are the caller's to close).
+    mutating func forget(downForMillis: UInt64, nowMillis: UInt64) -> [Entry] {
+        let gone = entries.values.filter { $0.status == .dead && nowMillis &- $0.lastHeardMillis >= downForMillis }
+        for entry in gone { entries.removeValue(forKey: entry.node) }
+        return gone.sorted { $0.node < $1.node }
     }
 
     /// Moves silent nodes to suspect, then dead; returns the nodes newly dead.

@@ -58,6 +58,25 @@ public struct NodeConfig: Sendable, Equatable {
     /// unplugged) goes offline instead of staying online until the node stops. Clients
     /// sync every 300 ms by default. 0: no leases.
     public var sessionTimeoutMillis: UInt64 = 10_000
+    /// A peer down for this long is forgotten: no longer dialled nor listed. It comes
+    /// back by greeting again (a heartbeat, or a seed hello). 0: never forget.
+    public var permanentDownMillis: UInt64 = 300_000
+    /// Connections each listening socket (REP, PUB) accepts at once; more are closed.
+    public var maxConnections = 4_096
+    /// Open descriptors past which the node reports itself unhealthy and stops
+    /// heartbeating, so peers declare it down and its clients move (0: the soft limit
+    /// minus 64).
+    public var wedgeDescriptors = 0
+
+    /// Transport limits for what this node receives (requests, cluster messages).
+    var transportLimits: SPLimitsConfig {
+        SPLimitsConfig(maxMessageBytes: limits.maxMessageBytes, maxConnections: maxConnections)
+    }
+
+    /// Transport limits for this node's own requests to peers (large replies).
+    var linkLimits: SPLimitsConfig {
+        SPLimitsConfig(maxMessageBytes: replyLimits.maxMessageBytes, maxConnections: maxConnections)
+    }
 
     public init(name: String, listen: String, publish: String, seeds: [String] = []) {
         self.name = name

@@ -132,62 +132,64 @@ extension ClusterNode {
         logger.info("peer connected", ["peer": peer.node.description, "address": peer.address])
     }
 
-    /// One SUB dialer per peer. A peer that comes back keeps the one it has (made fresh
-    /// while it was down); dialing again on every return would add a connection each
+    /// One SUB dialer per peer. A peer that comes back keeps the one it has (it
+    /// reconnects by itself); dialing again on every return would add a connection each
     /// time, and each would deliver everything once more.
     func subscribe(to node: ReplicaID, at address: String) {
         let current = state.withLock { state in state.peers.entries[node].map { ($0.subscriberDialer, $0.dialedAddress) } }
         if let (dialer, dialed) = current, dialer != nil, dialed == address { return }
         do {
-            let dialer = try subscriber.socket.dialer(address)
+            let dialer = try subscriber.dial(address)
             let replaced = state.withLock { $0.peers.setDialer(node, dialer, address: address) }
-            if let replaced { closeInBackground(requester: nil, dialer: replaced) }
+            if let replaced { subscriber.removeDialer(replaced) }
         } catch {
             logger.warning("cannot subscribe to a peer", ["peer": node.description, "address": address, "error": error.description])
-        }
-    }
-
-    /// Closes links on a thread of their own: a close can take up to its 2 s bound (nng
-    /// 1.5.2), and the tick must keep beating.
-    func closeInBackground(requester: NNGRequester?, dialer: UInt32?) {
-        _ = try? NNGThread(name: "hr-unlink") {
-            requester?.close()
-            if let dialer { NNGSocket.closeDialer(dialer) }
         }
     }
 
     /// While a partition drops its packets, TCP backs off exponentially, on established
     /// connections and on connection attempts alike (after a 20 s cut, about 13 s between
     /// tries), so the first packets after the heal wait that long. While a peer is down,
-    /// its links (this node's SUB dialer to it and REQ link) are therefore replaced every
-    /// suspect period: a fresh connection attempt gets through within about that long
-    /// of the heal, and the peer is heard from, and repaired, at once. The peer does the
-    /// same on its side.
+    /// its links (this node's SUB connection to it and its REQ connection) are therefore
+    /// redialled every suspect period: a fresh connection attempt gets through within
+    /// about that long of the heal, and the peer is heard from, and repaired, at once.
+    /// Only the connection is replaced (the transport closes its own descriptor at once);
+    /// the dialer and its socket stay.
     func renewLinksOfDownPeers() {
-        // A stuck close means nng's reaper is stuck: every further close would pile up.
-        guard NNGSocket.stalledCloses == 0 else { return }
         let now = WallClock.monotonicMillis()
         let due = state.withLock { $0.peers.renewalsDue(nowMillis: now, everyMillis: max(config.suspectMillis, 2 * config.heartbeatMillis)) }
         for renewal in due {
-            let stale = renewal.requestAddress.flatMap { address in links.withLock { $0.removeValue(forKey: address) } }
-            if stale != nil || renewal.staleDialer != nil { closeInBackground(requester: stale, dialer: renewal.staleDialer) }
-            guard renewal.publishAddress != nil || renewal.requestAddress != nil else { continue }
-            if let address = renewal.publishAddress { subscribe(to: renewal.node, at: address) }
-            if let address = renewal.requestAddress { _ = link(address) }
+            if let dialer = renewal.dialer { subscriber.redial(dialer) }
+            if let stale = renewal.staleDialer { subscriber.removeDialer(stale) }
+            if let address = renewal.requestAddress, let requester = links.withLock({ $0[address] }) { requester.reconnect() }
             metrics.add("links_renewed_total")
         }
     }
 
+    /// Forgets peers down for longer than the permanent-down period: their dialers and
+    /// links close, and they are no longer dialled or gossiped. A forgotten peer that
+    /// comes back is greeted like a new one.
+    func forgetPermanentlyDownPeers() {
+        guard config.permanentDownMillis > 0 else { return }
+        let now = WallClock.monotonicMillis()
+        let forgotten = state.withLock { $0.peers.forget(downForMillis: config.permanentDownMillis, nowMillis: now) }
+        for entry in forgotten {
+            if let dialer = entry.subscriberDialer { subscriber.removeDialer(dialer) }
+            let stillUsed = state.withLock { state in state.peers.entries.values.contains { $0.address == entry.address } }
+            if !stillUsed, let requester = links.withLock({ $0.removeValue(forKey: entry.address) }) { requester.close() }
+            metrics.add("peers_forgotten_total")
+            logger.notice("peer forgotten: down for longer than the permanent-down period", ["peer": entry.node.description, "address": entry.address])
+        }
+    }
+
     /// The REQ link to a node's REP address, made on first use.
-    func link(_ address: String) -> NNGRequester? {
-        links.withLock { links -> NNGRequester? in
+    func link(_ address: String) -> SPRequester? {
+        links.withLock { links -> SPRequester? in
             if let existing = links[address] { return existing }
             // stop() empties the links after setting this: nothing may be added behind it.
             if state.withLock({ $0.stopping }) { return nil }
-            guard let requester = try? NNGRequester() else { return nil }
-            try? requester.socket.setReconnectTime(min: .milliseconds(50), max: .milliseconds(500))
-            try? requester.socket.setMaxReceiveSize(config.replyLimits.maxMessageBytes)
-            do { try requester.dial(address) } catch { return nil }
+            guard let requester = try? SPRequester(limits: config.linkLimits, name: "hr-link") else { return nil }
+            do { try requester.dial(address) } catch { requester.close(); return nil }
             links[address] = requester
             return requester
         }
@@ -217,6 +219,7 @@ extension ClusterNode {
             }
             declareSilentNodesDown()
             renewLinksOfDownPeers()
+            if tick % 25 == 0 { forgetPermanentlyDownPeers() }
             runPendingSyncs()
             if tick % 5 == 0 { trimExpiredHistory() }
             if tick % 2 == 0 { expireIdleSessions() }

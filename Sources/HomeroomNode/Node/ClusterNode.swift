@@ -33,14 +33,14 @@ public final class ClusterNode: Sendable {
     let logger: Logger
 
     let state: Mutex<NodeState>
-    let publisher: NNGSocket
+    let publisher: SPPublisher
     /// The node-only PUB socket (`config.clusterPublish`), if any.
-    let clusterPublisher: NNGSocket?
+    let clusterPublisher: SPPublisher?
     /// Where node traffic (node topics, heartbeats) goes.
-    var nodePublisher: NNGSocket { clusterPublisher ?? publisher }
-    let replier: NNGReplier
-    let subscriber: NNGSubscriber
-    let links = Mutex<[String: NNGRequester]>([:])
+    var nodePublisher: SPPublisher { clusterPublisher ?? publisher }
+    let replier: SPReplier
+    let subscriber: SPSubscriber
+    let links = Mutex<[String: SPRequester]>([:])
     let outbox = Outbox()
     let framing: ClusterFraming
     let delayLine = DelayLine()
@@ -124,16 +124,14 @@ public final class ClusterNode: Sendable {
         }
 
         do {
-            publisher = try NNGSocket(.pub)
-            try publisher.setSendBuffer(8192)
+            publisher = try SPPublisher(limits: config.transportLimits, name: "hr-pub")
             publishAddress = try publisher.listen(config.publish)
         } catch {
             throw .bind(address: config.publish, error)
         }
         if let address = config.clusterPublish {
             do {
-                let socket = try NNGSocket(.pub)
-                try socket.setSendBuffer(8192)
+                let socket = try SPPublisher(limits: config.transportLimits, name: "hr-cluster-pub")
                 clusterPublishAddress = try socket.listen(address)
                 clusterPublisher = socket
             } catch {
@@ -145,7 +143,7 @@ public final class ClusterNode: Sendable {
             clusterPublishAddress = publishAddress
         }
         do {
-            replier = try NNGReplier()
+            replier = try SPReplier(limits: config.transportLimits)
             listenAddress = try replier.listen(config.listen)
         } catch {
             clusterPublisher?.close()
@@ -153,15 +151,12 @@ public final class ClusterNode: Sendable {
             throw .bind(address: config.listen, error)
         }
         do {
-            let sub = try NNGSocket(.sub)
-            try sub.setReceiveBuffer(8192)
-            try sub.setReconnectTime(min: .milliseconds(50), max: .milliseconds(500))
-            try sub.setMaxReceiveSize(config.limits.maxMessageBytes)
-            try sub.subscribe(Topics.nodeDeltas)
-            try sub.subscribe(Topics.heartbeat)
             // The handler captures a box, not self, so init can finish first.
             let box = WeakNode()
-            subscriber = try NNGSubscriber(socket: sub, name: "hr-sub") { message in box.node?.receiveFromCluster(message) }
+            let sub = try SPSubscriber(limits: config.transportLimits, name: "hr-sub") { message in box.node?.receiveFromCluster(message) }
+            sub.subscribe(Topics.nodeDeltas)
+            sub.subscribe(Topics.heartbeat)
+            subscriber = sub
             box.set(self)
         } catch {
             replier.close()
@@ -319,7 +314,8 @@ final class WeakNode: Sendable {
 
 public enum NodeError: Error, CustomStringConvertible {
     case config(NodeConfigError)
-    case bind(address: String, NNGError)
+    /// A socket or endpoint could not open; the reason says why and what to do.
+    case bind(address: String, any Error & CustomStringConvertible & Sendable)
     case store(StoreError)
     case wrongDataDirectory(path: String, name: String)
 

@@ -1,0 +1,114 @@
+@preconcurrency import Glibc
+
+/// A parsed transport URL: `tcp://host:port` (IPv4, `[IPv6]`, a name, or `*` to listen
+/// on every address) or `ipc:///path/to/socket`.
+struct SPAddress: Sendable, Hashable, CustomStringConvertible {
+    enum Kind: Sendable, Hashable {
+        case tcp(host: String, port: UInt16)
+        case ipc(path: String)
+    }
+
+    let kind: Kind
+    let url: String
+
+    var framing: SPFraming {
+        if case .ipc = kind { return .ipc }
+        return .tcp
+    }
+
+    var description: String { url }
+
+    init(_ url: String) throws(TransportError) {
+        self.url = url
+        if url.hasPrefix("ipc://") {
+            let path = String(url.dropFirst("ipc://".count))
+            guard !path.isEmpty, path.utf8.count < 108 else {
+                throw TransportError(.addressInvalid, "parse \(url)", reason: "an ipc path must be 1 to 107 bytes")
+            }
+            kind = .ipc(path: path)
+            return
+        }
+        guard url.hasPrefix("tcp://") || url.hasPrefix("tcp4://") else {
+            throw TransportError(.addressInvalid, "parse \(url)", reason: "unknown scheme (this transport speaks tcp:// and ipc://)")
+        }
+        let rest = url.drop(while: { $0 != "/" }).dropFirst(2)
+        guard let colon = rest.lastIndex(of: ":") else {
+            throw TransportError(.addressInvalid, "parse \(url)", reason: "no port")
+        }
+        var host = String(rest[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard let port = UInt16(rest[rest.index(after: colon)...]) else {
+            throw TransportError(.addressInvalid, "parse \(url)", reason: "the port must be a number from 0 to 65535")
+        }
+        kind = .tcp(host: host, port: port)
+    }
+
+    /// The URL with another port (the one the system picked for port 0).
+    func withPort(_ port: UInt16) -> String {
+        guard case .tcp = kind, let colon = url.lastIndex(of: ":") else { return url }
+        return String(url[...colon]) + String(port)
+    }
+
+    /// The socket addresses to try, in order. Resolves names (may block briefly).
+    func resolve(passive: Bool) throws(TransportError) -> [SPSocketAddress] {
+        switch kind {
+        case .ipc(let path):
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+            }
+            return [SPSocketAddress(family: AF_UNIX, storage: address)]
+        case .tcp(let host, let port):
+            var hints = addrinfo()
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            hints.ai_family = AF_UNSPEC
+            hints.ai_flags = passive ? AI_PASSIVE : 0
+            let name: String? = (host.isEmpty || host == "*") ? nil : host
+            if name == nil && !passive {
+                throw TransportError(.addressInvalid, "dial \(url)", reason: "a dial needs a host")
+            }
+            var list: UnsafeMutablePointer<addrinfo>?
+            let rv = getaddrinfo(name, String(port), &hints, &list)
+            guard rv == 0, let list else {
+                throw TransportError(.addressInvalid, "resolve \(url)", reason: String(cString: gai_strerror(rv)))
+            }
+            defer { freeaddrinfo(list) }
+            var found: [SPSocketAddress] = []
+            var cursor: UnsafeMutablePointer<addrinfo>? = list
+            while let entry = cursor {
+                if let raw = entry.pointee.ai_addr {
+                    let family = entry.pointee.ai_family
+                    if family == AF_INET {
+                        found.append(SPSocketAddress(family: AF_INET, storage: raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }))
+                    } else if family == AF_INET6 {
+                        found.append(SPSocketAddress(family: AF_INET6, storage: raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee }))
+                    }
+                }
+                cursor = entry.pointee.ai_next
+            }
+            // Listening on "*" should take IPv4 first, as nng does.
+            found.sort { $0.family == AF_INET && $1.family != AF_INET }
+            guard !found.isEmpty else { throw TransportError(.addressInvalid, "resolve \(url)", reason: "no address") }
+            return found
+        }
+    }
+}
+
+/// One concrete socket address, stored by value so it can cross threads.
+struct SPSocketAddress: @unchecked Sendable {
+    let family: Int32
+    private let bytes: [UInt8]
+
+    init<T>(family: Int32, storage: T) {
+        self.family = family
+        var copy = storage
+        bytes = withUnsafeBytes(of: &copy) { Array($0) }
+    }
+
+    func withPointer<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        bytes.withUnsafeBytes { raw in
+            body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+        }
+    }
+}

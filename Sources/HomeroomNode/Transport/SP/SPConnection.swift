@@ -1,0 +1,64 @@
+@preconcurrency import Glibc
+
+/// One stream connection of an `SPLoop`: the SP header exchange, then framed messages.
+/// Touched only on its loop's thread.
+final class SPConnection {
+    enum Origin { case accepted(listener: UInt64), dialed(dialer: UInt64) }
+    enum Phase { case connecting, handshaking, open }
+
+    let id: UInt64
+    let fd: Int32
+    let framing: SPFraming
+    let origin: Origin
+    /// Who is at the other end, for logs ("127.0.0.1:52144" or the dialed URL).
+    let peerName: String
+    var phase: Phase
+    /// When the connection must be open (connect and header exchange), monotonic ms.
+    var deadlineMillis: UInt64
+
+    /// Received bytes not yet parsed, from `inboundOffset`.
+    var inbound: [UInt8] = []
+    var inboundOffset = 0
+    /// Messages waiting to be written; the first may be partly written (`outboundOffset`).
+    var outbound: [SPOutFrame] = []
+    var outboundOffset = 0
+    var outboundBytes = 0
+    /// Set by the role to stop reading (backpressure); bytes wait in the kernel.
+    var readPaused = false
+    /// Requests read but not yet answered (REP), or anything else a role counts.
+    var pending = 0
+    /// The epoll interest currently registered.
+    var interest: UInt32 = 0
+    var closed = false
+
+    init(id: UInt64, fd: Int32, framing: SPFraming, origin: Origin, peerName: String, phase: Phase, deadlineMillis: UInt64) {
+        self.id = id
+        self.fd = fd
+        self.framing = framing
+        self.origin = origin
+        self.peerName = peerName
+        self.phase = phase
+        self.deadlineMillis = deadlineMillis
+    }
+
+    var unparsed: Int { inbound.count - inboundOffset }
+
+    /// Drops parsed bytes from the front once they are most of the buffer.
+    func compactInbound() {
+        if inboundOffset == inbound.count {
+            inbound.removeAll(keepingCapacity: inbound.capacity <= 1 << 20)
+            inboundOffset = 0
+        } else if inboundOffset > 0 && inboundOffset >= inbound.count / 2 {
+            inbound.removeFirst(inboundOffset)
+            inboundOffset = 0
+        }
+    }
+}
+
+/// One message to write: its prefix and its body, kept apart so a body published to
+/// many connections is shared, not copied.
+struct SPOutFrame {
+    let prefix: [UInt8]
+    let body: [UInt8]
+    var count: Int { prefix.count + body.count }
+}

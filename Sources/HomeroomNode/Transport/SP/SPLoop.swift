@@ -1,0 +1,617 @@
+@preconcurrency import Glibc
+import CLinuxEvents
+import Synchronization
+
+/// What a socket kind does with its connections; called on the loop thread only.
+protocol SPRole: AnyObject {
+    func opened(_ connection: SPConnection, loop: SPLoop)
+    func received(_ message: [UInt8], on connection: SPConnection, loop: SPLoop)
+    func closed(_ connection: SPConnection, loop: SPLoop)
+    /// Runs on every loop turn; returns the next time (monotonic ms) it wants to run, if any.
+    func tick(nowMillis: UInt64, loop: SPLoop) -> UInt64?
+}
+
+extension SPRole {
+    func tick(nowMillis: UInt64, loop: SPLoop) -> UInt64? { nil }
+}
+
+/// Limits every connection of a loop obeys.
+struct SPLimits: Sendable {
+    /// Largest message accepted; a peer that announces a larger one is disconnected.
+    var maxMessageBytes = 16 << 20
+    /// Time a connection has to connect and exchange SP headers.
+    var handshakeMillis: UInt64 = 5_000
+    /// Accepted connections per loop; more are closed at once.
+    var maxConnections = 4_096
+    /// Messages and bytes queued for one connection; past either, a PUB drops the oldest
+    /// and other kinds drop the connection.
+    var sendQueueMessages = 8_192
+    var sendQueueBytes = 64 << 20
+    /// Dial retry back-off.
+    var reconnectMinMillis: UInt64 = 50
+    var reconnectMaxMillis: UInt64 = 500
+}
+
+/// Counters of one loop, readable from any thread.
+final class SPLoopStats: Sendable {
+    let accepted = Atomic<Int>(0)
+    let refused = Atomic<Int>(0)
+    let badHandshakes = Atomic<Int>(0)
+    let oversized = Atomic<Int>(0)
+    let open = Atomic<Int>(0)
+    let dialFailures = Atomic<Int>(0)
+}
+
+/// One event-loop thread (epoll) that owns a set of nonblocking stream sockets:
+/// listeners, accepted connections and dialed ones, with SP headers and framing.
+/// Every descriptor it opens it closes itself, on this thread, so nothing can leak
+/// or hang behind a library's reaper (see docs/NNG.md).
+///
+/// `@unchecked Sendable`: the mutable state below `// Loop-confined` is touched only by
+/// the loop thread; other threads talk to it through `post` (a locked mailbox and an
+/// eventfd wake-up).
+final class SPLoop: @unchecked Sendable {
+    let protocolKind: SPProtocol
+    let limits: SPLimits
+    let stats = SPLoopStats()
+    private let role: SPRole
+    private let epoll: Int32
+    private let wakeFD: Int32
+    private let mailbox = Mutex<[@Sendable (SPLoop) -> Void]>([])
+    private let stopping = Atomic<Bool>(false)
+    private let ids = Atomic<UInt64>(1)
+    private var thread: NNGThread?
+
+    // Loop-confined.
+    private(set) var connections: [UInt64: SPConnection] = [:]
+    private var listeners: [UInt64: Listener] = [:]
+    private var dialers: [UInt64: Dialer] = [:]
+    private var readBuffer = [UInt8](repeating: 0, count: 64 << 10)
+
+    private struct Listener {
+        let fd: Int32
+        let framing: SPFraming
+        var pausedUntil: UInt64?
+    }
+
+    private struct Dialer {
+        let address: SPAddress
+        var connection: UInt64?
+        var nextAttemptMillis: UInt64
+        var backoffMillis: UInt64
+    }
+
+    private static let wakeToken: UInt64 = 0
+    private static let listenerBit: UInt64 = 1 << 63
+
+    init(name: String, protocolKind: SPProtocol, limits: SPLimits, role: SPRole) throws(TransportError) {
+        self.protocolKind = protocolKind
+        self.limits = limits
+        self.role = role
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epoll >= 0 else { throw .system("create an event loop", errno: Glibc.errno) }
+        wakeFD = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
+        guard wakeFD >= 0 else {
+            let e = Glibc.errno
+            Glibc.close(epoll)
+            throw .system("create an event loop wake-up", errno: e)
+        }
+        var event = epoll_event()
+        clinux_event_set(&event, EPOLLIN.rawValue, Self.wakeToken)
+        _ = epoll_ctl(epoll, EPOLL_CTL_ADD, wakeFD, &event)
+        do {
+            thread = try NNGThread(name: name) { [self] in run() }
+        } catch {
+            Glibc.close(wakeFD)
+            Glibc.close(epoll)
+            throw TransportError(.other, "start thread \(name)", reason: error.reason)
+        }
+    }
+
+    var isStopping: Bool { stopping.load(ordering: .acquiring) }
+
+    /// Stops the loop and closes every descriptor it owns. Idempotent; from the loop
+    /// thread itself it only asks (the loop ends after the current turn).
+    func close() {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else {
+            thread?.join()
+            return
+        }
+        wake()
+        thread?.join()
+    }
+
+    /// Runs `body` on the loop thread soon.
+    func post(_ body: @escaping @Sendable (SPLoop) -> Void) {
+        let first = mailbox.withLock { box -> Bool in
+            box.append(body)
+            return box.count == 1
+        }
+        if first { wake() }
+    }
+
+    func wake() {
+        var one: UInt64 = 1
+        _ = withUnsafeBytes(of: &one) { Glibc.write(wakeFD, $0.baseAddress, 8) }
+    }
+
+    func nextID() -> UInt64 { ids.add(1, ordering: .relaxed).newValue }
+
+    // MARK: Endpoints (any thread)
+
+    /// Binds and listens now (errors surface here), then serves from the loop.
+    func listen(_ url: String) throws(TransportError) -> String {
+        let address = try SPAddress(url)
+        var lastError = TransportError(.addressInvalid, "listen on \(url)")
+        for candidate in try address.resolve(passive: true) {
+            let fd = socket(candidate.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { lastError = .system("listen on \(url)", errno: Glibc.errno); continue }
+            if candidate.family != AF_UNIX {
+                var on: Int32 = 1
+                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+            }
+            let bound = candidate.withPointer { Glibc.bind(fd, $0, $1) }
+            if bound != 0 || Glibc.listen(fd, 512) != 0 {
+                lastError = .system("listen on \(url)", errno: Glibc.errno)
+                Glibc.close(fd)
+                continue
+            }
+            let id = nextID() | Self.listenerBit
+            let framing = address.framing
+            post { loop in loop.addListener(id: id, fd: fd, framing: framing) }
+            return address.withPort(Self.boundPort(fd) ?? 0)
+        }
+        throw lastError
+    }
+
+    /// Starts dialing `url` in the background (retrying with back-off) and returns the
+    /// dialer's id. Address syntax errors surface here; unreachable peers never do.
+    func dial(_ url: String) throws(TransportError) -> UInt64 {
+        let address = try SPAddress(url)
+        if case .tcp(let host, _) = address.kind, host.isEmpty || host == "*" {
+            throw TransportError(.addressInvalid, "dial \(url)", reason: "a dial needs a host")
+        }
+        let id = nextID()
+        post { loop in
+            loop.dialers[id] = Dialer(address: address, connection: nil, nextAttemptMillis: 0, backoffMillis: loop.limits.reconnectMinMillis)
+        }
+        return id
+    }
+
+    /// Stops dialing and closes that dialer's connection.
+    func removeDialer(_ id: UInt64) {
+        post { loop in
+            guard let dialer = loop.dialers.removeValue(forKey: id) else { return }
+            if let c = dialer.connection.flatMap({ loop.connections[$0] }) { loop.drop(c) }
+        }
+    }
+
+    /// Replaces a dialer's connection with a fresh attempt now (after a partition, TCP's
+    /// own retry back-off can be many seconds).
+    func redial(_ id: UInt64) {
+        post { loop in
+            guard var dialer = loop.dialers[id] else { return }
+            if let c = dialer.connection.flatMap({ loop.connections[$0] }) { loop.drop(c) }
+            dialer.connection = nil
+            dialer.nextAttemptMillis = 0
+            dialer.backoffMillis = loop.limits.reconnectMinMillis
+            loop.dialers[id] = dialer
+        }
+    }
+
+    private static func boundPort(_ fd: Int32) -> UInt16? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let rv = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        guard rv == 0 else { return nil }
+        switch Int32(storage.ss_family) {
+        case AF_INET: return withUnsafeBytes(of: &storage) { UInt16(bigEndian: $0.load(fromByteOffset: 2, as: UInt16.self)) }
+        case AF_INET6: return withUnsafeBytes(of: &storage) { UInt16(bigEndian: $0.load(fromByteOffset: 2, as: UInt16.self)) }
+        default: return nil
+        }
+    }
+
+    // MARK: Connections (loop thread)
+
+    /// Queues one message (the prefix is added here) and writes what the socket takes now.
+    /// Returns false when the queue was full: a PUB (`dropOldest`) then drops its oldest
+    /// unsent message; any other kind drops the connection.
+    @discardableResult
+    func send(_ body: [UInt8], on c: SPConnection, dropOldest: Bool = false) -> Bool {
+        guard !c.closed, c.phase == .open else { return false }
+        return enqueue(SPOutFrame(prefix: c.framing.prefix(length: body.count), body: body), on: c, dropOldest: dropOldest)
+    }
+
+    private func enqueue(_ frame: SPOutFrame, on c: SPConnection, dropOldest: Bool) -> Bool {
+        guard !c.closed else { return false }
+        func full() -> Bool {
+            c.outbound.count >= limits.sendQueueMessages || c.outboundBytes + frame.count > limits.sendQueueBytes
+        }
+        var dropped = false
+        if full() {
+            guard dropOldest else {
+                drop(c)
+                return false
+            }
+            // The head may be partly written: never drop it.
+            while full() && c.outbound.count > 1 {
+                let old = c.outbound.remove(at: 1)
+                c.outboundBytes -= old.count
+                dropped = true
+            }
+            if full() { return false }
+        }
+        c.outbound.append(frame)
+        c.outboundBytes += frame.count
+        flush(c)
+        return !dropped
+    }
+
+    func pauseReading(_ c: SPConnection) {
+        guard !c.readPaused else { return }
+        c.readPaused = true
+        updateInterest(c)
+    }
+
+    func resumeReading(_ c: SPConnection) {
+        guard c.readPaused, !c.closed else { return }
+        c.readPaused = false
+        updateInterest(c)
+        // Whole messages may already wait in the buffer.
+        parse(c)
+    }
+
+    /// Closes a connection now; the role hears `closed` if it was open.
+    func drop(_ c: SPConnection) {
+        guard !c.closed else { return }
+        c.closed = true
+        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, c.fd, nil)
+        Glibc.close(c.fd)
+        connections.removeValue(forKey: c.id)
+        let wasOpen = c.phase == .open
+        if wasOpen { stats.open.subtract(1, ordering: .relaxed) }
+        if case .dialed(let dialerID) = c.origin, var dialer = dialers[dialerID], dialer.connection == c.id {
+            dialer.connection = nil
+            dialer.nextAttemptMillis = WallClock.monotonicMillis() + dialer.backoffMillis
+            dialer.backoffMillis = min(dialer.backoffMillis * 2, limits.reconnectMaxMillis)
+            dialers[dialerID] = dialer
+        }
+        if wasOpen { role.closed(c, loop: self) }
+    }
+
+    // MARK: The loop
+
+    private func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 128)
+        while !stopping.load(ordering: .acquiring) {
+            let now = WallClock.monotonicMillis()
+            let next = turnTimers(nowMillis: now)
+            let timeout: Int32 = next.map { $0 <= now ? 0 : Int32(min($0 - now, 1_000)) } ?? 1_000
+            let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, 128, timeout) }
+            if count < 0 {
+                if Glibc.errno == EINTR { continue }
+                usleep(1_000)
+                continue
+            }
+            for i in 0..<Int(count) {
+                let token = clinux_event_token(&events[i])
+                let flags = clinux_event_flags(&events[i])
+                if token == Self.wakeToken {
+                    var value: UInt64 = 0
+                    _ = withUnsafeMutableBytes(of: &value) { Glibc.read(wakeFD, $0.baseAddress, 8) }
+                    continue
+                }
+                if token & Self.listenerBit != 0 {
+                    acceptAll(listener: token)
+                } else if let c = connections[token] {
+                    handle(c, flags: flags)
+                }
+            }
+            runMailbox()
+        }
+        shutdown()
+    }
+
+    private func runMailbox() {
+        let work = mailbox.withLock { box -> [@Sendable (SPLoop) -> Void] in
+            defer { box.removeAll(keepingCapacity: true) }
+            return box
+        }
+        for item in work { item(self) }
+    }
+
+    private func shutdown() {
+        runMailbox() // listeners registered late still get closed
+        for c in Array(connections.values) { drop(c) }
+        for (_, listener) in listeners { Glibc.close(listener.fd) }
+        listeners.removeAll()
+        dialers.removeAll()
+        Glibc.close(wakeFD)
+        Glibc.close(epoll)
+    }
+
+    /// Handshake deadlines, dial attempts, paused listeners and the role's own timers.
+    private func turnTimers(nowMillis now: UInt64) -> UInt64? {
+        var next: UInt64? = nil
+        func consider(_ t: UInt64) { next = min(next ?? t, t) }
+        for c in connections.values where c.phase != .open {
+            if c.deadlineMillis <= now {
+                if c.phase == .connecting { stats.dialFailures.add(1, ordering: .relaxed) } else { stats.badHandshakes.add(1, ordering: .relaxed) }
+                drop(c)
+            } else {
+                consider(c.deadlineMillis)
+            }
+        }
+        for (id, dialer) in dialers where dialer.connection == nil {
+            if dialer.nextAttemptMillis <= now { startDial(id) } else { consider(dialer.nextAttemptMillis) }
+        }
+        for (id, listener) in listeners {
+            guard let until = listener.pausedUntil else { continue }
+            if until <= now {
+                listeners[id]?.pausedUntil = nil
+                var event = epoll_event()
+                clinux_event_set(&event, EPOLLIN.rawValue, id)
+                _ = epoll_ctl(epoll, EPOLL_CTL_ADD, listener.fd, &event)
+            } else {
+                consider(until)
+            }
+        }
+        if let t = role.tick(nowMillis: now, loop: self) { consider(t) }
+        return next
+    }
+
+    private func addListener(id: UInt64, fd: Int32, framing: SPFraming) {
+        if stopping.load(ordering: .acquiring) { Glibc.close(fd); return }
+        listeners[id] = Listener(fd: fd, framing: framing, pausedUntil: nil)
+        var event = epoll_event()
+        clinux_event_set(&event, EPOLLIN.rawValue, id)
+        _ = epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event)
+    }
+
+    private func acceptAll(listener id: UInt64) {
+        guard let listener = listeners[id] else { return }
+        for _ in 0..<256 {
+            let fd = clinux_accept_nonblocking(listener.fd)
+            if fd < 0 {
+                let e = Glibc.errno
+                if e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM {
+                    // Out of descriptors: stop accepting for a moment rather than spin.
+                    _ = epoll_ctl(epoll, EPOLL_CTL_DEL, listener.fd, nil)
+                    listeners[id]?.pausedUntil = WallClock.monotonicMillis() + 100
+                    stats.refused.add(1, ordering: .relaxed)
+                }
+                return
+            }
+            guard connections.count < limits.maxConnections else {
+                Glibc.close(fd)
+                stats.refused.add(1, ordering: .relaxed)
+                continue
+            }
+            stats.accepted.add(1, ordering: .relaxed)
+            if listener.framing == .tcp { Self.setNoDelay(fd) }
+            let c = SPConnection(id: nextID(), fd: fd, framing: listener.framing, origin: .accepted(listener: id),
+                                 peerName: Self.peerName(fd), phase: .handshaking,
+                                 deadlineMillis: WallClock.monotonicMillis() + limits.handshakeMillis)
+            register(c)
+            c.outbound.append(SPOutFrame(prefix: protocolKind.header, body: []))
+            c.outboundBytes = SPProtocol.headerSize
+            flush(c)
+        }
+    }
+
+    private func startDial(_ id: UInt64) {
+        guard var dialer = dialers[id] else { return }
+        let now = WallClock.monotonicMillis()
+        let candidates: [SPSocketAddress]
+        do {
+            candidates = try dialer.address.resolve(passive: false)
+        } catch {
+            dialer.nextAttemptMillis = now + dialer.backoffMillis
+            dialer.backoffMillis = min(dialer.backoffMillis * 2, limits.reconnectMaxMillis)
+            dialers[id] = dialer
+            stats.dialFailures.add(1, ordering: .relaxed)
+            return
+        }
+        let target = candidates[0]
+        let fd = socket(target.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else {
+            dialer.nextAttemptMillis = now + limits.reconnectMaxMillis
+            dialers[id] = dialer
+            stats.dialFailures.add(1, ordering: .relaxed)
+            return
+        }
+        if target.family != AF_UNIX { Self.setNoDelay(fd) }
+        let rv = target.withPointer { Glibc.connect(fd, $0, $1) }
+        if rv != 0 && Glibc.errno != EINPROGRESS {
+            Glibc.close(fd)
+            dialer.nextAttemptMillis = now + dialer.backoffMillis
+            dialer.backoffMillis = min(dialer.backoffMillis * 2, limits.reconnectMaxMillis)
+            dialers[id] = dialer
+            stats.dialFailures.add(1, ordering: .relaxed)
+            return
+        }
+        let c = SPConnection(id: nextID(), fd: fd, framing: dialer.address.framing, origin: .dialed(dialer: id),
+                             peerName: dialer.address.url, phase: .connecting, deadlineMillis: now + limits.handshakeMillis)
+        dialer.connection = c.id
+        dialers[id] = dialer
+        register(c)
+        c.outbound.append(SPOutFrame(prefix: protocolKind.header, body: []))
+        c.outboundBytes = SPProtocol.headerSize
+        if rv == 0 { c.phase = .handshaking; flush(c) }
+        updateInterest(c)
+    }
+
+    private func register(_ c: SPConnection) {
+        connections[c.id] = c
+        var event = epoll_event()
+        c.interest = wantedInterest(c)
+        clinux_event_set(&event, c.interest, c.id)
+        _ = epoll_ctl(epoll, EPOLL_CTL_ADD, c.fd, &event)
+    }
+
+    private func wantedInterest(_ c: SPConnection) -> UInt32 {
+        var interest: UInt32 = 0
+        if c.phase == .connecting { return EPOLLOUT.rawValue }
+        if !c.readPaused { interest |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
+        if !c.outbound.isEmpty { interest |= EPOLLOUT.rawValue }
+        return interest
+    }
+
+    private func updateInterest(_ c: SPConnection) {
+        guard !c.closed else { return }
+        let wanted = wantedInterest(c)
+        guard wanted != c.interest else { return }
+        c.interest = wanted
+        var event = epoll_event()
+        clinux_event_set(&event, wanted, c.id)
+        _ = epoll_ctl(epoll, EPOLL_CTL_MOD, c.fd, &event)
+    }
+
+    private func handle(_ c: SPConnection, flags: UInt32) {
+        if c.phase == .connecting {
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            if error != 0 || flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 {
+                stats.dialFailures.add(1, ordering: .relaxed)
+                drop(c)
+                return
+            }
+            c.phase = .handshaking
+            flush(c)
+            updateInterest(c)
+            return
+        }
+        if flags & EPOLLOUT.rawValue != 0 { flush(c) }
+        if c.closed { return }
+        if flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
+            if c.readPaused && flags & (EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
+                drop(c) // the peer is gone; what it sent no longer matters
+                return
+            }
+            if !c.readPaused { readAvailable(c) }
+        }
+    }
+
+    /// Reads what the socket has (up to 1 MiB a turn, for fairness) and parses it.
+    private func readAvailable(_ c: SPConnection) {
+        var total = 0
+        while !c.closed && !c.readPaused && total < 1 << 20 {
+            let n = readBuffer.withUnsafeMutableBytes { Glibc.read(c.fd, $0.baseAddress, $0.count) }
+            if n > 0 {
+                c.inbound.append(contentsOf: readBuffer[0..<n])
+                total += n
+                parse(c)
+                continue
+            }
+            if n == 0 { drop(c); return }
+            let e = Glibc.errno
+            if e == EAGAIN || e == EWOULDBLOCK { break }
+            if e == EINTR { continue }
+            drop(c)
+            return
+        }
+    }
+
+    /// Takes the header, then whole messages, from the buffer.
+    private func parse(_ c: SPConnection) {
+        if c.phase == .handshaking {
+            guard c.unparsed >= SPProtocol.headerSize else { return }
+            let header = c.inbound[c.inboundOffset..<c.inboundOffset + SPProtocol.headerSize]
+            c.inboundOffset += SPProtocol.headerSize
+            guard SPProtocol.peerProtocol(inHeader: header) == protocolKind.peer.rawValue else {
+                stats.badHandshakes.add(1, ordering: .relaxed)
+                drop(c)
+                return
+            }
+            c.phase = .open
+            stats.open.add(1, ordering: .relaxed)
+            if case .dialed(let dialerID) = c.origin { dialers[dialerID]?.backoffMillis = limits.reconnectMinMillis }
+            role.opened(c, loop: self)
+        }
+        let prefix = c.framing.prefixSize
+        while !c.closed && !c.readPaused && c.unparsed >= prefix {
+            let announced = c.inbound.withUnsafeBytes { raw in
+                c.framing.length(inPrefix: UnsafeRawBufferPointer(rebasing: raw[c.inboundOffset..<c.inboundOffset + prefix]))
+            }
+            guard let length = announced, length <= UInt64(limits.maxMessageBytes) else {
+                stats.oversized.add(1, ordering: .relaxed)
+                drop(c)
+                return
+            }
+            let size = Int(length)
+            guard c.unparsed >= prefix + size else {
+                c.inbound.reserveCapacity(c.inboundOffset + prefix + size)
+                break
+            }
+            let start = c.inboundOffset + prefix
+            let message = Array(c.inbound[start..<start + size])
+            c.inboundOffset = start + size
+            role.received(message, on: c, loop: self)
+        }
+        if !c.closed { c.compactInbound() }
+    }
+
+    /// Writes queued bytes until the socket would block.
+    private func flush(_ c: SPConnection) {
+        guard !c.closed, c.phase != .connecting else { return }
+        while let head = c.outbound.first {
+            let n = Self.write(head, from: c.outboundOffset, to: c.fd)
+            if n < 0 {
+                let e = Glibc.errno
+                if e == EAGAIN || e == EWOULDBLOCK { break }
+                if e == EINTR { continue }
+                drop(c)
+                return
+            }
+            c.outboundOffset += n
+            if c.outboundOffset == head.count {
+                c.outbound.removeFirst()
+                c.outboundBytes -= head.count
+                c.outboundOffset = 0
+            }
+        }
+        updateInterest(c)
+    }
+
+    /// One `sendmsg` of what is left of a frame (prefix and body as two pieces).
+    private static func write(_ frame: SPOutFrame, from offset: Int, to fd: Int32) -> Int {
+        frame.prefix.withUnsafeBytes { prefix in
+            frame.body.withUnsafeBytes { body in
+                var pieces = [iovec]()
+                if offset < prefix.count {
+                    pieces.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: prefix.baseAddress! + offset), iov_len: prefix.count - offset))
+                    if body.count > 0 { pieces.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress!), iov_len: body.count)) }
+                } else {
+                    let start = offset - prefix.count
+                    pieces.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + start), iov_len: body.count - start))
+                }
+                return pieces.withUnsafeMutableBufferPointer { iov in
+                    var message = msghdr()
+                    message.msg_iov = iov.baseAddress
+                    message.msg_iovlen = iov.count
+                    return Glibc.sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+                }
+            }
+        }
+    }
+
+    private static func setNoDelay(_ fd: Int32) {
+        var on: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    private static func peerName(_ fd: Int32) -> String {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let rv = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) } }
+        guard rv == 0 else { return "?" }
+        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
+        let ok = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            getnameinfo($0, length, &host, socklen_t(host.count), &service, socklen_t(service.count), NI_NUMERICHOST | NI_NUMERICSERV)
+        } }
+        guard ok == 0 else { return Int32(storage.ss_family) == AF_UNIX ? "ipc" : "?" }
+        return String(cString: host) + ":" + String(cString: service)
+    }
+}

@@ -1,0 +1,213 @@
+import Dispatch
+import Synchronization
+
+/// The server side of REQ/REP over SP: an event loop reads requests from every
+/// connection, worker threads run the handler, the loop writes the replies back.
+///
+/// Bounded everywhere: at most `maxPendingPerConnection` requests of one connection are
+/// read and not yet answered (past that its socket is not read, so a client that
+/// pipelines thousands of requests holds only that many); at most `maxQueued` wait for
+/// a worker in all. A frame without a request id drops its connection, as nng does.
+public final class SPReplier: Sendable {
+    private let loop: SPLoop
+    private let role: ReplyRole
+    private let queue: SPJobQueue
+    private let workers = Mutex<[NNGThread]>([])
+
+    public init(limits: SPLimitsConfig = SPLimitsConfig(), maxPendingPerConnection: Int = 16, maxQueued: Int = 1_024) throws(TransportError) {
+        queue = SPJobQueue()
+        role = ReplyRole(queue: queue, maxPendingPerConnection: max(1, maxPendingPerConnection), maxQueued: max(1, maxQueued))
+        loop = try SPLoop(name: "hr-rep-loop", protocolKind: .rep, limits: limits.limits, role: role)
+    }
+
+    deinit { close() }
+
+    /// Listens; returns the bound URL (`tcp://127.0.0.1:0` gets its port).
+    @discardableResult
+    public func listen(_ url: String) throws(TransportError) -> String {
+        try loop.listen(url)
+    }
+
+    /// Starts `count` worker threads that call `handler` for each request (concurrently,
+    /// so it must be thread-safe) and send back what it returns. Requests that came
+    /// before wait in the queue.
+    public func serve(workers count: Int = 2, handler: @escaping @Sendable ([UInt8]) -> [UInt8]) throws(TransportError) {
+        precondition(count > 0, "serve needs at least one worker")
+        for index in 0..<count {
+            let queue = self.queue
+            let loop = self.loop
+            let role = self.role
+            let thread: NNGThread
+            do {
+                thread = try NNGThread(name: "hr-rep-\(index)") {
+                    while let job = queue.take() {
+                        let reply = handler(job.body)
+                        loop.post { loop in role.answer(job, reply: reply, loop: loop) }
+                    }
+                }
+            } catch {
+                throw TransportError(.other, "start request worker \(index)", reason: error.reason)
+            }
+            workers.withLock { $0.append(thread) }
+        }
+    }
+
+    /// Replies that found their connection gone (the client left or timed out first).
+    public var failedReplies: Int { role.failures.load(ordering: .relaxed) }
+    /// Connections dropped for a request without a request id.
+    public var malformedRequests: Int { role.malformed.load(ordering: .relaxed) }
+    var stats: SPLoopStats { loop.stats }
+
+    /// Stops accepting, lets the workers finish what they run, closes every connection.
+    public func close() {
+        queue.close()
+        let threads = workers.withLock { w in
+            defer { w.removeAll() }
+            return w
+        }
+        for thread in threads { thread.join() }
+        loop.close()
+    }
+}
+
+/// A request taken from a connection, waiting for or held by a worker.
+struct SPJob: Sendable {
+    let connection: UInt64
+    let backtrace: [UInt8]
+    let body: [UInt8]
+}
+
+/// The requests waiting for a worker: a locked array and a counting semaphore.
+final class SPJobQueue: Sendable {
+    private struct State {
+        var jobs: [SPJob] = []
+        var head = 0
+        var closed = false
+    }
+    private let state = Mutex(State())
+    private let ready = DispatchSemaphore(value: 0)
+    private let waiters = Atomic<Int>(0)
+
+    var count: Int { state.withLock { $0.jobs.count - $0.head } }
+
+    func push(_ job: SPJob) {
+        let accepted = state.withLock { s -> Bool in
+            if s.closed { return false }
+            s.jobs.append(job)
+            return true
+        }
+        if accepted { ready.signal() }
+    }
+
+    /// The next job, or nil once closed.
+    func take() -> SPJob? {
+        while true {
+            ready.wait()
+            let next = state.withLock { s -> SPJob?? in
+                if s.closed { return .some(nil) }
+                guard s.head < s.jobs.count else { return .none }
+                let job = s.jobs[s.head]
+                s.head += 1
+                if s.head > 256 && s.head * 2 > s.jobs.count {
+                    s.jobs.removeFirst(s.head)
+                    s.head = 0
+                }
+                return .some(job)
+            }
+            if let next { return next }
+        }
+    }
+
+    func close() {
+        let wasOpen = state.withLock { s -> Bool in
+            defer { s.closed = true; s.jobs = []; s.head = 0 }
+            return !s.closed
+        }
+        // Wake every worker: each sees `closed`.
+        if wasOpen { for _ in 0..<256 { ready.signal() } }
+    }
+}
+
+/// The REP role on the loop thread.
+final class ReplyRole: SPRole, @unchecked Sendable {
+    let failures = Atomic<Int>(0)
+    let malformed = Atomic<Int>(0)
+    private let queue: SPJobQueue
+    private let maxPendingPerConnection: Int
+    private let maxQueued: Int
+    // Loop-confined: connections paused because the shared queue was full.
+    private var waitingForQueue: [UInt64] = []
+
+    init(queue: SPJobQueue, maxPendingPerConnection: Int, maxQueued: Int) {
+        self.queue = queue
+        self.maxPendingPerConnection = maxPendingPerConnection
+        self.maxQueued = maxQueued
+    }
+
+    func opened(_ connection: SPConnection, loop: SPLoop) {}
+
+    func received(_ message: [UInt8], on c: SPConnection, loop: SPLoop) {
+        guard let length = SPBacktrace.length(of: message[...]) else {
+            malformed.add(1, ordering: .relaxed)
+            loop.drop(c)
+            return
+        }
+        c.pending += 1
+        queue.push(SPJob(connection: c.id, backtrace: Array(message[..<length]), body: Array(message[length...])))
+        if c.pending >= maxPendingPerConnection {
+            loop.pauseReading(c)
+        } else if queue.count >= maxQueued {
+            loop.pauseReading(c)
+            waitingForQueue.append(c.id)
+        }
+    }
+
+    func closed(_ connection: SPConnection, loop: SPLoop) {}
+
+    func answer(_ job: SPJob, reply: [UInt8], loop: SPLoop) {
+        if let c = loop.connections[job.connection] {
+            c.pending -= 1
+            loop.send(job.backtrace + reply, on: c)
+            if c.pending < maxPendingPerConnection && queue.count < maxQueued { loop.resumeReading(c) }
+        } else {
+            failures.add(1, ordering: .relaxed)
+        }
+        guard !waitingForQueue.isEmpty, queue.count < maxQueued else { return }
+        let resumable = waitingForQueue
+        waitingForQueue.removeAll()
+        for id in resumable {
+            if let c = loop.connections[id], c.pending < maxPendingPerConnection { loop.resumeReading(c) }
+        }
+    }
+}
+
+/// Transport limits as a public value (the loop's own type stays internal).
+public struct SPLimitsConfig: Sendable {
+    public var maxMessageBytes: Int
+    public var handshakeMillis: UInt64
+    public var maxConnections: Int
+    public var sendQueueMessages: Int
+    public var reconnectMinMillis: UInt64
+    public var reconnectMaxMillis: UInt64
+
+    public init(maxMessageBytes: Int = 16 << 20, handshakeMillis: UInt64 = 5_000, maxConnections: Int = 4_096,
+                sendQueueMessages: Int = 8_192, reconnectMinMillis: UInt64 = 50, reconnectMaxMillis: UInt64 = 500) {
+        self.maxMessageBytes = maxMessageBytes
+        self.handshakeMillis = handshakeMillis
+        self.maxConnections = maxConnections
+        self.sendQueueMessages = sendQueueMessages
+        self.reconnectMinMillis = reconnectMinMillis
+        self.reconnectMaxMillis = reconnectMaxMillis
+    }
+
+    var limits: SPLimits {
+        var l = SPLimits()
+        l.maxMessageBytes = maxMessageBytes
+        l.handshakeMillis = handshakeMillis
+        l.maxConnections = maxConnections
+        l.sendQueueMessages = sendQueueMessages
+        l.reconnectMinMillis = reconnectMinMillis
+        l.reconnectMaxMillis = reconnectMaxMillis
+        return l
+    }
+}
