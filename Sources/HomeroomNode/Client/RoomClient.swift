@@ -457,8 +457,10 @@ public final class RoomClient: Sendable {
                 let (seen, session) = state.withLock { ($0.replica.seen, $0.session) }
                 let clock = ContinuousClock()
                 let begin = clock.now
-                do {
+                do throws(ClientError) {
                     let reply = try request(link, .syncRequest(WireMessage.SyncRequest(seen: seen, user: user, session: session)))
+                    // A node that stepped aside (wedged) answers, but will not serve: move.
+                    if case let .error(refusal) = reply.message, refusal.code == "unavailable" { throw ClientError.unavailable(refusal.message) }
                     let elapsed = clock.now - begin
                     if case let .syncResponse(response) = reply.message, let patch = response.patch { merge(patch) }
                     state.withLock { state in

@@ -132,6 +132,9 @@ public struct NodeConfig: Sendable, Equatable {
         if messageRetentionSeconds > 10 * 365 * 86_400 {
             throw .invalid(field: "message-retention", reason: "\(messageRetentionSeconds) s is more than ten years; use 0 to keep messages until the count limit")
         }
+        if permanentDownMillis != 0 && permanentDownMillis < downMillis {
+            throw .invalid(field: "permanent-down-ms", reason: "\(permanentDownMillis) is shorter than --down-ms (\(downMillis)): a peer must be down before it is forgotten")
+        }
         if sessionTimeoutMillis != 0 && !(1_000...3_600_000).contains(sessionTimeoutMillis) {
             throw .invalid(field: "session-timeout-ms", reason: "\(sessionTimeoutMillis) must be from 1000 to 3600000 (or 0 for no leases)")
         }

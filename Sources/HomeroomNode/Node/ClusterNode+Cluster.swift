@@ -211,8 +211,9 @@ extension ClusterNode {
         while !state.withLock({ $0.stopping }) {
             tick &+= 1
             let started = WallClock.monotonicMillis()
-            let isolated = state.withLock { $0.faults.isolated }
-            if !isolated {
+            if tick % 5 == 0 { checkHealth() }
+            let (isolated, wedged) = state.withLock { ($0.faults.isolated, $0.wedged != nil) }
+            if !isolated && !wedged {
                 let message = WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat())))
                 try? nodePublisher.send(topic: Topics.heartbeat, payload: framing.seal(message))
                 greetSeeds()

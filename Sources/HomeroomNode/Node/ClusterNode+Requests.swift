@@ -30,6 +30,9 @@ extension ClusterNode {
             return WireCodec.encode(reply)
         }
         let room = request.roomID
+        if let why = state.withLock({ $0.wedged }) {
+            return errorReply("unavailable", "this node is wedged (\(why)) and has stepped aside: use another node", room)
+        }
         if !room.isEmpty, let why = state.withLock({ $0.quarantined.isEmpty ? nil : $0.quarantined[room] }) {
             if case .heartbeat = request.message {} else {
                 return errorReply("unavailable", "room \(room) is quarantined on this node (\(why)): use another node", room)

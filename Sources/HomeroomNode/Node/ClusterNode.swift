@@ -39,6 +39,8 @@ public final class ClusterNode: Sendable {
     /// Where node traffic (node topics, heartbeats) goes.
     var nodePublisher: SPPublisher { clusterPublisher ?? publisher }
     let replier: SPReplier
+    /// The soft descriptor limit, raised to the hard one at start.
+    let descriptorLimit: Int
     let subscriber: SPSubscriber
     let links = Mutex<[String: SPRequester]>([:])
     let outbox = Outbox()
@@ -103,6 +105,7 @@ public final class ClusterNode: Sendable {
                 throw .store(StoreError(code: 1, message: "\(error)", operation: "open", path: directory))
             }
         }
+        self.descriptorLimit = ProcessResources.raiseDescriptorLimit()
         self.incarnationBox = Mutex(incarnation)
         let replica = storeReplica ?? ReplicaID(name: "\(config.name)#\(incarnation)")
         self.replica = replica

@@ -27,6 +27,9 @@ struct NodeState {
     /// (peer, room) pairs to pull from at the next tick.
     var pendingSyncs: Set<SyncKey> = []
     var stopping = false
+    /// Why this node stepped aside (descriptors exhausted, a stuck event loop), or nil.
+    /// While set it sends no heartbeats and refuses every request `unavailable`.
+    var wedged: String?
     /// The durable store, if the node has a data directory.
     var store: NodeStore?
     /// Rooms whose stored state does not load (room -> why): out of service here,

@@ -56,6 +56,9 @@ extension ClusterNode {
         "room_messages_total": "Room messages this node accepted from its clients.",
         "peer_messages_total": "Peer messages this node accepted from its clients.",
         "history_trims_total": "Trims of a room's message history this node wrote (the age limit, --message-retention).",
+        "wedged_total": "Times this node stepped aside (descriptors exhausted, a stuck event loop).",
+        "peers_forgotten_total": "Peers forgotten after the permanent-down period (--permanent-down-ms).",
+        "links_renewed_total": "Reconnections of the links to down peers (every suspect period while they are down).",
     ]
 
     func metricsText() -> String {
@@ -78,6 +81,28 @@ extension ClusterNode {
         lines.append("homeroom_peers{status=\"dead\"} \(gauges.peersDead)")
         gauge("store_log_entries", "Store log entries not yet folded into a snapshot.", gauges.logEntries)
         gauge("incarnation", "This boot's incarnation.", Int64(bitPattern: incarnation))
+        gauge("open_descriptors", "File descriptors this process holds.", Int64(ProcessResources.openDescriptors()))
+        gauge("descriptor_limit", "The soft descriptor limit (raised to the hard limit at start).", Int64(min(descriptorLimit, Int(Int64.max))))
+        gauge("wedge_descriptors", "Descriptors at which this node steps aside (see /healthz).", Int64(min(wedgeRule.maxDescriptors, Int(Int64.max))))
+        gauge("threads", "Threads of this process.", Int64(ProcessResources.threads()))
+        gauge("wedged", "1 while this node has stepped aside (descriptors exhausted, a stuck event loop).", state.withLock { $0.wedged == nil ? 0 : 1 })
+        lines.append("# HELP homeroom_transport_connections Connections open now, by socket.")
+        lines.append("# TYPE homeroom_transport_connections gauge")
+        for (name, stats) in transportLoops { lines.append("homeroom_transport_connections{socket=\"\(name)\"} \(stats.open.load(ordering: .relaxed))") }
+        let transportCounters: [(String, String, (SPLoopStats) -> Int)] = [
+            ("transport_accepted_total", "Connections accepted, by socket.", { $0.accepted.load(ordering: .relaxed) }),
+            ("transport_refused_total", "Connections closed at once (over the connection limit, or out of descriptors), by socket.", { $0.refused.load(ordering: .relaxed) }),
+            ("transport_bad_handshakes_total", "Connections dropped for a wrong or missing SP header (5 s), by socket.", { $0.badHandshakes.load(ordering: .relaxed) }),
+            ("transport_oversized_total", "Connections dropped for announcing a message over the size limit, by socket.", { $0.oversized.load(ordering: .relaxed) }),
+        ]
+        for (metric, help, read) in transportCounters {
+            lines.append("# HELP homeroom_\(metric) \(help)")
+            lines.append("# TYPE homeroom_\(metric) counter")
+            for (name, stats) in transportLoops { lines.append("homeroom_\(metric){socket=\"\(name)\"} \(read(stats))") }
+        }
+        lines.append("# HELP homeroom_requests_malformed_total Connections dropped for a request without a request id.")
+        lines.append("# TYPE homeroom_requests_malformed_total counter")
+        lines.append("homeroom_requests_malformed_total \(replier.malformedRequests)")
 
         // Counters, grouped by base name so each gets one HELP and TYPE line.
         var grouped: [String: [(String, UInt64)]] = [:]
@@ -95,12 +120,13 @@ extension ClusterNode {
     }
 
     func healthText() -> (Bool, String) {
-        let stopping = state.withLock { $0.stopping }
+        let (stopping, wedged) = state.withLock { ($0.stopping, $0.wedged) }
         let gauges = gauges()
-        let status = stopping ? "stopping" : "ok"
+        let status = stopping ? "stopping" : wedged != nil ? "wedged" : "ok"
         let quarantined = state.withLock { $0.quarantined }.sorted { $0.key < $1.key }
             .map { "{\"room\":\(jsonString($0.key)),\"why\":\(jsonString($0.value))}" }.joined(separator: ",")
-        return (!stopping, "{\"status\":\"\(status)\",\"node\":\(jsonString(name)),\"replica\":\"\(replica)\",\"incarnation\":\(incarnation),"
+        let why = wedged.map { ",\"wedged\":\(jsonString($0))" } ?? ""
+        return (!stopping && wedged == nil, "{\"status\":\"\(status)\"\(why),\"node\":\(jsonString(name)),\"replica\":\"\(replica)\",\"incarnation\":\(incarnation),"
             + "\"rooms\":\(gauges.rooms),\"peers_alive\":\(gauges.peersAlive),\"quarantined\":[\(quarantined)]}\n")
     }
 }

@@ -43,6 +43,11 @@ enum NodeCommand {
           --joins-per-second <n>   Per-user join limit in a room (default 20, 3 s burst).
           --max-rooms <n>        Rooms this node accepts (default 10000).
           --max-users <n>        Users per room (default 200000).
+          --permanent-down-ms <n>  Forget a peer down this long: no more dialling (default 300000;
+                                 0: never). It returns by greeting again.
+          --max-connections <n>  Connections each listening socket holds at once (default 4096).
+          --wedge-descriptors <n>  Step aside (no heartbeats, /healthz 503, requests refused) at this
+                                 many open descriptors (default: the soft limit minus 64).
           --log-level <level>    trace, debug, info, notice, warning, error (default info).  (HOMEROOM_LOG_LEVEL)
 
           --log-format <format>  text or json (default text).               (HOMEROOM_LOG_FORMAT)
@@ -140,6 +145,9 @@ enum NodeCommand {
         let joinsPerSecond = try reader.integer("--joins-per-second", in: 1...1_000_000)
         let maxRooms = try reader.integer("--max-rooms", in: 1...10_000_000)
         let maxUsers = try reader.integer("--max-users", in: 2...500_000)
+        let permanentDown = try reader.integer("--permanent-down-ms", in: UInt64(0)...UInt64(86_400_000))
+        let maxConnections = try reader.integer("--max-connections", in: 1...1_000_000)
+        let wedgeDescriptors = try reader.integer("--wedge-descriptors", in: 16...10_000_000)
         let levelName = try pick("--log-level", "HOMEROOM_LOG_LEVEL", file.log_level) ?? "info"
         var faults = FaultPolicy()
         faults.seed = try reader.integer("--fault-seed", in: UInt64(0)...UInt64.max) ?? 0
@@ -170,6 +178,9 @@ enum NodeCommand {
         if let joinsPerSecond { config.joinsPerSecond = joinsPerSecond }
         if let maxRooms { config.maxRooms = maxRooms }
         if let maxUsers { config.maxUsersPerRoom = maxUsers }
+        if let permanentDown { config.permanentDownMillis = permanentDown }
+        if let maxConnections { config.maxConnections = maxConnections }
+        if let wedgeDescriptors { config.wedgeDescriptors = wedgeDescriptors }
         do {
             if !tokenKeys.isEmpty {
                 let keys = try tokenKeys.map { path throws(SecurityError) in try KeyFiles.read(path, secret: false) }

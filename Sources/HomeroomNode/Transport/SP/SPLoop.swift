@@ -40,6 +40,11 @@ final class SPLoopStats: Sendable {
     let oversized = Atomic<Int>(0)
     let open = Atomic<Int>(0)
     let dialFailures = Atomic<Int>(0)
+    /// When the loop last turned (monotonic ms): it turns at least once a second.
+    let lastTurnMillis = Atomic<UInt64>(WallClock.monotonicMillis())
+
+    /// How long the loop has been silent.
+    var silenceMillis: UInt64 { WallClock.monotonicMillis() &- lastTurnMillis.load(ordering: .relaxed) }
 }
 
 /// One event-loop thread (epoll) that owns a set of nonblocking stream sockets:
@@ -285,6 +290,7 @@ final class SPLoop: @unchecked Sendable {
         var events = [epoll_event](repeating: epoll_event(), count: 128)
         while !stopping.load(ordering: .acquiring) {
             let now = WallClock.monotonicMillis()
+            stats.lastTurnMillis.store(now, ordering: .relaxed)
             let next = turnTimers(nowMillis: now)
             let timeout: Int32 = next.map { $0 <= now ? 0 : Int32(min($0 - now, 1_000)) } ?? 1_000
             let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, 128, timeout) }
