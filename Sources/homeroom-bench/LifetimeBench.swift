@@ -135,10 +135,9 @@ enum LifetimeBench {
 
     /// Bytes of the reply a newcomer gets for a first join (the whole room).
     static func joinReplyBytes(_ address: String, user: UserID) -> Int {
-        guard let requester = try? NNGRequester() else { return 0 }
+        guard let requester = try? SPRequester(limits: SPLimitsConfig(maxMessageBytes: 256 << 20)) else { return 0 }
         defer { requester.close() }
         do {
-            try requester.socket.setMaxReceiveSize(256 << 20)
             try requester.dial(address)
             let join = WireEnvelope(roomID: room, sender: ReplicaID(0), sequence: 0, clock: .zero,
                                     message: .joinRequest(WireMessage.JoinRequest(user: user, role: .observer, session: "\(user)-1", name: user)))

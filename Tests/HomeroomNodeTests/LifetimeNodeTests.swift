@@ -14,10 +14,9 @@ import Testing
 
     /// A bare client: one REQ socket to a node, raw envelopes.
     final class RawClient {
-        let requester: NNGRequester
+        let requester: SPRequester
         init(_ address: String) throws {
-            requester = try NNGRequester()
-            try requester.socket.setMaxReceiveSize(64 << 20)
+            requester = try SPRequester(limits: SPLimitsConfig(maxMessageBytes: 64 << 20))
             try requester.dial(address)
         }
         deinit { requester.close() }

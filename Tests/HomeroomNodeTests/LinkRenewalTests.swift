@@ -4,9 +4,10 @@ import HomeroomWire
 import Testing
 @testable import HomeroomNode
 
-/// Links to a peer that is down are replaced every suspect period (so the first packets
-/// after a partition heals do not wait out TCP's retransmission backoff), and a peer
-/// that comes back keeps one subscription.
+/// Links to a peer that is down are reconnected every suspect period (so the first
+/// packets after a partition heals do not wait out TCP's retransmission backoff), a peer
+/// that comes back keeps one subscription, and a peer down past the permanent-down
+/// period is forgotten.
 @Suite struct PeerTableRenewalTests {
     static func heartbeat(_ name: String, port: Int) -> WireMessage.Heartbeat {
         WireMessage.Heartbeat(node: ReplicaID(name: name), incarnation: 1, address: "tcp://10.0.0.1:\(port)",
@@ -31,22 +32,20 @@ import Testing
         #expect(down.map(\.node) == [a])
         let first = table.renewalsDue(nowMillis: 2_000, everyMillis: 1_000)
         #expect(first.count == 1)
-        #expect(first.first?.node == a && first.first?.staleDialer == 12)
-        #expect(first.first?.publishAddress == "tcp://10.0.0.1:7101" && first.first?.requestAddress == "tcp://10.0.0.1:7100")
-        #expect(table.entries[a]?.subscriberDialer == nil)
+        #expect(first.first?.node == a && first.first?.dialer == 12 && first.first?.staleDialer == nil)
+        #expect(first.first?.requestAddress == "tcp://10.0.0.1:7100")
+        #expect(table.entries[a]?.subscriberDialer == 12, "the dialer stays: only its connection is replaced")
         let early = table.renewalsDue(nowMillis: 2_500, everyMillis: 1_000)
         let next = table.renewalsDue(nowMillis: 3_000, everyMillis: 1_000)
         #expect(early.isEmpty, "renewed again within the period")
         #expect(next.map(\.node) == [a])
 
-        // a came back: no longer due; the dialer made while it was down stays.
-        let fresh = table.setDialer(a, 13, address: "tcp://10.0.0.1:7101")
+        // a came back: no longer due; its one dialer stays.
         let cameBack = table.heard(Self.heartbeat("a", port: 7100), nowMillis: 3_100)
         let later = table.renewalsDue(nowMillis: 9_000, everyMillis: 1_000)
-        #expect(fresh == nil)
         #expect(cameBack, "a dead peer that is heard again is connected again")
         #expect(later.filter { $0.node == a }.isEmpty)
-        #expect(table.entries[a]?.subscriberDialer == 13)
+        #expect(table.entries[a]?.subscriberDialer == 12)
 
         // b restarted in memory under a new id on the same addresses: the new, live
         // entry owns those links, so the old one's dialer is closed and not replaced.
@@ -58,16 +57,34 @@ import Testing
         #expect(restarted.map(\.node) == [b])
         let shared = table.renewalsDue(nowMillis: 9_500, everyMillis: 1_000)
         #expect(shared.count == 1)
-        #expect(shared.first?.staleDialer == 21 && shared.first?.publishAddress == nil && shared.first?.requestAddress == nil)
+        #expect(shared.first?.staleDialer == 21 && shared.first?.dialer == nil && shared.first?.requestAddress == nil)
+        #expect(table.entries[b]?.subscriberDialer == nil)
+    }
+
+    @Test func aPeerDownPastThePermanentDownPeriodIsForgottenAndComesBackByGreeting() {
+        var table = PeerTable()
+        _ = table.heard(Self.heartbeat("a", port: 7100), nowMillis: 0)
+        _ = table.heard(Self.heartbeat("b", port: 7200), nowMillis: 0)
+        let a = ReplicaID(name: "a")
+        _ = table.setDialer(a, 5, address: "tcp://10.0.0.1:7101")
+        _ = table.heard(Self.heartbeat("b", port: 7200), nowMillis: 60_000)
+        _ = table.sweep(nowMillis: 60_000, suspectMillis: 1_000, downMillis: 2_000)
+        #expect(table.forget(downForMillis: 300_000, nowMillis: 60_000).isEmpty, "down, but not for long enough")
+        _ = table.heard(Self.heartbeat("b", port: 7200), nowMillis: 300_000)
+        let forgotten = table.forget(downForMillis: 300_000, nowMillis: 300_000)
+        #expect(forgotten.map(\.node) == [a] && forgotten.first?.subscriberDialer == 5, "the dialer is handed back to be removed")
+        #expect(table.entries[a] == nil && table.entries[ReplicaID(name: "b")] != nil, "only the dead peer is forgotten")
+        #expect(table.renewalsDue(nowMillis: 400_000, everyMillis: 1_000).isEmpty, "a forgotten peer is not redialled")
+        let relearned = table.learn(WireMessage.Peer(node: a, address: "tcp://10.0.0.1:7100", incarnation: 1, status: .dead,
+                                                     publishAddress: "tcp://10.0.0.1:7101", clusterPublishAddress: ""), nowMillis: 400_000)
+        #expect(!relearned, "gossip that lists it as dead does not bring it back")
+        let greeted = table.heard(Self.heartbeat("a", port: 7100), nowMillis: 400_000)
+        #expect(greeted, "its own greeting does")
     }
 }
 
 @Suite(.serialized) struct LinkRenewalTests {
-    // Renewal is off by design once a close is stuck (nng's reaper is then stuck too).
-    @Test(.enabled(if: NNGSocket.stalledCloses == 0, "an earlier nng_close is stuck in this process (nng issue 1543): renewal is off"))
-    func aPeerDeclaredDownHasItsLinksReplacedUntilItIsBackAndThenKeepsOneSubscription() throws {
-        // Renewal closes links while they may carry traffic; if nng 1.5.2 gets one of those
-        // closes stuck (issue 1543), renewal stops by design and the heal must still work.
+    @Test func aPeerDeclaredDownHasItsLinksReconnectedUntilItIsBackAndThenKeepsOneSubscription() throws {
         let cluster = try TestCluster(size: 3, label: "renew")
         #expect(cluster.meshed())
         let teacher = cluster.client("teacher", .teacher, node: 0, room: "links")
@@ -83,9 +100,8 @@ import Testing
         cut.isolated = true
         cluster.nodes[2].faults = cut
         #expect(eventually(5) { !cluster.nodes[0].alivePeers.contains(node2) }, "node 0 never declared node 2 down")
-        #expect(eventually(5) { cluster.nodes[0].metrics["links_renewed_total"] >= 4 || NNGSocket.stalledCloses > 0 },
-                "links to a down peer were not replaced every suspect period")
-        let renewalStopped = NNGSocket.stalledCloses > 0
+        #expect(eventually(5) { cluster.nodes[0].metrics["links_renewed_total"] >= 4 },
+                "links to a down peer were not reconnected every suspect period")
         cluster.nodes[2].faults = FaultPolicy()
 
         // Back: heard again over the new links, repaired, and renewals stop.
@@ -97,10 +113,6 @@ import Testing
         let settled = cluster.nodes[0].metrics["links_renewed_total"]
         usleep(600_000)
         #expect(cluster.nodes[0].metrics["links_renewed_total"] == settled, "links were still being replaced after the peer came back")
-        guard !renewalStopped else {
-            print("note: an nng close got stuck (issue 1543); link renewal stopped as designed, and the heal still converged")
-            return
-        }
         // One subscription to node 2, the one made while it was down.
         let entry = cluster.nodes[0].state.withLock { $0.peers.entries[node2] }
         #expect(entry?.subscriberDialer != nil && entry?.dialedAddress == entry?.subscribeAddress)

@@ -72,3 +72,8 @@ final class NNGThread: Sendable {
         if let tid = handle.withLock({ $0 }) { pthread_detach(tid) }
     }
 }
+
+/// A shared counter that threads can hold without holding its owner.
+final class NNGCounter: Sendable {
+    let value = Atomic<Int>(0)
+}

@@ -1,0 +1,423 @@
+@preconcurrency import Glibc
+import Foundation
+import Synchronization
+import Testing
+@testable import HomeroomNode
+
+// Every test uses its own system-picked tcp port or ipc path and closes what it opens
+// (Swift Testing runs tests in parallel).
+
+private func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
+
+private func ipcPath(_ tag: String) -> String {
+    "ipc:///tmp/homeroom-test-\(tag)-\(UInt32.random(in: 0...UInt32.max)).sock"
+}
+
+/// Collects what a subscriber's handler gets.
+private final class Inbox: Sendable {
+    private let messages = Mutex<[[UInt8]]>([])
+    func add(_ message: [UInt8]) { messages.withLock { $0.append(message) } }
+    var all: [[UInt8]] { messages.withLock { $0 } }
+    func count(where predicate: ([UInt8]) -> Bool) -> Int { messages.withLock { $0.filter(predicate).count } }
+}
+
+/// Publishes `probe` until the subscriber got one (a subscriber attaches a little after
+/// its dial, and what is published before is not for it).
+private func connect(_ publisher: SPPublisher, _ inbox: Inbox, probe: [UInt8]) -> Bool {
+    eventually(5) {
+        try? publisher.send(probe)
+        usleep(5_000)
+        return inbox.count { $0 == probe } > 0
+    }
+}
+
+/// A raw TCP connection to a loopback port, for speaking (or mangling) SP by hand.
+struct RawConnection {
+    let fd: Int32
+
+    init?(port: UInt16) {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var timeout = timeval(tv_sec: 3, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rv = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        if rv != 0 { Glibc.close(fd); return nil }
+    }
+
+    func write(_ data: [UInt8]) { _ = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+
+    /// Reads until `count` bytes came, the peer closed, or 3 s passed.
+    func read(_ count: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while out.count < count {
+            let n = recv(fd, &buffer, min(buffer.count, count - out.count), 0)
+            if n <= 0 { break }
+            out += buffer[0..<n]
+        }
+        return out
+    }
+
+    /// True when the peer closed the connection (EOF or reset) within 3 s.
+    func peerClosed() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n == 0 { return true }
+            if n < 0 { return errno == ECONNRESET }
+        }
+    }
+
+    func close() { Glibc.close(fd) }
+
+    static func frame(_ body: [UInt8]) -> [UInt8] { SPFraming.tcp.prefix(length: body.count) + body }
+}
+
+private func port(of url: String) -> UInt16 { UInt16(url.split(separator: ":").last!)! }
+
+@Suite("SP transport")
+struct SPTransportTests {
+
+    // MARK: Protocol pieces
+
+    @Test("SP headers, framing and backtraces as nng writes them")
+    func protocolPieces() throws {
+        #expect(SPProtocol.rep.header == [0, 0x53, 0x50, 0, 0x00, 0x31, 0, 0])
+        #expect(SPProtocol.peerProtocol(inHeader: SPProtocol.req.header[...]) == 0x30)
+        #expect(SPProtocol.peerProtocol(inHeader: bytes("GET / HT")[...]) == nil)
+        #expect(SPFraming.tcp.prefix(length: 258) == [0, 0, 0, 0, 0, 0, 1, 2])
+        #expect(SPFraming.ipc.prefix(length: 1) == [1, 0, 0, 0, 0, 0, 0, 0, 1])
+        #expect(SPBacktrace.length(of: [0x80, 0, 0, 7, 9][...]) == 4)
+        #expect(SPBacktrace.length(of: [0, 0, 0, 1, 0x80, 0, 0, 7][...]) == 8, "one hop through a device")
+        #expect(SPBacktrace.length(of: [0, 0, 0, 1][...]) == nil, "no request id")
+        #expect(SPBacktrace.length(of: [0x80, 0][...]) == nil, "too short")
+        #expect(SPBacktrace.replyID(SPBacktrace.requestID(5) + [1]) == 0x8000_0005)
+        #expect(try SPAddress("tcp://127.0.0.1:0").framing == .tcp)
+        #expect(try SPAddress("ipc:///tmp/x.sock").framing == .ipc)
+        #expect(try SPAddress("tcp://[::1]:7000").withPort(7001) == "tcp://[::1]:7001")
+    }
+
+    @Test("malformed URLs are invalid-address errors with advice", arguments: [
+        "tcp://127.0.0.1", "tcp://127.0.0.1:99999", "udp://127.0.0.1:7000", "nonsense", "tcp://no-such-host.invalid:7000",
+    ])
+    func invalidAddress(url: String) throws {
+        let replier = try SPReplier()
+        defer { replier.close() }
+        let error = #expect(throws: TransportError.self) { try replier.listen(url) }
+        #expect(error?.code == .addressInvalid)
+        #expect(error?.description.contains("tcp://127.0.0.1:7000") == true)
+    }
+
+    @Test("listening twice on one address is address-in-use, with advice")
+    func addressInUse() throws {
+        let first = try SPReplier()
+        let second = try SPReplier()
+        defer { first.close(); second.close() }
+        let bound = try first.listen("tcp://127.0.0.1:0")
+        let error = #expect(throws: TransportError.self) { try second.listen(bound) }
+        #expect(error?.code == .addressInUse)
+        #expect(error?.description.contains("pick another port") == true)
+    }
+
+    // MARK: Request/reply
+
+    @Test("req/rep round trips over tcp and ipc, from threads and tasks at once", arguments: ["tcp://127.0.0.1:0", "ipc"])
+    func requestReply(url: String) async throws {
+        let replier = try SPReplier()
+        let requester = try SPRequester()
+        defer { requester.close(); replier.close() }
+        let bound = try replier.listen(url == "ipc" ? ipcPath("rr") : url)
+        try replier.serve(workers: 3) { request in request.reversed() }
+        try requester.dial(bound)
+        let first: [UInt8] = try await requester.request(bytes("abc"), timeout: .seconds(5))
+        #expect(first == bytes("cba"))
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for i in 0..<100 {
+                group.addTask {
+                    let body = bytes("request \(i)")
+                    let reply = try? await requester.request(body, timeout: .seconds(10))
+                    return reply == body.reversed()
+                }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(results.count == 100 && results.allSatisfy { $0 }, "every request got its own reply")
+        let threaded = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 50) { i in
+            let body = bytes("thread \(i)")
+            if (try? requester.request(body, timeout: .seconds(10))) == body.reversed() { threaded.add(1, ordering: .relaxed) }
+        }
+        #expect(threaded.load(ordering: .relaxed) == 50)
+        if url == "ipc", case .ipc(let path) = try SPAddress(bound).kind { unlink(path) }
+    }
+
+    @Test("a requester that dials first connects once the replier starts, and resends across a restart")
+    func dialFirstAndResend() throws {
+        let probe = try SPReplier()
+        let bound = try probe.listen("tcp://127.0.0.1:0")
+        probe.close()
+        let requester = try SPRequester()
+        defer { requester.close() }
+        try requester.dial(bound)
+        let early = #expect(throws: TransportError.self) { try requester.request(bytes("x"), timeout: .milliseconds(200)) }
+        #expect(early?.code == .timedOut)
+        #expect(early?.description.contains(bound) == true, "a timeout names the address")
+        var replier = try SPReplier()
+        _ = try replier.listen(bound)
+        try replier.serve { _ in bytes("first") }
+        #expect(try requester.request(bytes("x"), timeout: .seconds(5)) == bytes("first"))
+        // The replier goes away and comes back on the same port: the next request waits
+        // for the new connection and gets through on it.
+        replier.close()
+        replier = try SPReplier()
+        _ = try replier.listen(bound)
+        try replier.serve { _ in bytes("second") }
+        defer { replier.close() }
+        #expect(try requester.request(bytes("x"), timeout: .seconds(5)) == bytes("second"))
+    }
+
+    @Test("cancelling the task of an async request ends it at once; closing fails what is in flight")
+    func cancelAndClose() async throws {
+        let replier = try SPReplier()
+        let requester = try SPRequester()
+        defer { replier.close() }
+        let bound = try replier.listen("tcp://127.0.0.1:0")
+        try replier.serve { request in usleep(2_000_000); return request }
+        try requester.dial(bound)
+        let started = ContinuousClock.now
+        let task = Task { try await requester.request(bytes("slow"), timeout: .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(50))
+        task.cancel()
+        let result = await task.result
+        #expect(ContinuousClock.now - started < .seconds(1))
+        #expect(failureCode(result) == .canceled)
+        let inFlight = Task { try await requester.request(bytes("slow"), timeout: .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(50))
+        requester.close()
+        #expect(failureCode(await inFlight.result) == .closed)
+        #expect((#expect(throws: TransportError.self) { try requester.request(bytes("x"), timeout: .seconds(1)) })?.code == .closed)
+    }
+
+    @Test("an nng REQ socket talks to Homeroom's REP, and Homeroom's REQ to an nng REP")
+    func interoperatesWithNNG() throws {
+        let replier = try SPReplier()
+        defer { replier.close() }
+        let bound = try replier.listen("tcp://127.0.0.1:0")
+        try replier.serve { request in bytes("sp:") + request }
+        let nngReq = try NNGSocket(.req)
+        defer { nngReq.close() }
+        try nngReq.setReceiveTimeout(.seconds(5))
+        try nngReq.dial(bound, blocking: true)
+        try nngReq.send(bytes("hello"))
+        #expect(try nngReq.receive() == bytes("sp:hello"))
+
+        let nngRep = try NNGSocket(.rep)
+        defer { nngRep.close() }
+        try nngRep.setReceiveTimeout(.seconds(5))
+        let repURL = try nngRep.listen("tcp://127.0.0.1:0")
+        let requester = try SPRequester()
+        defer { requester.close() }
+        try requester.dial(repURL)
+        let answered = Thread { if let request = try? nngRep.receive() { try? nngRep.send(bytes("nng:") + request) } }
+        answered.start()
+        #expect(try requester.request(bytes("hi"), timeout: .seconds(5)) == bytes("nng:hi"))
+    }
+
+    // MARK: Hostile peers
+
+    @Test("a connection pipelining 200 requests has at most 16 read at once, and closing it leaves the replier serving")
+    func pipelinedRequestsAreBounded() throws {
+        let replier = try SPReplier(maxPendingPerConnection: 16)
+        defer { replier.close() }
+        let bound = try replier.listen("tcp://127.0.0.1:0")
+        let running = Atomic<Int>(0)
+        let most = Atomic<Int>(0)
+        let handled = Atomic<Int>(0)
+        try replier.serve(workers: 32) { request in
+            let now = running.add(1, ordering: .relaxed).newValue
+            var seen = most.load(ordering: .relaxed)
+            while now > seen, !most.compareExchange(expected: seen, desired: now, ordering: .relaxed).exchanged { seen = most.load(ordering: .relaxed) }
+            usleep(100_000)
+            running.subtract(1, ordering: .relaxed)
+            handled.add(1, ordering: .relaxed)
+            return request
+        }
+        let connection = try #require(RawConnection(port: port(of: bound)))
+        connection.write(SPProtocol.req.header)
+        #expect(connection.read(8) == SPProtocol.rep.header)
+        var burst: [UInt8] = []
+        for i in 0..<200 { burst += RawConnection.frame(SPBacktrace.requestID(UInt32(i)) + [UInt8(i % 256)]) }
+        connection.write(burst)
+        usleep(300_000)
+        #expect(most.load(ordering: .relaxed) <= 16, "more than 16 requests of one connection were in hand at once")
+        #expect(most.load(ordering: .relaxed) >= 2, "the requests were handled concurrently")
+        connection.close()
+        // Whatever it had sent, the replier still answers everyone else at once.
+        let requester = try SPRequester()
+        defer { requester.close() }
+        try requester.dial(bound)
+        #expect(try requester.request(bytes("next"), timeout: .seconds(5)) == bytes("next"))
+        // 16 at a time, 100 ms each: by 1.5 s all 200 would be done had the close not stopped them.
+        usleep(1_500_000)
+        #expect(handled.load(ordering: .relaxed) < 150, "a closed connection's unread requests were still handled")
+    }
+
+    @Test("bad headers, oversized lengths, frames without a request id and half handshakes are dropped",
+          arguments: ["bad magic", "wrong protocol", "oversized", "no request id", "half handshake"])
+    func hostileConnectionsAreDropped(kind: String) throws {
+        let replier = try SPReplier(limits: SPLimitsConfig(maxMessageBytes: 1 << 20, handshakeMillis: 300))
+        defer { replier.close() }
+        let bound = try replier.listen("tcp://127.0.0.1:0")
+        try replier.serve { $0 }
+        let connection = try #require(RawConnection(port: port(of: bound)))
+        defer { connection.close() }
+        switch kind {
+        case "bad magic": connection.write(bytes("GET / HTTP/1.1\r\n\r\n"))
+        case "wrong protocol": connection.write(SPProtocol.pub.header)
+        case "oversized": connection.write(SPProtocol.req.header + [0x10, 0, 0, 0, 0, 0, 0, 0])
+        case "no request id": connection.write(SPProtocol.req.header + RawConnection.frame([0, 0, 0, 1, 7]))
+        default: connection.write(Array(SPProtocol.req.header.prefix(4)))
+        }
+        #expect(connection.peerClosed(), "the replier kept a \(kind) connection")
+        #expect(eventually(3) { replier.stats.open.load(ordering: .relaxed) == 0 })
+    }
+
+    // MARK: Pub/sub
+
+    @Test("pub/sub delivers only subscribed topics, over tcp and ipc, and unsubscribe stops a topic", arguments: ["tcp://127.0.0.1:0", "ipc"])
+    func pubSub(url: String) throws {
+        let publisher = try SPPublisher()
+        defer { publisher.close() }
+        let bound = try publisher.listen(url == "ipc" ? ipcPath("ps") : url)
+        let inbox = Inbox()
+        let subscriber = try SPSubscriber { inbox.add($0) }
+        defer { subscriber.close() }
+        subscriber.subscribe(bytes("a/"))
+        subscriber.subscribe(bytes("b/"))
+        try subscriber.dial(bound)
+        #expect(connect(publisher, inbox, probe: bytes("a/probe")))
+        try publisher.send(topic: bytes("a/"), payload: bytes("one"))
+        try publisher.send(topic: bytes("c/"), payload: bytes("not for us"))
+        try publisher.send(topic: bytes("b/"), payload: bytes("two"))
+        #expect(eventually(3) { inbox.count { $0 == bytes("b/two") } == 1 })
+        #expect(inbox.count { $0 == bytes("a/one") } == 1)
+        #expect(inbox.count { $0.starts(with: bytes("c/")) } == 0)
+        subscriber.unsubscribe(bytes("a/"))
+        try publisher.send(topic: bytes("a/"), payload: bytes("after"))
+        try publisher.send(topic: bytes("b/"), payload: bytes("marker"))
+        #expect(eventually(3) { inbox.count { $0 == bytes("b/marker") } == 1 })
+        #expect(inbox.count { $0 == bytes("a/after") } == 0)
+        if url == "ipc", case .ipc(let path) = try SPAddress(bound).kind { unlink(path) }
+    }
+
+    @Test("Homeroom's SUB reads an nng PUB, and an nng SUB reads Homeroom's PUB")
+    func pubSubInteroperatesWithNNG() throws {
+        let nngPub = try NNGSocket(.pub)
+        defer { nngPub.close() }
+        let pubURL = try nngPub.listen("tcp://127.0.0.1:0")
+        let inbox = Inbox()
+        let subscriber = try SPSubscriber { inbox.add($0) }
+        defer { subscriber.close() }
+        subscriber.subscribe(bytes("t"))
+        try subscriber.dial(pubURL)
+        #expect(eventually(5) { try? nngPub.send(bytes("t-probe")); usleep(5_000); return inbox.count { $0 == bytes("t-probe") } > 0 })
+
+        let publisher = try SPPublisher()
+        defer { publisher.close() }
+        let bound = try publisher.listen("tcp://127.0.0.1:0")
+        let nngSub = try NNGSocket(.sub)
+        defer { nngSub.close() }
+        try nngSub.subscribe("t")
+        try nngSub.dial(bound, blocking: true)
+        let got = eventually(5) {
+            try? publisher.send(bytes("t-from-sp"))
+            usleep(5_000)
+            while let message = try? nngSub.tryReceive() { if message == bytes("t-from-sp") { return true } }
+            return false
+        }
+        #expect(got)
+    }
+
+    @Test("a subscriber that does not read loses its oldest messages; the publisher never blocks")
+    func slowSubscriberDropsOldest() throws {
+        let publisher = try SPPublisher(limits: SPLimitsConfig(sendQueueMessages: 64))
+        defer { publisher.close() }
+        let bound = try publisher.listen("tcp://127.0.0.1:0")
+        let connection = try #require(RawConnection(port: port(of: bound)))
+        defer { connection.close() }
+        connection.write(SPProtocol.sub.header)
+        #expect(connection.read(8) == SPProtocol.pub.header)
+        #expect(eventually(3) { publisher.subscribers == 1 })
+        let body = [UInt8](repeating: 7, count: 16 << 10)
+        let started = ContinuousClock.now
+        for _ in 0..<2_000 { try publisher.send(body) }
+        #expect(ContinuousClock.now - started < .seconds(2), "publishing blocked on a subscriber that does not read")
+        #expect(eventually(5) { publisher.dropped > 0 }, "nothing was dropped for a subscriber that reads nothing")
+        #expect(publisher.subscribers == 1, "a slow subscriber is kept, with its newest messages")
+    }
+
+    @Test("a subscriber that sends (SP subscribers never do) is dropped")
+    func chattySubscriberIsDropped() throws {
+        let publisher = try SPPublisher()
+        defer { publisher.close() }
+        let bound = try publisher.listen("tcp://127.0.0.1:0")
+        let connection = try #require(RawConnection(port: port(of: bound)))
+        defer { connection.close() }
+        connection.write(SPProtocol.sub.header + RawConnection.frame(bytes("hello")))
+        #expect(connection.peerClosed())
+    }
+
+    @Test("a dialer reconnects to a publisher that restarts on the same port, and redial replaces its connection")
+    func subscriberReconnects() throws {
+        var publisher = try SPPublisher()
+        let bound = try publisher.listen("tcp://127.0.0.1:0")
+        let inbox = Inbox()
+        let subscriber = try SPSubscriber { inbox.add($0) }
+        defer { subscriber.close() }
+        subscriber.subscribe([])
+        let dialer = try subscriber.dial(bound)
+        #expect(connect(publisher, inbox, probe: bytes("one")))
+        publisher.close()
+        publisher = try SPPublisher()
+        defer { publisher.close() }
+        _ = try publisher.listen(bound)
+        #expect(connect(publisher, inbox, probe: bytes("two")), "no reconnection after the publisher restarted")
+        let accepted = publisher.stats.accepted.load(ordering: .relaxed)
+        subscriber.redial(dialer)
+        #expect(eventually(3) { publisher.stats.accepted.load(ordering: .relaxed) == accepted + 1 && publisher.subscribers == 1 },
+                "redial did not replace the connection with exactly one new one")
+        subscriber.removeDialer(dialer)
+        #expect(eventually(3) { publisher.subscribers == 0 }, "a removed dialer kept its connection")
+    }
+
+    @Test("closing is prompt and idempotent, from many threads at once, with traffic flowing")
+    func closeUnderLoad() throws {
+        for round in 0..<20 {
+            let publisher = try SPPublisher()
+            let bound = try publisher.listen("tcp://127.0.0.1:0")
+            let subscriber = try SPSubscriber { _ in }
+            subscriber.subscribe([])
+            try subscriber.dial(bound)
+            let flooding = Atomic<Bool>(true)
+            let flood = Thread { while flooding.load(ordering: .relaxed) { try? publisher.send([UInt8](repeating: 1, count: 512)) } }
+            flood.start()
+            _ = eventually(2) { subscriber.received > 100 }
+            let started = ContinuousClock.now
+            DispatchQueue.concurrentPerform(iterations: 4) { _ in subscriber.close() }
+            #expect(ContinuousClock.now - started < .seconds(1), "round \(round): closing a busy subscriber took too long")
+            flooding.store(false, ordering: .relaxed)
+            publisher.close()
+            publisher.close()
+            #expect(publisher.subscribers == 0)
+        }
+    }
+}
+
+private func failureCode(_ result: Result<[UInt8], any Error>) -> TransportError.Code? {
+    if case .failure(let error) = result { return (error as? TransportError)?.code }
+    return nil
+}
