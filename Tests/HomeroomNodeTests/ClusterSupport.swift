@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import HomeroomCore
+import Synchronization
 @testable import HomeroomNode
 
 /// Polls `condition` every 20 ms until it holds or `seconds` pass; bounded, never hangs.
@@ -74,4 +75,29 @@ final class TestCluster {
             }
         }
     }
+}
+
+/// A SUB connection to a node's PUB address, as anyone could open, keeping what it hears.
+final class Sniffer: Sendable {
+    private final class Log: Sendable {
+        let messages = Mutex<[[UInt8]]>([])
+    }
+    private let subscriber: SPSubscriber
+    private let heard = Log()
+
+    init(_ address: String, topic: [UInt8]) throws {
+        let heard = self.heard
+        subscriber = try SPSubscriber { message in heard.messages.withLock { $0.append(message) } }
+        subscriber.subscribe(topic)
+        try subscriber.dial(address)
+        guard eventually(5, { subscriber.connected == 1 }) else { throw SnifferError(address: address) }
+    }
+
+    var messages: [[UInt8]] { heard.messages.withLock { $0 } }
+    func close() { subscriber.close() }
+}
+
+struct SnifferError: Error, CustomStringConvertible {
+    let address: String
+    var description: String { "the sniffer did not connect to \(address)" }
 }

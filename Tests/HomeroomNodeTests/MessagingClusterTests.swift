@@ -127,10 +127,7 @@ final class Received: Sendable {
         let logs = [ada, bob, cat].map(Received.init)
         for client in [ada, bob, cat] { try client.connect() }
         // A SUB socket on the room topic of bob's node, as anyone could open.
-        let sniffer = try NNGSocket(.sub)
-        try sniffer.setReceiveTimeout(.milliseconds(50))
-        try sniffer.subscribe(Topics.clientRoom(room))
-        try sniffer.dial(cluster.nodes[2].publishAddress, blocking: true)
+        let sniffer = try Sniffer(cluster.nodes[2].publishAddress, topic: Topics.clientRoom(room))
         defer { sniffer.close() }
         #expect(eventually(10) { [ada, cat].allSatisfy { $0.replica.users["bob"]?.isKnown == true } })
         var whispers: [MessageKey] = []
@@ -145,7 +142,7 @@ final class Received: Sendable {
         #expect(!cat.replica.messages.entries.values.contains { $0.isPeer })
         #expect(ada.history.filter(\.isPeer).count == 10 && bob.history.filter(\.isPeer).count == 10)
         var sniffed = 0
-        while let message = try? sniffer.receive() {
+        for message in sniffer.messages {
             if let (_, payload) = Topics.split(message), let envelope = try? WireCodec.decode(Array(payload)),
                case let .deltaBatch(batch) = envelope.message, batch.deltas.contains(where: { $0.operation.peerRecipient != nil }) {
                 sniffed += 1
@@ -308,10 +305,7 @@ final class Received: Sendable {
         #expect(cluster.nodes.allSatisfy { $0.clusterPublishAddress != $0.publishAddress })
         let room = "split"
         // Everything the client PUB socket sends, whatever the topic.
-        let sniffer = try NNGSocket(.sub)
-        try sniffer.setReceiveTimeout(.milliseconds(50))
-        try sniffer.subscribe([UInt8]())
-        try sniffer.dial(cluster.nodes[0].publishAddress, blocking: true)
+        let sniffer = try Sniffer(cluster.nodes[0].publishAddress, topic: [])
         defer { sniffer.close() }
         let teacher = cluster.client("t", .teacher, node: 0, room: room)
         let sam = cluster.client("sam", .student, node: 1, room: room)
@@ -324,7 +318,7 @@ final class Received: Sendable {
         #expect(eventually(5) { cluster.converged(room: room, clients: [teacher, sam]) })
         NNGSleep.milliseconds(300)   // a few heartbeat periods
         var kinds: [UInt8: Int] = [:]
-        while let message = try? sniffer.receive() {
+        for message in sniffer.messages {
             if let (kind, _) = Topics.split(message) { kinds[kind, default: 0] += 1 }
         }
         #expect(kinds[0, default: 0] > 0 && kinds[1] == nil && kinds[2] == nil, "client link carried \(kinds)")

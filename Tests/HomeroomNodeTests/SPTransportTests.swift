@@ -184,19 +184,25 @@ struct SPTransportTests {
     func cancelAndClose() async throws {
         let replier = try SPReplier()
         let requester = try SPRequester()
-        defer { replier.close() }
+        let release = Atomic<Bool>(false)
+        defer { release.store(true, ordering: .relaxed); replier.close() }
         let bound = try replier.listen("tcp://127.0.0.1:0")
-        try replier.serve { request in usleep(2_000_000); return request }
+        // Replies only once released (or after 20 s): nothing may end these requests but
+        // the cancellation and the close.
+        try replier.serve(workers: 2) { request in
+            for _ in 0..<2_000 where !release.load(ordering: .relaxed) { usleep(10_000) }
+            return request
+        }
         try requester.dial(bound)
-        let started = ContinuousClock.now
         let task = Task { try await requester.request(bytes("slow"), timeout: .seconds(30)) }
-        try await Task.sleep(for: .milliseconds(50))
+        try await Task.sleep(for: .milliseconds(100))
+        let cancelled = ContinuousClock.now
         task.cancel()
         let result = await task.result
-        #expect(ContinuousClock.now - started < .seconds(1))
+        #expect(ContinuousClock.now - cancelled < .seconds(10), "the cancelled request waited for its reply")
         #expect(failureCode(result) == .canceled)
         let inFlight = Task { try await requester.request(bytes("slow"), timeout: .seconds(30)) }
-        try await Task.sleep(for: .milliseconds(50))
+        try await Task.sleep(for: .milliseconds(100))
         requester.close()
         #expect(failureCode(await inFlight.result) == .closed)
         #expect((#expect(throws: TransportError.self) { try requester.request(bytes("x"), timeout: .seconds(1)) })?.code == .closed)

@@ -25,7 +25,8 @@ public final class NodeProcess {
     }
 
     /// Starts a node on 127.0.0.1 ephemeral ports and waits (10 s at most) for its ready line.
-    public init(name: String, seeds: [String] = [], heartbeatMillis: Int = 100, logLevel: String = "notice", extra: [String] = []) throws {
+    public init(name: String, seeds: [String] = [], heartbeatMillis: Int = 100, suspectMillis: Int? = nil, downMillis: Int? = nil,
+                logLevel: String = "notice", extra: [String] = []) throws {
         guard let binary = Self.binary else {
             throw NodeProcessError("no homeroom binary: run `swift build` first (or set HOMEROOM_BIN)")
         }
@@ -34,8 +35,8 @@ public final class NodeProcess {
         FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         process.executableURL = binary
         process.arguments = ["node", "--name", name, "--listen", "tcp://127.0.0.1:0", "--publish", "tcp://127.0.0.1:0",
-                             "--heartbeat-ms", "\(heartbeatMillis)", "--suspect-ms", "\(heartbeatMillis * 5)",
-                             "--down-ms", "\(heartbeatMillis * 15)", "--log-level", logLevel]
+                             "--heartbeat-ms", "\(heartbeatMillis)", "--suspect-ms", "\(suspectMillis ?? heartbeatMillis * 5)",
+                             "--down-ms", "\(downMillis ?? heartbeatMillis * 15)", "--log-level", logLevel]
             + seeds.flatMap { ["--seed", $0] } + extra
         process.standardOutput = stdout
         process.standardError = try FileHandle(forWritingTo: stderrFile)
@@ -105,6 +106,16 @@ public final class NodeProcess {
             return Double(line.dropFirst(series.count + 1))
         }
         return nil
+    }
+
+    /// Open descriptors of the node process (from /proc), or -1 once it is gone.
+    public var descriptors: Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/fd").count) ?? -1
+    }
+
+    /// Threads of the node process (from /proc), or -1 once it is gone.
+    public var threads: Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/task").count) ?? -1
     }
 
     public var log: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }

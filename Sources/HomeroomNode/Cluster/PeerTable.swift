@@ -102,9 +102,13 @@ struct PeerTable {
         for (node, entry) in entries where entry.status == .dead && nowMillis &- entry.linksRenewedMillis >= everyMillis {
             let publish = entry.subscribeAddress
             let owned = !publish.isEmpty && !livePublish.contains(publish)
+            let request = entry.address.isEmpty || liveRequest.contains(entry.address) ? nil : entry.address
+            // An entry whose addresses a live entry owns (a node that restarted in memory
+            // under a new id) has nothing to renew once its dialer is gone.
+            if !owned && entry.subscriberDialer == nil && request == nil { continue }
             due.append(Renewal(node: node, dialer: owned ? entry.subscriberDialer : nil,
                                staleDialer: owned ? nil : entry.subscriberDialer,
-                               requestAddress: entry.address.isEmpty || liveRequest.contains(entry.address) ? nil : entry.address))
+                               requestAddress: request))
             entries[node]!.linksRenewedMillis = nowMillis
             if !owned {
                 entries[node]!.subscriberDialer = nil

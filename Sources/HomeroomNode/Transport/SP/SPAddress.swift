@@ -1,11 +1,13 @@
 @preconcurrency import Glibc
 
 /// A parsed transport URL: `tcp://host:port` (IPv4, `[IPv6]`, a name, or `*` to listen
-/// on every address) or `ipc:///path/to/socket`.
+/// on every address), `ipc:///path/to/socket`, or `inproc://name` (within one process,
+/// over a socket pair).
 struct SPAddress: Sendable, Hashable, CustomStringConvertible {
     enum Kind: Sendable, Hashable {
         case tcp(host: String, port: UInt16)
         case ipc(path: String)
+        case inproc(name: String)
     }
 
     let kind: Kind
@@ -20,6 +22,12 @@ struct SPAddress: Sendable, Hashable, CustomStringConvertible {
 
     init(_ url: String) throws(TransportError) {
         self.url = url
+        if url.hasPrefix("inproc://") {
+            let name = String(url.dropFirst("inproc://".count))
+            guard !name.isEmpty else { throw TransportError(.addressInvalid, "parse \(url)", reason: "an inproc address needs a name") }
+            kind = .inproc(name: name)
+            return
+        }
         if url.hasPrefix("ipc://") {
             let path = String(url.dropFirst("ipc://".count))
             guard !path.isEmpty, path.utf8.count < 108 else {
@@ -29,7 +37,7 @@ struct SPAddress: Sendable, Hashable, CustomStringConvertible {
             return
         }
         guard url.hasPrefix("tcp://") || url.hasPrefix("tcp4://") else {
-            throw TransportError(.addressInvalid, "parse \(url)", reason: "unknown scheme (this transport speaks tcp:// and ipc://)")
+            throw TransportError(.addressInvalid, "parse \(url)", reason: "unknown scheme (this transport speaks tcp://, ipc:// and inproc://)")
         }
         let rest = url.drop(while: { $0 != "/" }).dropFirst(2)
         guard let colon = rest.lastIndex(of: ":") else {
@@ -52,6 +60,8 @@ struct SPAddress: Sendable, Hashable, CustomStringConvertible {
     /// The socket addresses to try, in order. Resolves names (may block briefly).
     func resolve(passive: Bool) throws(TransportError) -> [SPSocketAddress] {
         switch kind {
+        case .inproc:
+            throw TransportError(.addressInvalid, "resolve \(url)", reason: "inproc addresses have no socket address")
         case .ipc(let path):
             var address = sockaddr_un()
             address.sun_family = sa_family_t(AF_UNIX)

@@ -72,6 +72,7 @@ final class SPLoop: @unchecked Sendable {
     private var listeners: [UInt64: Listener] = [:]
     private var dialers: [UInt64: Dialer] = [:]
     private var readBuffer = [UInt8](repeating: 0, count: 64 << 10)
+    private var inprocNames: [String] = []
 
     private struct Listener {
         let fd: Int32
@@ -147,6 +148,15 @@ final class SPLoop: @unchecked Sendable {
     /// Binds and listens now (errors surface here), then serves from the loop.
     func listen(_ url: String) throws(TransportError) -> String {
         let address = try SPAddress(url)
+        if case .inproc(let name) = address.kind {
+            let id = nextID() | Self.listenerBit
+            try SPInproc.register(name, url: url) { [weak self] fd in
+                guard let self else { Glibc.close(fd); return }
+                self.post { loop in loop.adopt(fd, listener: id) }
+            }
+            post { loop in loop.inprocNames.append(name) }
+            return url
+        }
         var lastError = TransportError(.addressInvalid, "listen on \(url)")
         for candidate in try address.resolve(passive: true) {
             let fd = socket(candidate.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -329,6 +339,7 @@ final class SPLoop: @unchecked Sendable {
     private func shutdown() {
         runMailbox() // listeners registered late still get closed
         for c in Array(connections.values) { drop(c) }
+        for name in inprocNames { SPInproc.unregister(name) }
         for (_, listener) in listeners { Glibc.close(listener.fd) }
         listeners.removeAll()
         dialers.removeAll()
@@ -405,9 +416,42 @@ final class SPLoop: @unchecked Sendable {
         }
     }
 
+    /// Takes the far end of an inproc socket pair as an accepted connection.
+    private func adopt(_ fd: Int32, listener: UInt64) {
+        if stopping.load(ordering: .acquiring) || connections.count >= limits.maxConnections {
+            Glibc.close(fd)
+            return
+        }
+        stats.accepted.add(1, ordering: .relaxed)
+        let c = SPConnection(id: nextID(), fd: fd, framing: .tcp, origin: .accepted(listener: listener), peerName: "inproc",
+                             phase: .handshaking, deadlineMillis: WallClock.monotonicMillis() + limits.handshakeMillis)
+        register(c)
+        c.outbound.append(SPOutFrame(prefix: protocolKind.header, body: []))
+        c.outboundBytes = SPProtocol.headerSize
+        flush(c)
+    }
+
     private func startDial(_ id: UInt64) {
         guard var dialer = dialers[id] else { return }
         let now = WallClock.monotonicMillis()
+        if case .inproc(let name) = dialer.address.kind {
+            guard let fd = SPInproc.connect(name) else {
+                dialer.nextAttemptMillis = now + dialer.backoffMillis
+                dialer.backoffMillis = min(dialer.backoffMillis * 2, limits.reconnectMaxMillis)
+                dialers[id] = dialer
+                stats.dialFailures.add(1, ordering: .relaxed)
+                return
+            }
+            let c = SPConnection(id: nextID(), fd: fd, framing: .tcp, origin: .dialed(dialer: id), peerName: dialer.address.url,
+                                 phase: .handshaking, deadlineMillis: now + limits.handshakeMillis)
+            dialer.connection = c.id
+            dialers[id] = dialer
+            register(c)
+            c.outbound.append(SPOutFrame(prefix: protocolKind.header, body: []))
+            c.outboundBytes = SPProtocol.headerSize
+            flush(c)
+            return
+        }
         let candidates: [SPSocketAddress]
         do {
             candidates = try dialer.address.resolve(passive: false)

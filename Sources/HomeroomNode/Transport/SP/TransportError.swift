@@ -62,7 +62,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case .timedOut: return "the peer did not answer in time; check that it runs and is connected, or raise the timeout"
         case .closed: return "the socket was closed; open a new one"
         case .addressInUse: return "pick another port or stop the process using it"
-        case .addressInvalid: return "use a URL such as tcp://127.0.0.1:7000 or ipc:///tmp/name"
+        case .addressInvalid: return "use a URL such as tcp://127.0.0.1:7000, ipc:///tmp/name or inproc://name"
         case .messageTooLarge: return "raise the receiver's maximum message size or send smaller messages"
         case .canceled, .other: return nil
         }
