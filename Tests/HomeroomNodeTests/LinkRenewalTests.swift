@@ -32,7 +32,7 @@ import Testing
         #expect(down.map(\.node) == [a])
         let first = table.renewalsDue(nowMillis: 2_000, everyMillis: 1_000)
         #expect(first.count == 1)
-        #expect(first.first?.node == a && first.first?.dialer == 12 && first.first?.staleDialer == nil)
+        #expect(first.first?.node == a && first.first?.dialer == 12 && first.first?.staleDialer == nil && first.first?.publishAddress == nil)
         #expect(first.first?.requestAddress == "tcp://10.0.0.1:7100")
         #expect(table.entries[a]?.subscriberDialer == 12, "the dialer stays: only its connection is replaced")
         let early = table.renewalsDue(nowMillis: 2_500, everyMillis: 1_000)
@@ -59,6 +59,22 @@ import Testing
         #expect(shared.count == 1)
         #expect(shared.first?.staleDialer == 21 && shared.first?.dialer == nil && shared.first?.requestAddress == nil)
         #expect(table.entries[b]?.subscriberDialer == nil)
+    }
+
+    @Test func aPeerBackOnNewAddressesIsConnectedAnewAndRenewalFollowsItsAddress() {
+        var table = PeerTable()
+        let a = ReplicaID(name: "a")
+        _ = table.heard(Self.heartbeat("a", port: 7100), nowMillis: 0)
+        table.markConnected(a)
+        _ = table.setDialer(a, 7, address: "tcp://10.0.0.1:7101")
+        // Restarted (same id, a store) on other ports before anyone declared it down.
+        let moved = table.heard(Self.heartbeat("a", port: 7300), nowMillis: 100)
+        #expect(moved, "a peer on new addresses must be connected anew")
+        // Had it been missed, renewal would not redial the old address: it subscribes anew.
+        _ = table.sweep(nowMillis: 5_000, suspectMillis: 1_000, downMillis: 2_000)
+        let due = table.renewalsDue(nowMillis: 5_000, everyMillis: 1_000)
+        #expect(due.first?.dialer == nil && due.first?.staleDialer == 7 && due.first?.publishAddress == "tcp://10.0.0.1:7301")
+        #expect(due.first?.requestAddress == "tcp://10.0.0.1:7300")
     }
 
     @Test func aPeerDownPastThePermanentDownPeriodIsForgottenAndComesBackByGreeting() {

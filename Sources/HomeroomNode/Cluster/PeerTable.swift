@@ -29,11 +29,14 @@ struct PeerTable {
     /// What to replace for one peer that is down (see `ClusterNode.renewLinksOfDownPeers`).
     struct Renewal {
         var node: ReplicaID
-        /// The SUB dialer to connect afresh; nil when a live entry has the same address
-        /// (a node that restarted in memory under a new id) and owns that link.
+        /// The SUB dialer to connect afresh (it dials the peer's current address).
         var dialer: UInt64?
-        /// A dialer to close because a live entry owns its address (taken out of the entry).
+        /// A dialer to remove: a live entry owns its address (a node that restarted in
+        /// memory under a new id), or the peer now publishes elsewhere.
         var staleDialer: UInt64?
+        /// Where to subscribe anew (no dialer, or one to an old address); nil when a live
+        /// entry owns that address.
+        var publishAddress: String?
         /// The REQ link to reconnect; nil when a live entry shares it.
         var requestAddress: String?
     }
@@ -54,6 +57,10 @@ struct PeerTable {
     mutating func heard(_ heartbeat: WireMessage.Heartbeat, nowMillis: UInt64) -> Bool {
         if var entry = entries[heartbeat.node] {
             let cameBack = entry.status == .dead
+            // A node back on other addresses (a restart on new ports) is connected anew.
+            let moved = entry.address != heartbeat.address
+                || (!heartbeat.publishAddress.isEmpty && entry.publishAddress != heartbeat.publishAddress)
+                || entry.clusterPublishAddress != heartbeat.clusterPublishAddress
             entry.address = heartbeat.address
             if !heartbeat.publishAddress.isEmpty { entry.publishAddress = heartbeat.publishAddress }
             entry.clusterPublishAddress = heartbeat.clusterPublishAddress
@@ -62,7 +69,7 @@ struct PeerTable {
             entry.status = .alive
             for room in heartbeat.rooms { entry.rooms[room.roomID] = room.seen }
             entries[heartbeat.node] = entry
-            return cameBack || !entry.connected
+            return cameBack || moved || !entry.connected
         }
         var entry = Entry(node: heartbeat.node, address: heartbeat.address, publishAddress: heartbeat.publishAddress,
                           clusterPublishAddress: heartbeat.clusterPublishAddress,
@@ -103,14 +110,16 @@ struct PeerTable {
             let publish = entry.subscribeAddress
             let owned = !publish.isEmpty && !livePublish.contains(publish)
             let request = entry.address.isEmpty || liveRequest.contains(entry.address) ? nil : entry.address
+            let current = entry.subscriberDialer != nil && entry.dialedAddress == publish
             // An entry whose addresses a live entry owns (a node that restarted in memory
             // under a new id) has nothing to renew once its dialer is gone.
             if !owned && entry.subscriberDialer == nil && request == nil { continue }
-            due.append(Renewal(node: node, dialer: owned ? entry.subscriberDialer : nil,
-                               staleDialer: owned ? nil : entry.subscriberDialer,
+            due.append(Renewal(node: node, dialer: owned && current ? entry.subscriberDialer : nil,
+                               staleDialer: owned && current ? nil : entry.subscriberDialer,
+                               publishAddress: owned && !current ? publish : nil,
                                requestAddress: request))
             entries[node]!.linksRenewedMillis = nowMillis
-            if !owned {
+            if !(owned && current) {
                 entries[node]!.subscriberDialer = nil
                 entries[node]!.dialedAddress = ""
             }

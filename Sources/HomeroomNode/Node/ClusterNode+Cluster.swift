@@ -161,7 +161,10 @@ extension ClusterNode {
         for renewal in due {
             if let dialer = renewal.dialer { subscriber.redial(dialer) }
             if let stale = renewal.staleDialer { subscriber.removeDialer(stale) }
-            if let address = renewal.requestAddress, let requester = links.withLock({ $0[address] }) { requester.reconnect() }
+            if let address = renewal.publishAddress { subscribe(to: renewal.node, at: address) }
+            if let address = renewal.requestAddress {
+                if let requester = links.withLock({ $0[address] }) { requester.reconnect() } else { _ = link(address) }
+            }
             metrics.add("links_renewed_total")
         }
     }
