@@ -43,7 +43,8 @@ let package = Package(
         .target(name: "HomeroomTerminalUI", dependencies: ["HomeroomContext"], swiftSettings: strict),
 
         .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTerminalUI"], swiftSettings: strict),
-        .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
+        // The bench borrows the tests' raw-socket adversary (HomeroomTestSupport) for its resources suite.
+        .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode", "HomeroomTestSupport"], swiftSettings: strict),
         // Partition and chaos runs against real `homeroom node` processes, with a checker.
         .executableTarget(name: "homeroom-chaos", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
 

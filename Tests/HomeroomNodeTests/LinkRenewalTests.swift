@@ -61,6 +61,18 @@ import Testing
         #expect(table.entries[b]?.subscriberDialer == nil)
     }
 
+    @Test func ofSeveralDeadIdsOnOneAddressOnlyTheNewestRenewsIt() {
+        var table = PeerTable()
+        // b restarted in memory twice (new ids), each time on the same ports, and is down now.
+        _ = table.heard(Self.heartbeat("b", port: 7200), nowMillis: 0)
+        _ = table.heard(WireMessage.Heartbeat(node: ReplicaID(name: "b#2"), incarnation: 2, address: "tcp://10.0.0.1:7200",
+                                              publishAddress: "tcp://10.0.0.1:7201"), nowMillis: 1_000)
+        _ = table.sweep(nowMillis: 9_000, suspectMillis: 1_000, downMillis: 2_000)
+        let due = table.renewalsDue(nowMillis: 9_000, everyMillis: 1_000)
+        #expect(due.map(\.node) == [ReplicaID(name: "b#2")], "only the id heard last renews the shared address: \(due.map(\.node))")
+        #expect(due.first?.publishAddress == "tcp://10.0.0.1:7201" && due.first?.requestAddress == "tcp://10.0.0.1:7200")
+    }
+
     @Test func aPeerBackOnNewAddressesIsConnectedAnewAndRenewalFollowsItsAddress() {
         var table = PeerTable()
         let a = ReplicaID(name: "a")

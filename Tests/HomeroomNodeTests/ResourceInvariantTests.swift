@@ -7,29 +7,6 @@ import HomeroomWire
 import HomeroomTestSupport
 @testable import HomeroomNode
 
-/// What hostile or careless peers do to a node's sockets, by raw TCP.
-enum Attack: CaseIterable {
-    case connectClose, halfHandshake, badMagic, wrongProtocol, pipelinedThenClose, oversizedLength, frameWithoutRequestID
-
-    /// One connection of this kind to `port`, speaking to a socket whose peers are `peer`.
-    func run(port: UInt16, peer: SPProtocol) {
-        guard let c = RawConnection(port: port) else { return }
-        defer { c.close() }
-        switch self {
-        case .connectClose: break
-        case .halfHandshake: c.write(Array(peer.header.prefix(5)))
-        case .badMagic: c.write(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
-        case .wrongProtocol: c.write(SPProtocol.pub.header == peer.header ? SPProtocol.rep.header : SPProtocol.pub.header)
-        case .pipelinedThenClose:
-            var burst = peer.header
-            for i in 0..<200 { burst += RawConnection.frame(SPBacktrace.requestID(UInt32(i)) + [0x0a, 0x00]) }
-            c.write(burst)
-        case .oversizedLength: c.write(peer.header + [0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])
-        case .frameWithoutRequestID: c.write(peer.header + RawConnection.frame([0, 0, 0, 1, 2, 3]))
-        }
-    }
-}
-
 private func port(of url: String) -> UInt16 { UInt16(url.split(separator: ":").last!)! }
 
 private func environmentCount(_ name: String, _ fallback: Int) -> Int {
@@ -130,13 +107,13 @@ private struct RequestTimings: CustomStringConvertible {
         // from four threads; plus 100 half handshakes held open past the 5 s header timeout.
         let held = (0..<100).compactMap { _ in RawConnection(port: port(of: node.listen)) }
         for c in held { c.write(Array(SPProtocol.req.header.prefix(3))) }
-        let targets: [(UInt16, SPProtocol)] = [(port(of: node.listen), .req), (port(of: node.publish), .sub)]
+        let targets: [(UInt16, UInt16)] = [(port(of: node.listen), SPProtocol.req.rawValue), (port(of: node.publish), SPProtocol.sub.rawValue)]
         let kinds = Attack.allCases
         DispatchQueue.concurrentPerform(iterations: 4) { lane in
             var i = lane
             while i < attacks {
                 let (p, proto) = targets[i % 2]
-                kinds[(i / 2) % kinds.count].run(port: p, peer: proto)
+                kinds[(i / 2) % kinds.count].run(port: p, peerID: proto)
                 i += 4
             }
         }

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import HomeroomNode
+import HomeroomTestSupport
 
 // Every test uses its own system-picked tcp port or ipc path and closes what it opens
 // (Swift Testing runs tests in parallel).
@@ -29,52 +30,6 @@ private func connect(_ publisher: SPPublisher, _ inbox: Inbox, probe: [UInt8]) -
         usleep(5_000)
         return inbox.count { $0 == probe } > 0
     }
-}
-
-/// A raw TCP connection to a loopback port, for speaking (or mangling) SP by hand.
-struct RawConnection {
-    let fd: Int32
-
-    init?(port: UInt16) {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        var timeout = timeval(tv_sec: 3, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rv = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        if rv != 0 { Glibc.close(fd); return nil }
-    }
-
-    func write(_ data: [UInt8]) { _ = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
-
-    /// Reads until `count` bytes came, the peer closed, or 3 s passed.
-    func read(_ count: Int) -> [UInt8] {
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while out.count < count {
-            let n = recv(fd, &buffer, min(buffer.count, count - out.count), 0)
-            if n <= 0 { break }
-            out += buffer[0..<n]
-        }
-        return out
-    }
-
-    /// True when the peer closed the connection (EOF or reset) within 3 s.
-    func peerClosed() -> Bool {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n == 0 { return true }
-            if n < 0 { return errno == ECONNRESET }
-        }
-    }
-
-    func close() { Glibc.close(fd) }
-
-    static func frame(_ body: [UInt8]) -> [UInt8] { SPFraming.tcp.prefix(length: body.count) + body }
 }
 
 private func port(of url: String) -> UInt16 { UInt16(url.split(separator: ":").last!)! }

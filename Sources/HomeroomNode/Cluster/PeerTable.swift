@@ -102,16 +102,29 @@ struct PeerTable {
     /// Down peers whose links were last replaced `everyMillis` ago or more (or never),
     /// marked as renewed now.
     mutating func renewalsDue(nowMillis: UInt64, everyMillis: UInt64) -> [Renewal] {
-        let live = entries.values.filter { $0.status != .dead }
-        let livePublish = Set(live.map(\.subscribeAddress).filter { !$0.isEmpty })
-        let liveRequest = Set(live.map(\.address))
+        // Each address belongs to one entry: a live one if any, else the dead one heard
+        // last (older ids of a node that restarted in memory leave it to the newest).
+        func owners(_ address: (Entry) -> String) -> [String: ReplicaID] {
+            var owner: [String: Entry] = [:]
+            for entry in entries.values where !address(entry).isEmpty {
+                let key = address(entry)
+                guard let current = owner[key] else { owner[key] = entry; continue }
+                let better = (entry.status != .dead) != (current.status != .dead)
+                    ? entry.status != .dead
+                    : (entry.lastHeardMillis, entry.node) > (current.lastHeardMillis, current.node)
+                if better { owner[key] = entry }
+            }
+            return owner.mapValues(\.node)
+        }
+        let publishOwners = owners(\.subscribeAddress)
+        let requestOwners = owners(\.address)
         var due: [Renewal] = []
         for (node, entry) in entries where entry.status == .dead && nowMillis &- entry.linksRenewedMillis >= everyMillis {
             let publish = entry.subscribeAddress
-            let owned = !publish.isEmpty && !livePublish.contains(publish)
-            let request = entry.address.isEmpty || liveRequest.contains(entry.address) ? nil : entry.address
+            let owned = !publish.isEmpty && publishOwners[publish] == node
+            let request = entry.address.isEmpty || requestOwners[entry.address] != node ? nil : entry.address
             let current = entry.subscriberDialer != nil && entry.dialedAddress == publish
-            // An entry whose addresses a live entry owns (a node that restarted in memory
+            // An entry whose addresses another entry owns (a node that restarted in memory
             // under a new id) has nothing to renew once its dialer is gone.
             if !owned && entry.subscriberDialer == nil && request == nil { continue }
             due.append(Renewal(node: node, dialer: owned && current ? entry.subscriberDialer : nil,
