@@ -49,26 +49,31 @@ enum ResourceBench {
         usleep(300_000)
         let before = (ProcessCounts.descriptors(), ProcessCounts.threads())
 
-        let stop = Atomic<Bool>(false)
+        let finished = Atomic<Int>(0)
         let connections = Atomic<Int>(0)
         let joins = Atomic<Int>(0)
         let targets: [(UInt16, UInt16)] = [(port(node.listenAddress), 0x30), (port(node.publishAddress), 0x21)]
         let kinds = Attack.allCases
         let started = monotonicNanos()
-        DispatchQueue.concurrentPerform(iterations: 5) { lane in
-            var i = lane
-            while !stop.load(ordering: .relaxed) {
-                if lane == 4 {
-                    if cycle("cycler-\(i % 100)") { joins.add(1, ordering: .relaxed) }
-                } else {
-                    let (p, peer) = targets[i % 2]
-                    kinds[(i / 2) % kinds.count].run(port: p, peerID: peer)
-                    connections.add(1, ordering: .relaxed)
+        // Four attacking threads and one of clients joining and leaving, for `seconds`.
+        let lanes = (0..<5).map { lane in
+            Thread {
+                var i = lane
+                while Double(monotonicNanos() - started) / 1e9 < seconds {
+                    if lane == 4 {
+                        if cycle("cycler-\(i % 100)") { joins.add(1, ordering: .relaxed) }
+                    } else {
+                        let (p, peer) = targets[i % 2]
+                        kinds[(i / 2) % kinds.count].run(port: p, peerID: peer)
+                        connections.add(1, ordering: .relaxed)
+                    }
+                    i += 5
                 }
-                i += 5
-                if Double(monotonicNanos() - started) / 1e9 >= seconds { stop.store(true, ordering: .relaxed) }
+                finished.add(1, ordering: .relaxed)
             }
         }
+        for lane in lanes { lane.start() }
+        while finished.load(ordering: .relaxed) < lanes.count { usleep(50_000) }
         // The node drops what it should within its 5 s header timeout; then count.
         var after = (ProcessCounts.descriptors(), ProcessCounts.threads())
         for _ in 0..<80 where after.0 > before.0 + 8 || after.1 > before.1 + 2 {

@@ -73,6 +73,9 @@ final class SPLoop: @unchecked Sendable {
     private var dialers: [UInt64: Dialer] = [:]
     private var readBuffer = [UInt8](repeating: 0, count: 64 << 10)
     private var inprocNames: [String] = []
+    /// Connections not open yet (connecting or exchanging headers): the only ones with a
+    /// deadline, kept apart so a turn does not walk every connection.
+    private var unopened: Set<UInt64> = []
 
     private struct Listener {
         let fd: Int32
@@ -283,6 +286,7 @@ final class SPLoop: @unchecked Sendable {
         _ = epoll_ctl(epoll, EPOLL_CTL_DEL, c.fd, nil)
         Glibc.close(c.fd)
         connections.removeValue(forKey: c.id)
+        unopened.remove(c.id)
         let wasOpen = c.phase == .open
         if wasOpen { stats.open.subtract(1, ordering: .relaxed) }
         if case .dialed(let dialerID) = c.origin, var dialer = dialers[dialerID], dialer.connection == c.id {
@@ -351,7 +355,8 @@ final class SPLoop: @unchecked Sendable {
     private func turnTimers(nowMillis now: UInt64) -> UInt64? {
         var next: UInt64? = nil
         func consider(_ t: UInt64) { next = min(next ?? t, t) }
-        for c in connections.values where c.phase != .open {
+        for id in unopened {
+            guard let c = connections[id] else { unopened.remove(id); continue }
             if c.deadlineMillis <= now {
                 if c.phase == .connecting { stats.dialFailures.add(1, ordering: .relaxed) } else { stats.badHandshakes.add(1, ordering: .relaxed) }
                 drop(c)
@@ -493,6 +498,7 @@ final class SPLoop: @unchecked Sendable {
 
     private func register(_ c: SPConnection) {
         connections[c.id] = c
+        if c.phase != .open { unopened.insert(c.id) }
         var event = epoll_event()
         c.interest = wantedInterest(c)
         clinux_event_set(&event, c.interest, c.id)
@@ -575,6 +581,7 @@ final class SPLoop: @unchecked Sendable {
                 return
             }
             c.phase = .open
+            unopened.remove(c.id)
             stats.open.add(1, ordering: .relaxed)
             if case .dialed(let dialerID) = c.origin { dialers[dialerID]?.backoffMillis = limits.reconnectMinMillis }
             role.opened(c, loop: self)

@@ -25,12 +25,25 @@ public final class SPPublisher: Sendable {
         _ = try loop.dial(url)
     }
 
-    /// Publishes `bytes` (topic first) to every subscriber. Never blocks.
+    /// Publishes `bytes` (topic first) to every subscriber. Never blocks: when the
+    /// loop is `maxBacklog` messages behind the publisher, the message is dropped (and
+    /// counted in `dropped`), as a full nng send queue drops.
     public func send(_ bytes: [UInt8]) throws(TransportError) {
         guard !loop.isStopping else { throw TransportError(.closed, "publish \(bytes.count) bytes") }
         let role = self.role
-        loop.post { loop in role.broadcast(bytes, loop: loop) }
+        guard role.backlog.add(1, ordering: .relaxed).newValue <= Self.maxBacklog else {
+            role.backlog.subtract(1, ordering: .relaxed)
+            role.dropped.add(1, ordering: .relaxed)
+            return
+        }
+        loop.post { loop in
+            role.backlog.subtract(1, ordering: .relaxed)
+            role.broadcast(bytes, loop: loop)
+        }
     }
+
+    /// Messages waiting for the loop, at most.
+    public static let maxBacklog = 65_536
 
     public func send(topic: [UInt8], payload: [UInt8]) throws(TransportError) {
         try send(topic + payload)
@@ -47,6 +60,8 @@ public final class SPPublisher: Sendable {
 
 final class PublishRole: SPRole, @unchecked Sendable {
     let dropped = Atomic<Int>(0)
+    /// Messages posted to the loop and not yet broadcast.
+    let backlog = Atomic<Int>(0)
     // Loop-confined.
     private var subscribers: [UInt64: SPConnection] = [:]
 
