@@ -37,6 +37,9 @@ public struct NodeConfig: Sendable, Equatable {
     public var synchronousFull = false
     /// Join tokens: when set, every client request must carry a valid token (see docs/SECURITY.md).
     public var tokenVerifier: TokenVerifier?
+    /// The revoked-users file behind `tokenVerifier.revokedUsers`, reread while the node
+    /// runs (on change, or SIGHUP); nil when the list was given inline.
+    public var revokedFile: String?
     /// The cluster's shared key: when set, nodes accept only node messages sealed with it.
     public var clusterKey: ClusterKey?
     /// Per-user write limits (Agora RTM's defaults: 60 messages/s), and per-node limits.

@@ -54,7 +54,8 @@ extension ClusterNode {
         for _ in 0..<copies {
             switch (kind, envelope.message) {
             case let (1, .deltaBatch(batch)): applyRemote(room: envelope.roomID, batch: batch, from: envelope.sender)
-            case let (2, .heartbeat(heartbeat)): heard(heartbeat)
+            case let (2, .heartbeat(heartbeat)):
+                if freshHeartbeat(heartbeat, sequence: envelope.sequence) { heard(heartbeat) }
             default: metrics.add("cluster_rejected_total{reason=\"unexpected\"}")
             }
         }
@@ -177,6 +178,7 @@ extension ClusterNode {
         let now = WallClock.monotonicMillis()
         let forgotten = state.withLock { $0.peers.forget(downForMillis: config.permanentDownMillis, nowMillis: now) }
         for entry in forgotten {
+            state.withLock { _ = $0.heartbeatsSeen.removeValue(forKey: entry.node) }
             if let dialer = entry.subscriberDialer { subscriber.removeDialer(dialer) }
             let stillUsed = state.withLock { state in state.peers.entries.values.contains { $0.address == entry.address } }
             if !stillUsed, let requester = links.withLock({ $0.removeValue(forKey: entry.address) }) { requester.close() }
@@ -198,6 +200,29 @@ extension ClusterNode {
         }
     }
 
+    /// False (and counted) for a heartbeat or hello not newer than the last one heard
+    /// from its node: a replay keeps no dead node alive.
+    func freshHeartbeat(_ heartbeat: WireMessage.Heartbeat, sequence: UInt64) -> Bool {
+        let fresh = state.withLock { $0.freshHeartbeat(from: heartbeat.node, incarnation: heartbeat.incarnation, sequence: sequence) }
+        if !fresh { metrics.add("cluster_rejected_total{reason=\"replay\"}") }
+        return fresh
+    }
+
+    /// What a client's hello learns when the node requires tokens: where this node
+    /// publishes, and (with a valid token) the other live nodes' addresses for failover;
+    /// never the rooms this node holds.
+    func strangerHeartbeat(credential: [UInt8]) -> WireMessage.Heartbeat {
+        var peers: [WireMessage.Peer] = []
+        if let verifier = config.tokenVerifier, !credential.isEmpty,
+           let claims = JoinToken.peek(String(decoding: credential, as: UTF8.self)),
+           let verified = try? verifier.verify(String(decoding: credential, as: UTF8.self), room: claims.room, nowSeconds: Int64(wallMillis() / 1000)),
+           !isRevoked(verified.user) {
+            peers = state.withLock { $0.peers.wirePeers.filter { $0.status == .alive } }
+        }
+        return WireMessage.Heartbeat(node: replica, incarnation: incarnation, address: listenAddress, rooms: [], peers: peers,
+                                     publishAddress: publishAddress, clusterPublishAddress: "")
+    }
+
     func ownHeartbeat() -> WireMessage.Heartbeat {
         state.withLock { state in
             WireMessage.Heartbeat(node: replica, incarnation: incarnation, address: listenAddress,
@@ -215,6 +240,7 @@ extension ClusterNode {
             tick &+= 1
             let started = WallClock.monotonicMillis()
             if tick % 5 == 0 { checkHealth() }
+            if tick % 5 == 0 { reloadRevoked() }
             let (isolated, wedged) = state.withLock { ($0.faults.isolated, $0.wedged != nil) }
             if !isolated && !wedged {
                 let message = WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat())))

@@ -53,7 +53,9 @@ extension ClusterNode {
                 let token = String(decoding: request.credential, as: UTF8.self)
                 do throws(TokenError) {
                     guard !request.credential.isEmpty else { throw TokenError.missing }
-                    claims = try verifier.verify(token, room: room, nowSeconds: Int64(wallMillis() / 1000))
+                    let verified = try verifier.verify(token, room: room, nowSeconds: Int64(wallMillis() / 1000))
+                    if isRevoked(verified.user) { throw TokenError.revoked(user: verified.user) }
+                    claims = verified
                 } catch {
                     return errorReply(error.code, error.description, room)
                 }
@@ -66,8 +68,16 @@ extension ClusterNode {
         case let .heartbeat(hello):
             // Only sealed (or, without a cluster key, node-numbered) hellos join the cluster;
             // a client's hello only asks where this node publishes.
-            if claimsToBeNode { heard(hello) }
-            reply = .heartbeat(ownHeartbeat())
+            if claimsToBeNode {
+                guard freshHeartbeat(hello, sequence: request.sequence) else {
+                    return errorReply("stale", "this hello is older than one already heard from \(request.sender) (a replay?)", room)
+                }
+                heard(hello)
+            }
+            // Nodes (sealed, or node-numbered without a cluster key) learn everything; a
+            // client of a node that requires tokens learns only what it needs.
+            let asNode = fromNode || (claimsToBeNode && !framing.isEnabled)
+            reply = .heartbeat(asNode || config.tokenVerifier == nil ? ownHeartbeat() : strangerHeartbeat(credential: request.credential))
         case let .writeRequest(write):
             if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
             if let claims, write.write.author != claims.user || write.write.authorRole != claims.parsedRole {
@@ -95,6 +105,9 @@ extension ClusterNode {
                 reader = claims.user
             }
             let everything = fromNode || (claimsToBeNode && !framing.isEnabled)
+            if !everything, let reader, state.withLock({ $0.rooms[room]?.users[reader]?.isBanned == true }) {
+                return errorReply("banned", "\(reader) is banned from this room", room)
+            }
             if !everything, let reader {
                 // A client syncing is attached here: if a restart ended its session under it, reclaim it.
                 reclaimSession(room: room, session: sync.session, user: reader)
@@ -107,6 +120,9 @@ extension ClusterNode {
             }
             reply = .syncResponse(WireMessage.SyncResponse(patch: patch, seen: seen))
         case .digest:
+            if let claims, state.withLock({ $0.rooms[room]?.users[claims.user]?.isBanned == true }) {
+                return errorReply("banned", "\(claims.user) is banned from this room", room)
+            }
             reply = .digest(state.withLock { $0.rooms[room]?.seen ?? VersionVector() })
         default:
             return errorReply("unsupported", "a \(request.message.kind) is not a request this node answers; see docs/PROTOCOL.md", room)

@@ -41,6 +41,8 @@ public final class ClusterNode: Sendable {
     let replier: SPReplier
     /// The soft descriptor limit, raised to the hard one at start.
     let descriptorLimit: Int
+    /// Users whose tokens are refused now (from the verifier, then the revoked file).
+    let revocation: Mutex<RevocationState>
     let subscriber: SPSubscriber
     let links = Mutex<[String: SPRequester]>([:])
     let outbox = Outbox()
@@ -79,7 +81,14 @@ public final class ClusterNode: Sendable {
         if let directory = config.dataDirectory {
             do {
                 try Self.makeDirectory(directory)
+                // Private whatever existed before: the directory 0700, the store 0600 (its
+                // -wal and -shm files take the store's mode; they are set too).
+                try Self.restrict(directory, mode: 0o700)
+                try Self.restrictIfPresent(directory + "/homeroom.sqlite3", mode: 0o600)
                 let opened = try NodeStore(path: directory + "/homeroom.sqlite3", synchronousFull: config.synchronousFull)
+                for file in ["/homeroom.sqlite3", "/homeroom.sqlite3-wal", "/homeroom.sqlite3-shm"] {
+                    try Self.restrictIfPresent(directory + file, mode: 0o600)
+                }
                 let nameKey = Int64(bitPattern: ReplicaID(name: config.name).rawValue)
                 let storedReplica = try opened.meta("replica")
                 if let storedName = try opened.meta("name") {
@@ -106,6 +115,7 @@ public final class ClusterNode: Sendable {
             }
         }
         self.descriptorLimit = ProcessResources.raiseDescriptorLimit()
+        self.revocation = Mutex(RevocationState(users: config.tokenVerifier?.revokedUsers ?? []))
         self.incarnationBox = Mutex(incarnation)
         let replica = storeReplica ?? ReplicaID(name: "\(config.name)#\(incarnation)")
         self.replica = replica
@@ -334,6 +344,25 @@ public enum NodeError: Error, CustomStringConvertible {
 }
 
 extension ClusterNode {
+    /// chmod, or an error that names the command to run.
+    static func restrict(_ path: String, mode: mode_t) throws(StoreError) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw StoreError(code: 14, message: String(cString: strerror(errno)), operation: "stat \(path)", path: path)
+        }
+        guard info.st_mode & 0o777 != mode else { return }
+        if chmod(path, mode) != 0 {
+            let why = String(cString: strerror(errno))
+            throw StoreError(code: 3, message: "\(why): run `chmod \(String(mode, radix: 8)) \(path)` as its owner (it holds class state in clear)",
+                             operation: "make \(path) private", path: path)
+        }
+    }
+
+    static func restrictIfPresent(_ path: String, mode: mode_t) throws(StoreError) {
+        guard access(path, F_OK) == 0 else { return }
+        try restrict(path, mode: mode)
+    }
+
     static func makeDirectory(_ path: String) throws(StoreError) {
         var built = path.hasPrefix("/") ? "" : "."
         for part in path.split(separator: "/") {

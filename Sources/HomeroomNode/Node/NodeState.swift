@@ -119,6 +119,22 @@ struct NodeState {
         }
     }
 
+    /// The newest (incarnation, envelope sequence) heard from each node: a heartbeat or
+    /// hello not newer than that is a replay (or a stale copy) and changes nothing.
+    var heartbeatsSeen: [ReplicaID: HeartbeatMark] = [:]
+
+    struct HeartbeatMark: Equatable {
+        var incarnation: UInt64
+        var sequence: UInt64
+    }
+
+    /// Records a heartbeat's mark; false when it is not newer than the last one heard.
+    mutating func freshHeartbeat(from node: ReplicaID, incarnation: UInt64, sequence: UInt64) -> Bool {
+        if let last = heartbeatsSeen[node], (incarnation, sequence) <= (last.incarnation, last.sequence) { return false }
+        heartbeatsSeen[node] = HeartbeatMark(incarnation: incarnation, sequence: sequence)
+        return true
+    }
+
     mutating func nextEnvelopeSequence() -> UInt64 {
         envelopeSequence += 1
         return envelopeSequence

@@ -49,12 +49,18 @@ public enum JoinToken {
         return try? JSONDecoder().decode(TokenClaims.self, from: Data(payload))
     }
 
+    /// The signed part, the claims and the signature, or nil when the token is not in
+    /// its one canonical spelling: base64url without padding whose unused low bits are
+    /// zero (otherwise several strings would decode to one token, and a revocation or
+    /// cache keyed by the string could be sidestepped).
     static func split(_ token: String) -> (signed: [UInt8], claims: [UInt8], signature: [UInt8])? {
         guard token.utf8.count <= 4096, token.hasPrefix(prefix) else { return nil }
         guard let dot = token.lastIndex(of: "."), dot > token.index(token.startIndex, offsetBy: prefix.count) else { return nil }
         let signed = String(token[..<dot])
         let claimsText = String(signed.dropFirst(prefix.count))
-        guard let claims = unbase64url(claimsText), let signature = unbase64url(String(token[token.index(after: dot)...])) else { return nil }
+        let signatureText = String(token[token.index(after: dot)...])
+        guard let claims = unbase64url(claimsText), let signature = unbase64url(signatureText),
+              base64url(claims) == claimsText, base64url(signature) == signatureText else { return nil }
         return (Array(signed.utf8), claims, signature)
     }
 
@@ -81,6 +87,9 @@ public enum TokenError: Error, Equatable, Sendable, CustomStringConvertible {
     case wrongApp
     case revoked(user: String)
     case identityMismatch(String)
+    /// Valid for longer than the node allows (`--token-max-lifetime`), or expiring
+    /// before it was issued.
+    case badLifetime(String)
 
     public var code: String {
         switch self {
@@ -93,6 +102,7 @@ public enum TokenError: Error, Equatable, Sendable, CustomStringConvertible {
         case .wrongApp: return "token-wrong-app"
         case .revoked: return "token-revoked"
         case .identityMismatch: return "token-identity-mismatch"
+        case .badLifetime: return "token-lifetime"
         }
     }
 
@@ -107,6 +117,7 @@ public enum TokenError: Error, Equatable, Sendable, CustomStringConvertible {
         case .wrongApp: return "the join token is for another application"
         case let .revoked(user): return "\(user)'s access was revoked"
         case let .identityMismatch(detail): return "the request does not match its token: \(detail)"
+        case let .badLifetime(detail): return "the join token's lifetime is refused: \(detail); issue one with a shorter --ttl"
         }
     }
 }
@@ -118,6 +129,8 @@ public struct TokenVerifier: Sendable {
     public var revokedUsers: Set<String>
     /// Clock slack, so a token issued a moment "in the future" by another machine is fine.
     public var leewaySeconds: Int64 = 30
+    /// The longest lifetime (exp - iat) accepted: a leaked token is useful for no longer.
+    public var maxLifetimeSeconds: Int64 = 86_400
 
     public init(publicKeys: [[UInt8]], app: String, revokedUsers: Set<String> = []) {
         self.publicKeys = publicKeys
@@ -131,6 +144,10 @@ public struct TokenVerifier: Sendable {
         guard let claims = try? JSONDecoder().decode(TokenClaims.self, from: Data(parts.claims)), claims.parsedRole != nil,
               claims.parsedRole != .system else { throw .malformed }
         guard claims.app == app else { throw .wrongApp }
+        guard claims.exp > claims.iat else { throw .badLifetime("it expires (\(claims.exp)) before it was issued (\(claims.iat))") }
+        guard claims.exp - claims.iat <= maxLifetimeSeconds else {
+            throw .badLifetime("\(claims.exp - claims.iat) s is longer than this node's maximum of \(maxLifetimeSeconds) s")
+        }
         if nowSeconds > claims.exp + leewaySeconds { throw .expired(secondsAgo: nowSeconds - claims.exp) }
         if claims.iat > nowSeconds + leewaySeconds { throw .notYetValid(inSeconds: claims.iat - nowSeconds) }
         guard claims.room == "*" || claims.room == room else { throw .wrongRoom(token: claims.room, requested: room) }

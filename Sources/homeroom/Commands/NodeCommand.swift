@@ -37,7 +37,9 @@ enum NodeCommand {
           --token-key <file>     Require join tokens signed by this Ed25519 public key (hex file from
                                  `homeroom keys generate`); repeatable for key rotation.  (HOMEROOM_TOKEN_KEY)
           --app <id>             The application id tokens must carry (default homeroom).  (HOMEROOM_APP)
-          --revoked <file>       Users (one per line) whose tokens are refused.
+          --revoked <file>       Users (one per line) whose tokens are refused; reread when it changes
+                                 (and on SIGHUP), ending the sessions of users added to it.
+          --token-max-lifetime <s>  Refuse tokens valid for longer than this (default 86400).
           --cluster-key <file>   Accept only node messages sealed with this shared key (mode 600).  (HOMEROOM_CLUSTER_KEY)
           --writes-per-second <n>  Per-user write limit (default 60).
           --joins-per-second <n>   Per-user join limit in a room (default 20, 3 s burst).
@@ -63,7 +65,8 @@ enum NodeCommand {
 
         Flags win over environment variables, which win over the config file.
         When ready, prints one JSON line on stdout with the bound addresses.
-        Signals: SIGTERM/SIGINT stop the node; SIGUSR1 cuts it from the cluster, SIGUSR2 heals (fault hooks for tests).
+        Signals: SIGTERM/SIGINT stop the node; SIGHUP rereads --revoked; SIGUSR1 cuts it from the cluster,
+        SIGUSR2 heals (fault hooks for tests).
         """
 
     struct FileConfig: Decodable {
@@ -148,6 +151,7 @@ enum NodeCommand {
         let permanentDown = try reader.integer("--permanent-down-ms", in: UInt64(0)...UInt64(86_400_000))
         let maxConnections = try reader.integer("--max-connections", in: 1...1_000_000)
         let wedgeDescriptors = try reader.integer("--wedge-descriptors", in: 16...10_000_000)
+        let tokenMaxLifetime = try reader.integer("--token-max-lifetime", in: Int64(60)...Int64(31_536_000))
         let levelName = try pick("--log-level", "HOMEROOM_LOG_LEVEL", file.log_level) ?? "info"
         var faults = FaultPolicy()
         faults.seed = try reader.integer("--fault-seed", in: UInt64(0)...UInt64.max) ?? 0
@@ -186,7 +190,10 @@ enum NodeCommand {
                 let keys = try tokenKeys.map { path throws(SecurityError) in try KeyFiles.read(path, secret: false) }
                 var revoked: Set<String> = []
                 if let revokedFile { revoked = try Self.readLines(revokedFile) }
-                config.tokenVerifier = TokenVerifier(publicKeys: keys, app: app, revokedUsers: revoked)
+                var verifier = TokenVerifier(publicKeys: keys, app: app, revokedUsers: revoked)
+                if let tokenMaxLifetime { verifier.maxLifetimeSeconds = tokenMaxLifetime }
+                config.tokenVerifier = verifier
+                config.revokedFile = revokedFile
             }
             if let clusterKeyFile { config.clusterKey = try ClusterKey(secret: KeyFiles.read(clusterKeyFile, secret: true)) }
         } catch {
@@ -211,7 +218,7 @@ enum NodeCommand {
         // Signals are taken by sigwait on this thread; every thread started later inherits the mask.
         var signals = sigset_t()
         sigemptyset(&signals)
-        for signal in [SIGINT, SIGTERM, SIGUSR1, SIGUSR2] { sigaddset(&signals, signal) }
+        for signal in [SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGHUP] { sigaddset(&signals, signal) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
         let logger = Logger(label: "homeroom", level: level, format: format)
@@ -231,6 +238,8 @@ enum NodeCommand {
             var received: Int32 = 0
             sigwait(&signals, &received)
             switch received {
+            case SIGHUP:
+                node.reloadRevoked(force: true)
             case SIGUSR1:
                 var faults = node.faults
                 faults.isolated = true
