@@ -127,6 +127,41 @@ import Testing
         #expect(member.rooms.isEmpty && member.peers.count == 1, "a member learns the other node (for failover), never the rooms")
     }
 
+    @Test func aSyncFloodIsRateLimitedByCountAndBytesWhileOthersAreServed() throws {
+        let nodes = try SecurityTests.secureCluster(1, label: "syncflood") { config in
+            config.syncsPerSecond = 20
+            config.syncBytesPerSecond = 32 << 10
+        }
+        defer { for node in nodes { node.stop() } }
+        let teacher = SecurityTests.client("tina", .teacher, token: SecurityTests.token("tina", .teacher), node: nodes[0])
+        defer { teacher.close() }
+        try teacher.connect()
+        for i in 0..<40 { _ = try teacher.write(.setRoomProperty(key: "k\(i)", value: [UInt8](repeating: 0x78, count: 1_000), cause: "fill")) }
+        let requester = try SPRequester()
+        defer { requester.close() }
+        try requester.dial(nodes[0].listenAddress)
+        func sync(_ user: String) throws -> WireMessage {
+            let envelope = WireEnvelope(roomID: "sec", sender: ReplicaID(0), sequence: 0, clock: .zero,
+                                        credential: Array(SecurityTests.token(user, user == "tina" ? .teacher : .student).utf8),
+                                        message: .syncRequest(WireMessage.SyncRequest(seen: VersionVector(), user: user, session: "")))
+            return try WireCodec.decode(try requester.request(WireCodec.encode(envelope), timeout: .seconds(5)), limits: .largeReplies).message
+        }
+        var answered = 0, limited = 0
+        for _ in 0..<200 {
+            switch try sync("eve") {
+            case .syncResponse: answered += 1
+            case let .error(error) where error.code == "rate-limited": limited += 1
+            case let other: Issue.record("unexpected reply \(other.kind)")
+            }
+        }
+        #expect(limited > 100, "a flood of full pulls was answered \(answered) times")
+        #expect(answered >= 2, "the first pulls must be answered")
+        guard case .syncResponse = try sync("tina") else {
+            Issue.record("another user's sync was refused during the flood")
+            return
+        }
+    }
+
     @Test func theStoreIsPrivateWhateverItsModesWere() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("modes-\(UInt32.random(in: 0...UInt32.max))").path
         defer { try? FileManager.default.removeItem(atPath: directory) }

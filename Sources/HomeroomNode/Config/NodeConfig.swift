@@ -47,6 +47,10 @@ public struct NodeConfig: Sendable, Equatable {
     /// Joins (new sessions) per user and second, with a 3 s burst; `rate-limited` beyond.
     public var joinsPerSecond = 20
     public var writeBytesPerSecond = 256 * 1024
+    /// Syncs and digests per user and room per second (clients sync about 3 times a
+    /// second), and the bytes per second their replies may carry, both with a 3 s burst.
+    public var syncsPerSecond = 20
+    public var syncBytesPerSecond = 8 << 20
     public var maxRooms = 10_000
     public var maxUsersPerRoom = 200_000
     /// Fault hook for chaos tests: this node's wall clock runs this far off (ms, may be negative).

@@ -272,6 +272,7 @@ extension ClusterNode {
         state.withLock { state in
             state.limiter.prune(nowMillis: now)
             state.joinLimiter.prune(nowMillis: now)
+            state.syncLimiter.prune(nowMillis: now)
         }
     }
 

@@ -64,6 +64,8 @@ extension ClusterNode {
             }
         }
         let reply: WireMessage
+        // A client sync's budget key: its reply's bytes are charged once encoded.
+        var chargedSync: String?
         switch request.message {
         case let .heartbeat(hello):
             // Only sealed (or, without a cluster key, node-numbered) hellos join the cluster;
@@ -108,6 +110,10 @@ extension ClusterNode {
             if !everything, let reader, state.withLock({ $0.rooms[room]?.users[reader]?.isBanned == true }) {
                 return errorReply("banned", "\(reader) is banned from this room", room)
             }
+            let limitKey = "\(room)\u{0}\(reader ?? "")"
+            if !everything, !allowSync(limitKey, who: reader ?? "an anonymous reader", room: room) {
+                return errorReply("rate-limited", "\(reader ?? "this reader") syncs room \(room) more than \(config.syncsPerSecond) times or \(config.syncBytesPerSecond) bytes per second: slow down", room)
+            }
             if !everything, let reader {
                 // A client syncing is attached here: if a restart ended its session under it, reclaim it.
                 reclaimSession(room: room, session: sync.session, user: reader)
@@ -119,9 +125,13 @@ extension ClusterNode {
                 return (everything ? missing : missing.visible(to: reader), current.seen)
             }
             reply = .syncResponse(WireMessage.SyncResponse(patch: patch, seen: seen))
+            if !everything { chargedSync = limitKey }
         case .digest:
             if let claims, state.withLock({ $0.rooms[room]?.users[claims.user]?.isBanned == true }) {
                 return errorReply("banned", "\(claims.user) is banned from this room", room)
+            }
+            if !fromNode, !(claimsToBeNode && !framing.isEnabled), !allowSync("\(room)\u{0}\(claims?.user ?? "")", who: claims?.user ?? "an anonymous reader", room: room) {
+                return errorReply("rate-limited", "digests of room \(room) more than \(config.syncsPerSecond) times per second: slow down", room)
             }
             reply = .digest(state.withLock { $0.rooms[room]?.seen ?? VersionVector() })
         default:
@@ -129,6 +139,11 @@ extension ClusterNode {
         }
         var encoded = WireCodec.encode(envelope(room: room, reply))
         if fromNode { encoded = framing.seal(encoded) }
+        if let chargedSync {
+            // A client that keeps pulling everything runs out of bytes and is refused
+            // until its budget refills.
+            state.withLock { $0.syncLimiter.charge(chargedSync, bytes: encoded.count, nowMillis: WallClock.monotonicMillis()) }
+        }
         metrics.add("reply_bytes_total", UInt64(encoded.count))
         return encoded
     }
@@ -312,5 +327,14 @@ extension ClusterNode {
         let message = WireCodec.encode(envelope(room: room, .patch(patch)))
         try? publisher.send(topic: Topics.clientRoom(room), payload: message)
         publishPrivately(room: room, patch: original)
+    }
+}
+
+extension ClusterNode {
+    /// One sync or digest from `key`'s budget; false (and counted) when over it.
+    func allowSync(_ key: String, who: String, room: String) -> Bool {
+        let allowed = state.withLock { $0.syncLimiter.allow(key, size: 0, nowMillis: WallClock.monotonicMillis()) }
+        if !allowed { metrics.add("requests_rejected_total{reason=\"sync-rate-limited\"}") }
+        return allowed
     }
 }

@@ -125,6 +125,7 @@ public final class ClusterNode: Sendable {
         initial.store = store
         initial.limiter = RateLimiter(messagesPerSecond: config.writesPerSecond, bytesPerSecond: config.writeBytesPerSecond)
         initial.joinLimiter = RateLimiter(messagesPerSecond: config.joinsPerSecond, bytesPerSecond: 1 << 30, burstSeconds: 3)
+        initial.syncLimiter = RateLimiter(messagesPerSecond: config.syncsPerSecond, bytesPerSecond: config.syncBytesPerSecond, burstSeconds: 3)
         // Never reuse a sequence number this replica already gave out.
         for (id, room) in rooms {
             initial.roomSequences[id] = room.seen.origins[replica]?.highest ?? 0

@@ -57,6 +57,8 @@ struct NodeState {
     var limiter = RateLimiter(messagesPerSecond: 60, bytesPerSecond: 256 * 1024)
     /// Joins (new sessions) per user: each costs a snapshot, and a session record.
     var joinLimiter = RateLimiter(messagesPerSecond: 20, bytesPerSecond: 1 << 30, burstSeconds: 3)
+    /// Syncs and digests per user and room, and the bytes their replies carry.
+    var syncLimiter = RateLimiter(messagesPerSecond: 20, bytesPerSecond: 8 << 20, burstSeconds: 3)
 
     /// Notes the users whose sessions these deltas touched (fold candidates).
     mutating func noteSessions(room: String, _ deltas: [Delta]) {

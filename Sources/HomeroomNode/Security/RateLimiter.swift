@@ -34,6 +34,20 @@ struct RateLimiter {
         return true
     }
 
+    /// Takes `bytes` from `key`'s byte budget after the fact (a reply whose size was
+    /// known only once built); the budget may go below zero, and then `allow` refuses
+    /// until it has refilled.
+    mutating func charge(_ key: String, bytes: Int, nowMillis: UInt64) {
+        let capacityMessages = messagesPerSecond * burstSeconds
+        let capacityBytes = bytesPerSecond * burstSeconds
+        var bucket = buckets[key] ?? Bucket(messages: capacityMessages, bytes: capacityBytes, lastMillis: nowMillis)
+        let elapsed = Double(nowMillis &- bucket.lastMillis) / 1000
+        bucket.messages = min(capacityMessages, bucket.messages + elapsed * messagesPerSecond)
+        bucket.bytes = min(capacityBytes, bucket.bytes + elapsed * bytesPerSecond) - Double(bytes)
+        bucket.lastMillis = nowMillis
+        buckets[key] = bucket
+    }
+
     /// Keys with a bucket now (tests, diagnostics).
     var count: Int { buckets.count }
 
