@@ -248,6 +248,31 @@ struct SPTransportTests {
         #expect(eventually(3) { replier.stats.open.load(ordering: .relaxed) == 0 })
     }
 
+    @Test("connections holding partial messages share one byte budget, and the one nearest to done completes")
+    func partialMessagesShareABudget() throws {
+        let replier = try SPReplier(limits: SPLimitsConfig(maxMessageBytes: 1 << 20, maxBufferedBytes: 2 << 20))
+        defer { replier.close() }
+        let bound = try replier.listen("tcp://127.0.0.1:0")
+        try replier.serve { _ in bytes("done") }
+        var connections: [RawConnection] = []
+        defer { for c in connections { c.close() } }
+        let announced = 1 << 20
+        let request = RawConnection.requestID(1)
+        // Ten connections each send most of a 1 MiB request: 6 MiB against a 2 MiB budget.
+        for _ in 0..<10 {
+            let c = try #require(RawConnection(port: port(of: bound)))
+            c.write(SPProtocol.req.header + SPFraming.tcp.prefix(length: announced) + request + [UInt8](repeating: 1, count: 600_000))
+            connections.append(c)
+        }
+        #expect(eventually(5) { replier.stats.starved.load(ordering: .relaxed) > 0 }, "nothing was held back past the budget")
+        // Each finishes its request in turn: every one is answered (the budget frees as they complete).
+        for c in connections { c.write([UInt8](repeating: 1, count: announced - 4 - 600_000)) }
+        for (index, c) in connections.enumerated() {
+            let reply = c.read(8 + SPProtocol.headerSize + 8)
+            #expect(reply.suffix(8) == Array(request + bytes("done")), "connection \(index) got no reply")
+        }
+    }
+
     // MARK: Pub/sub
 
     @Test("pub/sub delivers only subscribed topics, over tcp and ipc, and unsubscribe stops a topic", arguments: ["tcp://127.0.0.1:0", "ipc"])

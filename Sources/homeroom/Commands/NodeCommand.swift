@@ -43,6 +43,8 @@ enum NodeCommand {
           --cluster-key <file>   Accept only node messages sealed with this shared key (mode 600).  (HOMEROOM_CLUSTER_KEY)
           --writes-per-second <n>  Per-user write limit (default 60).
           --joins-per-second <n>   Per-user join limit in a room (default 20, 3 s burst).
+          --syncs-per-second <n>   Per-user sync and digest limit in a room (default 20, 3 s burst);
+                                 their replies may carry 8 MiB/s (--sync-bytes-per-second).
           --max-rooms <n>        Rooms this node accepts (default 10000).
           --max-users <n>        Users per room (default 200000).
           --permanent-down-ms <n>  Forget a peer down this long: no more dialling (default 300000;
@@ -146,6 +148,8 @@ enum NodeCommand {
         let clusterKeyFile = try pick("--cluster-key", "HOMEROOM_CLUSTER_KEY", file.cluster_key)
         let writesPerSecond = try reader.integer("--writes-per-second", in: 1...1_000_000)
         let joinsPerSecond = try reader.integer("--joins-per-second", in: 1...1_000_000)
+        let syncsPerSecond = try reader.integer("--syncs-per-second", in: 1...1_000_000)
+        let syncBytesPerSecond = try reader.integer("--sync-bytes-per-second", in: 1_024...(1 << 34))
         let maxRooms = try reader.integer("--max-rooms", in: 1...10_000_000)
         let maxUsers = try reader.integer("--max-users", in: 2...500_000)
         let permanentDown = try reader.integer("--permanent-down-ms", in: UInt64(0)...UInt64(86_400_000))
@@ -180,6 +184,8 @@ enum NodeCommand {
         config.dataDirectory = dataDirectory
         if let writesPerSecond { config.writesPerSecond = writesPerSecond }
         if let joinsPerSecond { config.joinsPerSecond = joinsPerSecond }
+        if let syncsPerSecond { config.syncsPerSecond = syncsPerSecond }
+        if let syncBytesPerSecond { config.syncBytesPerSecond = syncBytesPerSecond }
         if let maxRooms { config.maxRooms = maxRooms }
         if let maxUsers { config.maxUsersPerRoom = maxUsers }
         if let permanentDown { config.permanentDownMillis = permanentDown }

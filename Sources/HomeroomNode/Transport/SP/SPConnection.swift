@@ -25,6 +25,8 @@ final class SPConnection {
     var outboundBytes = 0
     /// Set by the role to stop reading (backpressure); bytes wait in the kernel.
     var readPaused = false
+    /// Set by the loop while it holds too many unparsed bytes across connections.
+    var starved = false
     /// Requests read but not yet answered (REP), or anything else a role counts.
     var pending = 0
     /// The epoll interest currently registered.

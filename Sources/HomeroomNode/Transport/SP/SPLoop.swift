@@ -27,6 +27,10 @@ struct SPLimits: Sendable {
     /// and other kinds drop the connection.
     var sendQueueMessages = 8_192
     var sendQueueBytes = 64 << 20
+    /// Bytes received but not yet whole messages, across every connection of the loop;
+    /// past this, connections stop being read (all but the one nearest to completing a
+    /// message) until messages complete. At least twice `maxMessageBytes`.
+    var maxBufferedBytes = 256 << 20
     /// Dial retry back-off.
     var reconnectMinMillis: UInt64 = 50
     var reconnectMaxMillis: UInt64 = 500
@@ -40,6 +44,8 @@ final class SPLoopStats: Sendable {
     let oversized = Atomic<Int>(0)
     let open = Atomic<Int>(0)
     let dialFailures = Atomic<Int>(0)
+    /// Times a connection was not read because the loop held too many unparsed bytes.
+    let starved = Atomic<Int>(0)
     /// When the loop last turned (monotonic ms): it turns at least once a second.
     let lastTurnMillis = Atomic<UInt64>(WallClock.monotonicMillis())
 
@@ -76,6 +82,10 @@ final class SPLoop: @unchecked Sendable {
     /// Connections not open yet (connecting or exchanging headers): the only ones with a
     /// deadline, kept apart so a turn does not walk every connection.
     private var unopened: Set<UInt64> = []
+    /// Unparsed bytes held by all connections, and the connections not read because of it.
+    private var buffered = 0
+    private var starved: Set<UInt64> = []
+    private var bufferBudget: Int { max(limits.maxBufferedBytes, 2 * limits.maxMessageBytes) }
 
     private struct Listener {
         let fd: Int32
@@ -287,6 +297,9 @@ final class SPLoop: @unchecked Sendable {
         Glibc.close(c.fd)
         connections.removeValue(forKey: c.id)
         unopened.remove(c.id)
+        buffered -= c.unparsed
+        starved.remove(c.id)
+        if !starved.isEmpty { feedStarvedIfDue() }
         let wasOpen = c.phase == .open
         if wasOpen { stats.open.subtract(1, ordering: .relaxed) }
         if case .dialed(let dialerID) = c.origin, var dialer = dialers[dialerID], dialer.connection == c.id {
@@ -508,7 +521,7 @@ final class SPLoop: @unchecked Sendable {
     private func wantedInterest(_ c: SPConnection) -> UInt32 {
         var interest: UInt32 = 0
         if c.phase == .connecting { return EPOLLOUT.rawValue }
-        if !c.readPaused { interest |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
+        if !c.readPaused && !c.starved { interest |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
         if !c.outbound.isEmpty { interest |= EPOLLOUT.rawValue }
         return interest
     }
@@ -541,21 +554,23 @@ final class SPLoop: @unchecked Sendable {
         if flags & EPOLLOUT.rawValue != 0 { flush(c) }
         if c.closed { return }
         if flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
-            if c.readPaused && flags & (EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
+            if (c.readPaused || c.starved) && flags & (EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
                 drop(c) // the peer is gone; what it sent no longer matters
                 return
             }
-            if !c.readPaused { readAvailable(c) }
+            if !c.readPaused && !c.starved { readAvailable(c) }
         }
     }
 
     /// Reads what the socket has (up to 1 MiB a turn, for fairness) and parses it.
     private func readAvailable(_ c: SPConnection) {
         var total = 0
-        while !c.closed && !c.readPaused && total < 1 << 20 {
+        while !c.closed && !c.readPaused && !c.starved && total < 1 << 20 {
+            if buffered >= bufferBudget && starve(c) { break }
             let n = readBuffer.withUnsafeMutableBytes { Glibc.read(c.fd, $0.baseAddress, $0.count) }
             if n > 0 {
                 c.inbound.append(contentsOf: readBuffer[0..<n])
+                buffered += n
                 total += n
                 parse(c)
                 continue
@@ -569,12 +584,44 @@ final class SPLoop: @unchecked Sendable {
         }
     }
 
+    /// Stops reading `c` while the loop holds too many unparsed bytes; true when it did.
+    /// The connection nearest to completing a message (most bytes of one held) is never
+    /// starved, so some message always completes and the budget frees.
+    private func starve(_ c: SPConnection) -> Bool {
+        let nearest = connections.values.filter { $0.unparsed > 0 && !$0.closed }.max { $0.unparsed < $1.unparsed }
+        if nearest?.id == c.id { return false }
+        c.starved = true
+        starved.insert(c.id)
+        stats.starved.add(1, ordering: .relaxed)
+        updateInterest(c)
+        return true
+    }
+
+    /// Reads the starved connections again once the budget has room, or as soon as no
+    /// connection that is still read holds part of a message (else none would finish).
+    private func feedStarvedIfDue() {
+        if buffered < bufferBudget / 2 || !connections.values.contains(where: { !$0.starved && !$0.readPaused && $0.unparsed > 0 }) {
+            feedStarved()
+        }
+    }
+
+    private func feedStarved() {
+        let waiting = starved
+        starved.removeAll()
+        for id in waiting {
+            guard let c = connections[id] else { continue }
+            c.starved = false
+            updateInterest(c)
+        }
+    }
+
     /// Takes the header, then whole messages, from the buffer.
     private func parse(_ c: SPConnection) {
         if c.phase == .handshaking {
             guard c.unparsed >= SPProtocol.headerSize else { return }
             let header = c.inbound[c.inboundOffset..<c.inboundOffset + SPProtocol.headerSize]
             c.inboundOffset += SPProtocol.headerSize
+            buffered -= SPProtocol.headerSize
             guard SPProtocol.peerProtocol(inHeader: header) == protocolKind.peer.rawValue else {
                 stats.badHandshakes.add(1, ordering: .relaxed)
                 drop(c)
@@ -597,16 +644,16 @@ final class SPLoop: @unchecked Sendable {
                 return
             }
             let size = Int(length)
-            guard c.unparsed >= prefix + size else {
-                c.inbound.reserveCapacity(c.inboundOffset + prefix + size)
-                break
-            }
+            // No reservation for what is only announced: the buffer grows as bytes come.
+            guard c.unparsed >= prefix + size else { break }
             let start = c.inboundOffset + prefix
             let message = Array(c.inbound[start..<start + size])
             c.inboundOffset = start + size
+            buffered -= prefix + size
             role.received(message, on: c, loop: self)
         }
         if !c.closed { c.compactInbound() }
+        if !starved.isEmpty { feedStarvedIfDue() }
     }
 
     /// Writes queued bytes until the socket would block.

@@ -82,6 +82,7 @@ final class SPJobQueue: Sendable {
     private struct State {
         var jobs: [SPJob] = []
         var head = 0
+        var bytes = 0
         var closed = false
     }
     private let state = Mutex(State())
@@ -89,11 +90,14 @@ final class SPJobQueue: Sendable {
     private let waiters = Atomic<Int>(0)
 
     var count: Int { state.withLock { $0.jobs.count - $0.head } }
+    /// Bytes of the requests waiting.
+    var bytes: Int { state.withLock { $0.bytes } }
 
     func push(_ job: SPJob) {
         let accepted = state.withLock { s -> Bool in
             if s.closed { return false }
             s.jobs.append(job)
+            s.bytes += job.body.count
             return true
         }
         if accepted { ready.signal() }
@@ -108,6 +112,7 @@ final class SPJobQueue: Sendable {
                 guard s.head < s.jobs.count else { return .none }
                 let job = s.jobs[s.head]
                 s.head += 1
+                s.bytes -= job.body.count
                 if s.head > 256 && s.head * 2 > s.jobs.count {
                     s.jobs.removeFirst(s.head)
                     s.head = 0
@@ -144,6 +149,10 @@ final class ReplyRole: SPRole, @unchecked Sendable {
         self.maxQueued = maxQueued
     }
 
+    /// At most `maxQueued` requests, and 256 MiB of them, wait for a worker.
+    private var queueFull: Bool { queue.count >= maxQueued || queue.bytes >= Self.maxQueuedBytes }
+    static let maxQueuedBytes = 256 << 20
+
     func opened(_ connection: SPConnection, loop: SPLoop) {}
 
     func received(_ message: [UInt8], on c: SPConnection, loop: SPLoop) {
@@ -156,7 +165,7 @@ final class ReplyRole: SPRole, @unchecked Sendable {
         queue.push(SPJob(connection: c.id, backtrace: Array(message[..<length]), body: Array(message[length...])))
         if c.pending >= maxPendingPerConnection {
             loop.pauseReading(c)
-        } else if queue.count >= maxQueued {
+        } else if queueFull {
             loop.pauseReading(c)
             waitingForQueue.append(c.id)
         }
@@ -168,11 +177,11 @@ final class ReplyRole: SPRole, @unchecked Sendable {
         if let c = loop.connections[job.connection] {
             c.pending -= 1
             loop.send(job.backtrace + reply, on: c)
-            if c.pending < maxPendingPerConnection && queue.count < maxQueued { loop.resumeReading(c) }
+            if c.pending < maxPendingPerConnection && !queueFull { loop.resumeReading(c) }
         } else {
             failures.add(1, ordering: .relaxed)
         }
-        guard !waitingForQueue.isEmpty, queue.count < maxQueued else { return }
+        guard !waitingForQueue.isEmpty, !queueFull else { return }
         let resumable = waitingForQueue
         waitingForQueue.removeAll()
         for id in resumable {
@@ -189,15 +198,19 @@ public struct SPLimitsConfig: Sendable {
     public var sendQueueMessages: Int
     public var reconnectMinMillis: UInt64
     public var reconnectMaxMillis: UInt64
+    /// Unparsed bytes all connections of a socket may hold together (see `SPLimits`).
+    public var maxBufferedBytes: Int
 
     public init(maxMessageBytes: Int = 16 << 20, handshakeMillis: UInt64 = 5_000, maxConnections: Int = 4_096,
-                sendQueueMessages: Int = 8_192, reconnectMinMillis: UInt64 = 50, reconnectMaxMillis: UInt64 = 500) {
+                sendQueueMessages: Int = 8_192, reconnectMinMillis: UInt64 = 50, reconnectMaxMillis: UInt64 = 500,
+                maxBufferedBytes: Int = 256 << 20) {
         self.maxMessageBytes = maxMessageBytes
         self.handshakeMillis = handshakeMillis
         self.maxConnections = maxConnections
         self.sendQueueMessages = sendQueueMessages
         self.reconnectMinMillis = reconnectMinMillis
         self.reconnectMaxMillis = reconnectMaxMillis
+        self.maxBufferedBytes = maxBufferedBytes
     }
 
     var limits: SPLimits {
@@ -208,6 +221,7 @@ public struct SPLimitsConfig: Sendable {
         l.sendQueueMessages = sendQueueMessages
         l.reconnectMinMillis = reconnectMinMillis
         l.reconnectMaxMillis = reconnectMaxMillis
+        l.maxBufferedBytes = maxBufferedBytes
         return l
     }
 }
