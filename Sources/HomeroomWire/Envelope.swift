@@ -76,6 +76,7 @@ extension CEncoder {
             body.pointee.address = string(heartbeat.address)
             body.pointee.publish_address = string(heartbeat.publishAddress)
             body.pointee.cluster_publish_address = string(heartbeat.clusterPublishAddress)
+            body.pointee.sent_at_ms = heartbeat.sentAtMillis
             let rooms = arena.pointers(Homeroom__V1__RoomDigest.self, count: heartbeat.rooms.count)
             for (index, room) in heartbeat.rooms.enumerated() {
                 let entry = make(homeroom__v1__room_digest__init)
@@ -288,7 +289,8 @@ extension CDecoder {
         return WireMessage.Heartbeat(node: ReplicaID(heartbeat.node), incarnation: heartbeat.incarnation,
                                      address: try string(heartbeat.address, "envelope.heartbeat.address"), rooms: rooms, peers: peers,
                                      publishAddress: try string(heartbeat.publish_address, "envelope.heartbeat.publish_address"),
-                                     clusterPublishAddress: try string(heartbeat.cluster_publish_address, "envelope.heartbeat.cluster_publish_address"))
+                                     clusterPublishAddress: try string(heartbeat.cluster_publish_address, "envelope.heartbeat.cluster_publish_address"),
+                                     sentAtMillis: heartbeat.sent_at_ms)
     }
 
     private func joinRequest(_ request: Homeroom__V1__JoinRequest) throws(WireError) -> WireMessage.JoinRequest {

@@ -233,9 +233,12 @@ extension WireMessage {
         public var publishAddress: String
         /// Where the sender publishes node-to-node traffic, when it keeps it off `publishAddress`.
         public var clusterPublishAddress: String
+        /// The sender's wall clock when it sent this (Unix ms); 0 when unknown (a client's hello).
+        public var sentAtMillis: UInt64
 
         public init(node: ReplicaID, incarnation: UInt64, address: String, rooms: [RoomDigest] = [], peers: [Peer] = [],
-                    publishAddress: String = "", clusterPublishAddress: String = "") {
+                    publishAddress: String = "", clusterPublishAddress: String = "", sentAtMillis: UInt64 = 0) {
+            self.sentAtMillis = sentAtMillis
             self.publishAddress = publishAddress
             self.clusterPublishAddress = clusterPublishAddress
             self.node = node

@@ -69,6 +69,40 @@ import Testing
         #expect((nodes[0].metrics.snapshot["cluster_rejected_total{reason=\"replay\"}"] ?? 0) > 0, "replays were not counted")
     }
 
+    @Test func aRecordedHeartbeatOutsideTheTimeWindowIsRefusedByANodeThatNeverSawIt() throws {
+        let nodes = try SecurityTests.secureCluster(1, label: "window")
+        defer { for node in nodes { node.stop() } }
+        let replayer = try SPPublisher()
+        defer { replayer.close() }
+        _ = try nodes[0].subscriber.dial(try replayer.listen("tcp://127.0.0.1:0"))
+        let framing = ClusterFraming(key: SecurityTests.clusterKey)
+        func heartbeat(_ name: String, sentAt: UInt64, sequence: UInt64) -> [UInt8] {
+            let beat = WireMessage.Heartbeat(node: ReplicaID(name: name), incarnation: 1, address: "tcp://127.0.0.1:1",
+                                             publishAddress: "tcp://127.0.0.1:2", sentAtMillis: sentAt)
+            let envelope = WireEnvelope(roomID: "", sender: ReplicaID(name: name), sequence: sequence, clock: .zero, message: .heartbeat(beat))
+            return Topics.heartbeat + framing.seal(WireCodec.encode(envelope))
+        }
+        let now = WallClock.nowMillis()
+        // A recording from five minutes ago, never seen by this node: refused.
+        var sequence: UInt64 = 0
+        let refused = eventually(3) {
+            sequence += 1
+            try? replayer.send(heartbeat("ghost", sentAt: now - 300_000, sequence: sequence))
+            usleep(50_000)
+            return (nodes[0].metrics.snapshot["cluster_rejected_total{reason=\"replay\"}"] ?? 0) >= 3
+        }
+        #expect(refused, "old heartbeats were not counted as replays")
+        #expect(!nodes[0].alivePeers.contains(ReplicaID(name: "ghost")), "an old recording made a node alive")
+        // The same from a sender whose clock is current is believed (the test can tell).
+        let believed = eventually(3) {
+            sequence += 1
+            try? replayer.send(heartbeat("fresh", sentAt: WallClock.nowMillis(), sequence: sequence))
+            usleep(50_000)
+            return nodes[0].alivePeers.contains(ReplicaID(name: "fresh"))
+        }
+        #expect(believed)
+    }
+
     @Test func aUserAddedToTheRevokedFileLosesTheirSessionAndTheirTokenWhileTheNodeRuns() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("revoked-\(UInt32.random(in: 0...UInt32.max))").path
         _ = FileManager.default.createFile(atPath: path, contents: Data("# nobody yet\n".utf8))

@@ -203,10 +203,22 @@ extension ClusterNode {
     /// False (and counted) for a heartbeat or hello not newer than the last one heard
     /// from its node: a replay keeps no dead node alive.
     func freshHeartbeat(_ heartbeat: WireMessage.Heartbeat, sequence: UInt64) -> Bool {
+        // Sent too long ago (or too far ahead) by the sender's own clock: a recording.
+        if heartbeat.sentAtMillis != 0 {
+            let now = wallMillis()
+            let window = Self.heartbeatWindowMillis + config.maxClockDriftMillis
+            if heartbeat.sentAtMillis + window < now || heartbeat.sentAtMillis > now + config.maxClockDriftMillis {
+                metrics.add("cluster_rejected_total{reason=\"replay\"}")
+                return false
+            }
+        }
         let fresh = state.withLock { $0.freshHeartbeat(from: heartbeat.node, incarnation: heartbeat.incarnation, sequence: sequence) }
         if !fresh { metrics.add("cluster_rejected_total{reason=\"replay\"}") }
         return fresh
     }
+
+    /// How old a heartbeat may be on arrival, beyond the clock drift allowed.
+    static let heartbeatWindowMillis: UInt64 = 30_000
 
     /// What a client's hello learns when the node requires tokens: where this node
     /// publishes, and (with a valid token) the other live nodes' addresses for failover;
@@ -228,7 +240,8 @@ extension ClusterNode {
             WireMessage.Heartbeat(node: replica, incarnation: incarnation, address: listenAddress,
                                   rooms: state.rooms.keys.sorted().map { WireMessage.RoomDigest(roomID: $0, seen: state.rooms[$0]!.seen) },
                                   peers: state.peers.wirePeers, publishAddress: publishAddress,
-                                  clusterPublishAddress: clusterPublisher == nil ? "" : clusterPublishAddress)
+                                  clusterPublishAddress: clusterPublisher == nil ? "" : clusterPublishAddress,
+                                  sentAtMillis: wallMillis())
         }
     }
 

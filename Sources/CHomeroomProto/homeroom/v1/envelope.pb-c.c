@@ -1531,7 +1531,7 @@ const ProtobufCMessageDescriptor homeroom__v1__peer__descriptor =
   (ProtobufCMessageInit) homeroom__v1__peer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[7] =
+static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[8] =
 {
   {
     "node",
@@ -1617,6 +1617,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "sent_at_ms",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Heartbeat, sent_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
   2,   /* field[2] = address */
@@ -1626,11 +1638,12 @@ static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
   4,   /* field[4] = peers */
   5,   /* field[5] = publish_address */
   3,   /* field[3] = rooms */
+  7,   /* field[7] = sent_at_ms */
 };
 static const ProtobufCIntRange homeroom__v1__heartbeat__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
 {
@@ -1640,7 +1653,7 @@ const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
   "Homeroom__V1__Heartbeat",
   "homeroom.v1",
   sizeof(Homeroom__V1__Heartbeat),
-  7,
+  8,
   homeroom__v1__heartbeat__field_descriptors,
   homeroom__v1__heartbeat__field_indices_by_name,
   1,  homeroom__v1__heartbeat__number_ranges,

@@ -326,10 +326,15 @@ struct  Homeroom__V1__Heartbeat
    * Nodes subscribe here when it is set; clients never need it.
    */
   char *cluster_publish_address;
+  /*
+   * The sender's wall clock when it sent this heartbeat (Unix ms); 0 from a client's
+   * hello. A node refuses a node heartbeat far from its own clock (a replay).
+   */
+  uint64_t sent_at_ms;
 };
 #define HOMEROOM__V1__HEARTBEAT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__heartbeat__descriptor) \
-    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Homeroom__V1__JoinRequest
