@@ -28,6 +28,12 @@ struct ChaosOptions: Sendable {
     /// How long after the final heal the checker waits for every connected writer to be
     /// online (refutations and reclaimed sessions are writes made after the heal).
     var presenceBoundMillis: UInt64 = 5_000
+    /// After every heal, writes acknowledged before it must be on every node within this
+    /// (p99 over the heals), or the run fails. Measured on a 2-core VM: p99 about 1.1 s.
+    var healBoundMillis: UInt64 = 5_000
+    /// Of the writes a writer attempted, at least this share must be acknowledged, or the
+    /// run fails (a cluster that refuses everything passes no other check). Measured: 99.8%.
+    var minimumAcknowledgedRatio = 0.5
     var strict = false
     var heartbeatMillis: UInt64?
     var onlyKinds: [FaultKind] = []
@@ -143,6 +149,7 @@ struct ChaosOptions: Sendable {
             case "--convergence-bound-ms": options.convergenceBoundMillis = integer(argument, 100...600_000)
             case "--convergence-target-ms": options.convergenceTargetMillis = integer(argument, 10...600_000)
             case "--presence-bound-ms": options.presenceBoundMillis = integer(argument, 0...600_000)
+            case "--heal-bound-ms": options.healBoundMillis = integer(argument, 100...600_000)
             case "--strict": options.strict = true
             case "--hard-limit": options.hardLimitSeconds = integer(argument, 30...1_000_000)
             case "--keep": options.keepRunDirectory = true

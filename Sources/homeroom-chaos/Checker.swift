@@ -192,9 +192,39 @@ struct Checker {
             } else {
                 detail = "\(offline.count) of \(connectedWriters.count) connected writers shown offline \(checkedAt) ms after the last heal (waited up to \(bound) ms): \(offline.joined(separator: ", "))"
             }
-            result.checks.append(Check(name: "presence", passed: offline.isEmpty && (presenceMillis ?? 0) <= bound, isTarget: true, detail: detail))
+            result.checks.append(Check(name: "presence", passed: offline.isEmpty && (presenceMillis ?? 0) <= bound, detail: detail))
             result.presenceDetails = offline.map { describeSessions($0, in: reference) }
         }
+
+        // 5b. Progress: a cluster that acknowledges nothing would pass every check above.
+        // Every writer gets a share of its writes acknowledged, and the cluster acknowledges
+        // writes begun in every fault-free window.
+        var progressProblems: [String] = []
+        let writers = Dictionary(grouping: history, by: \.client)
+        // The banned writer is refused by design once the ban lands.
+        for (writer, records) in writers.sorted(by: { $0.key < $1.key }) where writer != bannedUser {
+            let acked = records.filter { if case .acknowledged = $0.outcome { return true } else { return false } }.count
+            let ratio = Double(acked) / Double(max(1, records.count))
+            if ratio < options.minimumAcknowledgedRatio {
+                progressProblems.append("\(writer): \(acked) of \(records.count) writes acknowledged (\(Int(ratio * 100))%, at least \(Int(options.minimumAcknowledgedRatio * 100))% required)")
+            }
+        }
+        if history.isEmpty { progressProblems.append("no write was attempted") }
+        var quietWindows = 0
+        for heal in heals {
+            let end = heal.nextFault ?? finalHealAt
+            guard end > heal.at + 1_000 else { continue }
+            quietWindows += 1
+            let progressed = history.contains { record in
+                guard case .acknowledged = record.outcome else { return false }
+                return record.invokedAt >= heal.at && record.invokedAt < end
+            }
+            if !progressed { progressProblems.append("no write begun between the heal of \(heal.kinds) (\(heal.at) ms) and the next fault (\(end) ms) was acknowledged") }
+        }
+        result.checks.append(Check(name: "progress", passed: progressProblems.isEmpty,
+                                   detail: progressProblems.isEmpty
+                                       ? "every writer had at least \(Int(options.minimumAcknowledgedRatio * 100))% of its writes acknowledged (\(writers.count) writers); writes were acknowledged in all \(quietWindows) fault-free windows"
+                                       : "\(progressProblems.count) problems, first: \(progressProblems[0])"))
 
         // 6. No crash, no sanitizer report, no node that died on its own, no fault the harness failed to inject.
         let crashes = nodeLogFindings + unexpectedExits
@@ -231,6 +261,8 @@ struct Checker {
                                                ("converged_ms", .int(final)), ("final", .bool(true))]))
         }
         result.healConvergence = Percentiles(samples)
+        result.checks.append(Check(name: "heal-convergence", passed: !samples.isEmpty && result.healConvergence.p99 <= options.healBoundMillis,
+                                   detail: "after each heal, every write acknowledged before it on every node: p99 \(result.healConvergence.p99) ms (bound \(options.healBoundMillis) ms)"))
         let target = options.convergenceTargetMillis
         result.checks.append(Check(name: "target-convergence", passed: !samples.isEmpty && result.healConvergence.p99 <= target, isTarget: true,
                                    detail: "after each heal, every write acknowledged before it on every node: \(result.healConvergence.text); target p99 <= \(target) ms"))

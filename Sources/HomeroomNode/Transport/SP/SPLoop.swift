@@ -716,6 +716,7 @@ final class SPLoop: @unchecked Sendable {
             getnameinfo($0, length, &host, socklen_t(host.count), &service, socklen_t(service.count), NI_NUMERICHOST | NI_NUMERICSERV)
         } }
         guard ok == 0 else { return Int32(storage.ss_family) == AF_UNIX ? "ipc" : "?" }
-        return String(cString: host) + ":" + String(cString: service)
+        func text(_ chars: [CChar]) -> String { String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+        return text(host) + ":" + text(service)
     }
 }
