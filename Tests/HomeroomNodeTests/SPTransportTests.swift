@@ -110,6 +110,19 @@ struct SPTransportTests {
         if url == "ipc", case .ipc(let path) = try SPAddress(bound).kind { unlink(path) }
     }
 
+    @Test("a reply larger than the per-connection send queue still goes out")
+    func hugeReply() throws {
+        let replier = try SPReplier(limits: SPLimitsConfig(maxMessageBytes: 1 << 20))
+        let requester = try SPRequester(limits: SPLimitsConfig(maxMessageBytes: 100 << 20))
+        defer { requester.close(); replier.close() }
+        let bound = try replier.listen("tcp://127.0.0.1:0")
+        let big = [UInt8](repeating: 7, count: 70 << 20) // over the 64 MiB send queue
+        try replier.serve { _ in big }
+        try requester.dial(bound)
+        let reply = try requester.request(bytes("whole room"), timeout: .seconds(20))
+        #expect(reply.count == big.count)
+    }
+
     @Test("a requester that dials first connects once the replier starts, and resends across a restart")
     func dialFirstAndResend() throws {
         let probe = try SPReplier()

@@ -252,8 +252,10 @@ final class SPLoop: @unchecked Sendable {
 
     private func enqueue(_ frame: SPOutFrame, on c: SPConnection, dropOldest: Bool) -> Bool {
         guard !c.closed else { return false }
+        // The byte bound applies to what is already queued: one message larger than it
+        // (a whole-room reply) still goes out on an idle connection.
         func full() -> Bool {
-            c.outbound.count >= limits.sendQueueMessages || c.outboundBytes + frame.count > limits.sendQueueBytes
+            c.outbound.count >= limits.sendQueueMessages || (c.outboundBytes > 0 && c.outboundBytes + frame.count > limits.sendQueueBytes)
         }
         var dropped = false
         if full() {
