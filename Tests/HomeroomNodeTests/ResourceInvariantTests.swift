@@ -143,6 +143,20 @@ private struct RequestTimings: CustomStringConvertible {
             restarts += 1
         }
         #expect((node.metric("homeroom_links_renewed_total") ?? 0) >= Double(renewals), "only \(restarts) restarts were tried")
+        // A peer that stays dead: its links are redialled every suspect period, and the
+        // node's descriptors stay where they were (they used to grow about 15 a second).
+        peer.crash()
+        _ = eventually(5) { node.metric("homeroom_peers{status=\"dead\"}") == 1 }
+        let renewedBefore = node.metric("homeroom_links_renewed_total") ?? 0
+        var mostWhileDead = 0
+        for _ in 0..<30 {
+            mostWhileDead = max(mostWhileDead, node.descriptors)
+            usleep(100_000)
+        }
+        #expect((node.metric("homeroom_links_renewed_total") ?? 0) >= renewedBefore + 10, "the dead peer's links were not redialled")
+        #expect(mostWhileDead <= descriptors + 8, "descriptors reached \(mostWhileDead) (from \(descriptors)) while a peer stayed dead")
+        peer = try NodeProcess(name: "res-b", seeds: [node.listen], heartbeatMillis: 50, suspectMillis: 150, downMillis: 300,
+                               extra: ["--listen", peerListen, "--publish", peerPublish])
         #expect(eventually(10) { node.metric("homeroom_peers{status=\"alive\"}") == 1 }, "the restarted peer was not heard again")
 
         // Back where it was: descriptors within a small constant, threads likewise.
