@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import HomeroomWire
 
 /// The `homeroom` command: subcommands, help, and exit codes (0, 1, 64 for usage).
 @main
@@ -42,9 +43,14 @@ enum Homeroom {
 
         OPTIONS:
           -h, --help  Show help information.
+          --version   Show the version and the wire protocol version.
 
         See 'homeroom <subcommand> --help' for a subcommand's options.
         """
+
+    /// This build's version (`homeroom --version`).
+    static let version = "0.5.0"
+    static let subcommands = ["demo", "join", "roster", "node", "keys", "token", "simulate", "theme", "completion", "help"]
 
     static func main() {
         let arguments = CommandLine.arguments.dropFirst()
@@ -55,6 +61,7 @@ enum Homeroom {
         do {
             switch subcommand {
             case "-h", "--help", "help": print(usage)
+            case "--version", "version": print("homeroom \(Self.version) (wire protocol \(WireProtocol.version))")
             case "simulate": try SimulateCommand.run(rest)
             case "demo": try DemoCommand.run(rest)
             case "node": try NodeCommand.run(rest)
@@ -65,7 +72,9 @@ enum Homeroom {
             case "theme": try ThemeCommand.run(rest)
             case "completion": try CompletionCommand.run(rest)
             case let verb where Action.verbs.contains(verb): try ActionCommand.run(verb, rest)
-            default: throw CommandLineError.usage("unknown subcommand '\(subcommand)'", usage: usage)
+            default:
+                let hint = Suggestion.nearest(subcommand, among: Self.subcommands + Array(Action.verbs)).map { ": did you mean '\($0)'?" } ?? ""
+                throw CommandLineError.usage("unknown subcommand '\(subcommand)'\(hint)", usage: usage)
             }
         } catch let error as CommandLineError {
             fail(error)

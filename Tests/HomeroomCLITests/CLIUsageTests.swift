@@ -38,6 +38,22 @@ import Testing
         #expect(result.stdout.isEmpty)
     }
 
+    @Test func aMistypedSubcommandGetsTheNearestOneSuggested() throws {
+        let result = try Self.run(["rostr"])
+        #expect(result.status == 64)
+        #expect(result.stderr.hasPrefix("Error: unknown subcommand 'rostr': did you mean 'roster'?"))
+        let verb = try Self.run(["rewrad"])
+        #expect(verb.stderr.contains("did you mean 'reward'?"))
+        let far = try Self.run(["frobnicate"])
+        #expect(!far.stderr.contains("did you mean"), "nothing is near 'frobnicate'")
+    }
+
+    @Test func versionPrintsTheBuildAndTheWireProtocol() throws {
+        let result = try Self.run(["--version"])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("homeroom ") && result.stdout.contains("(wire protocol 1)"))
+    }
+
     @Test func badNodeAddressSaysWhatToFix() throws {
         let result = try Self.run(["node", "--name", "x", "--listen", "http://nope", "--publish", "tcp://127.0.0.1:1"])
         #expect(result.status == 64)
