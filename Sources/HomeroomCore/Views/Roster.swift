@@ -68,7 +68,7 @@ extension RoomState {
             case let (x?, y?): return x < y
             case (.some, nil): return true
             case (nil, .some): return false
-            case (nil, nil): return a.name != b.name ? a.name < b.name : a.user < b.user
+            case (nil, nil): return a.name != b.name ? NaturalOrder.less(a.name, b.name) : NaturalOrder.less(a.user, b.user)
             }
         }
         return Roster(roomID: roomID, roomName: name.value, roomType: type.value, classState: classState.state,
