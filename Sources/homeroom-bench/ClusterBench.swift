@@ -21,6 +21,11 @@ enum ClusterBench {
             emit(BenchRow(suite: "raw-nng", name: "pubsub-tcp-latency-\(sample)B", n: rawLatency.count,
                           p50Micros: rawLatency.p50, p99Micros: rawLatency.p99))
         }
+        // The same hop over Homeroom's own SP transport (what the nodes use), same pacing.
+        if let sp = spOneWayLatency(messageSize: sample, count: quick ? 1_000 : 5_000) {
+            emit(BenchRow(suite: "sp-transport", name: "pubsub-tcp-latency-\(sample)B", n: sp.count, p50Micros: sp.p50, p99Micros: sp.p99,
+                          ratioVsRaw: rawLatency.map { sp.p99 / $0.p99 }, note: "Homeroom's SP PUB to one SP SUB; ratio is p99 vs raw nng p99 of this run"))
+        }
         for size in quick ? [2, 3] : [2, 3, 5] {
             throughput(nodes: size, writes: quick ? 50_000 : 200_000, raw: raw?.messagesPerSecond, emit: emit)
             latency(nodes: size, writes: quick ? 1_000 : 5_000, raw: rawLatency, emit: emit)
@@ -213,6 +218,43 @@ enum ClusterBench {
         latencies.sort()
         guard !latencies.isEmpty else { return nil }
         return (latencies[latencies.count / 2], latencies[min(latencies.count - 1, latencies.count * 99 / 100)], latencies.count)
+    }
+}
+
+extension ClusterBench {
+    /// One-way pub/sub latency of the SP transport alone, paced like `rawOneWayLatency`.
+    static func spOneWayLatency(messageSize: Int, count: Int) -> (p50: Double, p99: Double, count: Int)? {
+        let latencies = Mutex<[Double]>([])
+        let attached = Atomic<Bool>(false)
+        guard let pub = try? SPPublisher(), let url = try? pub.listen("tcp://127.0.0.1:0"),
+              let sub = try? SPSubscriber(handler: { message in
+                  guard message.count >= 9 else { return }
+                  if message[8] == 0xff { attached.store(true, ordering: .relaxed); return }
+                  var sent: UInt64 = 0
+                  withUnsafeMutableBytes(of: &sent) { raw in for offset in 0..<8 { raw[offset] = message[offset] } }
+                  let micros = Double(monotonicNanos() - sent) / 1000
+                  latencies.withLock { $0.append(micros) }
+              }) else { return nil }
+        defer { sub.close(); pub.close() }
+        sub.subscribe([UInt8]())
+        guard (try? sub.dial(url)) != nil else { return nil }
+        var probe = [UInt8](repeating: 0, count: max(messageSize, 16))
+        probe[8] = 0xff
+        for _ in 0..<2_000 where !attached.load(ordering: .relaxed) {
+            try? pub.send(probe)
+            usleep(1_000)
+        }
+        for index in 0..<count {
+            let now = monotonicNanos()
+            withUnsafeBytes(of: now) { raw in for offset in 0..<8 { probe[offset] = raw[offset] } }
+            probe[8] = UInt8(truncatingIfNeeded: index % 255)
+            try? pub.send(probe)
+            usleep(200)
+        }
+        usleep(200_000)
+        let sorted = latencies.withLock { $0 }.sorted()
+        guard !sorted.isEmpty else { return nil }
+        return (sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 99 / 100)], sorted.count)
     }
 }
 
