@@ -123,6 +123,33 @@ struct SPTransportTests {
         #expect(reply.count == big.count)
     }
 
+    @Test("an ipc socket file left by a dead process is replaced; a live one is not; the file goes at close")
+    func ipcSocketFiles() throws {
+        let url = ipcPath("stale")
+        guard case .ipc(let path) = try SPAddress(url).kind else { return }
+        defer { unlink(path) }
+        // A socket file nobody listens on, as a crashed process leaves it.
+        let dead = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(dead, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        close(dead)
+        #expect(access(path, F_OK) == 0)
+        let replier = try SPReplier()
+        _ = try replier.listen(url)
+        try replier.serve { $0 }
+        let second = try SPReplier()
+        defer { second.close() }
+        #expect((#expect(throws: TransportError.self) { try second.listen(url) })?.code == .addressInUse, "a live listener's file was taken over")
+        let requester = try SPRequester()
+        defer { requester.close() }
+        try requester.dial(url)
+        #expect(try requester.request(bytes("ping"), timeout: .seconds(5)) == bytes("ping"))
+        replier.close()
+        #expect(access(path, F_OK) != 0, "the socket file outlived its listener")
+    }
+
     @Test("a requester that dials first connects once the replier starts, and resends across a restart")
     func dialFirstAndResend() throws {
         let probe = try SPReplier()

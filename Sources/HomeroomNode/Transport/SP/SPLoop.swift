@@ -79,6 +79,8 @@ final class SPLoop: @unchecked Sendable {
     private var dialers: [UInt64: Dialer] = [:]
     private var readBuffer = [UInt8](repeating: 0, count: 64 << 10)
     private var inprocNames: [String] = []
+    /// Unix socket files this loop listens on, removed when it stops (as nng does).
+    private var socketFiles: [String] = []
     /// Connections not open yet (connecting or exchanging headers): the only ones with a
     /// deadline, kept apart so a turn does not walk every connection.
     private var unopened: Set<UInt64> = []
@@ -178,6 +180,7 @@ final class SPLoop: @unchecked Sendable {
                 var on: Int32 = 1
                 setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
             }
+            if case .ipc(let path) = address.kind { Self.removeStaleSocket(path, candidate) }
             let bound = candidate.withPointer { Glibc.bind(fd, $0, $1) }
             if bound != 0 || Glibc.listen(fd, 512) != 0 {
                 lastError = .system("listen on \(url)", errno: Glibc.errno)
@@ -186,6 +189,7 @@ final class SPLoop: @unchecked Sendable {
             }
             let id = nextID() | Self.listenerBit
             let framing = address.framing
+            if case .ipc(let path) = address.kind { post { loop in loop.socketFiles.append(path) } }
             post { loop in loop.addListener(id: id, fd: fd, framing: framing) }
             return address.withPort(Self.boundPort(fd) ?? 0)
         }
@@ -225,6 +229,17 @@ final class SPLoop: @unchecked Sendable {
             dialer.backoffMillis = loop.limits.reconnectMinMillis
             loop.dialers[id] = dialer
         }
+    }
+
+    /// A socket file left by a process that died: nothing accepts on it, so it goes
+    /// (a live listener refuses nothing and keeps its file).
+    private static func removeStaleSocket(_ path: String, _ address: SPSocketAddress) {
+        guard access(path, F_OK) == 0 else { return }
+        let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard probe >= 0 else { return }
+        defer { Glibc.close(probe) }
+        let connected = address.withPointer { Glibc.connect(probe, $0, $1) }
+        if connected != 0 && Glibc.errno == ECONNREFUSED { unlink(path) }
     }
 
     private static func boundPort(_ fd: Int32) -> UInt16? {
@@ -359,6 +374,7 @@ final class SPLoop: @unchecked Sendable {
         runMailbox() // listeners registered late still get closed
         for c in Array(connections.values) { drop(c) }
         for name in inprocNames { SPInproc.unregister(name) }
+        for path in socketFiles { unlink(path) }
         for (_, listener) in listeners { Glibc.close(listener.fd) }
         listeners.removeAll()
         dialers.removeAll()
