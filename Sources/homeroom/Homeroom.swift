@@ -84,6 +84,7 @@ enum Homeroom {
     }
 
     static func fail(_ error: CommandLineError) -> Never {
+        if case .interrupted = error { exit(error.exitCode) }
         fputs("Error: \(error.description)\n", stderr)
         if case let .usage(_, usage) = error { fputs("\n\(usage)\n", stderr) }
         exit(error.exitCode)

@@ -82,6 +82,15 @@ import Testing
         #expect(watch.shown.hasSuffix("\u{1B}[?25h\u{1B}[?1049l"), "restores the screen")
     }
 
+    @Test func ctrlCEndsTheLiveRosterWithExit130AndARestoredScreen() throws {
+        let node = try NodeChild(name: "cli-sigint")
+        let watch = try TerminalSession(["roster", "--watch", "--room", "sig", "--node", node.listen], columns: 90, rows: 30)
+        #expect(watch.waitFor("Stage"), "\(watch.shown)")
+        kill(watch.process.processIdentifier, SIGINT)
+        #expect(watch.waitForExit() == 130, "Ctrl-C must end the live view with 130, as shells expect")
+        #expect(watch.shown.hasSuffix("\u{1B}[?25h\u{1B}[?1049l"), "restores the screen")
+    }
+
     @Test func aKickedStudentsSessionEndsWithAnError() throws {
         let node = try NodeChild(name: "cli-kick")
         let student = try TerminalSession(["join", "--as", "student", "--user", "dan", "--room", "kickme", "--node", node.listen])

@@ -4,10 +4,13 @@ enum CommandLineError: Error, CustomStringConvertible {
     case usage(String, usage: String)
     /// The command ran and failed: exit 1.
     case failure(String)
+    /// Ctrl-C (or SIGTERM) ended it, after it cleaned up: exit 130, as shells expect.
+    case interrupted
 
     var description: String {
         switch self {
         case let .usage(message, _), let .failure(message): return message
+        case .interrupted: return "interrupted"
         }
     }
 
@@ -15,6 +18,7 @@ enum CommandLineError: Error, CustomStringConvertible {
         switch self {
         case .usage: return 64
         case .failure: return 1
+        case .interrupted: return 130
         }
     }
 }

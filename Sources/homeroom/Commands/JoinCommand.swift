@@ -90,6 +90,7 @@ enum JoinCommand {
             Console.out(handle(words, pool: pool, theme: theme, environment: environment) + "\n" + prompt)
         }
         if interactive { Console.line("left \(options.room)") }
+        if Console.interrupted { throw .interrupted }
     }
 
     static func isLocalRemoval(_ event: ContextEvent) -> Bool {

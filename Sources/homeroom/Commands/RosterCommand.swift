@@ -68,10 +68,11 @@ enum RosterCommand {
         let deadline = duration.map { WallClock.monotonicMillis() + UInt64($0) * 1000 }
         if !json && TerminalCapabilities.isTerminal() {
             let view = LiveView(pool: pool, theme: theme, environment: environment)
-            _ = view.run(deadlineMillis: deadline) {
+            let ended = view.run(deadlineMillis: deadline) {
                 let state = pool.monitor.connectionState
                 return messageLines() + ["\(state.rawValue) as \(options.user) · q quit · n/p page · updated \(Self.clock())"]
             }
+            if case .interrupted = ended { throw .interrupted }
             return
         }
         // Not a terminal (or JSON): a new snapshot after each change, at most once a second.
@@ -98,6 +99,7 @@ enum RosterCommand {
             }
             sleepMillis(50)
         }
+        if Console.interrupted { throw .interrupted }
     }
 
     static func clock() -> String { MessageText.clock(WallClock.nowMillis()) + " UTC" }

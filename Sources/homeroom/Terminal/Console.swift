@@ -30,6 +30,12 @@ enum Console {
         _ = interruptRequested.load(ordering: .relaxed)
         signal(SIGINT) { _ in interruptRequested.store(true, ordering: .relaxed) }
         signal(SIGTERM) { _ in interruptRequested.store(true, ordering: .relaxed) }
+        // A parent may have started us with these blocked (the mask is inherited): unblock.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
     }
 
     static var interrupted: Bool { interruptRequested.load(ordering: .relaxed) }
