@@ -1,8 +1,11 @@
-import CNNG
+@preconcurrency import Glibc
+import CLinuxEvents
 import Synchronization
 
-/// A tiny HTTP server on nng's own HTTP support (nng/supplemental/http): GET routes
-/// answered by Swift closures. Used for /healthz and /metrics.
+/// A tiny HTTP/1.x server for /healthz and /metrics: GET routes answered by Swift
+/// closures, one `poll` thread, every descriptor closed by that thread. Bounded: at most
+/// 256 connections, a request head of 8 KiB sent within 5 s, one request per connection.
+/// (It replaced nng's HTTP server so a node runs no nng code at all; docs/NNG.md.)
 final class HTTPEndpoint: Sendable {
     struct Response: Sendable {
         var status: UInt16
@@ -12,88 +15,196 @@ final class HTTPEndpoint: Sendable {
 
     typealias Route = @Sendable () -> Response
 
-    /// The closure a handler calls, kept alive by the handler's data pointer.
-    private final class RouteBox: Sendable {
-        let route: Route
-        init(_ route: @escaping Route) { self.route = route }
-    }
-
-    /// The nng_http_server pointer, kept as its bit pattern (0 once stopped).
-    private let server: Mutex<UInt>
     let port: UInt16
+    private let server: Server
+    private let thread: NNGThread
 
-    init(address: String, routes: [String: Route]) throws(NNGError) {
-        var url: UnsafeMutablePointer<nng_url>?
-        var status = nng_url_parse(&url, address)
-        guard status == 0, let url else { throw NNGError(status, "parse the HTTP address \(address)") }
-        defer { nng_url_free(url) }
-        var handle: OpaquePointer?
-        status = nng_http_server_hold(&handle, url)
-        guard status == 0, let handle else { throw NNGError(status, "set up the HTTP server on \(address)") }
-        for (path, route) in routes {
-            var handler: OpaquePointer?
-            status = nng_http_handler_alloc(&handler, path, { aio in HTTPEndpoint.serve(aio) })
-            guard status == 0, let handler else {
-                nng_http_server_release(handle)
-                throw NNGError(status, "add the HTTP route \(path)")
+    init(address: String, routes: [String: Route]) throws(TransportError) {
+        guard address.hasPrefix("http://") else {
+            throw TransportError(.addressInvalid, "serve HTTP on \(address)", reason: "use http://HOST:PORT, e.g. http://127.0.0.1:9100")
+        }
+        let tcp = try SPAddress("tcp://" + address.dropFirst("http://".count))
+        let candidates = try tcp.resolve(passive: true)
+        var lastError = TransportError(.addressInvalid, "serve HTTP on \(address)")
+        var bound: (Int32, UInt16)?
+        for candidate in candidates where bound == nil {
+            let fd = socket(candidate.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { continue }
+            var on: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+            if candidate.withPointer({ Glibc.bind(fd, $0, $1) }) != 0 || Glibc.listen(fd, 64) != 0 {
+                lastError = .system("serve HTTP on \(address)", errno: Glibc.errno)
+                Glibc.close(fd)
+                continue
             }
-            nng_http_handler_set_method(handler, "GET")
-            let box = Unmanaged.passRetained(RouteBox(route)).toOpaque()
-            nng_http_handler_set_data(handler, box, { pointer in
-                if let pointer { Unmanaged<RouteBox>.fromOpaque(pointer).release() }
-            })
-            status = nng_http_server_add_handler(handle, handler)
-            guard status == 0 else {
-                nng_http_handler_free(handler)
-                nng_http_server_release(handle)
-                throw NNGError(status, "add the HTTP route \(path)")
-            }
+            bound = (fd, Self.localPort(fd))
         }
-        status = nng_http_server_start(handle)
-        guard status == 0 else {
-            nng_http_server_release(handle)
-            throw NNGError(status, "listen for HTTP on \(address)")
+        guard let (listener, port) = bound else { throw lastError }
+        let wake = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
+        guard wake >= 0 else {
+            Glibc.close(listener)
+            throw .system("serve HTTP on \(address)", errno: Glibc.errno)
         }
-        var bound = nng_sockaddr()
-        var port: UInt16 = 0
-        if nng_http_server_get_addr(handle, &bound) == 0 {
-            port = UInt16(bigEndian: bound.s_in.sa_port)
+        let server = Server(listener: listener, wake: wake, routes: routes)
+        do {
+            thread = try NNGThread(name: "hr-http") { server.run() }
+        } catch {
+            Glibc.close(listener)
+            Glibc.close(wake)
+            throw TransportError(.other, "start the HTTP thread", reason: error.reason)
         }
+        self.server = server
         self.port = port
-        server = Mutex(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(handle))))
     }
 
     func stop() {
-        let bits = server.withLock { state -> UInt in
-            defer { state = 0 }
-            return state
-        }
-        guard bits != 0, let handle = OpaquePointer(bitPattern: bits) else { return }
-        nng_http_server_stop(handle)
-        nng_http_server_release(handle)
+        server.stop()
+        thread.join()
     }
 
     deinit { stop() }
 
-    /// The C callback: find the route's closure through the handler, answer, finish the aio.
-    private static func serve(_ aio: OpaquePointer?) {
-        guard let aio else { return }
-        let handler = OpaquePointer(nng_aio_get_input(aio, 1))
-        guard let handler, let data = nng_http_handler_get_data(handler) else {
-            nng_aio_finish(aio, Int32(NNG_EINTERNAL.rawValue))
-            return
+    private static func localPort(_ fd: Int32) -> UInt16 {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let rv = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        guard rv == 0 else { return 0 }
+        return withUnsafeBytes(of: &storage) { UInt16(bigEndian: $0.load(fromByteOffset: 2, as: UInt16.self)) }
+    }
+
+    /// The poll loop; its mutable state is touched by its thread only (`@unchecked`).
+    private final class Server: @unchecked Sendable {
+        let listener: Int32
+        let wake: Int32
+        let routes: [String: Route]
+        private let stopping = Atomic<Bool>(false)
+        // Loop-confined.
+        private var clients: [Int32: Client] = [:]
+
+        struct Client {
+            var request: [UInt8] = []
+            var reply: [UInt8] = []
+            var written = 0
+            var deadlineMillis: UInt64
         }
-        let response = Unmanaged<RouteBox>.fromOpaque(data).takeUnretainedValue().route()
-        var result: OpaquePointer?
-        guard nng_http_res_alloc(&result) == 0, let result else {
-            nng_aio_finish(aio, Int32(NNG_ENOMEM.rawValue))
-            return
+
+        static let maxClients = 256
+        static let maxHead = 8 << 10
+        static let timeoutMillis: UInt64 = 5_000
+
+        init(listener: Int32, wake: Int32, routes: [String: Route]) {
+            self.listener = listener
+            self.wake = wake
+            self.routes = routes
         }
-        nng_http_res_set_status(result, response.status)
-        nng_http_res_set_header(result, "Content-Type", response.contentType)
-        var body = Array(response.body.utf8)
-        _ = body.withUnsafeMutableBytes { buffer in nng_http_res_copy_data(result, buffer.baseAddress, buffer.count) }
-        nng_aio_set_output(aio, 0, UnsafeMutableRawPointer(result))
-        nng_aio_finish(aio, 0)
+
+        func stop() {
+            guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            var one: UInt64 = 1
+            _ = withUnsafeBytes(of: &one) { Glibc.write(wake, $0.baseAddress, 8) }
+        }
+
+        func run() {
+            defer {
+                for fd in clients.keys { Glibc.close(fd) }
+                clients.removeAll()
+                Glibc.close(listener)
+                Glibc.close(wake)
+            }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while !stopping.load(ordering: .acquiring) {
+                var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+                if clients.count < Self.maxClients { fds.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0)) }
+                for (fd, client) in clients {
+                    fds.append(pollfd(fd: fd, events: Int16(client.reply.isEmpty ? POLLIN : POLLOUT), revents: 0))
+                }
+                _ = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), 1_000) }
+                let now = WallClock.monotonicMillis()
+                for entry in fds where entry.revents != 0 {
+                    if entry.fd == wake { continue }
+                    if entry.fd == listener { accept(now); continue }
+                    serve(entry.fd, revents: entry.revents, buffer: &buffer)
+                }
+                for (fd, client) in clients where client.deadlineMillis <= now { drop(fd) }
+            }
+        }
+
+        private func accept(_ now: UInt64) {
+            while clients.count < Self.maxClients {
+                let fd = clinux_accept_nonblocking(listener)
+                guard fd >= 0 else { return }
+                clients[fd] = Client(deadlineMillis: now + Self.timeoutMillis)
+            }
+        }
+
+        private func drop(_ fd: Int32) {
+            clients.removeValue(forKey: fd)
+            Glibc.close(fd)
+        }
+
+        private func serve(_ fd: Int32, revents: Int16, buffer: inout [UInt8]) {
+            guard var client = clients[fd] else { return }
+            if client.reply.isEmpty {
+                let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+                if n <= 0 {
+                    if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
+                    drop(fd)
+                    return
+                }
+                client.request += buffer[0..<n]
+                if let end = headEnd(client.request) {
+                    client.reply = respond(to: Array(client.request[..<end]))
+                } else if client.request.count > Self.maxHead {
+                    client.reply = Self.reply(431, "text/plain", "request header fields too large\n")
+                }
+                clients[fd] = client
+                if client.reply.isEmpty { return }
+            }
+            let remaining = client.reply.count - client.written
+            let sent = client.reply.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + client.written, remaining, Int32(MSG_NOSIGNAL)) }
+            if sent < 0 {
+                if errno == EAGAIN || errno == EINTR { return }
+                drop(fd)
+                return
+            }
+            client.written += sent
+            if client.written == client.reply.count { drop(fd) } else { clients[fd] = client }
+        }
+
+        private func headEnd(_ bytes: [UInt8]) -> Int? {
+            guard bytes.count >= 4 else { return nil }
+            for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
+                return i
+            }
+            return nil
+        }
+
+        private func respond(to head: [UInt8]) -> [UInt8] {
+            let line = String(decoding: head.prefix { $0 != 13 }, as: UTF8.self)
+            let parts = line.split(separator: " ")
+            guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else { return Self.reply(400, "text/plain", "bad request\n") }
+            let path = String(parts[1].split(separator: "?", maxSplits: 1).first ?? "")
+            guard let route = routes[path] else { return Self.reply(404, "text/plain", "not found: try /healthz or /metrics\n") }
+            guard parts[0] == "GET" || parts[0] == "HEAD" else { return Self.reply(405, "text/plain", "only GET\n") }
+            let response = route()
+            var reply = Self.reply(response.status, response.contentType, response.body)
+            if parts[0] == "HEAD", let end = headEnd(reply) { reply = Array(reply[..<(end + 4)]) }
+            return reply
+        }
+
+        static func reply(_ status: UInt16, _ type: String, _ body: String) -> [UInt8] {
+            let reason: String
+            switch status {
+            case 200: reason = "OK"
+            case 400: reason = "Bad Request"
+            case 404: reason = "Not Found"
+            case 405: reason = "Method Not Allowed"
+            case 431: reason = "Request Header Fields Too Large"
+            case 503: reason = "Service Unavailable"
+            default: reason = "Status"
+            }
+            let bytes = Array(body.utf8)
+            return Array("HTTP/1.1 \(status) \(reason)\r\nContent-Type: \(type)\r\nContent-Length: \(bytes.count)\r\nConnection: close\r\n\r\n".utf8) + bytes
+        }
     }
 }
