@@ -11,7 +11,7 @@ public struct NodeConfig: Sendable, Equatable {
     /// Where the PUB socket listens: live deltas per room, heartbeats.
     public var publish: String
     /// Where a second PUB socket listens for node-to-node traffic only (deltas this node
-    /// sequenced, heartbeats); nil keeps everything on `publish`. nng filters topics at
+    /// sequenced, heartbeats); nil keeps everything on `publish`. SP filters topics at
     /// the subscriber, so on one socket every client link also carries the node topics
     /// and the heartbeats: a node with its own cluster socket sends each delta once per
     /// client instead of twice (docs/MESSAGING.md, "Fan-out").
