@@ -73,6 +73,21 @@ import Testing
         #expect(!text.stdout.contains("\u{1B}"), "NO_COLOR and no terminal: no escapes")
     }
 
+    @Test func aMessageBodyComesFromStandardInputOrAFile() throws {
+        let node = try NodeChild(name: "cli-body")
+        let room = ["--room", "body", "--node", node.listen]
+        let piped = try CLI.run(["send", "--file", "-", "--user", "ada"] + room, stdin: "first line\nsecond line\n")
+        #expect(piped.status == 0, "\(piped.stderr)")
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("body-\(UInt32.random(in: 0...UInt32.max)).txt").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try Data(String(repeating: "x", count: 40_000).utf8).write(to: URL(fileURLWithPath: path))
+        let tooBig = try CLI.run(["send", "--file", path, "--user", "ada"] + room)
+        #expect(tooBig.status == 1 && tooBig.stderr.contains("larger than 32 KiB"), "\(tooBig.stderr)")
+        #expect(try CLI.run(["reward", "ada", "--file", path] + room).status == 64, "--file goes with send and whisper only")
+        let history = try CLI.run(["history", "--json", "--user", "carl"] + room)
+        #expect(history.stdout.contains("\"text\":\"first line\\nsecond line\""), "\(history.stdout)")
+    }
+
     @Test func messagingCommandsSendWhisperReadModerateAndWriteConditionally() throws {
         let node = try NodeChild(name: "cli-messages")
         let room = ["--room", "messages", "--node", node.listen]

@@ -43,6 +43,7 @@ enum ActionCommand {
 
             OPTIONS:
             \(RoomOptions.help)
+              --file <path>          send, whisper: the message body from a file ("-": standard input; 32 KiB at most).
               --json                 Print the result as one JSON object.
               -h, --help             Show help information.
 
@@ -60,6 +61,7 @@ enum ActionCommand {
         let amount = try reader.integer("--amount", in: 1...1_000)
         let ifRevision = try reader.integer("--if-revision", in: UInt64(0)...UInt64.max)
         let messageType = try reader.string("--type")
+        let bodyFile = try reader.string("--file")
         let limit = try reader.integer("--limit", in: 1...10_000)
         let all = reader.flag("--all")
         let off = reader.flag("--off")
@@ -71,6 +73,16 @@ enum ActionCommand {
         if let ifRevision { words += ["--if-revision", String(ifRevision)] }
         if let messageType { words += ["--type", messageType] }
         if let limit { words += ["--limit", String(limit)] }
+        if let bodyFile {
+            guard verb == "send" || verb == "whisper" else { throw .usage("--file goes with send and whisper", usage: usage) }
+            // The message body from a file, or "-" for standard input (a shell argument
+            // cannot carry a large or multi-line message well).
+            let bytes = try FileText.read(bodyFile, what: "the message file", limit: 32 << 10)
+            var text = String(decoding: bytes, as: UTF8.self)
+            if text.hasSuffix("\n") { text.removeLast() }
+            guard !text.isEmpty else { throw .usage("the message in \(bodyFile == "-" ? "standard input" : bodyFile) is empty", usage: usage) }
+            words.append(text)
+        }
         if Action.actsOnSelf(words) { options.defaultRole(.student) }
         let action: Action
         do {

@@ -54,11 +54,12 @@ enum ThemeCommand {
 
 /// Reads a small file whole, with errors that say what to check.
 enum FileText {
+    /// Reads a file, or standard input for "-".
     static func read(_ path: String, what: String, limit: Int = 1 << 20) throws(CommandLineError) -> [UInt8] {
-        guard let handle = fopen(path, "r") else {
+        guard let handle = path == "-" ? stdin : fopen(path, "r") else {
             throw .failure("cannot read \(what) \(path): \(String(cString: strerror(errno))); check the path and its permissions")
         }
-        defer { fclose(handle) }
+        defer { if path != "-" { fclose(handle) } }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
