@@ -86,6 +86,12 @@ import Testing
         #expect(try CLI.run(["reward", "ada", "--file", path] + room).status == 64, "--file goes with send and whisper only")
         let history = try CLI.run(["history", "--json", "--user", "carl"] + room)
         #expect(history.stdout.contains("\"text\":\"first line\\nsecond line\""), "\(history.stdout)")
+        // A long message is shortened in text lines (the JSON keeps it whole).
+        let long = String(repeating: "y", count: 2_000)
+        #expect(try CLI.run(["send", long, "--user", "ada"] + room).status == 0)
+        let lines = try CLI.run(["history", "--user", "carl"] + room)
+        #expect(lines.stdout.contains("… (+1500 characters: `history --json` shows the whole message)") && !lines.stdout.contains(long), "\(lines.stdout.prefix(300))")
+        #expect(try CLI.run(["history", "--json", "--user", "carl"] + room).stdout.contains(long))
     }
 
     @Test func messagingCommandsSendWhisperReadModerateAndWriteConditionally() throws {

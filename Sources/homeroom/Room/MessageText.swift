@@ -12,7 +12,15 @@ enum MessageText {
         var marks: [String] = []
         if message.late { marks.append("late") }
         if message.gap { marks.append("an earlier message is missing") }
-        return head + ": " + body(message) + (marks.isEmpty ? "" : " (" + marks.joined(separator: "; ") + ")")
+        return head + ": " + shortened(body(message)) + (marks.isEmpty ? "" : " (" + marks.joined(separator: "; ") + ")")
+    }
+
+    /// A line shows at most this many characters of a message; `history --json` has all.
+    static let lineLimit = 500
+
+    static func shortened(_ text: String) -> String {
+        guard text.count > lineLimit else { return text }
+        return String(text.prefix(lineLimit)) + "… (+\(text.count - lineLimit) characters: `history --json` shows the whole message)"
     }
 
     static func body(_ message: MessageInfo) -> String {
