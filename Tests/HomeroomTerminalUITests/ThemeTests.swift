@@ -18,6 +18,24 @@ import HomeroomContext
         #expect(theme == expected)
     }
 
+    @Test func malformedJSONIsAnErrorWithItsLineAndColumn() {
+        #expect(JSONSyntax.firstProblem(Array(Theme.default.json().utf8)) == nil, "the default theme is well-formed")
+        let cases: [(String, String)] = [
+            ("{\n  \"stateBar\": {\n    \"background\": \"red\",,\n  }\n}\n", "line 3, column 25: expected a key in double quotes"),
+            ("{\"stateBar\": tru}", "line 1, column 17: expected 'true'"),
+            ("{\"stateBar\": {\"background\": \"red\"}", "line 1, column 35: expected ',' or '}'"),
+            ("[1, 2", "line 1, column 6: expected ',' or ']'"),
+        ]
+        for (text, expected) in cases {
+            do {
+                _ = try Theme.load(json: Array(text.utf8))
+                Issue.record("accepted: \(text)")
+            } catch {
+                #expect(error.description.contains(expected), "\(error.description)")
+            }
+        }
+    }
+
     @Test func unknownKeysAreErrorsThatNameThePath() {
         #expect(throws: ThemeError.self) { try Theme.load(json: Array(#"{"stateBar": {"backgroud": "red"}}"#.utf8)) }
         do {

@@ -15,6 +15,7 @@ extension Theme {
         do {
             tree = try JSONDecoder().decode(JSONValue.self, from: data)
         } catch {
+            if let problem = JSONSyntax.firstProblem(bytes) { throw ThemeError("the theme is not valid JSON: \(problem.description)") }
             throw ThemeError("the theme is not valid JSON: \(error)")
         }
         guard case .object = tree else { throw ThemeError("a theme is a JSON object, as `homeroom theme print` writes") }
