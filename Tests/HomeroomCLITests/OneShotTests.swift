@@ -73,6 +73,17 @@ import Testing
         #expect(!text.stdout.contains("\u{1B}"), "NO_COLOR and no terminal: no escapes")
     }
 
+    @Test func aPipedJoinExitsOneWhenALineWasRefused() throws {
+        let node = try NodeChild(name: "cli-piped")
+        let room = ["--room", "piped", "--node", node.listen]
+        let fine = try CLI.run(["join", "--as", "student", "--user", "pia"] + room, stdin: "hand up\nhand down\n")
+        #expect(fine.status == 0, "\(fine.stdout) \(fine.stderr)")
+        let refused = try CLI.run(["join", "--as", "student", "--user", "pia"] + room, stdin: "hand up\nstage add pia\nfrobnicate\n")
+        #expect(refused.status == 1, "a script must learn from the exit status: \(refused.stdout)")
+        #expect(refused.stderr.contains("2 lines were refused"), "\(refused.stderr)")
+        #expect(refused.stdout.contains("ok: your hand is up"), "the lines before and after still ran: \(refused.stdout)")
+    }
+
     @Test func aMessageBodyComesFromStandardInputOrAFile() throws {
         let node = try NodeChild(name: "cli-body")
         let room = ["--room", "body", "--node", node.listen]

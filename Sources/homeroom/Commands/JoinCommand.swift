@@ -77,6 +77,7 @@ enum JoinCommand {
         Console.out(prompt)
 
         var input = LineInput()
+        var refusedLines = 0
         while true {
             if Console.interrupted { Console.line(""); break }
             if removed.isSet {
@@ -87,10 +88,16 @@ enum JoinCommand {
             let words = LineWords.split(text)
             if words.isEmpty { Console.out(prompt); continue }
             if words == ["quit"] || words == ["exit"] { break }
-            Console.out(handle(words, pool: pool, theme: theme, environment: environment) + "\n" + prompt)
+            let answer = handle(words, pool: pool, theme: theme, environment: environment)
+            if answer.refused { refusedLines += 1 }
+            Console.out(answer.text + "\n" + prompt)
         }
         if interactive { Console.line("left \(options.room)") }
         if Console.interrupted { throw .interrupted }
+        // A script learns from the exit status that something it asked for did not happen.
+        if !interactive && refusedLines > 0 {
+            throw .failure("\(refusedLines) line\(refusedLines == 1 ? " was" : "s were") refused (see the answers above)")
+        }
     }
 
     static func isLocalRemoval(_ event: ContextEvent) -> Bool {
@@ -98,33 +105,34 @@ enum JoinCommand {
         return false
     }
 
-    /// One command line: its answer (never throws; refusals are answers too).
-    static func handle(_ words: [String], pool: ContextPool, theme: Theme, environment: [String: String]) -> String {
+    /// One command line: its answer (never throws; refusals are answers too), and
+    /// whether it was refused (or not understood).
+    static func handle(_ words: [String], pool: ContextPool, theme: Theme, environment: [String: String]) -> (text: String, refused: Bool) {
         switch words[0] {
         case "help", "?":
-            return "Commands:\n" + Action.grammar + "\n  roster [<page>]\n  status\n  help\n  quit"
+            return ("Commands:\n" + Action.grammar + "\n  roster [<page>]\n  status\n  help\n  quit", false)
         case "status":
             let latency = pool.monitor.latencyMicros
-            return "\(pool.monitor.connectionState.rawValue)" + (latency > 0 ? ", last sync round trip \(Format.latency(micros: latency))" : "")
+            return ("\(pool.monitor.connectionState.rawValue)" + (latency > 0 ? ", last sync round trip \(Format.latency(micros: latency))" : ""), false)
         case "roster":
-            guard theme.switches("roster").enabled else { return "refused: the roster component is disabled by the theme" }
+            guard theme.switches("roster").enabled else { return ("refused: the roster component is disabled by the theme", true) }
             var page = 0
             if words.count == 2, let number = Int(words[1]), number >= 1 { page = number - 1 }
-            return LiveView.frame(pool: pool, theme: theme, environment: environment, page: &page, status: [], fullScreen: false)
+            return (LiveView.frame(pool: pool, theme: theme, environment: environment, page: &page, status: [], fullScreen: false), false)
         default:
             let action: Action
             do {
                 action = try Action.parse(words, local: pool.user.localUser.id)
             } catch {
-                return "\(error.description) (type 'help' for commands)"
+                return ("\(error.description) (type 'help' for commands)", true)
             }
             if let component = action.component, !theme.switches(component).enabled {
-                return "refused: the \(component) component is disabled by the theme"
+                return ("refused: the \(component) component is disabled by the theme", true)
             }
             do {
-                return "ok: " + (try action.perform(on: pool)).text
+                return ("ok: " + (try action.perform(on: pool)).text, false)
             } catch {
-                return "refused [\(error.code)]: \(error.message)"
+                return ("refused [\(error.code)]: \(error.message)", true)
             }
         }
     }
