@@ -110,6 +110,51 @@ struct SPTransportTests {
         if url == "ipc", case .ipc(let path) = try SPAddress(bound).kind { unlink(path) }
     }
 
+    @Test("a request whose connection drops after it was sent fails at once as connection-lost, and is not sent again")
+    func connectionLostIsNotResent() throws {
+        // A raw REP that reads one request and hangs up without answering, twice over
+        // (so a resend would find a second connection to go to).
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        listen(listener, 4)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        let port = UInt16(bigEndian: address.sin_port)
+        let requestsSeen = Atomic<Int>(0)
+        let server = Thread {
+            for _ in 0..<2 {
+                let fd = accept(listener, nil, nil)
+                guard fd >= 0 else { return }
+                var timeout = timeval(tv_sec: 3, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                _ = SPProtocol.rep.header.withUnsafeBytes { send(fd, $0.baseAddress, 8, 0) }
+                var buffer = [UInt8](repeating: 0, count: 64)
+                var got = 0
+                while got < 8 + 8 + 4 + 4 {   // header, prefix, request id, "once"
+                    let n = recv(fd, &buffer, buffer.count, 0)
+                    if n <= 0 { break }
+                    got += n
+                }
+                if got >= 8 + 8 + 4 + 4 { requestsSeen.add(1, ordering: .relaxed) }
+                close(fd)
+            }
+        }
+        server.start()
+        defer { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
+        let requester = try SPRequester()
+        defer { requester.close() }
+        try requester.dial("tcp://127.0.0.1:\(port)")
+        let started = ContinuousClock.now
+        let error = #expect(throws: TransportError.self) { try requester.request(bytes("once"), timeout: .seconds(10)) }
+        #expect(error?.code == .connectionLost, "\(String(describing: error))")
+        #expect(ContinuousClock.now - started < .seconds(5), "a lost request waited for its timeout")
+        usleep(500_000)
+        #expect(requestsSeen.load(ordering: .relaxed) == 1, "the request was sent again on the next connection")
+    }
+
     @Test("a reply larger than the per-connection send queue still goes out")
     func hugeReply() throws {
         let replier = try SPReplier(limits: SPLimitsConfig(maxMessageBytes: 1 << 20))

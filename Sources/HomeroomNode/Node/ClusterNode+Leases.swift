@@ -68,12 +68,17 @@ extension ClusterNode {
             return due
         }
         for lease in expired {
-            let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0,
-                              operation: .leaveSession(user: lease.user, session: lease.session))
-            if sequenceSystemWrite(room: lease.room, write) {
+            if endSessionAsNode(room: lease.room, user: lease.user, session: lease.session) {
                 metrics.add("sessions_expired_total")
                 logger.info("session expired: its client stopped syncing", ["room": lease.room, "user": lease.user, "session": lease.session])
             }
         }
+    }
+
+    /// Ends one session with a leave this node writes itself (a lease that ran out, a
+    /// revoked user); true when it was sequenced.
+    func endSessionAsNode(room: String, user: UserID, session: SessionID) -> Bool {
+        sequenceSystemWrite(room: room, Write(author: "node:\(name)", authorRole: .system, authorCounter: 0,
+                                              operation: .leaveSession(user: user, session: session)))
     }
 }

@@ -63,6 +63,9 @@ extension ClusterNode {
                 break
             }
         }
+        // Nodes (sealed, or node-numbered without a cluster key) get everything and no
+        // limits; clients get what their token allows.
+        let asNode = fromNode || (claimsToBeNode && !framing.isEnabled)
         let reply: WireMessage
         // A client sync's budget key: its reply's bytes are charged once encoded.
         var chargedSync: String?
@@ -76,9 +79,6 @@ extension ClusterNode {
                 }
                 heard(hello)
             }
-            // Nodes (sealed, or node-numbered without a cluster key) learn everything; a
-            // client of a node that requires tokens learns only what it needs.
-            let asNode = fromNode || (claimsToBeNode && !framing.isEnabled)
             reply = .heartbeat(asNode || config.tokenVerifier == nil ? ownHeartbeat() : strangerHeartbeat(credential: request.credential))
         case let .writeRequest(write):
             if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
@@ -106,15 +106,14 @@ extension ClusterNode {
                 }
                 reader = claims.user
             }
-            let everything = fromNode || (claimsToBeNode && !framing.isEnabled)
-            if !everything, let reader, state.withLock({ $0.rooms[room]?.users[reader]?.isBanned == true }) {
+            if !asNode, let reader, state.withLock({ $0.rooms[room]?.users[reader]?.isBanned == true }) {
                 return errorReply("banned", "\(reader) is banned from this room", room)
             }
             let limitKey = "\(room)\u{0}\(reader ?? "")"
-            if !everything, !allowSync(limitKey, who: reader ?? "an anonymous reader", room: room) {
+            if !asNode, !allowSync(limitKey) {
                 return errorReply("rate-limited", "\(reader ?? "this reader") syncs room \(room) more than \(config.syncsPerSecond) times or \(config.syncBytesPerSecond) bytes per second: slow down", room)
             }
-            if !everything, let reader {
+            if !asNode, let reader {
                 // A client syncing is attached here: if a restart ended its session under it, reclaim it.
                 reclaimSession(room: room, session: sync.session, user: reader)
                 renewLease(room: room, session: sync.session, user: reader)
@@ -122,15 +121,15 @@ extension ClusterNode {
             let (patch, seen) = state.withLock { state -> (RoomState, VersionVector) in
                 let current = state.rooms[room] ?? RoomState(roomID: room)
                 let missing = current.missing(since: sync.seen)
-                return (everything ? missing : missing.visible(to: reader), current.seen)
+                return (asNode ? missing : missing.visible(to: reader), current.seen)
             }
             reply = .syncResponse(WireMessage.SyncResponse(patch: patch, seen: seen))
-            if !everything { chargedSync = limitKey }
+            if !asNode { chargedSync = limitKey }
         case .digest:
             if let claims, state.withLock({ $0.rooms[room]?.users[claims.user]?.isBanned == true }) {
                 return errorReply("banned", "\(claims.user) is banned from this room", room)
             }
-            if !fromNode, !(claimsToBeNode && !framing.isEnabled), !allowSync("\(room)\u{0}\(claims?.user ?? "")", who: claims?.user ?? "an anonymous reader", room: room) {
+            if !asNode, !allowSync("\(room)\u{0}\(claims?.user ?? "")") {
                 return errorReply("rate-limited", "digests of room \(room) more than \(config.syncsPerSecond) times per second: slow down", room)
             }
             reply = .digest(state.withLock { $0.rooms[room]?.seen ?? VersionVector() })
@@ -332,7 +331,7 @@ extension ClusterNode {
 
 extension ClusterNode {
     /// One sync or digest from `key`'s budget; false (and counted) when over it.
-    func allowSync(_ key: String, who: String, room: String) -> Bool {
+    func allowSync(_ key: String) -> Bool {
         let allowed = state.withLock { $0.syncLimiter.allow(key, size: 0, nowMillis: WallClock.monotonicMillis()) }
         if !allowed { metrics.add("requests_rejected_total{reason=\"sync-rate-limited\"}") }
         return allowed

@@ -54,9 +54,7 @@ extension ClusterNode {
             return due
         }
         for item in due {
-            let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0,
-                              operation: .leaveSession(user: item.user, session: item.session))
-            if sequenceSystemWrite(room: item.room, write) {
+            if endSessionAsNode(room: item.room, user: item.user, session: item.session) {
                 metrics.add("sessions_revoked_total")
                 logger.notice("session ended: its user's access was revoked", ["room": item.room, "user": item.user, "session": item.session])
             }
@@ -65,8 +63,9 @@ extension ClusterNode {
 }
 
 /// The file format: one user id per line; blank lines and `#` comments ignored.
-enum RevokedUsersFile {
-    static func read(_ path: String) -> Set<String>? {
+public enum RevokedUsersFile {
+    /// The users named, or nil when the file cannot be read (`errno` says why).
+    public static func read(_ path: String) -> Set<String>? {
         guard let file = fopen(path, "r") else { return nil }
         defer { fclose(file) }
         var users: Set<String> = []

@@ -264,15 +264,8 @@ enum NodeCommand {
     }
 
     static func readLines(_ path: String) throws(SecurityError) -> Set<String> {
-        guard let file = fopen(path, "r") else { throw .keyFile(path: path, reason: String(cString: strerror(errno))) }
-        defer { fclose(file) }
-        var lines: Set<String> = []
-        var buffer = [CChar](repeating: 0, count: 1024)
-        while fgets(&buffer, Int32(buffer.count), file) != nil {
-            let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).trimmed
-            if !line.isEmpty && !line.hasPrefix("#") { lines.insert(line) }
-        }
-        return lines
+        guard let users = RevokedUsersFile.read(path) else { throw .keyFile(path: path, reason: String(cString: strerror(errno))) }
+        return users
     }
 
     static func load(_ path: String) throws(CommandLineError) -> FileConfig {

@@ -3,8 +3,10 @@ import Synchronization
 
 /// The client side of REQ/REP over SP, safe to use from many threads and tasks at once:
 /// every request carries its own id, so many may be outstanding on one connection and
-/// replies are matched by id. A request whose connection drops is sent again on the
-/// next one, within its timeout (as nng's REQ does); the dialer reconnects by itself.
+/// replies are matched by id. A request made while no connection is up waits for one
+/// (within its timeout); one whose connection drops after it was sent fails at once with
+/// `.connectionLost` rather than being sent again behind the caller's back (unlike nng's
+/// REQ): only the caller knows whether doing it twice is safe. The dialer reconnects.
 public final class SPRequester: Sendable {
     private let loop: SPLoop
     private let role: RequestRole
@@ -143,9 +145,11 @@ final class RequestRole: SPRole, @unchecked Sendable {
 
     func closed(_ c: SPConnection, loop: SPLoop) {
         open.removeValue(forKey: c.id)
-        table.withLock { t in
-            for (id, p) in t where p.sentOn == c.id { t[id]?.sentOn = nil }
-        }
+        let lost = table.withLock { t in t.filter { $0.value.sentOn == c.id }.map(\.key) }
+        // Closing the requester drops its connections too: that is `.closed`, not a loss.
+        let error = loop.isStopping ? TransportError(.closed, "request on a closed requester")
+                                    : TransportError(.connectionLost, "request to \(c.peerName)")
+        for id in lost { finish(id, .failure(error)) }
     }
 
     func received(_ message: [UInt8], on c: SPConnection, loop: SPLoop) {
@@ -201,7 +205,8 @@ final class SPWaiter: Sendable {
     func wait(longest: Duration) -> Result<[UInt8], TransportError> {
         let millis = Int(longest.components.seconds * 1000 + longest.components.attoseconds / 1_000_000_000_000_000)
         if done.wait(timeout: .now() + .milliseconds(millis)) == .timedOut {
-            complete(.failure(TransportError(.timedOut, "wait for a reply")))
+            // Only if the loop itself stopped answering; its own deadline names the replier.
+            complete(.failure(TransportError(.timedOut, "wait \(longest) for a reply (the requester's event loop did not answer)")))
         }
         return result.withLock { $0! }
     }

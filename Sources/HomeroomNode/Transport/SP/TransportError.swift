@@ -15,6 +15,8 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case messageTooLarge
         /// The operation was canceled (task cancellation).
         case canceled
+        /// The connection dropped after the request was sent: it may have been handled.
+        case connectionLost
         /// Any other system error.
         case other
     }
@@ -53,6 +55,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case .addressInvalid: return "Address invalid"
         case .messageTooLarge: return "Message too large"
         case .canceled: return "Operation canceled"
+        case .connectionLost: return "Connection lost after the request was sent"
         case .other: return "Failed"
         }
     }
@@ -64,6 +67,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case .addressInUse: return "pick another port or stop the process using it"
         case .addressInvalid: return "use a URL such as tcp://127.0.0.1:7000, ipc:///tmp/name or inproc://name"
         case .messageTooLarge: return "raise the receiver's maximum message size or send smaller messages"
+        case .connectionLost: return "the replier may have handled it: retry only what is safe to do twice (Homeroom writes are, by their author counter)"
         case .canceled, .other: return nil
         }
     }
