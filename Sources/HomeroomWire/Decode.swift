@@ -280,7 +280,8 @@ struct CDecoder {
             return .setHand(user: try user(op.user, author: author, strings: strings, "\(field()).set_hand"), raised: bool(op.raised))
         case 11:
             let op = d.reward!.pointee
-            return .reward(user: try user(op.user, author: author, strings: strings, "\(field()).reward"), amount: op.amount)
+            return .reward(user: try user(op.user, author: author, strings: strings, "\(field()).reward"), amount: op.amount,
+                           issuedAtMillis: op.issued_at_ms)
         case 12:
             let op = d.join_session!.pointee
             let path = "\(field()).join_session"
@@ -367,6 +368,11 @@ struct CDecoder {
             try count(op.n_keep, max: SessionFloor.maxKept, "\(path).keep")
             let keep = op.n_keep == 0 ? [] : (0..<op.n_keep).map { op.keep[$0] }
             return .foldSessions(user: try user(op.user, author: author, strings: strings, path), upTo: op.up_to, keep: keep)
+        case 34:
+            let op = d.fold_rewards!.pointee
+            let path = "\(field()).fold_rewards"
+            guard op.sum >= 0 else { throw .invalidValue(field: "\(path).sum", reason: "a fold's sum is never negative, not \(op.sum)") }
+            return .foldRewards(user: try user(op.user, author: author, strings: strings, path), upTo: op.up_to, sum: op.sum)
         default:
             throw .missingField("\(field()).op (no operation this version knows)")
         }

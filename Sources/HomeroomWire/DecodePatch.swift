@@ -147,6 +147,24 @@ extension CDecoder {
             }
         }
 
+        // Floors before records, as Core merges them: a record a floor covers is dropped.
+        try count(patch.n_reward_floors, max: limits.maxOrigins, "\(field()).reward_floors")
+        var rewardOrigins = Set<ReplicaID>()
+        for index in 0..<patch.n_reward_floors {
+            let entry = patch.reward_floors[index]!.pointee
+            func path() -> String { "\(field()).reward_floors[\(index)]" }
+            let origin = Int(entry.origin)
+            guard origin < tables.replicas.count else {
+                throw .invalidValue(field: "\(path()).origin", reason: "index \(origin) is past the replica table (\(tables.replicas.count) entries)")
+            }
+            guard entry.stamp != nil else { throw .missingField("\(path()).stamp") }
+            guard entry.sum >= 0 else { throw .invalidValue(field: "\(path()).sum", reason: "a floor's sum is never negative, not \(entry.sum)") }
+            guard rewardOrigins.insert(tables.replicas[origin]).inserted else {
+                throw .invalidValue(field: "\(path()).origin", reason: "origin \(tables.replicas[origin]) appears twice")
+            }
+            activity.foldRewards(origin: tables.replicas[origin],
+                                 RewardFloor(upTo: entry.up_to, sum: entry.sum, stamp: try stamp(entry.stamp, tables, "\(path()).stamp")))
+        }
         try count(patch.n_rewards, max: limits.maxMapEntries, "\(field()).rewards")
         if patch.n_rewards > 0 {
             var rewards: [RewardKey: RewardEntry] = [:]
@@ -156,7 +174,8 @@ extension CDecoder {
                 func path() -> String { "\(field()).rewards[\(index)]" }
                 let key = RewardKey(author: try tableString(entry.author, tables, "\(path()).author"), authorCounter: entry.author_counter)
                 guard entry.stamp != nil else { throw .missingField("\(path()).stamp") }
-                let value = RewardEntry(amount: entry.amount, stamp: try stamp(entry.stamp, tables, "\(path()).stamp"))
+                let value = RewardEntry(amount: entry.amount, stamp: try stamp(entry.stamp, tables, "\(path()).stamp"),
+                                        issuedAtMillis: entry.issued_at_ms)
                 if rewards.updateValue(value, forKey: key) != nil {
                     throw .invalidValue(field: path(), reason: "reward (\(key.author), \(key.authorCounter)) appears twice")
                 }

@@ -232,10 +232,11 @@ struct CEncoder {
             op.pointee.raised = raised ? 1 : 0
             delta.pointee.set_hand = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_HAND
-        case let .reward(user, amount):
+        case let .reward(user, amount, issuedAt):
             let op = make(homeroom__v1__reward__init)
             op.pointee.user = target(user, author: author, &interner)
             op.pointee.amount = amount
+            op.pointee.issued_at_ms = issuedAt
             delta.pointee.reward = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_REWARD
         case let .joinSession(user, session, name, role, host, incarnation):
@@ -331,6 +332,13 @@ struct CEncoder {
             }
             delta.pointee.fold_sessions = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_FOLD_SESSIONS
+        case let .foldRewards(user, upTo, sum):
+            let op = make(homeroom__v1__fold_rewards__init)
+            op.pointee.user = target(user, author: author, &interner)
+            op.pointee.up_to = upTo
+            op.pointee.sum = sum
+            delta.pointee.fold_rewards = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_FOLD_REWARDS
         case let .replicaDown(replica, incarnation):
             let op = make(homeroom__v1__replica_down__init)
             op.pointee.replica = replica.rawValue

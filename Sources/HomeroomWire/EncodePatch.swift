@@ -201,6 +201,7 @@ struct PatchEncoder {
             reward.pointee.author_counter = key.authorCounter
             reward.pointee.amount = entry.amount
             reward.pointee.stamp = stamp(entry.stamp)
+            reward.pointee.issued_at_ms = entry.issuedAtMillis
             rewardList[index] = reward
         }
         message.pointee.n_rewards = rewards.count
@@ -243,6 +244,20 @@ struct PatchEncoder {
         }
         message.pointee.n_session_floors = floorOrigins.count
         message.pointee.session_floors = floorList
+
+        let rewardFloorOrigins = activity.rewardFloors.keys.sorted()
+        let rewardFloorList = encoder.arena.pointers(Homeroom__V1__RewardFloor.self, count: rewardFloorOrigins.count)
+        for (index, origin) in rewardFloorOrigins.enumerated() {
+            let floor = activity.rewardFloors[origin]!
+            let entry = encoder.make(homeroom__v1__reward_floor__init)
+            internReplica(origin.rawValue, into: field(entry, \.origin))
+            entry.pointee.up_to = floor.upTo
+            entry.pointee.sum = floor.sum
+            entry.pointee.stamp = stamp(floor.stamp)
+            rewardFloorList[index] = entry
+        }
+        message.pointee.n_reward_floors = rewardFloorOrigins.count
+        message.pointee.reward_floors = rewardFloorList
         return message
     }
 

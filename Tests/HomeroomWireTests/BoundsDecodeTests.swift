@@ -25,7 +25,7 @@ import Testing
         for index in 0..<RoomState.maxOpenSessionsPerUser {
             apply("s", .student, .joinSession(user: "s", session: "s-\(index)", name: "S", role: .student, host: node, incarnation: 1))
         }
-        for index in 0..<RoomState.maxRewardsPerUser { apply("t", .teacher, .reward(user: "s", amount: 1), counter: UInt64(index + 1)) }
+        for index in 0..<RoomState.maxRewardsPerUser { apply("t", .teacher, .reward(user: "s", amount: 1, issuedAtMillis: 1_000_001 + sequence), counter: UInt64(index + 1)) }
         for index in 0..<RoomState.maxRoomPropertyKeys { apply("t", .teacher, .setRoomProperty(key: "k\(index)", value: [1], cause: "")) }
         for index in 0..<RoomState.maxUserPropertyKeys { apply("s", .student, .setUserProperty(user: "s", key: "k\(index)", value: [1], cause: "")) }
         for index in 0..<RoomState.maxPresenceEntriesPerUser {
@@ -36,7 +36,12 @@ import Testing
             room.admit(Write(author: author, authorRole: role, authorCounter: counter, operation: operation), nowMillis: 2_000_000)?.code
         }
         #expect(refused("s", .student, .joinSession(user: "s", session: "one-more", name: "S", role: .student, host: node, incarnation: 1)) == "too-many-sessions")
-        #expect(refused("t", .teacher, .reward(user: "s", amount: 1)) == "limit-reached")
+        #expect(refused("t", .teacher, .reward(user: "s", amount: 1, issuedAtMillis: 2_000_000)) == "limit-reached")
+        // A reward must say when it was issued, within the window of the node's clock.
+        #expect(refused("t", .teacher, .reward(user: "t", amount: 1)) == "invalid")
+        #expect(refused("t", .teacher, .reward(user: "t", amount: 1, issuedAtMillis: 2_000_000 - 60_001)) == "reward-window")
+        #expect(refused("t", .teacher, .reward(user: "t", amount: 1, issuedAtMillis: 2_000_000 + 60_001)) == "reward-window")
+        #expect(refused("t", .teacher, .reward(user: "t", amount: 1, issuedAtMillis: 2_000_000 - 60_000)) == nil)
         #expect(refused("t", .teacher, .setRoomProperty(key: "new", value: [1], cause: "")) == "limit-reached")
         #expect(refused("t", .teacher, .setRoomProperty(key: "k1", value: [2], cause: "")) == nil, "an existing key can still be written")
         #expect(refused("s", .student, .setUserProperty(user: "s", key: "new", value: [1], cause: "")) == "limit-reached")

@@ -3,17 +3,21 @@
 
 Joins one room through two nodes (a teacher through node A, a student through
 node B), follows live deltas, sends acknowledged writes, checks refusals and
-error codes, repairs a simulated loss, resumes through the other node, and
+error codes, repairs a simulated loss, resumes through the other node, checks
+that rewards stay exact while the nodes fold them away (reward floors), and
 checks that every view converges on the roster it expects.
 
 The reference module `homeroom_wire` is loaded from the ```python block of the
 section "A Python client" in docs/PROTOCOL.md, so that code is tested too; the
 protobuf classes are generated with protoc into a temporary directory.
 
-    python_client.py --node-a tcp://127.0.0.1:7400 --node-b tcp://127.0.0.1:7410
+    python_client.py --node-a tcp://127.0.0.1:7400 --node-b tcp://127.0.0.1:7410 --reward-window 1
 
-Exit status: 0 when every check passed, 1 when one failed, 2 on a usage or
-setup error. Every wait is bounded; the whole run takes a few seconds.
+(the nodes started with `--reward-window-ms 1000`, as Tests/interop/run.sh does,
+so that they fold rewards within seconds). Exit status: 0 when every check
+passed, 1 when one failed, 2 on a usage or setup error. Every wait is bounded;
+the whole run takes a few seconds plus the waits for the reward folds and the
+session lease.
 """
 import argparse
 import glob
@@ -37,7 +41,13 @@ JOIN_TIMEOUT_MS = 3000
 WAIT_SECONDS = 3.0              # for a change to show up on a SUB socket
 PERIODIC_SYNC_SECONDS = 1.0
 MIN_SYNC_INTERVAL = 0.1
-RUN_DEADLINE_SECONDS = 25.0
+RUN_DEADLINE_SECONDS = 25.0           # without the wait for reward folds (fold_wait(), below)
+
+
+def fold_wait(reward_window):
+    """How long the reward-fold check waits: a reward is foldable 1-3 reward windows after it was
+    issued, and a node folds once 8 of its rewards are foldable, or all are and the newest is 5 s old."""
+    return 17.0 + 3 * reward_window
 
 
 class SetupError(Exception):
@@ -110,6 +120,7 @@ class Peer:
         self.session = None
         self.connections = 0
         self.counter = 0
+        self.issued_at = {}             # counter -> issued_at_ms of a reward: kept with the counter for retries
         self.request_id = 0
         self.last_sync = 0.0
         self.sync_wanted = False
@@ -278,10 +289,17 @@ class Peer:
         self.counter = max(self.counter + 1, time.time_ns() // 1000)
         return self.counter
 
-    def write(self, op, target=None, counter=None, role=None, author=None, via=None, request_id=None, edit=None, **fields):
+    def write(self, op, target=None, counter=None, role=None, author=None, via=None, request_id=None, edit=None,
+              issued_at=None, **fields):
         """Sends an acknowledged write; returns (reply envelope, counter). `via`: another node's listen address;
-        `edit(body)` sets what keyword fields cannot (sub-messages, repeated fields)."""
+        `edit(body)` sets what keyword fields cannot (sub-messages, repeated fields). A reward carries
+        `issued_at_ms` (Flow 6): `issued_at`, else the value first sent with this counter, else the clock now."""
         counter = counter if counter is not None else self.next_counter()
+        if op == "reward":
+            if issued_at is None:
+                issued_at = self.issued_at.get(counter, time.time_ns() // 1_000_000)
+            self.issued_at.setdefault(counter, issued_at)
+            fields["issued_at_ms"] = issued_at
         if request_id is None:
             self.request_id += 1
             request_id = self.request_id
@@ -320,9 +338,10 @@ def state_of(room):
                   tuple(sorted((k, tuple(sorted(v.items()))) for k, v in u.sessions.items())),
                   tuple(sorted(u.rewards.items())), tuple(sorted(u.properties.items())), u.chat_muted,
                   tuple(sorted(u.presence.items())),
-                  tuple(sorted((o, (f[0], tuple(sorted(f[1])), f[2])) for o, f in u.session_floors.items())))
+                  tuple(sorted((o, (f[0], tuple(sorted(f[1])), f[2])) for o, f in u.session_floors.items())),
+                  tuple(sorted(u.reward_floors.items())))
         empty = (u.name[1] == u.role[1] == u.kicked == (0, 0, 0) and u.banned is None and not u.sessions
-                 and not u.session_floors
+                 and not u.session_floors and not u.reward_floors
                  and not u.rewards and not u.properties and not u.presence and u.chat_muted[1] == (0, 0, 0)
                  and all(stamp == (0, 0, 0) for _, stamp in u.flags.values()))
         if not empty:
@@ -358,6 +377,39 @@ def run(args, hw, pynng, checks):
     teacher = Peer(hw, pynng, room_id, "teach", C.ROLE_TEACHER, "Grace", "teacher@A")
     student = Peer(hw, pynng, room_id, "stu-1", C.ROLE_STUDENT, "Ada", "student@B")
     try:
+        def digest(address):
+            sock = pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS)
+            try:
+                sock.dial(address, block=True)
+                d = teacher.request(lambda e: e.digest.SetInParent(), sock=sock)
+                return hw.VersionVector.from_proto(d.digest.seen)
+            finally:
+                sock.close()
+
+        def snapshot(address):
+            """The room as a node has it for the teacher: a sync from the empty version vector."""
+            sock = pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS)
+            try:
+                sock.dial(address, block=True)
+                r = teacher.request(lambda e: setattr(e.sync_request, "user", "teach"), sock=sock)
+                return hw.Room(room_id).merge_patch(r.sync_response.patch)
+            finally:
+                sock.close()
+
+        def wait_both(predicate, seconds=WAIT_SECONDS):
+            """Reads both clients' SUB sockets (and syncs, which renews their leases) until `predicate()`."""
+            deadline = time.monotonic() + seconds
+            while True:
+                teacher.pump(0.02)
+                student.pump(0.02)
+                if predicate():
+                    return True
+                if time.monotonic() >= deadline:
+                    return False
+
+        def total(room, user="stu-1"):
+            return next((r["rewards"] for r in room.roster() if r["user"] == user), None)
+
         # 0: the two nodes found each other (Flow 1: the hello lists the peers).
         print("== cluster")
         probe = Peer(hw, pynng, room_id, "probe", C.ROLE_OBSERVER, "probe", "probe")
@@ -493,7 +545,8 @@ def run(args, hw, pynng, checks):
         ok1 = accepted(reply)
         reply2, _ = teacher.write("reward", target="stu-1", amount=3, via=args.node_b)
         ok2 = accepted(reply2) and reply2.write_ack.dot.origin == node_b
-        reply3, _ = teacher.write("reward", target="stu-1", amount=2, counter=first_counter, via=args.node_b, request_id=teacher.request_id - 1)
+        reply3, _ = teacher.write("reward", target="stu-1", amount=2, counter=first_counter, via=args.node_b,
+                                  request_id=teacher.request_id - 1, issued_at=teacher.issued_at[first_counter])
         ok3 = reply3.WhichOneof("body") == "write_ack" and reply3.write_ack.status in (ACCEPTED, E.WRITE_STATUS_DUPLICATE)
         checks.check("rewards of 2 (through A) and 3 (through B) are ACCEPTED, and so is a retry of the first through B",
                      ok1 and ok2 and ok3, f"{show(reply)} / {show(reply2)} / {show(reply3)}")
@@ -502,7 +555,60 @@ def run(args, hw, pynng, checks):
                      and student.wait_for(lambda: (student.row("stu-1") or {}).get("rewards") == 5),
                      f"teacher sees {(teacher.row('stu-1') or {}).get('rewards')}, student sees {(student.row('stu-1') or {}).get('rewards')}")
 
-        # 11b: messaging (Flow 8): a room message, a peer message across nodes, a retried send,
+        # 11b: the reward window. A node takes a reward only with issued_at_ms set, and within
+        # its reward window (--reward-window-ms) of its own clock: nothing else is stored.
+        reply, _ = teacher.write("reward", target="stu-1", amount=1, issued_at=0)
+        stale = time.time_ns() // 1_000_000 - 10 * 60 * 1000
+        reply2, _ = teacher.write("reward", target="stu-1", amount=1, issued_at=stale, via=args.node_b)
+        checks.check("a reward with issued_at_ms 0 is refused with invalid, one issued 10 minutes ago (through B) with reward-window",
+                     rejected(reply, "invalid") and rejected(reply2, "reward-window"), f"{show(reply)} / {show(reply2)}")
+        reply3, _ = teacher.write("set_hand", target="stu-1", raised=False)                # a marker after them
+        marker = reply3.write_ack.dot
+        unchanged = wait_both(lambda: teacher.seen_dot(marker) and student.seen_dot(marker)) and \
+            [total(teacher.room), total(student.room), total(snapshot(args.node_a)), total(snapshot(args.node_b))] == [5] * 4
+        checks.check("... and neither changes the total: 5 in both views and on both nodes", accepted(reply3) and unchanged,
+                     f"teacher {total(teacher.room)}, student {total(student.room)}")
+
+        # 11c: reward folds. Each node folds the rewards it sequenced first (fold_rewards) once every copy
+        # of them must have reached it (the reward window, 1 s here, has passed on every node); the total
+        # (floors' sums + the records left) stays exact in every replica, live or fresh.
+        print("== reward folds")
+        rewards_before = 5
+        dots = []
+        for i in range(20):
+            reply, _ = teacher.write("reward", target="stu-1", amount=1, via=args.node_b if i % 2 else None)
+            if accepted(reply):
+                dots.append(reply.write_ack.dot)
+            else:
+                teacher.log(f"reward {i + 1} of 20: {show(reply)}")
+        expected_rewards = rewards_before + 20
+
+        def folded(peer):
+            u = peer.room.users.get("stu-1")
+            return (u is not None and all(peer.seen_dot(d) for d in dots) and bool(u.reward_floors)
+                    and len(u.rewards) < 20)
+        started_fold = time.monotonic()
+        ok = len(dots) == 20 and wait_both(lambda: folded(teacher) and folded(student), fold_wait(args.reward_window))
+        took = time.monotonic() - started_fold
+        tu, su = teacher.room.users.get("stu-1"), student.room.users.get("stu-1")
+        checks.check("20 more rewards of 1 (through A and B): the nodes fold them away in both live replicas",
+                     ok, f"after {took:.1f} s: teacher holds {len(tu.rewards) if tu else '-'} records, "
+                     f"floors {tu.reward_floors if tu else '-'}; student {len(su.rewards) if su else '-'} records")
+        checks.check(f"... and both views count {expected_rewards} rewards (floors' sums + the records left)",
+                     total(teacher.room) == expected_rewards and total(student.room) == expected_rewards,
+                     f"teacher {total(teacher.room)}, student {total(student.room)}")
+        deadline = time.monotonic() + WAIT_SECONDS
+        while True:
+            fresh = [snapshot(args.node_a), snapshot(args.node_b)]
+            totals = [total(r) for r in fresh]
+            if totals == [expected_rewards] * 2 or time.monotonic() >= deadline:
+                break
+            wait_both(lambda: False, 0.1)
+        checks.check(f"fresh snapshots of both nodes count {expected_rewards} too, with their reward floors",
+                     totals == [expected_rewards] * 2 and all(r.users["stu-1"].reward_floors for r in fresh),
+                     f"A {totals[0]} (floors {fresh[0].users['stu-1'].reward_floors}), B {totals[1]}")
+
+        # 11d: messaging (Flow 8): a room message, a peer message across nodes, a retried send,
         # a conditional property write, a mute, presence state.
         print("== messaging")
         reply, hello_counter = teacher.write("send_message", type="chat", payload=b"Welcome!")
@@ -606,25 +712,6 @@ def run(args, hw, pynng, checks):
 
         # 14-15: convergence and the final roster.
         print("== convergence")
-        def digest(address):
-            sock = pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS)
-            try:
-                sock.dial(address, block=True)
-                d = teacher.request(lambda e: e.digest.SetInParent(), sock=sock)
-                return hw.VersionVector.from_proto(d.digest.seen)
-            finally:
-                sock.close()
-
-        def snapshot(address):
-            """The room as a node has it for the teacher: a sync from the empty version vector."""
-            sock = pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS)
-            try:
-                sock.dial(address, block=True)
-                r = teacher.request(lambda e: setattr(e.sync_request, "user", "teach"), sock=sock)
-                return hw.Room(room_id).merge_patch(r.sync_response.patch)
-            finally:
-                sock.close()
-
         deadline = time.monotonic() + WAIT_SECONDS
         while True:
             teacher.pump(0.05)
@@ -649,10 +736,10 @@ def run(args, hw, pynng, checks):
         s, t = teacher.row("stu-1") or {}, teacher.row("teach") or {}
         states = ("inoperable", "device-off", "privilege-off", "live")
         expected_s = dict(user="stu-1", name="Ada", role="student", online=True, stage=True, auth=True,
-                          camera="live", mic="device-off", rewards=5)
+                          camera="live", mic="device-off", rewards=expected_rewards)
         expected_t = dict(user="teach", name="Grace", role="teacher", online=True, stage=False, auth=False,
                           camera="inoperable", mic="inoperable", rewards=0)
-        checks.check("final roster: student on stage, whiteboard granted, camera live, mic device-off, 5 rewards",
+        checks.check(f"final roster: student on stage, whiteboard granted, camera live, mic device-off, {expected_rewards} rewards",
                      s == expected_s and s.get("camera") in states and s.get("mic") in states, str(s))
         checks.check("final roster: teacher online, off stage, streams inoperable, no rewards", t == expected_t, str(t))
 
@@ -700,6 +787,9 @@ def main():
                         "which cuts node A from the cluster for 0.3 s with its SIGUSR1/SIGUSR2 fault hooks")
     parser.add_argument("--session-timeout", type=float, default=10.0,
                         help="the nodes' --session-timeout-ms, in seconds (the lease check waits for it)")
+    parser.add_argument("--reward-window", type=float, default=60.0,
+                        help="the nodes' --reward-window-ms, in seconds (the reward-fold check waits for folds; "
+                        "Tests/interop/run.sh starts the nodes with 1 s)")
     parser.add_argument("--result", help="write {passed, failed, failures} as JSON to this file")
     args = parser.parse_args()
 
@@ -712,9 +802,10 @@ def main():
         import pynng
 
         def overtime(signum, frame):
-            raise TimeoutError(f"the run took more than {RUN_DEADLINE_SECONDS:.0f} s")
+            raise TimeoutError(f"the run took more than {deadline:.0f} s")
+        deadline = RUN_DEADLINE_SECONDS + fold_wait(args.reward_window)
         signal.signal(signal.SIGALRM, overtime)
-        signal.alarm(int(RUN_DEADLINE_SECONDS) + 1)
+        signal.alarm(int(deadline) + 1)
         try:
             run(args, hw, pynng, checks)
         finally:

@@ -6,8 +6,9 @@
 #
 # Builds nothing: it runs $HOMEROOM_BIN (default .build/debug/homeroom). Sets up a
 # Python venv with pynng and protobuf in .build/interop-venv (reused when it has
-# them), starts two nodes on free ports, runs Tests/interop/python_client.py,
-# and always stops the nodes. Exit status: the client's (2 for a setup problem).
+# them), starts two nodes on free ports (with a 1 s reward window, so they fold
+# rewards within seconds), runs Tests/interop/python_client.py, and always stops
+# the nodes. Exit status: the client's (2 for a setup problem).
 #
 # Environment: HOMEROOM_BIN, PYTHON (default python3), INTEROP_VENV,
 # INTEROP_PIP (the pip requirements, default below), INTEROP_KEEP_LOGS=1 (print
@@ -102,9 +103,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# A short reward window, so the nodes fold rewards within seconds (the client's reward-fold check).
+REWARD_WINDOW_MS=1000
 start_node() {  # name, [seed]: starts a node (in this shell, so the trap knows its pid) and waits for its ready line
   local name=$1 seed=${2:-} pid
   "$BIN" node --name "$name" --listen tcp://127.0.0.1:0 --publish tcp://127.0.0.1:0 ${seed:+--seed "$seed"} --session-timeout-ms 2000 \
+    --reward-window-ms "$REWARD_WINDOW_MS" \
     >"$WORK/$name.ready" 2>"$WORK/$name.log" &
   pid=$!
   PIDS+=("$pid")
@@ -128,8 +132,9 @@ LISTEN_B=$(listen_of b)
 
 # --- The client.
 set +e
-timeout 60 "$PY" Tests/interop/python_client.py --node-a "$LISTEN_A" --node-b "$LISTEN_B" \
-  --node-a-pid "$(cat "$WORK/a.pid")" --session-timeout 2 --result "$WORK/result.json"
+timeout 75 "$PY" Tests/interop/python_client.py --node-a "$LISTEN_A" --node-b "$LISTEN_B" \
+  --node-a-pid "$(cat "$WORK/a.pid")" --session-timeout 2 --reward-window "$((REWARD_WINDOW_MS / 1000))" \
+  --result "$WORK/result.json"
 status=$?
 set -e
 if [ -s "$WORK/result.json" ]; then
@@ -137,7 +142,7 @@ if [ -s "$WORK/result.json" ]; then
   if [ "$status" = 0 ] && [ "$failed" != 0 ]; then status=1; fi
   echo "interop: $passed passed, $failed failed"
 else
-  say "the client stopped before reporting its checks (exit status $status; 124 means it ran over 60 s)"
+  say "the client stopped before reporting its checks (exit status $status; 124 means it ran over 75 s)"
   [ "$status" != 0 ] || status=1
 fi
 exit "$status"

@@ -19,6 +19,10 @@ public enum Operation: Hashable, Sendable {
     /// System, written by an origin for the sessions it started for `user`: every one
     /// sequenced here at or below `upTo` is over and leaves the record, except `keep`.
     case foldSessions(user: UserID, upTo: UInt64, keep: [UInt64])
+    /// System, written by an origin for the rewards it sequenced for `user`: every one
+    /// whose earliest copy it sequenced at or below `upTo` is counted in `sum` and
+    /// leaves the record (see `RewardFloor`).
+    case foldRewards(user: UserID, upTo: UInt64, sum: Int64)
     /// Every session hosted by `replica` in an incarnation up to `incarnation` is over.
     case replicaDown(replica: ReplicaID, incarnation: UInt64)
 
@@ -31,7 +35,9 @@ public enum Operation: Hashable, Sendable {
     case setStage(user: UserID, on: Bool)
     case setBoard(user: UserID, granted: Bool)
     case setPrivilege(user: UserID, device: Device, allowed: Bool)
-    case reward(user: UserID, amount: Int32)
+    /// `issuedAtMillis`: the author's wall clock when it first sent the reward, the
+    /// same on every retry; a node admits it only within the reward window of its own clock.
+    case reward(user: UserID, amount: Int32, issuedAtMillis: UInt64 = 0)
     case kick(user: UserID)
     case ban(user: UserID)
 
@@ -58,9 +64,9 @@ public enum Operation: Hashable, Sendable {
         case .setRoomName, .setRoomType, .setStageLimit, .setHandLimit, .setSchedule, .setClassState,
              .muteAll, .setRoomProperty, .replicaDown, .sendMessage, .trimHistory, .setHistoryLimit:
             return nil
-        case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _), let .foldSessions(user, _, _), let .setName(user, _),
+        case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _), let .foldSessions(user, _, _), let .foldRewards(user, _, _), let .setName(user, _),
              let .setDevice(user, _, _), let .setHand(user, _), let .setStage(user, _), let .setBoard(user, _),
-             let .setPrivilege(user, _, _), let .reward(user, _), let .kick(user), let .ban(user),
+             let .setPrivilege(user, _, _), let .reward(user, _, _), let .kick(user), let .ban(user),
              let .setUserProperty(user, _, _, _, _), let .sendPeerMessage(user, _, _, _), let .setPresenceState(user, _, _):
             return user
         case let .setChatMuted(user, _):
@@ -96,6 +102,7 @@ public enum Operation: Hashable, Sendable {
         case .joinSession: return "join"
         case .leaveSession: return "leave"
         case .foldSessions: return "fold-sessions"
+        case .foldRewards: return "fold-rewards"
         case .replicaDown: return "replica-down"
         case .setName: return "set-name"
         case .setDevice: return "set-device"

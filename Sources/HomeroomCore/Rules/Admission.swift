@@ -21,6 +21,8 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
     case sessionUnknown(UserID, SessionID)
     /// A structure of the room is at its bound (docs/ARCHITECTURE.md, "Lifetime").
     case limitReached(String)
+    /// A reward issued further from this node's clock than the reward window.
+    case rewardOutsideWindow(issuedAtMillis: UInt64, nowMillis: UInt64, windowMillis: UInt64)
 
     public var code: String {
         switch self {
@@ -38,6 +40,7 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case .tooManySessions: return "too-many-sessions"
         case .sessionUnknown: return "session-unknown"
         case .limitReached: return "limit-reached"
+        case .rewardOutsideWindow: return "reward-window"
         }
     }
 
@@ -59,6 +62,10 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .tooManySessions(user, limit):
             return "\(user) has \(limit) open sessions in this room already: leave one (or wait for an idle one to time out) first"
         case let .limitReached(what): return what
+        case let .rewardOutsideWindow(issued, now, window):
+            let tenths = (issued > now ? issued - now : now - issued) / 100
+            let side = issued > now ? "ahead of" : "behind"
+            return "this reward was issued \(tenths / 10).\(tenths % 10) s \(side) this node's clock; a node takes rewards issued within \(window / 1000) s of its clock (check the client's clock; a retry that late is not made, nothing was stored)"
         case let .sessionUnknown(user, session):
             return "\(user) has no session \(session) in this room (it ended long ago, or was opened at a node this one has not heard from yet)"
         }
@@ -68,7 +75,7 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
 extension RoomState {
     /// Checks a write against the rules and the room as it is now. `nowMillis`
     /// is passed in, so this stays pure.
-    public func admit(_ write: Write, nowMillis: UInt64) -> WriteError? {
+    public func admit(_ write: Write, nowMillis: UInt64, rewardWindowMillis: UInt64 = RoomState.defaultRewardWindowMillis) -> WriteError? {
         if let rejection = Authority.check(author: write.author, role: write.authorRole, operation: write.operation) {
             return .notAllowed(rejection)
         }
@@ -130,7 +137,14 @@ extension RoomState {
             if entries > Self.maxPresenceEntriesPerUser {
                 return .limitReached("\(user) has written \(Self.maxPresenceEntriesPerUser) presence keys (removed ones included): reuse a key")
             }
-        case let .reward(user, _):
+        case let .reward(user, _, issuedAt):
+            // The window is what makes folding rewards exact (`RewardFloor`).
+            if issuedAt == 0 {
+                return .invalid("a reward carries issued_at_ms: the author's clock (Unix ms) when it first sent it, the same on every retry")
+            }
+            if issuedAt &+ rewardWindowMillis < nowMillis || issuedAt > nowMillis &+ rewardWindowMillis {
+                return .rewardOutsideWindow(issuedAtMillis: issuedAt, nowMillis: nowMillis, windowMillis: rewardWindowMillis)
+            }
             if (users[user]?.rewards.count ?? 0) >= Self.maxRewardsPerUser {
                 return .limitReached("\(user) has \(Self.maxRewardsPerUser) rewards recorded, the most a room keeps for one user (each is kept to count a retried reward once)")
             }

@@ -112,6 +112,10 @@ public enum Authority {
             return keep.count <= SessionFloor.maxKept ? nil
                 : .invalidValue(operation: name, reason: "a fold keeps at most \(SessionFloor.maxKept) sessions")
 
+        case let .foldRewards(_, _, sum):
+            guard role == .system else { return .requiresSystem(operation: name) }
+            return sum >= 0 ? nil : .invalidValue(operation: name, reason: "a fold's sum is never negative")
+
         case let .setName(user, _), let .setDevice(user, _, _):
             return user == author || role == .system ? nil : .notOwnUser(operation: name, author: author, target: user)
 
@@ -126,7 +130,7 @@ public enum Authority {
         case .setStage, .setBoard, .setPrivilege, .kick, .ban:
             return role.moderates ? nil : .requiresModerator(operation: name, role: role)
 
-        case let .reward(_, amount):
+        case let .reward(_, amount, _):
             guard role.moderates else { return .requiresModerator(operation: name, role: role) }
             return amount > 0 && amount <= 1_000 ? nil : .invalidValue(operation: name, reason: "a reward is 1 to 1000, not \(amount)")
 

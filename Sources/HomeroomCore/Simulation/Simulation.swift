@@ -155,7 +155,7 @@ public struct Simulation {
             case 0..<30: operation = .setStage(user: someone, on: rng.chance(65))
             case 30..<40: operation = .setPrivilege(user: someone, device: device, allowed: rng.chance(70))
             case 40..<48: operation = .setBoard(user: someone, granted: on)
-            case 48..<62: operation = .reward(user: someone, amount: Int32.random(in: 1...3, using: &rng))
+            case 48..<62: operation = .reward(user: someone, amount: Int32.random(in: 1...3, using: &rng), issuedAtMillis: nowMillis)
             case 62..<67: operation = .setHand(user: someone, raised: false)
             case 67..<72: operation = .setClassState(ClassState.allCases.randomElement(using: &rng)!)
             case 72..<75: operation = .muteAll
@@ -175,7 +175,7 @@ public struct Simulation {
             case 70..<75: operation = .setUserProperty(user: actor.id, key: "mood", value: [UInt8(on ? 1 : 0)], cause: "sim")
             // What a hostile student might send.
             case 75..<82: operation = .setStage(user: actor.id, on: true)
-            case 82..<88: operation = .reward(user: actor.id, amount: 100)
+            case 82..<88: operation = .reward(user: actor.id, amount: 100, issuedAtMillis: nowMillis)
             case 88..<94: operation = .setDevice(user: someone, device: device, on: true)
             default: operation = .setPrivilege(user: actor.id, device: device, allowed: true)
             }
@@ -289,7 +289,7 @@ public struct Simulation {
         }
         if case .rejected = outcome { report.rejectedByMerge += 1 }
         if case .applied = outcome {
-            if case let .reward(target, amount) = write.operation {
+            if case let .reward(target, amount, _) = write.operation {
                 expectedRewards[target, default: [:]][RewardKey(author: write.author, authorCounter: write.authorCounter)] = amount
                 acceptedRewards.append(AcceptedReward(write: write, target: target))
             }

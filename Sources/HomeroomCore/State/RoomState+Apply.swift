@@ -54,11 +54,15 @@ extension RoomState {
             guard users.values[index].modifyActivity({ $0.board.write(granted, at: stamp) }),
                   users.values[index].board.value != before else { return [] }
             return [.boardUpdated(user, granted: granted)]
-        case let .reward(user, amount):
+        case let .reward(user, amount, issuedAt):
             let key = RewardKey(author: delta.author, authorCounter: delta.authorCounter)
-            let entry = RewardEntry(amount: amount, stamp: stamp)
+            let entry = RewardEntry(amount: amount, stamp: stamp, issuedAtMillis: issuedAt)
             let added = users[user, default: UserRecord()].addReward(key, entry)
-            return added == 0 ? [] : [.userRewarded(user, amount: added, total: users[user]!.rewardTotal)]
+            return rewardChanges(user, added)
+        case let .foldRewards(user, upTo, sum):
+            // Kept even for a user unknown here yet: the rewards it covers may come later.
+            let changed = users[user, default: UserRecord()].foldRewards(origin: delta.origin, RewardFloor(upTo: upTo, sum: sum, stamp: stamp))
+            return rewardChanges(user, changed)
         case let .setName(user, name):
             return updateUser(user, keepsRanks: true) { record in record.name.write(name, at: stamp) }
         case let .leaveSession(user, session, started):
@@ -319,5 +323,12 @@ extension RoomState {
         if !removed.isEmpty { changes.append(.coHostsRemoved(removed.sorted())) }
         if !added.isEmpty { changes.append(.coHostsAdded(added.sorted())) }
         return changes
+    }
+
+    /// What a change of `user`'s reward total by `change` reports.
+    private func rewardChanges(_ user: UserID, _ change: Int64) -> [RoomChange] {
+        guard change != 0, let total = users[user]?.rewardTotal else { return [] }
+        if change > 0 && change <= Int64(Int32.max) { return [.userRewarded(user, amount: Int32(change), total: total)] }
+        return [.userUpdated(user)]
     }
 }

@@ -13,8 +13,14 @@ extension RoomState {
 
     // Bounds kept at the origin, each at most half the matching decoder limit
     // (`WireLimits`), so writes admitted concurrently at several nodes still decode.
-    /// Reward entries per user (the decoder allows 200,000 map entries).
+    /// Reward records per user not folded yet (the decoder allows 200,000 map entries).
     public static let maxRewardsPerUser = 100_000
+    /// How far from a node's clock a reward's `issuedAtMillis` may be (`--reward-window-ms`).
+    public static let defaultRewardWindowMillis: UInt64 = 60_000
+    /// An origin folds a user's rewards once this many of those it sequenced are foldable,
+    public static let rewardFoldThreshold = 8
+    /// ... or once every one of them is foldable and the newest was issued this long ago.
+    public static let rewardFoldQuietMillis: UInt64 = 5_000
     /// Room property keys, deleted ones included.
     public static let maxRoomPropertyKeys = 10_000
     /// Property keys of one user, deleted ones included.
@@ -85,6 +91,49 @@ extension RoomState {
     /// (a fold that is not due now may be due later).
     public func hasSessionsToFold(for user: UserID, origin: ReplicaID) -> Bool {
         sessionFoldPlan(for: user, origin: origin, nowMillis: 0, quietMillis: .max) != .nothingOver
+    }
+}
+
+extension RoomState {
+    /// What `rewardFoldPlan` decides: fold now, later (rewards wait to be complete or
+    /// for the threshold), or nothing to fold.
+    public enum RewardFoldPlan: Equatable, Sendable {
+        case nothing
+        case notYet
+        case due(Operation)
+    }
+
+    /// The `foldRewards` write `origin` should make for `user` now.
+    ///
+    /// `completeBeforeMillis` is the caller's promise that this replica holds every copy
+    /// of every reward issued before it, and that no node will make another: every node
+    /// it knows has sent a heartbeat more than the reward window after that time, and
+    /// this replica has seen that node's writes up to that heartbeat (a node admits a
+    /// reward only within the window of its issue time). The fold covers the longest
+    /// prefix of `origin`'s sequences whose rewards (those whose earliest copy `origin`
+    /// sequenced) were all issued before it, so the sum is exact on every replica.
+    public func rewardFoldPlan(for user: UserID, origin: ReplicaID, completeBeforeMillis: UInt64, nowMillis: UInt64,
+                               threshold: Int = RoomState.rewardFoldThreshold,
+                               quietMillis: UInt64 = RoomState.rewardFoldQuietMillis) -> RewardFoldPlan {
+        guard let record = users[user], !record.rewards.isEmpty else { return .nothing }
+        let contiguous = seen.contiguous(origin)
+        var candidates: [(sequence: UInt64, amount: Int32, issued: UInt64)] = []
+        for entry in record.rewards.values where entry.stamp.clock.replica == origin && entry.stamp.sequence <= contiguous {
+            candidates.append((entry.stamp.sequence, entry.amount, entry.issuedAtMillis))
+        }
+        guard !candidates.isEmpty else { return .nothing }
+        // Everything below the first reward not complete yet (and nothing this origin has not sequenced).
+        let firstIncomplete = candidates.lazy.filter { $0.issued >= completeBeforeMillis }.map(\.sequence).min()
+        let upTo = firstIncomplete.map { min($0 - 1, contiguous) } ?? contiguous
+        let foldable = candidates.filter { $0.sequence <= upTo }
+        guard !foldable.isEmpty else { return .notYet }
+        let floor = record.rewardFloors[origin]
+        guard upTo > floor?.upTo ?? 0 else { return .notYet }
+        let newest = foldable.map(\.issued).max() ?? 0
+        let quiet = foldable.count == candidates.count && nowMillis >= newest &+ quietMillis
+        guard foldable.count >= max(threshold, 1) || quiet else { return .notYet }
+        let sum = foldable.reduce(floor?.sum ?? 0) { $0 + Int64($1.amount) }
+        return .due(.foldRewards(user: user, upTo: upTo, sum: sum))
     }
 }
 

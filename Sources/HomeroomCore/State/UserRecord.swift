@@ -49,10 +49,14 @@ public struct RewardEntry: Hashable, Sendable {
     public var amount: Int32
     /// The smallest stamp among the copies of this reward (min-merge).
     public var stamp: Stamp
+    /// When the author first sent it (its wall clock, Unix ms; min-merge; 0 for
+    /// records written before rewards carried it).
+    public var issuedAtMillis: UInt64
 
-    public init(amount: Int32, stamp: Stamp) {
+    public init(amount: Int32, stamp: Stamp, issuedAtMillis: UInt64 = 0) {
         self.amount = amount
         self.stamp = stamp
+        self.issuedAtMillis = issuedAtMillis
     }
 }
 
@@ -69,9 +73,12 @@ public struct UserActivity: Hashable, Sendable {
     public var hand = Register(false, stamp: .origin)
     public var kicked: Stamp = .origin
     public var banned: Stamp?
-    /// Added to only through `addReward`, which keeps `rewardTotal` their sum.
+    /// Changed only through `addReward` and `foldRewards`, which keep `rewardTotal`
+    /// the floors' sums plus these records' amounts.
     public private(set) var rewards: [RewardKey: RewardEntry] = [:]
     public private(set) var rewardTotal: Int64 = 0
+    /// Per origin, the rewards it folded away (see `RewardFloor`).
+    public private(set) var rewardFloors: [ReplicaID: RewardFloor] = [:]
     public var properties: [String: Register<PropertyValue>] = [:]
     /// Chat muted for this user by a teacher or an assistant.
     public var chatMuted = Register(false, stamp: .origin)
@@ -94,6 +101,8 @@ public struct UserActivity: Hashable, Sendable {
         hand.merge(other.hand)
         if kicked < other.kicked { kicked = other.kicked }
         if let otherBan = other.banned, banned.map({ otherBan < $0 }) ?? true { banned = otherBan }
+        // Floors first, so a reward the other side folded is not taken in again.
+        for (origin, floor) in other.rewardFloors { foldRewards(origin: origin, floor) }
         for (key, entry) in other.rewards { addReward(key, entry) }
         for (key, register) in other.properties {
             RoomState.mergeProperty(&properties, key, register)
@@ -107,16 +116,50 @@ public struct UserActivity: Hashable, Sendable {
         }
     }
 
-    /// Adds a reward; returns the amount actually added (0 for a copy already counted).
+    /// Whether a reward record with this (earliest) stamp is folded into its origin's floor.
+    @inline(__always)
+    public func isFolded(rewardStamp stamp: Stamp) -> Bool {
+        rewardFloors[stamp.clock.replica]?.covers(sequence: stamp.sequence) ?? false
+    }
+
+    /// Adds a copy of a reward; returns how much the total changed (0 for a copy
+    /// already counted or folded; negative when the copy shows that a record counted
+    /// here is one its origin already folded).
     @discardableResult
-    public mutating func addReward(_ key: RewardKey, _ entry: RewardEntry) -> Int32 {
-        if let existing = rewards[key] {
-            if entry.stamp < existing.stamp { rewards[key]!.stamp = entry.stamp }
+    public mutating func addReward(_ key: RewardKey, _ entry: RewardEntry) -> Int64 {
+        if var existing = rewards[key] {
+            if entry.stamp < existing.stamp { existing.stamp = entry.stamp }
+            existing.issuedAtMillis = min(existing.issuedAtMillis, entry.issuedAtMillis)
+            if isFolded(rewardStamp: existing.stamp) {
+                rewards[key] = nil
+                rewardTotal -= Int64(existing.amount)
+                return -Int64(existing.amount)
+            }
+            rewards[key] = existing
             return 0
         }
+        if isFolded(rewardStamp: entry.stamp) { return 0 }
         rewards[key] = entry
         rewardTotal += Int64(entry.amount)
-        return entry.amount
+        return Int64(entry.amount)
+    }
+
+    /// Raises the reward floor of `origin` and drops the records it covers; returns how
+    /// much the total changed (0 at the replica that folded: the sum replaces them).
+    @discardableResult
+    public mutating func foldRewards(origin: ReplicaID, _ floor: RewardFloor) -> Int64 {
+        let before = rewardTotal
+        var merged = rewardFloors[origin] ?? RewardFloor(upTo: 0, sum: 0, stamp: floor.stamp)
+        let previousSum = rewardFloors[origin]?.sum ?? 0
+        merged.merge(floor)
+        rewardFloors[origin] = merged
+        rewardTotal += merged.sum - previousSum
+        let covered = rewards.filter { $0.value.stamp.clock.replica == origin && merged.covers(sequence: $0.value.stamp.sequence) }
+        for (key, entry) in covered {
+            rewards[key] = nil
+            rewardTotal -= Int64(entry.amount)
+        }
+        return rewardTotal - before
     }
 }
 
@@ -244,11 +287,20 @@ public struct UserRecord: Hashable, Sendable {
         return false
     }
 
-    /// Adds a reward; returns the amount actually added (0 for a copy already counted).
+    /// Adds a copy of a reward; returns how much the total changed (see `UserActivity.addReward`).
     @discardableResult
-    mutating func addReward(_ key: RewardKey, _ entry: RewardEntry) -> Int32 {
+    mutating func addReward(_ key: RewardKey, _ entry: RewardEntry) -> Int64 {
         modifyActivity { $0.addReward(key, entry) }
     }
+
+    /// Raises the reward floor of `origin` (a `foldRewards` delta); returns how much the total changed.
+    @discardableResult
+    mutating func foldRewards(origin: ReplicaID, _ floor: RewardFloor) -> Int64 {
+        modifyActivity { $0.foldRewards(origin: origin, floor) }
+    }
+
+    /// The floors of this user's folded rewards, per origin.
+    public var rewardFloors: [ReplicaID: RewardFloor] { read(\.rewardFloors, default: [:]) }
 
     /// Whether this session was folded away: its start is under its origin's floor.
     @inline(__always)
@@ -401,6 +453,7 @@ extension UserActivity {
             && chatMuted.isWritten(or: fresh.chatMuted)
             && presence.values.allSatisfy { $0.stamp.sequence != 0 }
             && sessionFloors.values.allSatisfy { $0.stamp.sequence != 0 }
+            && rewardFloors.values.allSatisfy { $0.stamp.sequence != 0 }
     }
 
     func missing(from seen: SeenCheck) -> UserActivity? {
@@ -418,6 +471,11 @@ extension UserActivity {
         take(hand, &patch.hand)
         if !seen.contains(kicked.dot) { patch.kicked = kicked; any = true }
         if let ban = banned, !seen.contains(ban.dot) { patch.banned = ban; any = true }
+        // A floor whose fold is missing goes first: merged, it drops the records it covers.
+        for (origin, floor) in rewardFloors where !seen.contains(floor.stamp.dot) {
+            patch.foldRewards(origin: origin, floor)
+            any = true
+        }
         for (key, entry) in rewards where !seen.contains(entry.stamp.dot) {
             patch.addReward(key, entry)
             any = true

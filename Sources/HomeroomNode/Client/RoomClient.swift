@@ -341,7 +341,12 @@ public final class RoomClient: Sendable {
     /// the write as sent (with its author counter). A DUPLICATE may carry no dot (a
     /// message that has left the history): treat it as done.
     func sendWrite(_ operation: Operation, retries: Int) throws(ClientError) -> (ack: WireMessage.WriteAck, write: Write) {
-        let (write, requestID) = state.withLock { state -> (Write, UInt64) in
+        var operation = operation
+        // A reward carries when it was first sent; the retries below send the same write.
+        if case let .reward(target, amount, 0) = operation {
+            operation = .reward(user: target, amount: amount, issuedAtMillis: WallClock.nowMillis())
+        }
+        let (write, requestID) = state.withLock { [operation] state -> (Write, UInt64) in
             state.writeCounter += AuthorCounter.stride
             state.requestID += 1
             return (Write(author: user, authorRole: role, authorCounter: state.writeCounter, operation: operation), state.requestID)

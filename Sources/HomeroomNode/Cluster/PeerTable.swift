@@ -21,6 +21,8 @@ struct PeerTable {
         var dialedAddress = ""
         /// When its links were last replaced while it was down (monotonic ms).
         var linksRenewedMillis: UInt64 = 0
+        /// Per room, its heartbeats as reward folds need them (`RewardCheckpoint`).
+        var rewardCheckpoints: [String: RewardCheckpoint] = [:]
 
         /// Where this node subscribes to it: its node-only PUB socket if it has one.
         var subscribeAddress: String { clusterPublishAddress.isEmpty ? publishAddress : clusterPublishAddress }
@@ -68,6 +70,7 @@ struct PeerTable {
             entry.lastHeardMillis = nowMillis
             entry.status = .alive
             for room in heartbeat.rooms { entry.rooms[room.roomID] = room.seen }
+            entry.noteCheckpoints(heartbeat)
             entries[heartbeat.node] = entry
             return cameBack || moved || !entry.connected
         }
@@ -75,6 +78,7 @@ struct PeerTable {
                           clusterPublishAddress: heartbeat.clusterPublishAddress,
                           incarnation: heartbeat.incarnation, lastHeardMillis: nowMillis, status: .alive)
         for room in heartbeat.rooms { entry.rooms[room.roomID] = room.seen }
+        entry.noteCheckpoints(heartbeat)
         entries[heartbeat.node] = entry
         return true
     }
@@ -169,6 +173,23 @@ struct PeerTable {
         entry.status = .dead
         entries[node] = entry
         return entry
+    }
+
+    /// The time before which this node holds every copy of every reward of `room` that
+    /// will ever exist, or nil while some known peer has not confirmed a heartbeat for
+    /// it: every peer in the table counts, down ones included (they may come back with
+    /// writes); a peer forgotten after the permanent-down period no longer does.
+    /// `seen` is this node's version vector of the room; `nowMillis` its own clock.
+    mutating func rewardsCompleteBefore(room: String, seen: VersionVector, nowMillis: UInt64, windowMillis: UInt64) -> UInt64? {
+        var before = nowMillis &- windowMillis
+        for node in entries.keys {
+            var checkpoint = entries[node]!.rewardCheckpoints[room] ?? RewardCheckpoint()
+            checkpoint.confirm(seen: seen.contiguous(node))
+            entries[node]!.rewardCheckpoints[room] = checkpoint
+            guard let confirmed = checkpoint.confirmed, confirmed.sentAtMillis > windowMillis else { return nil }
+            before = min(before, confirmed.sentAtMillis - windowMillis)
+        }
+        return before
     }
 
     var alive: [Entry] { entries.values.filter { $0.status != .dead }.sorted { $0.node < $1.node } }

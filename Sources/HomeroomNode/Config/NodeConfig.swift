@@ -68,6 +68,9 @@ public struct NodeConfig: Sendable, Equatable {
     /// A peer down for this long is forgotten: no longer dialled nor listed. It comes
     /// back by greeting again (a heartbeat, or a seed hello). 0: never forget.
     public var permanentDownMillis: UInt64 = 300_000
+    /// How far from this node's clock a reward's issue time may be (`--reward-window-ms`);
+    /// the same on every node: folding rewards relies on it (docs/ARCHITECTURE.md, "Lifetime").
+    public var rewardWindowMillis: UInt64 = RoomState.defaultRewardWindowMillis
     /// Connections each listening socket (REP, PUB) accepts at once; more are closed.
     public var maxConnections = 4_096
     /// Open descriptors past which the node reports itself unhealthy and stops
@@ -141,6 +144,9 @@ public struct NodeConfig: Sendable, Equatable {
         }
         if permanentDownMillis != 0 && permanentDownMillis < downMillis {
             throw .invalid(field: "permanent-down-ms", reason: "\(permanentDownMillis) is shorter than --down-ms (\(downMillis)): a peer must be down before it is forgotten")
+        }
+        if !(1_000...3_600_000).contains(rewardWindowMillis) {
+            throw .invalid(field: "reward-window-ms", reason: "\(rewardWindowMillis) must be from 1000 to 3600000, and the same on every node")
         }
         if sessionTimeoutMillis != 0 && !(1_000...3_600_000).contains(sessionTimeoutMillis) {
             throw .invalid(field: "session-timeout-ms", reason: "\(sessionTimeoutMillis) must be from 1000 to 3600000 (or 0 for no leases)")

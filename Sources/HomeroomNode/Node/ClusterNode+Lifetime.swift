@@ -38,12 +38,56 @@ extension ClusterNode {
         }
     }
 
+    /// Writes a `foldRewards` for each user whose rewards this node sequenced and can
+    /// now fold exactly: every copy of them is here and no node will make another
+    /// (`PeerTable.rewardsCompleteBefore`, `RoomState.rewardFoldPlan`). The decision is
+    /// Core's, pure; this only gathers what it needs.
+    func foldCompleteRewards() {
+        let now = wallMillis()
+        let window = config.rewardWindowMillis
+        let folds = state.withLock { state -> [(room: String, operation: HomeroomCore.Operation)] in
+            guard !state.stopping, !state.rewardFoldCandidates.isEmpty else { return [] }
+            var folds: [(room: String, operation: HomeroomCore.Operation)] = []
+            for (roomID, users) in state.rewardFoldCandidates {
+                guard let room = state.rooms[roomID] else {
+                    state.rewardFoldCandidates[roomID] = nil
+                    continue
+                }
+                guard let before = state.peers.rewardsCompleteBefore(room: roomID, seen: room.seen, nowMillis: now, windowMillis: window) else {
+                    continue
+                }
+                var remaining = Set<UserID>()
+                for user in users.sorted() {
+                    switch room.rewardFoldPlan(for: user, origin: replica, completeBeforeMillis: before, nowMillis: now) {
+                    case let .due(fold):
+                        folds.append((roomID, fold))
+                        remaining.insert(user)  // newer rewards may be left; the next pass says
+                    case .notYet:
+                        remaining.insert(user)
+                    case .nothing:
+                        break
+                    }
+                }
+                state.rewardFoldCandidates[roomID] = remaining.isEmpty ? nil : remaining
+            }
+            return folds
+        }
+        for fold in folds {
+            let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0, operation: fold.operation)
+            if sequenceSystemWrite(room: fold.room, write) { metrics.add("reward_folds_total") }
+        }
+    }
+
     /// Every user of every room is a candidate once, at start: a store written before
     /// folds existed (or while this node was down) is folded too.
     func noteEveryUserForFolding() {
+        let own = replica
         state.withLock { state in
             for (roomID, room) in state.rooms where !room.users.isEmpty {
                 state.foldCandidates[roomID, default: []].formUnion(room.users.keys)
+                for (user, record) in room.users where record.rewards.values.contains(where: { $0.stamp.clock.replica == own }) {
+                    state.rewardFoldCandidates[roomID, default: []].insert(user)
+                }
             }
         }
     }

@@ -15,6 +15,7 @@ extension ClusterNode {
             refuteIfDeclaredDown()
             endReincarnationsOfLeftSessions()
             foldEndedSessions(recheckLater: round % 5 == 0)
+            if round % 5 == 0 { foldCompleteRewards() }
             var slept: UInt64 = 0
             while slept < config.heartbeatMillis && !state.withLock({ $0.stopping }) {
                 NNGSleep.milliseconds(20)

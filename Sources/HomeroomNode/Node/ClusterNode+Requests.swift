@@ -156,8 +156,10 @@ extension ClusterNode {
     /// acknowledgement leaves.
     func handleWrite(room roomID: String, _ request: WireMessage.WriteRequest, fromClient: Bool = false, size: Int = 0) -> WireMessage.WriteAck {
         let write = request.write
-        let now = wallMillis()
         let result = state.withLock { state -> (WireMessage.WriteAck, Delta?) in
+            // Read under the lock: a heartbeat (also built under it) then tells peers the
+            // truth about which rewards this node admitted before its send time.
+            let now = wallMillis()
             if state.stopping { return (ack(request, .unavailable, "unavailable", "the node is stopping; retry on another node"), nil) }
             if fromClient && !state.limiter.allow(write.author, size: size, nowMillis: WallClock.monotonicMillis()) {
                 return (ack(request, .rejected, "rate-limited",
@@ -190,7 +192,7 @@ extension ClusterNode {
                 return (ack(request, .rejected, "not-joined", "\(write.author) has not joined room \(roomID): join first"), nil)
             }
             // A retried reward (same author and counter) is acknowledged, not counted again.
-            if case let .reward(target, _) = write.operation,
+            if case let .reward(target, _, _) = write.operation,
                let existing = room.users[target]?.rewards[RewardKey(author: write.author, authorCounter: write.authorCounter)] {
                 return (ack(request, .duplicate, "", "this reward was already counted", dot: existing.stamp.dot), nil)
             }
@@ -204,7 +206,7 @@ extension ClusterNode {
                     return (ack(request, .duplicate, "", "this message was already sent and has since left the history"), nil)
                 }
             }
-            if let refusal = room.admit(write, nowMillis: now) {
+            if let refusal = room.admit(write, nowMillis: now, rewardWindowMillis: config.rewardWindowMillis) {
                 return (ack(request, .rejected, refusal.code, refusal.description), nil)
             }
             // The origin fills in what depends on the room here (a property's next revision).
@@ -231,6 +233,7 @@ extension ClusterNode {
             let outcome = room.apply(delta, messaging: &messaging)
             state.note(room: roomID, messaging)
             state.noteSessions(room: roomID, [delta])
+            if case let .reward(target, _, _) = delta.operation { state.rewardFoldCandidates[roomID, default: []].insert(target) }
             // Queued under the lock, so deltas leave in sequence order.
             outbox.enqueue(room: roomID, deltas: [delta], toNodes: true)
             if case let .rejected(reason) = outcome {

@@ -43,6 +43,9 @@ struct NodeState {
     /// Users with sessions over whose fold is not due yet (fewer than the threshold,
     /// ended too recently): looked at again every second or so.
     var foldLater: [String: Set<UserID>] = [:]
+    /// Per room, users with rewards this node sequenced that are not folded yet
+    /// (`RoomState.rewardFoldPlan`); those whose fold is not due stay.
+    var rewardFoldCandidates: [String: Set<UserID>] = [:]
 
     struct SessionLease {
         var user: UserID

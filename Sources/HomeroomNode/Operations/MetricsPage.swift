@@ -57,6 +57,7 @@ extension ClusterNode {
         "peer_messages_total": "Peer messages this node accepted from its clients.",
         "history_trims_total": "Trims of a room's message history this node wrote (the age limit, --message-retention).",
         "wedged_total": "Times this node stepped aside (descriptors exhausted, a stuck event loop).",
+        "reward_folds_total": "Reward folds this node wrote (rewards it sequenced, counted into a floor; docs/ARCHITECTURE.md, Lifetime).",
         "peers_forgotten_total": "Peers forgotten after the permanent-down period (--permanent-down-ms).",
         "links_renewed_total": "Reconnections of the links to down peers (every suspect period while they are down).",
     ]

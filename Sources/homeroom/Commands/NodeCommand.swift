@@ -49,6 +49,8 @@ enum NodeCommand {
           --max-users <n>        Users per room (default 200000).
           --permanent-down-ms <n>  Forget a peer down this long: no more dialling (default 300000;
                                  0: never). It returns by greeting again.
+          --reward-window-ms <n>  Take rewards issued within this of the node's clock (default 60000;
+                                 the same on every node: rewards are folded by it).
           --max-connections <n>  Connections each listening socket holds at once (default 4096).
           --wedge-descriptors <n>  Step aside (no heartbeats, /healthz 503, requests refused) at this
                                  many open descriptors (default: the soft limit minus 64).
@@ -153,6 +155,7 @@ enum NodeCommand {
         let maxRooms = try reader.integer("--max-rooms", in: 1...10_000_000)
         let maxUsers = try reader.integer("--max-users", in: 2...500_000)
         let permanentDown = try reader.integer("--permanent-down-ms", in: UInt64(0)...UInt64(86_400_000))
+        let rewardWindow = try reader.integer("--reward-window-ms", in: UInt64(1_000)...UInt64(3_600_000))
         let maxConnections = try reader.integer("--max-connections", in: 1...1_000_000)
         let wedgeDescriptors = try reader.integer("--wedge-descriptors", in: 16...10_000_000)
         let tokenMaxLifetime = try reader.integer("--token-max-lifetime", in: Int64(60)...Int64(31_536_000))
@@ -189,6 +192,7 @@ enum NodeCommand {
         if let maxRooms { config.maxRooms = maxRooms }
         if let maxUsers { config.maxUsersPerRoom = maxUsers }
         if let permanentDown { config.permanentDownMillis = permanentDown }
+        if let rewardWindow { config.rewardWindowMillis = rewardWindow }
         if let maxConnections { config.maxConnections = maxConnections }
         if let wedgeDescriptors { config.wedgeDescriptors = wedgeDescriptors }
         do {

@@ -502,6 +502,51 @@ void   homeroom__v1__fold_sessions__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__fold_sessions__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__fold_rewards__init
+                     (Homeroom__V1__FoldRewards         *message)
+{
+  static const Homeroom__V1__FoldRewards init_value = HOMEROOM__V1__FOLD_REWARDS__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__fold_rewards__get_packed_size
+                     (const Homeroom__V1__FoldRewards *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__fold_rewards__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__fold_rewards__pack
+                     (const Homeroom__V1__FoldRewards *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__fold_rewards__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__fold_rewards__pack_to_buffer
+                     (const Homeroom__V1__FoldRewards *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__fold_rewards__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__FoldRewards *
+       homeroom__v1__fold_rewards__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__FoldRewards *)
+     protobuf_c_message_unpack (&homeroom__v1__fold_rewards__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__fold_rewards__free_unpacked
+                     (Homeroom__V1__FoldRewards *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__fold_rewards__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__set_name__init
                      (Homeroom__V1__SetName         *message)
 {
@@ -1511,7 +1556,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta_batch__descriptor =
   (ProtobufCMessageInit) homeroom__v1__delta_batch__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[34] =
+static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[35] =
 {
   {
     "clock_delta",
@@ -1910,6 +1955,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[34]
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "fold_rewards",
+    34,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, fold_rewards),
+    &homeroom__v1__fold_rewards__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "origin",
     40,
     PROTOBUF_C_LABEL_NONE,
@@ -1928,12 +1985,13 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   3,   /* field[3] = author_role */
   25,   /* field[25] = ban */
   0,   /* field[0] = clock_delta */
+  33,   /* field[33] = fold_rewards */
   32,   /* field[32] = fold_sessions */
   11,   /* field[11] = join_session */
   24,   /* field[24] = kick */
   12,   /* field[12] = leave_session */
   21,   /* field[21] = mute_all */
-  33,   /* field[33] = origin */
+  34,   /* field[34] = origin */
   23,   /* field[23] = replica_down */
   10,   /* field[10] = reward */
   26,   /* field[26] = send_message */
@@ -1961,8 +2019,8 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__delta__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 40, 33 },
-  { 0, 34 }
+  { 40, 34 },
+  { 0, 35 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
 {
@@ -1972,7 +2030,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
   "Homeroom__V1__Delta",
   "homeroom.v1",
   sizeof(Homeroom__V1__Delta),
-  34,
+  35,
   homeroom__v1__delta__field_descriptors,
   homeroom__v1__delta__field_indices_by_name,
   2,  homeroom__v1__delta__number_ranges,
@@ -2260,7 +2318,7 @@ const ProtobufCMessageDescriptor homeroom__v1__set_hand__descriptor =
   (ProtobufCMessageInit) homeroom__v1__set_hand__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__reward__field_descriptors[2] =
+static const ProtobufCFieldDescriptor homeroom__v1__reward__field_descriptors[3] =
 {
   {
     "user",
@@ -2286,15 +2344,28 @@ static const ProtobufCFieldDescriptor homeroom__v1__reward__field_descriptors[2]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "issued_at_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Reward, issued_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__reward__field_indices_by_name[] = {
   1,   /* field[1] = amount */
+  2,   /* field[2] = issued_at_ms */
   0,   /* field[0] = user */
 };
 static const ProtobufCIntRange homeroom__v1__reward__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__reward__descriptor =
 {
@@ -2304,7 +2375,7 @@ const ProtobufCMessageDescriptor homeroom__v1__reward__descriptor =
   "Homeroom__V1__Reward",
   "homeroom.v1",
   sizeof(Homeroom__V1__Reward),
-  2,
+  3,
   homeroom__v1__reward__field_descriptors,
   homeroom__v1__reward__field_indices_by_name,
   1,  homeroom__v1__reward__number_ranges,
@@ -2566,6 +2637,70 @@ const ProtobufCMessageDescriptor homeroom__v1__fold_sessions__descriptor =
   homeroom__v1__fold_sessions__field_indices_by_name,
   1,  homeroom__v1__fold_sessions__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__fold_sessions__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__fold_rewards__field_descriptors[3] =
+{
+  {
+    "user",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__FoldRewards, user),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "up_to",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__FoldRewards, up_to),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sum",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__FoldRewards, sum),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__fold_rewards__field_indices_by_name[] = {
+  2,   /* field[2] = sum */
+  1,   /* field[1] = up_to */
+  0,   /* field[0] = user */
+};
+static const ProtobufCIntRange homeroom__v1__fold_rewards__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__fold_rewards__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.FoldRewards",
+  "FoldRewards",
+  "Homeroom__V1__FoldRewards",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__FoldRewards),
+  3,
+  homeroom__v1__fold_rewards__field_descriptors,
+  homeroom__v1__fold_rewards__field_indices_by_name,
+  1,  homeroom__v1__fold_rewards__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__fold_rewards__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__set_name__field_descriptors[2] =

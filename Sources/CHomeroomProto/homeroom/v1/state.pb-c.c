@@ -637,6 +637,51 @@ void   homeroom__v1__user_patch__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__user_patch__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__reward_floor__init
+                     (Homeroom__V1__RewardFloor         *message)
+{
+  static const Homeroom__V1__RewardFloor init_value = HOMEROOM__V1__REWARD_FLOOR__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__reward_floor__get_packed_size
+                     (const Homeroom__V1__RewardFloor *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__reward_floor__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__reward_floor__pack
+                     (const Homeroom__V1__RewardFloor *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__reward_floor__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__reward_floor__pack_to_buffer
+                     (const Homeroom__V1__RewardFloor *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__reward_floor__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__RewardFloor *
+       homeroom__v1__reward_floor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__RewardFloor *)
+     protobuf_c_message_unpack (&homeroom__v1__reward_floor__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__reward_floor__free_unpacked
+                     (Homeroom__V1__RewardFloor *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__reward_floor__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__session_floor__init
                      (Homeroom__V1__SessionFloor         *message)
 {
@@ -1618,7 +1663,7 @@ const ProtobufCMessageDescriptor homeroom__v1__session__descriptor =
   (ProtobufCMessageInit) homeroom__v1__session__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__reward_record__field_descriptors[4] =
+static const ProtobufCFieldDescriptor homeroom__v1__reward_record__field_descriptors[5] =
 {
   {
     "author",
@@ -1668,17 +1713,30 @@ static const ProtobufCFieldDescriptor homeroom__v1__reward_record__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "issued_at_ms",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RewardRecord, issued_at_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__reward_record__field_indices_by_name[] = {
   2,   /* field[2] = amount */
   0,   /* field[0] = author */
   1,   /* field[1] = author_counter */
+  4,   /* field[4] = issued_at_ms */
   3,   /* field[3] = stamp */
 };
 static const ProtobufCIntRange homeroom__v1__reward_record__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__reward_record__descriptor =
 {
@@ -1688,14 +1746,14 @@ const ProtobufCMessageDescriptor homeroom__v1__reward_record__descriptor =
   "Homeroom__V1__RewardRecord",
   "homeroom.v1",
   sizeof(Homeroom__V1__RewardRecord),
-  4,
+  5,
   homeroom__v1__reward_record__field_descriptors,
   homeroom__v1__reward_record__field_indices_by_name,
   1,  homeroom__v1__reward_record__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__reward_record__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__user_patch__field_descriptors[18] =
+static const ProtobufCFieldDescriptor homeroom__v1__user_patch__field_descriptors[19] =
 {
   {
     "id",
@@ -1913,6 +1971,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__user_patch__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "reward_floors",
+    19,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__UserPatch, n_reward_floors),
+    offsetof(Homeroom__V1__UserPatch, reward_floors),
+    &homeroom__v1__reward_floor__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__user_patch__field_indices_by_name[] = {
   11,   /* field[11] = banned */
@@ -1928,6 +1998,7 @@ static const unsigned homeroom__v1__user_patch__field_indices_by_name[] = {
   1,   /* field[1] = name */
   16,   /* field[16] = presence */
   14,   /* field[14] = properties */
+  18,   /* field[18] = reward_floors */
   13,   /* field[13] = rewards */
   2,   /* field[2] = role */
   17,   /* field[17] = session_floors */
@@ -1937,7 +2008,7 @@ static const unsigned homeroom__v1__user_patch__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__user_patch__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 18 }
+  { 0, 19 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__user_patch__descriptor =
 {
@@ -1947,11 +2018,88 @@ const ProtobufCMessageDescriptor homeroom__v1__user_patch__descriptor =
   "Homeroom__V1__UserPatch",
   "homeroom.v1",
   sizeof(Homeroom__V1__UserPatch),
-  18,
+  19,
   homeroom__v1__user_patch__field_descriptors,
   homeroom__v1__user_patch__field_indices_by_name,
   1,  homeroom__v1__user_patch__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__user_patch__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__reward_floor__field_descriptors[4] =
+{
+  {
+    "origin",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RewardFloor, origin),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "up_to",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RewardFloor, up_to),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sum",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RewardFloor, sum),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stamp",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RewardFloor, stamp),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__reward_floor__field_indices_by_name[] = {
+  0,   /* field[0] = origin */
+  3,   /* field[3] = stamp */
+  2,   /* field[2] = sum */
+  1,   /* field[1] = up_to */
+};
+static const ProtobufCIntRange homeroom__v1__reward_floor__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__reward_floor__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.RewardFloor",
+  "RewardFloor",
+  "Homeroom__V1__RewardFloor",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__RewardFloor),
+  4,
+  homeroom__v1__reward_floor__field_descriptors,
+  homeroom__v1__reward_floor__field_indices_by_name,
+  1,  homeroom__v1__reward_floor__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__reward_floor__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__session_floor__field_descriptors[4] =

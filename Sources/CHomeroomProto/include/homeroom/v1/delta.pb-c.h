@@ -27,6 +27,7 @@ typedef struct Homeroom__V1__Reward Homeroom__V1__Reward;
 typedef struct Homeroom__V1__JoinSession Homeroom__V1__JoinSession;
 typedef struct Homeroom__V1__LeaveSession Homeroom__V1__LeaveSession;
 typedef struct Homeroom__V1__FoldSessions Homeroom__V1__FoldSessions;
+typedef struct Homeroom__V1__FoldRewards Homeroom__V1__FoldRewards;
 typedef struct Homeroom__V1__SetName Homeroom__V1__SetName;
 typedef struct Homeroom__V1__SetUserProperty Homeroom__V1__SetUserProperty;
 typedef struct Homeroom__V1__RevisionCondition Homeroom__V1__RevisionCondition;
@@ -104,7 +105,8 @@ typedef enum {
   HOMEROOM__V1__DELTA__OP_TRIM_HISTORY = 30,
   HOMEROOM__V1__DELTA__OP_SET_HISTORY_LIMIT = 31,
   HOMEROOM__V1__DELTA__OP_SET_PRESENCE_STATE = 32,
-  HOMEROOM__V1__DELTA__OP_FOLD_SESSIONS = 33
+  HOMEROOM__V1__DELTA__OP_FOLD_SESSIONS = 33,
+  HOMEROOM__V1__DELTA__OP_FOLD_REWARDS = 34
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HOMEROOM__V1__DELTA__OP__CASE)
 } Homeroom__V1__Delta__OpCase;
 
@@ -168,6 +170,7 @@ struct  Homeroom__V1__Delta
      * Lifetime (docs/ARCHITECTURE.md, "Lifetime").
      */
     Homeroom__V1__FoldSessions *fold_sessions;
+    Homeroom__V1__FoldRewards *fold_rewards;
   };
 };
 #define HOMEROOM__V1__DELTA__INIT \
@@ -237,10 +240,17 @@ struct  Homeroom__V1__Reward
   ProtobufCMessage base;
   uint32_t user;
   int32_t amount;
+  /*
+   * The author's wall clock when it first sent this reward (Unix ms), the same on
+   * every retry. A node refuses a reward more than the reward window (60 s) away
+   * from its own clock, so no copy of a reward is made long after it was issued:
+   * that is what lets rewards be folded (see FoldRewards).
+   */
+  uint64_t issued_at_ms;
 };
 #define HOMEROOM__V1__REWARD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__reward__descriptor) \
-    , 0, 0 }
+    , 0, 0, 0 }
 
 
 struct  Homeroom__V1__JoinSession
@@ -307,6 +317,24 @@ struct  Homeroom__V1__FoldSessions
 #define HOMEROOM__V1__FOLD_SESSIONS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__fold_sessions__descriptor) \
     , 0, 0, 0,NULL }
+
+
+/*
+ * System only. Every reward of `user` whose earliest copy the delta's own origin
+ * sequenced at or below `up_to` is counted in `sum` (with those of earlier folds of
+ * that origin) and leaves the record; a copy that arrives later is dropped (see
+ * RewardFloor in state.proto).
+ */
+struct  Homeroom__V1__FoldRewards
+{
+  ProtobufCMessage base;
+  uint32_t user;
+  uint64_t up_to;
+  int64_t sum;
+};
+#define HOMEROOM__V1__FOLD_REWARDS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__fold_rewards__descriptor) \
+    , 0, 0, 0 }
 
 
 struct  Homeroom__V1__SetName
@@ -829,6 +857,25 @@ Homeroom__V1__FoldSessions *
 void   homeroom__v1__fold_sessions__free_unpacked
                      (Homeroom__V1__FoldSessions *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__FoldRewards methods */
+void   homeroom__v1__fold_rewards__init
+                     (Homeroom__V1__FoldRewards         *message);
+size_t homeroom__v1__fold_rewards__get_packed_size
+                     (const Homeroom__V1__FoldRewards   *message);
+size_t homeroom__v1__fold_rewards__pack
+                     (const Homeroom__V1__FoldRewards   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__fold_rewards__pack_to_buffer
+                     (const Homeroom__V1__FoldRewards   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__FoldRewards *
+       homeroom__v1__fold_rewards__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__fold_rewards__free_unpacked
+                     (Homeroom__V1__FoldRewards *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__SetName methods */
 void   homeroom__v1__set_name__init
                      (Homeroom__V1__SetName         *message);
@@ -1263,6 +1310,9 @@ typedef void (*Homeroom__V1__LeaveSession_Closure)
 typedef void (*Homeroom__V1__FoldSessions_Closure)
                  (const Homeroom__V1__FoldSessions *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__FoldRewards_Closure)
+                 (const Homeroom__V1__FoldRewards *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__SetName_Closure)
                  (const Homeroom__V1__SetName *message,
                   void *closure_data);
@@ -1343,6 +1393,7 @@ extern const ProtobufCMessageDescriptor homeroom__v1__reward__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__join_session__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__leave_session__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__fold_sessions__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__fold_rewards__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_name__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_user_property__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__revision_condition__descriptor;

@@ -30,6 +30,7 @@ typedef struct Homeroom__V1__PresenceEntry Homeroom__V1__PresenceEntry;
 typedef struct Homeroom__V1__Session Homeroom__V1__Session;
 typedef struct Homeroom__V1__RewardRecord Homeroom__V1__RewardRecord;
 typedef struct Homeroom__V1__UserPatch Homeroom__V1__UserPatch;
+typedef struct Homeroom__V1__RewardFloor Homeroom__V1__RewardFloor;
 typedef struct Homeroom__V1__SessionFloor Homeroom__V1__SessionFloor;
 typedef struct Homeroom__V1__DeadIncarnation Homeroom__V1__DeadIncarnation;
 typedef struct Homeroom__V1__RoomPatch Homeroom__V1__RoomPatch;
@@ -261,10 +262,14 @@ struct  Homeroom__V1__RewardRecord
    * the earliest copy's stamp
    */
   Homeroom__V1__Stamp *stamp;
+  /*
+   * the smallest issued_at_ms among the copies
+   */
+  uint64_t issued_at_ms;
 };
 #define HOMEROOM__V1__REWARD_RECORD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__reward_record__descriptor) \
-    , 0, 0, 0, NULL }
+    , 0, 0, 0, NULL, 0 }
 
 
 struct  Homeroom__V1__UserPatch
@@ -302,10 +307,41 @@ struct  Homeroom__V1__UserPatch
    */
   size_t n_session_floors;
   Homeroom__V1__SessionFloor **session_floors;
+  /*
+   * sorted by origin
+   */
+  size_t n_reward_floors;
+  Homeroom__V1__RewardFloor **reward_floors;
 };
 #define HOMEROOM__V1__USER_PATCH__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__user_patch__descriptor) \
-    , (char *)protobuf_c_empty_string, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, 0,NULL, NULL, 0,NULL, 0,NULL }
+    , (char *)protobuf_c_empty_string, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, 0,NULL, NULL, 0,NULL, 0,NULL, 0,NULL }
+
+
+/*
+ * The rewards one origin folded away for a user: every reward whose earliest copy
+ * that origin sequenced at or below `up_to` is counted in `sum` and gone; a reward
+ * record whose stamp it covers is dropped on merge. The user's total is the sum of
+ * the floors' sums and the remaining records' amounts. Merge: the larger `up_to`
+ * (with its sum; equal `up_to`: the larger sum).
+ */
+struct  Homeroom__V1__RewardFloor
+{
+  ProtobufCMessage base;
+  /*
+   * index into RoomPatch.replicas
+   */
+  uint32_t origin;
+  uint64_t up_to;
+  int64_t sum;
+  /*
+   * the fold delta that wrote it (the larger after a merge)
+   */
+  Homeroom__V1__Stamp *stamp;
+};
+#define HOMEROOM__V1__REWARD_FLOOR__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__reward_floor__descriptor) \
+    , 0, 0, 0, NULL }
 
 
 /*
@@ -670,6 +706,25 @@ Homeroom__V1__UserPatch *
 void   homeroom__v1__user_patch__free_unpacked
                      (Homeroom__V1__UserPatch *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__RewardFloor methods */
+void   homeroom__v1__reward_floor__init
+                     (Homeroom__V1__RewardFloor         *message);
+size_t homeroom__v1__reward_floor__get_packed_size
+                     (const Homeroom__V1__RewardFloor   *message);
+size_t homeroom__v1__reward_floor__pack
+                     (const Homeroom__V1__RewardFloor   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__reward_floor__pack_to_buffer
+                     (const Homeroom__V1__RewardFloor   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__RewardFloor *
+       homeroom__v1__reward_floor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__reward_floor__free_unpacked
+                     (Homeroom__V1__RewardFloor *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__SessionFloor methods */
 void   homeroom__v1__session_floor__init
                      (Homeroom__V1__SessionFloor         *message);
@@ -771,6 +826,9 @@ typedef void (*Homeroom__V1__RewardRecord_Closure)
 typedef void (*Homeroom__V1__UserPatch_Closure)
                  (const Homeroom__V1__UserPatch *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__RewardFloor_Closure)
+                 (const Homeroom__V1__RewardFloor *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__SessionFloor_Closure)
                  (const Homeroom__V1__SessionFloor *message,
                   void *closure_data);
@@ -800,6 +858,7 @@ extern const ProtobufCMessageDescriptor homeroom__v1__presence_entry__descriptor
 extern const ProtobufCMessageDescriptor homeroom__v1__session__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__reward_record__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__user_patch__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__reward_floor__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__session_floor__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__dead_incarnation__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor;
