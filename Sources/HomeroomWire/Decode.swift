@@ -372,7 +372,9 @@ struct CDecoder {
             let op = d.fold_rewards!.pointee
             let path = "\(field()).fold_rewards"
             guard op.sum >= 0 else { throw .invalidValue(field: "\(path).sum", reason: "a fold's sum is never negative, not \(op.sum)") }
-            return .foldRewards(user: try user(op.user, author: author, strings: strings, path), upTo: op.up_to, sum: op.sum)
+            try count(op.n_keep, max: RewardFloor.maxKept, "\(path).keep")
+            let keep = op.n_keep == 0 ? [] : (0..<op.n_keep).map { op.keep[$0] }
+            return .foldRewards(user: try user(op.user, author: author, strings: strings, path), upTo: op.up_to, sum: op.sum, keep: keep)
         default:
             throw .missingField("\(field()).op (no operation this version knows)")
         }

@@ -162,8 +162,10 @@ extension CDecoder {
             guard rewardOrigins.insert(tables.replicas[origin]).inserted else {
                 throw .invalidValue(field: "\(path()).origin", reason: "origin \(tables.replicas[origin]) appears twice")
             }
+            try count(entry.n_keep, max: RewardFloor.maxKept, "\(path()).keep")
+            let keep = entry.n_keep == 0 ? [] : (0..<entry.n_keep).map { entry.keep[$0] }
             activity.foldRewards(origin: tables.replicas[origin],
-                                 RewardFloor(upTo: entry.up_to, sum: entry.sum, stamp: try stamp(entry.stamp, tables, "\(path()).stamp")))
+                                 RewardFloor(upTo: entry.up_to, sum: entry.sum, keep: keep, stamp: try stamp(entry.stamp, tables, "\(path()).stamp")))
         }
         try count(patch.n_rewards, max: limits.maxMapEntries, "\(field()).rewards")
         if patch.n_rewards > 0 {
@@ -174,8 +176,17 @@ extension CDecoder {
                 func path() -> String { "\(field()).rewards[\(index)]" }
                 let key = RewardKey(author: try tableString(entry.author, tables, "\(path()).author"), authorCounter: entry.author_counter)
                 guard entry.stamp != nil else { throw .missingField("\(path()).stamp") }
-                let value = RewardEntry(amount: entry.amount, stamp: try stamp(entry.stamp, tables, "\(path()).stamp"),
-                                        issuedAtMillis: entry.issued_at_ms)
+                let earliest = try stamp(entry.stamp, tables, "\(path()).stamp")
+                try count(entry.n_copies, max: limits.maxOrigins, "\(path()).copies")
+                var copies: [Stamp] = []
+                for slot in 0..<entry.n_copies {
+                    let copy = try stamp(entry.copies[slot], tables, "\(path()).copies[\(slot)]")
+                    guard earliest < copy, copies.last.map({ $0 < copy }) ?? true else {
+                        throw .invalidValue(field: "\(path()).copies[\(slot)]", reason: "copies are sorted, unique and after the record's stamp")
+                    }
+                    copies.append(copy)
+                }
+                let value = RewardEntry(amount: entry.amount, stamp: earliest, copies: copies, issuedAtMillis: entry.issued_at_ms)
                 if rewards.updateValue(value, forKey: key) != nil {
                     throw .invalidValue(field: path(), reason: "reward (\(key.author), \(key.authorCounter)) appears twice")
                 }

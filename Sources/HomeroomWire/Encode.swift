@@ -332,11 +332,17 @@ struct CEncoder {
             }
             delta.pointee.fold_sessions = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_FOLD_SESSIONS
-        case let .foldRewards(user, upTo, sum):
+        case let .foldRewards(user, upTo, sum, keep):
             let op = make(homeroom__v1__fold_rewards__init)
             op.pointee.user = target(user, author: author, &interner)
             op.pointee.up_to = upTo
             op.pointee.sum = sum
+            if !keep.isEmpty {
+                let list = arena.allocate(UInt64.self, count: keep.count)
+                for (index, sequence) in keep.enumerated() { list[index] = sequence }
+                op.pointee.n_keep = keep.count
+                op.pointee.keep = list
+            }
             delta.pointee.fold_rewards = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_FOLD_REWARDS
         case let .replicaDown(replica, incarnation):

@@ -202,6 +202,12 @@ struct PatchEncoder {
             reward.pointee.amount = entry.amount
             reward.pointee.stamp = stamp(entry.stamp)
             reward.pointee.issued_at_ms = entry.issuedAtMillis
+            if !entry.copies.isEmpty {
+                let copies = encoder.arena.pointers(Homeroom__V1__Stamp.self, count: entry.copies.count)
+                for (slot, copy) in entry.copies.enumerated() { copies[slot] = stamp(copy) }
+                reward.pointee.n_copies = entry.copies.count
+                reward.pointee.copies = copies
+            }
             rewardList[index] = reward
         }
         message.pointee.n_rewards = rewards.count
@@ -254,6 +260,12 @@ struct PatchEncoder {
             entry.pointee.up_to = floor.upTo
             entry.pointee.sum = floor.sum
             entry.pointee.stamp = stamp(floor.stamp)
+            if !floor.keep.isEmpty {
+                let keep = encoder.arena.allocate(UInt64.self, count: floor.keep.count)
+                for (slot, sequence) in floor.keep.enumerated() { keep[slot] = sequence }
+                entry.pointee.n_keep = floor.keep.count
+                entry.pointee.keep = keep
+            }
             rewardFloorList[index] = entry
         }
         message.pointee.n_reward_floors = rewardFloorOrigins.count

@@ -336,7 +336,8 @@ def state_of(room):
     for uid, u in room.users.items():
         record = (u.name, u.role, tuple(sorted(u.flags.items())), u.kicked, u.banned,
                   tuple(sorted((k, tuple(sorted(v.items()))) for k, v in u.sessions.items())),
-                  tuple(sorted(u.rewards.items())), tuple(sorted(u.properties.items())), u.chat_muted,
+                  tuple(sorted(u.rewards.items())),       # with every copy's stamp (stamp + copies)
+                  tuple(sorted(u.properties.items())), u.chat_muted,
                   tuple(sorted(u.presence.items())),
                   tuple(sorted((o, (f[0], tuple(sorted(f[1])), f[2])) for o, f in u.session_floors.items())),
                   tuple(sorted(u.reward_floors.items())))
@@ -554,6 +555,32 @@ def run(args, hw, pynng, checks):
                      teacher.wait_for(lambda: (teacher.row("stu-1") or {}).get("rewards") == 5)
                      and student.wait_for(lambda: (student.row("stu-1") or {}).get("rewards") == 5),
                      f"teacher sees {(teacher.row('stu-1') or {}).get('rewards')}, student sees {(student.row('stu-1') or {}).get('rewards')}")
+        # The retried reward's record keeps the stamps of all its copies (RewardRecord `stamp`, the smallest,
+        # and `copies`): the first copy's, and the retry's when node B sequenced it as a new copy (ACCEPTED;
+        # DUPLICATE: B already held the first copy and made none). A record folded away meanwhile is fine.
+        reward_key = (teacher.user, first_counter)
+        copy_dots = {(d.origin, d.sequence) for d in [reply.write_ack.dot] + ([reply3.write_ack.dot] if accepted(reply3) else [])}
+
+        def copies_of(room):
+            u = room.users.get("stu-1")
+            r = u.rewards.get(reward_key) if u else None
+            return None if r is None else {(s[1], s[2]) for s in (r[1], *r[2])}
+
+        def copies_ok(room):
+            found = copies_of(room)
+            return found == copy_dots or (found is None and bool(room.users["stu-1"].reward_floors))
+        deadline = time.monotonic() + WAIT_SECONDS
+        while True:
+            views = [teacher.room, student.room, snapshot(args.node_a), snapshot(args.node_b)]
+            if all(copies_ok(v) for v in views) or time.monotonic() >= deadline:
+                break
+            wait_both(lambda: False, 0.1)
+        checks.check(f"... and its record holds the stamps of its {len(copy_dots)} cop{'ies' if len(copy_dots) > 1 else 'y'} "
+                     "(stamp + copies) in both views and fresh snapshots of both nodes",
+                     all(copies_ok(v) for v in views),
+                     f"expected {sorted(copy_dots)}; " + ", ".join(
+                         f"{n} {sorted(copies_of(v)) if copies_of(v) is not None else 'folded'}"
+                         for n, v in zip(("teacher", "student", "snapshot A", "snapshot B"), views)))
 
         # 11b: the reward window. A node takes a reward only with issued_at_ms set, and within
         # its reward window (--reward-window-ms) of its own clock: nothing else is stored.

@@ -20,9 +20,9 @@ public enum Operation: Hashable, Sendable {
     /// sequenced here at or below `upTo` is over and leaves the record, except `keep`.
     case foldSessions(user: UserID, upTo: UInt64, keep: [UInt64])
     /// System, written by an origin for the rewards it sequenced for `user`: every one
-    /// whose earliest copy it sequenced at or below `upTo` is counted in `sum` and
-    /// leaves the record (see `RewardFloor`).
-    case foldRewards(user: UserID, upTo: UInt64, sum: Int64)
+    /// whose earliest copy it sequenced at or below `upTo`, except `keep`, is counted in
+    /// `sum` and leaves the record (see `RewardFloor`).
+    case foldRewards(user: UserID, upTo: UInt64, sum: Int64, keep: [UInt64] = [])
     /// Every session hosted by `replica` in an incarnation up to `incarnation` is over.
     case replicaDown(replica: ReplicaID, incarnation: UInt64)
 
@@ -64,7 +64,7 @@ public enum Operation: Hashable, Sendable {
         case .setRoomName, .setRoomType, .setStageLimit, .setHandLimit, .setSchedule, .setClassState,
              .muteAll, .setRoomProperty, .replicaDown, .sendMessage, .trimHistory, .setHistoryLimit:
             return nil
-        case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _), let .foldSessions(user, _, _), let .foldRewards(user, _, _), let .setName(user, _),
+        case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _), let .foldSessions(user, _, _), let .foldRewards(user, _, _, _), let .setName(user, _),
              let .setDevice(user, _, _), let .setHand(user, _), let .setStage(user, _), let .setBoard(user, _),
              let .setPrivilege(user, _, _), let .reward(user, _, _), let .kick(user), let .ban(user),
              let .setUserProperty(user, _, _, _, _), let .sendPeerMessage(user, _, _, _), let .setPresenceState(user, _, _):

@@ -112,8 +112,9 @@ public enum Authority {
             return keep.count <= SessionFloor.maxKept ? nil
                 : .invalidValue(operation: name, reason: "a fold keeps at most \(SessionFloor.maxKept) sessions")
 
-        case let .foldRewards(_, _, sum):
+        case let .foldRewards(_, _, sum, keep):
             guard role == .system else { return .requiresSystem(operation: name) }
+            if keep.count > RewardFloor.maxKept { return .invalidValue(operation: name, reason: "a fold keeps at most \(RewardFloor.maxKept) rewards") }
             return sum >= 0 ? nil : .invalidValue(operation: name, reason: "a fold's sum is never negative")
 
         case let .setName(user, _), let .setDevice(user, _, _):

@@ -11,32 +11,48 @@
 /// `RoomState.rewardFoldPlan`). A copy that arrives late (a patch from a replica that
 /// has not folded yet, a delayed delta) is recognised by its stamp and dropped.
 ///
-/// Merging keeps the larger `upTo` with its sum: the origin's later fold covers
-/// everything its earlier one did, so this is commutative, associative and idempotent.
+/// Merging keeps the origin's later fold (the larger stamp): it covers everything its
+/// earlier ones did, so this is commutative, associative and idempotent.
 public struct RewardFloor: Hashable, Sendable {
-    /// Sequences (of the origin) at or below this are covered.
+    /// Sequences (of the origin) at or below this are covered, unless kept.
     public var upTo: UInt64
     /// The amounts of every reward covered.
     public var sum: Int64
-    /// The fold delta that wrote it (the largest, after merges): sent to a replica
-    /// that has not seen it.
+    /// Sequences at or below `upTo` of rewards still listed (sorted, unique): retried
+    /// through another node, they wait until that node's fold covers its copy.
+    public var keep: [UInt64]
+    /// The fold delta that wrote it: the origin's later fold, which covers everything
+    /// its earlier ones did, wins a merge.
     public var stamp: Stamp
 
-    public init(upTo: UInt64, sum: Int64, stamp: Stamp) {
+    public init(upTo: UInt64, sum: Int64, keep: [UInt64] = [], stamp: Stamp) {
         self.upTo = upTo
         self.sum = sum
+        self.keep = Array(Set(keep.filter { $0 <= upTo })).sorted()
         self.stamp = stamp
     }
 
     /// Whether the reward record with this (earliest) stamp, of this floor's origin, is folded.
     @inline(__always)
-    public func covers(sequence: UInt64) -> Bool { sequence != 0 && sequence <= upTo }
+    public func covers(sequence: UInt64) -> Bool {
+        guard sequence != 0, sequence <= upTo else { return false }
+        return !isKept(sequence)
+    }
+
+    private func isKept(_ sequence: UInt64) -> Bool {
+        guard !keep.isEmpty else { return false }
+        var low = 0, high = keep.count
+        while low < high {
+            let mid = (low + high) / 2
+            if keep[mid] < sequence { low = mid + 1 } else { high = mid }
+        }
+        return low < keep.count && keep[low] == sequence
+    }
 
     public mutating func merge(_ other: RewardFloor) {
-        if (other.upTo, other.sum) > (upTo, sum) {
-            upTo = other.upTo
-            sum = other.sum
-        }
-        if stamp < other.stamp { stamp = other.stamp }
+        if stamp < other.stamp { self = other }
     }
+
+    /// The most rewards a floor keeps (retries waiting for another node's fold).
+    public static let maxKept = 256
 }

@@ -59,9 +59,9 @@ extension RoomState {
             let entry = RewardEntry(amount: amount, stamp: stamp, issuedAtMillis: issuedAt)
             let added = users[user, default: UserRecord()].addReward(key, entry)
             return rewardChanges(user, added)
-        case let .foldRewards(user, upTo, sum):
+        case let .foldRewards(user, upTo, sum, keep):
             // Kept even for a user unknown here yet: the rewards it covers may come later.
-            let changed = users[user, default: UserRecord()].foldRewards(origin: delta.origin, RewardFloor(upTo: upTo, sum: sum, stamp: stamp))
+            let changed = users[user, default: UserRecord()].foldRewards(origin: delta.origin, RewardFloor(upTo: upTo, sum: sum, keep: keep, stamp: stamp))
             return rewardChanges(user, changed)
         case let .setName(user, name):
             return updateUser(user, keepsRanks: true) { record in record.name.write(name, at: stamp) }

@@ -117,23 +117,46 @@ extension RoomState {
                                quietMillis: UInt64 = RoomState.rewardFoldQuietMillis) -> RewardFoldPlan {
         guard let record = users[user], !record.rewards.isEmpty else { return .nothing }
         let contiguous = seen.contiguous(origin)
-        var candidates: [(sequence: UInt64, amount: Int32, issued: UInt64)] = []
-        for entry in record.rewards.values where entry.stamp.clock.replica == origin && entry.stamp.sequence <= contiguous {
-            candidates.append((entry.stamp.sequence, entry.amount, entry.issuedAtMillis))
-        }
-        guard !candidates.isEmpty else { return .nothing }
-        // Everything below the first reward not complete yet (and nothing this origin has not sequenced).
-        let firstIncomplete = candidates.lazy.filter { $0.issued >= completeBeforeMillis }.map(\.sequence).min()
-        let upTo = firstIncomplete.map { min($0 - 1, contiguous) } ?? contiguous
-        let foldable = candidates.filter { $0.sequence <= upTo }
-        guard !foldable.isEmpty else { return .notYet }
         let floor = record.rewardFloors[origin]
-        guard upTo > floor?.upTo ?? 0 else { return .notYet }
+        let previousUpTo = floor?.upTo ?? 0
+        // Rewards whose earliest copy this origin sequenced: its fold counts them once
+        // complete (issued before `completeBeforeMillis`) and ready (a copy retried
+        // through another node is covered by that node's fold first, so a replica that
+        // holds only that copy never counts the reward twice).
+        var candidates: [(sequence: UInt64, amount: Int32, issued: UInt64, foldable: Bool)] = []
+        // Copies this origin made that lost to an earlier copy elsewhere: its fold only
+        // covers them (a replica holding just that copy drops it; the earlier copy's
+        // origin counts the reward).
+        var lost: [UInt64] = []
+        for entry in record.rewards.values {
+            if entry.stamp.clock.replica == origin {
+                guard entry.stamp.sequence <= contiguous else { continue }
+                let ready = entry.copies.allSatisfy { record.rewardFloors[$0.clock.replica]?.covers(sequence: $0.sequence) == true }
+                candidates.append((entry.stamp.sequence, entry.amount, entry.issuedAtMillis, ready && entry.issuedAtMillis < completeBeforeMillis))
+            } else if let copy = entry.copies.first(where: { $0.clock.replica == origin }), copy.sequence <= contiguous,
+                      floor?.covers(sequence: copy.sequence) != true {
+                lost.append(copy.sequence)
+            }
+        }
+        guard !candidates.isEmpty || !lost.isEmpty else { return .nothing }
+        // The prefix ends before the first reward not complete yet (one that is complete
+        // but waits for another node's fold is kept instead), at what this origin sequenced.
+        let firstIncomplete = candidates.lazy.filter { $0.sequence > previousUpTo && $0.issued >= completeBeforeMillis }.map(\.sequence).min()
+        var upTo = max(previousUpTo, firstIncomplete.map { min($0 - 1, contiguous) } ?? contiguous)
+        var kept = candidates.filter { $0.sequence <= upTo && !$0.foldable }.map(\.sequence).sorted()
+        if kept.count > RewardFloor.maxKept {
+            upTo = max(previousUpTo, kept[RewardFloor.maxKept] - 1)
+            kept = kept.filter { $0 <= upTo }
+            guard kept.count <= RewardFloor.maxKept else { return .notYet }
+        }
+        let foldable = candidates.filter { $0.foldable && $0.sequence <= upTo }
+        let lostCovered = lost.filter { $0 <= upTo && !kept.contains($0) }.count
+        guard !foldable.isEmpty || lostCovered > 0 else { return .notYet }
         let newest = foldable.map(\.issued).max() ?? 0
-        let quiet = foldable.count == candidates.count && nowMillis >= newest &+ quietMillis
-        guard foldable.count >= max(threshold, 1) || quiet else { return .notYet }
+        let quiet = foldable.count + kept.count == candidates.count && lostCovered == lost.count && nowMillis >= newest &+ quietMillis
+        guard foldable.count + lostCovered >= max(threshold, 1) || quiet else { return .notYet }
         let sum = foldable.reduce(floor?.sum ?? 0) { $0 + Int64($1.amount) }
-        return .due(.foldRewards(user: user, upTo: upTo, sum: sum))
+        return .due(.foldRewards(user: user, upTo: upTo, sum: sum, keep: kept))
     }
 }
 

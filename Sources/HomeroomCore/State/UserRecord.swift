@@ -47,16 +47,35 @@ public struct RewardKey: Hashable, Comparable, Sendable {
 
 public struct RewardEntry: Hashable, Sendable {
     public var amount: Int32
-    /// The smallest stamp among the copies of this reward (min-merge).
+    /// The smallest stamp among the copies of this reward (min-merge): the copy that
+    /// counts, and the one whose origin folds it.
     public var stamp: Stamp
+    /// The stamps of the other copies (a reward retried through other nodes), sorted:
+    /// each origin folds its own copies away, and one that lost to a smaller copy
+    /// must know to (union-merge; at most one copy per node).
+    public var copies: [Stamp]
     /// When the author first sent it (its wall clock, Unix ms; min-merge; 0 for
     /// records written before rewards carried it).
     public var issuedAtMillis: UInt64
 
-    public init(amount: Int32, stamp: Stamp, issuedAtMillis: UInt64 = 0) {
+    public init(amount: Int32, stamp: Stamp, copies: [Stamp] = [], issuedAtMillis: UInt64 = 0) {
         self.amount = amount
         self.stamp = stamp
+        self.copies = copies
         self.issuedAtMillis = issuedAtMillis
+    }
+
+    /// Takes in another copy (or set of copies) of the same reward.
+    mutating func merge(_ other: RewardEntry) {
+        issuedAtMillis = min(issuedAtMillis, other.issuedAtMillis)
+        guard other.stamp != stamp || !other.copies.isEmpty else { return }
+        var all = Set(copies)
+        all.insert(stamp)
+        all.insert(other.stamp)
+        all.formUnion(other.copies)
+        let sorted = all.sorted()
+        stamp = sorted[0]
+        copies = Array(sorted.dropFirst())
     }
 }
 
@@ -128,8 +147,7 @@ public struct UserActivity: Hashable, Sendable {
     @discardableResult
     public mutating func addReward(_ key: RewardKey, _ entry: RewardEntry) -> Int64 {
         if var existing = rewards[key] {
-            if entry.stamp < existing.stamp { existing.stamp = entry.stamp }
-            existing.issuedAtMillis = min(existing.issuedAtMillis, entry.issuedAtMillis)
+            existing.merge(entry)
             if isFolded(rewardStamp: existing.stamp) {
                 rewards[key] = nil
                 rewardTotal -= Int64(existing.amount)
@@ -149,7 +167,7 @@ public struct UserActivity: Hashable, Sendable {
     @discardableResult
     public mutating func foldRewards(origin: ReplicaID, _ floor: RewardFloor) -> Int64 {
         let before = rewardTotal
-        var merged = rewardFloors[origin] ?? RewardFloor(upTo: 0, sum: 0, stamp: floor.stamp)
+        var merged = rewardFloors[origin] ?? floor
         let previousSum = rewardFloors[origin]?.sum ?? 0
         merged.merge(floor)
         rewardFloors[origin] = merged
@@ -476,7 +494,7 @@ extension UserActivity {
             patch.foldRewards(origin: origin, floor)
             any = true
         }
-        for (key, entry) in rewards where !seen.contains(entry.stamp.dot) {
+        for (key, entry) in rewards where !seen.contains(entry.stamp.dot) || entry.copies.contains(where: { !seen.contains($0.dot) }) {
             patch.addReward(key, entry)
             any = true
         }

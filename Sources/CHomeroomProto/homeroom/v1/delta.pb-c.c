@@ -2639,7 +2639,7 @@ const ProtobufCMessageDescriptor homeroom__v1__fold_sessions__descriptor =
   (ProtobufCMessageInit) homeroom__v1__fold_sessions__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__fold_rewards__field_descriptors[3] =
+static const ProtobufCFieldDescriptor homeroom__v1__fold_rewards__field_descriptors[4] =
 {
   {
     "user",
@@ -2677,8 +2677,21 @@ static const ProtobufCFieldDescriptor homeroom__v1__fold_rewards__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "keep",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Homeroom__V1__FoldRewards, n_keep),
+    offsetof(Homeroom__V1__FoldRewards, keep),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__fold_rewards__field_indices_by_name[] = {
+  3,   /* field[3] = keep */
   2,   /* field[2] = sum */
   1,   /* field[1] = up_to */
   0,   /* field[0] = user */
@@ -2686,7 +2699,7 @@ static const unsigned homeroom__v1__fold_rewards__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__fold_rewards__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__fold_rewards__descriptor =
 {
@@ -2696,7 +2709,7 @@ const ProtobufCMessageDescriptor homeroom__v1__fold_rewards__descriptor =
   "Homeroom__V1__FoldRewards",
   "homeroom.v1",
   sizeof(Homeroom__V1__FoldRewards),
-  3,
+  4,
   homeroom__v1__fold_rewards__field_descriptors,
   homeroom__v1__fold_rewards__field_indices_by_name,
   1,  homeroom__v1__fold_rewards__number_ranges,

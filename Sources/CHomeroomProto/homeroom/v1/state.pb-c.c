@@ -1663,7 +1663,7 @@ const ProtobufCMessageDescriptor homeroom__v1__session__descriptor =
   (ProtobufCMessageInit) homeroom__v1__session__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__reward_record__field_descriptors[5] =
+static const ProtobufCFieldDescriptor homeroom__v1__reward_record__field_descriptors[6] =
 {
   {
     "author",
@@ -1725,18 +1725,31 @@ static const ProtobufCFieldDescriptor homeroom__v1__reward_record__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "copies",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__RewardRecord, n_copies),
+    offsetof(Homeroom__V1__RewardRecord, copies),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__reward_record__field_indices_by_name[] = {
   2,   /* field[2] = amount */
   0,   /* field[0] = author */
   1,   /* field[1] = author_counter */
+  5,   /* field[5] = copies */
   4,   /* field[4] = issued_at_ms */
   3,   /* field[3] = stamp */
 };
 static const ProtobufCIntRange homeroom__v1__reward_record__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__reward_record__descriptor =
 {
@@ -1746,7 +1759,7 @@ const ProtobufCMessageDescriptor homeroom__v1__reward_record__descriptor =
   "Homeroom__V1__RewardRecord",
   "homeroom.v1",
   sizeof(Homeroom__V1__RewardRecord),
-  5,
+  6,
   homeroom__v1__reward_record__field_descriptors,
   homeroom__v1__reward_record__field_indices_by_name,
   1,  homeroom__v1__reward_record__number_ranges,
@@ -2025,7 +2038,7 @@ const ProtobufCMessageDescriptor homeroom__v1__user_patch__descriptor =
   (ProtobufCMessageInit) homeroom__v1__user_patch__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__reward_floor__field_descriptors[4] =
+static const ProtobufCFieldDescriptor homeroom__v1__reward_floor__field_descriptors[5] =
 {
   {
     "origin",
@@ -2075,8 +2088,21 @@ static const ProtobufCFieldDescriptor homeroom__v1__reward_floor__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "keep",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Homeroom__V1__RewardFloor, n_keep),
+    offsetof(Homeroom__V1__RewardFloor, keep),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__reward_floor__field_indices_by_name[] = {
+  4,   /* field[4] = keep */
   0,   /* field[0] = origin */
   3,   /* field[3] = stamp */
   2,   /* field[2] = sum */
@@ -2085,7 +2111,7 @@ static const unsigned homeroom__v1__reward_floor__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__reward_floor__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__reward_floor__descriptor =
 {
@@ -2095,7 +2121,7 @@ const ProtobufCMessageDescriptor homeroom__v1__reward_floor__descriptor =
   "Homeroom__V1__RewardFloor",
   "homeroom.v1",
   sizeof(Homeroom__V1__RewardFloor),
-  4,
+  5,
   homeroom__v1__reward_floor__field_descriptors,
   homeroom__v1__reward_floor__field_indices_by_name,
   1,  homeroom__v1__reward_floor__number_ranges,

@@ -321,7 +321,7 @@ struct  Homeroom__V1__FoldSessions
 
 /*
  * System only. Every reward of `user` whose earliest copy the delta's own origin
- * sequenced at or below `up_to` is counted in `sum` (with those of earlier folds of
+ * sequenced at or below `up_to`, except `keep`, is counted in `sum` (with those of earlier folds of
  * that origin) and leaves the record; a copy that arrives later is dropped (see
  * RewardFloor in state.proto).
  */
@@ -331,10 +331,17 @@ struct  Homeroom__V1__FoldRewards
   uint32_t user;
   uint64_t up_to;
   int64_t sum;
+  /*
+   * Sequences at or below up_to of rewards the fold leaves (not counted, still
+   * listed): a reward retried through another node waits there until that node's
+   * fold covers its own copy. Sorted, at most 256.
+   */
+  size_t n_keep;
+  uint64_t *keep;
 };
 #define HOMEROOM__V1__FOLD_REWARDS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__fold_rewards__descriptor) \
-    , 0, 0, 0 }
+    , 0, 0, 0, 0,NULL }
 
 
 struct  Homeroom__V1__SetName

@@ -266,10 +266,16 @@ struct  Homeroom__V1__RewardRecord
    * the smallest issued_at_ms among the copies
    */
   uint64_t issued_at_ms;
+  /*
+   * The other copies' stamps (the reward retried through other nodes), sorted, each
+   * larger than `stamp`; union-merged. Usually empty.
+   */
+  size_t n_copies;
+  Homeroom__V1__Stamp **copies;
 };
 #define HOMEROOM__V1__REWARD_RECORD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__reward_record__descriptor) \
-    , 0, 0, 0, NULL, 0 }
+    , 0, 0, 0, NULL, 0, 0,NULL }
 
 
 struct  Homeroom__V1__UserPatch
@@ -320,10 +326,10 @@ struct  Homeroom__V1__UserPatch
 
 /*
  * The rewards one origin folded away for a user: every reward whose earliest copy
- * that origin sequenced at or below `up_to` is counted in `sum` and gone; a reward
+ * that origin sequenced at or below `up_to`, except `keep`, is counted in `sum` and gone; a reward
  * record whose stamp it covers is dropped on merge. The user's total is the sum of
- * the floors' sums and the remaining records' amounts. Merge: the larger `up_to`
- * (with its sum; equal `up_to`: the larger sum).
+ * the floors' sums and the remaining records' amounts. Merge: the floor with the
+ * larger stamp (the origin's later fold, which covers everything the earlier did).
  */
 struct  Homeroom__V1__RewardFloor
 {
@@ -335,13 +341,18 @@ struct  Homeroom__V1__RewardFloor
   uint64_t up_to;
   int64_t sum;
   /*
-   * the fold delta that wrote it (the larger after a merge)
+   * the fold delta that wrote it: the later fold wins a merge
    */
   Homeroom__V1__Stamp *stamp;
+  /*
+   * sequences at or below up_to not covered; sorted
+   */
+  size_t n_keep;
+  uint64_t *keep;
 };
 #define HOMEROOM__V1__REWARD_FLOOR__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__reward_floor__descriptor) \
-    , 0, 0, 0, NULL }
+    , 0, 0, 0, NULL, 0,NULL }
 
 
 /*
