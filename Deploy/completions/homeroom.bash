@@ -36,7 +36,7 @@ _homeroom() {
         history) room_options="$room_options --limit" ;;
         mute|unmute) room_options="$room_options --all --off" ;;
         demo) room_options="--students --seconds --node-transport --help" ;;
-        node) room_options="--name --listen --publish --seed --config --heartbeat-ms --suspect-ms --down-ms --workers --cluster-publish --message-retention --session-timeout-ms --data-dir --sync --http --token-key --app --revoked --token-max-lifetime --cluster-key --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --max-users --permanent-down-ms --max-connections --wedge-descriptors --log-level --log-format --help" ;;
+        node) room_options="--name --listen --publish --seed --config --heartbeat-ms --suspect-ms --down-ms --workers --cluster-publish --message-retention --session-timeout-ms --data-dir --sync --http --token-key --app --revoked --token-max-lifetime --cluster-key --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --max-users --permanent-down-ms --reward-window-ms --max-connections --wedge-descriptors --log-level --log-format --help" ;;
         simulate) room_options="--seed --schedules --replicas --students --steps --json --help" ;;
     esac
     if [[ "$cur" == -* ]]; then

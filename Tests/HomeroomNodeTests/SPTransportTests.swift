@@ -353,6 +353,7 @@ struct SPTransportTests {
         // Each finishes its request in turn: every one is answered (the budget frees as they complete).
         for c in connections { c.write([UInt8](repeating: 1, count: announced - 4 - 600_000)) }
         for (index, c) in connections.enumerated() {
+            c.setReadTimeout(seconds: 30)   // 10 MiB through a 2 MiB budget, alongside the other suites
             let reply = c.read(8 + SPProtocol.headerSize + 8)
             #expect(reply.suffix(8) == Array(request + bytes("done")), "connection \(index) got no reply")
         }

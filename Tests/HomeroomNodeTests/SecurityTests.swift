@@ -133,7 +133,7 @@ import Testing
         try teacher.connect(); try sam.connect()
         // Capture one write request's bytes and send them again and again.
         let write = WireMessage.WriteRequest(requestID: 7, write: Write(author: "tina", authorRole: .teacher, authorCounter: 424242,
-                                                                         operation: .reward(user: "sam", amount: 5)))
+                                                                         operation: .reward(user: "sam", amount: 5, issuedAtMillis: WallClock.nowMillis())))
         let bytes = WireCodec.encode(WireEnvelope(roomID: "sec", sender: ReplicaID(0), sequence: 0, clock: .zero,
                                                   credential: Array(Self.token("tina", .teacher).utf8), message: .writeRequest(write)))
         for _ in 0..<5 { _ = nodes[0].handleRequest(bytes) }

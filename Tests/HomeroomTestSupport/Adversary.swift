@@ -21,6 +21,13 @@ public struct RawConnection {
         if rv != 0 { Glibc.close(fd); return nil }
     }
 
+    /// How long each read waits from now on (a test that makes the peer work hard, on a
+    /// loaded machine, waits longer than the default 3 s).
+    public func setReadTimeout(seconds: Int) {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     public func write(_ data: [UInt8]) { _ = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
 
     /// Reads until `count` bytes came, the peer closed, or 3 s passed.

@@ -541,13 +541,22 @@ def run(args, hw, pynng, checks):
                          f"repaired after: {', '.join(student.repairs) or 'periodic sync'}")
 
         # 11: rewards add up; a retried reward (same counter, through the other node) counts once.
+        # With node A's fault hook, A is cut from the cluster while the first reward is sent through it
+        # and retried through B: B has not seen A's copy and makes a second one (two copies, one record).
         print("== rewards")
-        reply, first_counter = teacher.write("reward", target="stu-1", amount=2)
-        ok1 = accepted(reply)
-        reply2, _ = teacher.write("reward", target="stu-1", amount=3, via=args.node_b)
-        ok2 = accepted(reply2) and reply2.write_ack.dot.origin == node_b
-        reply3, _ = teacher.write("reward", target="stu-1", amount=2, counter=first_counter, via=args.node_b,
-                                  request_id=teacher.request_id - 1, issued_at=teacher.issued_at[first_counter])
+        if args.node_a_pid:
+            os.kill(args.node_a_pid, signal.SIGUSR1)                                # node A: cut from the cluster
+            time.sleep(0.1)
+        try:
+            reply, first_counter = teacher.write("reward", target="stu-1", amount=2)
+            ok1 = accepted(reply)
+            reply2, _ = teacher.write("reward", target="stu-1", amount=3, via=args.node_b)
+            ok2 = accepted(reply2) and reply2.write_ack.dot.origin == node_b
+            reply3, _ = teacher.write("reward", target="stu-1", amount=2, counter=first_counter, via=args.node_b,
+                                      request_id=teacher.request_id - 1, issued_at=teacher.issued_at[first_counter])
+        finally:
+            if args.node_a_pid:
+                os.kill(args.node_a_pid, signal.SIGUSR2)                            # heal
         ok3 = reply3.WhichOneof("body") == "write_ack" and reply3.write_ack.status in (ACCEPTED, E.WRITE_STATUS_DUPLICATE)
         checks.check("rewards of 2 (through A) and 3 (through B) are ACCEPTED, and so is a retry of the first through B",
                      ok1 and ok2 and ok3, f"{show(reply)} / {show(reply2)} / {show(reply3)}")

@@ -273,8 +273,14 @@ public final class ClusterNode: Sendable {
     }
 
     /// Writes as a local client would, without the REQ round trip (embedding, benchmarks).
+    /// A reward without `issuedAtMillis` is taken as issued now, as `RoomClient` does;
+    /// a retry of it must carry the first attempt's.
     public func submit(room: String, _ write: Write, requestID: UInt64 = 0) -> WireMessage.WriteAck {
-        handleWrite(room: room, WireMessage.WriteRequest(requestID: requestID, write: write))
+        var write = write
+        if case let .reward(target, amount, 0) = write.operation {
+            write.operation = .reward(user: target, amount: amount, issuedAtMillis: wallMillis())
+        }
+        return handleWrite(room: room, WireMessage.WriteRequest(requestID: requestID, write: write))
     }
 
     /// Joins a user locally, without the REQ round trip (embedding, benchmarks).
