@@ -85,6 +85,57 @@ import Testing
         #expect(bob["rewards"] as? Int == acknowledged.value, "\(acknowledged.value) acknowledged, \(bob["rewards"] ?? "none") counted")
     }
 
+    /// Rewards through two real nodes, each one-shot a reward by the teacher: the nodes
+    /// fold them (a 1 s reward window), so the room a newcomer downloads stays the size
+    /// it had after the first rewards, both nodes count every acknowledged reward, and
+    /// the count survives a kill -9 and a restart from the store.
+    @Test func rewardsFoldAcrossTwoNodesAndTheRoomStaysSmall() throws {
+        let data = Self.temporaryDirectory("rewards")
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let window = ["--reward-window-ms", "1000"]
+        let store = ["--data-dir", data, "--http", "http://127.0.0.1:0"] + window
+        var a = try NodeChild(name: "rewards-a", extra: store)
+        defer { a.stop() }
+        let b = try NodeChild(name: "rewards-b", seeds: [a.listen], extra: ["--http", "http://127.0.0.1:0"] + window)
+        defer { b.stop() }
+        let onA = ["--room", "rewards", "--node", a.listen], onB = ["--room", "rewards", "--node", b.listen]
+        #expect(try CLI.run(["hand", "up", "--user", "bob"] + onA).status == 0)
+        func count(_ room: [String]) throws -> Int? {
+            let roster = try CLI.run(["roster", "--json"] + room)
+            guard roster.status == 0, let json = try JSONSerialization.jsonObject(with: Data(roster.stdout.utf8)) as? [String: Any] else { return nil }
+            return (json["students"] as? [[String: Any]])?.first { $0["user"] as? String == "bob" }?["rewards"] as? Int
+        }
+        var acknowledged = 0
+        func reward(_ times: Int) throws {
+            for index in 0..<times {
+                let result = try CLI.run(["reward", "bob"] + (index % 2 == 0 ? onA : onB))
+                if result.status == 0 { acknowledged += 1 } else { Issue.record("reward \(index) failed: \(result.stderr)") }
+            }
+        }
+        let settle = useconds_t((RoomState.rewardFoldQuietMillis + 3_000) * 1_000)
+        try reward(20)
+        usleep(settle)
+        let sizeAfterTwenty = try Self.rosterReplyBytes(a, onA)
+        try reward(Self.oneShots / 10)
+        usleep(settle)
+        let sizeAtEnd = try Self.rosterReplyBytes(a, onA)
+        let folds = (a.metric("homeroom_reward_folds_total") ?? 0, b.metric("homeroom_reward_folds_total") ?? 0)
+        print("lifetime: \(acknowledged) rewards through two nodes; roster download \(Int(sizeAfterTwenty)) B after 20, \(Int(sizeAtEnd)) B at the end; reward folds \(folds)")
+        #expect(acknowledged == 20 + Self.oneShots / 10)
+        #expect(folds.0 > 0 && folds.1 > 0, "both nodes fold the rewards they sequenced: \(folds)")
+        #expect(sizeAtEnd <= sizeAfterTwenty * 1.2, "the room grew from \(sizeAfterTwenty) to \(sizeAtEnd) bytes with the number of rewards")
+        let (countA, countB) = (try count(onA), try count(onB))
+        #expect(countA == acknowledged, "node A counts \(String(describing: countA)), \(acknowledged) acknowledged")
+        #expect(countB == acknowledged, "node B counts \(String(describing: countB)), \(acknowledged) acknowledged")
+
+        a.crash()
+        a = try NodeChild(name: "rewards-a", seeds: [b.listen], extra: store)
+        let restarted = ["--room", "rewards", "--node", a.listen]
+        let countRestarted = try count(restarted)
+        #expect(countRestarted == acknowledged, "after kill -9 and a restart node A counts \(String(describing: countRestarted))")
+        #expect(!a.log.contains("Fatal error") && !b.log.contains("Fatal error"))
+    }
+
     final class Counter: @unchecked Sendable {
         private let lock = NSLock()
         private var count = 0
