@@ -19,17 +19,18 @@ struct RoomOptions {
           --room <id>            Room to join.                                   (HOMEROOM_ROOM)
           --node <address>       A node's listen address; repeatable, the others are fallbacks.
                                  e.g. tcp://127.0.0.1:7100                        (HOMEROOM_NODES, comma-separated)
-          --as <role>            teacher, assistant, student or observer.
-          --user <id>            Who you are in the room (default: the role's name).
+          --as <role>            teacher, assistant, student or observer (default: the token's).
+          --user <id>            Who you are in the room (default: the token's user, else the role's name).
           --name <name>          Display name (default: the user id).
-          --token <token>        Join token, for nodes started with --token-key.  (HOMEROOM_TOKEN)
+          --token <token>        Join token, for nodes started with --token-key: it says the room,
+                                 user and role (flags that disagree are refused).  (HOMEROOM_TOKEN)
           --timeout-ms <n>       How long to wait for a node's answer (default 1000).
           --log-level <level>    trace, debug, info, notice, warning, error (default warning).
         """
 
     static func read(_ reader: inout ArgumentReader, defaultRole: Role, defaultUser: String? = nil) throws(CommandLineError) -> RoomOptions {
         let environment = ProcessEnvironment.current
-        let room = try reader.string("--room") ?? environment["HOMEROOM_ROOM"]
+        var room = try reader.string("--room") ?? environment["HOMEROOM_ROOM"]
         var nodes: [String] = []
         while let node = try reader.string("--node") { nodes.append(node) }
         if nodes.isEmpty, let list = environment["HOMEROOM_NODES"] {
@@ -42,7 +43,31 @@ struct RoomOptions {
         let levelName = try reader.string("--log-level") ?? "warning"
         let token = try reader.string("--token") ?? environment["HOMEROOM_TOKEN"]
 
-        guard let room else { throw .usage("missing --room (or HOMEROOM_ROOM): which room to join", usage: reader.usage) }
+        // A token says who you are: its user, role and room are the defaults, and a flag
+        // that says otherwise is a mistake to point out, not a request to honour.
+        var claims: TokenClaims?
+        if let token {
+            guard let peeked = JoinToken.peek(token), let tokenRole = peeked.parsedRole else {
+                throw .usage("--token is not a Homeroom join token (make one with `homeroom token create`)", usage: reader.usage)
+            }
+            if let user, user != peeked.user {
+                throw .usage("the token is for user \(peeked.user), not \(user): drop --user (the token says who you are) or use \(user)'s token", usage: reader.usage)
+            }
+            if let roleName, Role(name: roleName) != tokenRole {
+                throw .usage("the token is for a \(tokenRole), not a \(roleName): drop --as (the token says your role)", usage: reader.usage)
+            }
+            if peeked.room != "*" {
+                if let given = room, given != peeked.room {
+                    throw .usage("the token is for room \(peeked.room), not \(given): drop --room or use a token for \(given)", usage: reader.usage)
+                }
+                room = peeked.room
+            }
+            claims = peeked
+        }
+        guard let room else {
+            throw .usage(claims == nil ? "missing --room (or HOMEROOM_ROOM): which room to join"
+                                       : "missing --room (or HOMEROOM_ROOM): the token is for every room, so say which", usage: reader.usage)
+        }
         if let problem = RoomID.validate(room) { throw .usage(problem, usage: reader.usage) }
         guard !nodes.isEmpty else {
             throw .usage("missing --node (or HOMEROOM_NODES): a node's address, e.g. tcp://127.0.0.1:7100", usage: reader.usage)
@@ -50,8 +75,8 @@ struct RoomOptions {
         for node in nodes where !["tcp://", "ipc://", "inproc://"].contains(where: { node.hasPrefix($0) }) {
             throw .usage("node address '\(node)' must start with tcp://, ipc:// or inproc://", usage: reader.usage)
         }
-        var role = defaultRole
-        if let roleName {
+        var role = claims?.parsedRole ?? defaultRole
+        if claims == nil, let roleName {
             guard let parsed = Role(name: roleName), parsed != .system else {
                 throw .usage("unknown role '\(roleName)': use teacher, assistant, student or observer", usage: reader.usage)
             }
@@ -60,12 +85,12 @@ struct RoomOptions {
         guard let level = Logger.Level(name: levelName) else {
             throw .usage("unknown log level '\(levelName)': use trace, debug, info, notice, warning or error", usage: reader.usage)
         }
-        let userID = user ?? defaultUser ?? role.description
+        let userID = claims?.user ?? user ?? defaultUser ?? role.description
         if userID.isEmpty || userID.utf8.count > 128 || userID.contains(where: { $0.isWhitespace }) {
             throw .usage("a user id is 1 to 128 characters without spaces, not '\(userID)'", usage: reader.usage)
         }
         return RoomOptions(room: room, nodes: nodes, role: role, user: userID, name: name ?? userID, timeoutMillis: timeout, logLevel: level, token: token,
-                           roleGiven: roleName != nil, userGiven: user != nil, nameGiven: name != nil)
+                           roleGiven: roleName != nil || claims != nil, userGiven: user != nil || claims != nil, nameGiven: name != nil)
     }
 
     /// Changes the role when --as was not given (and the user and name with it, when not given).

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import CLinuxEvents
 
 /// A parsed transport URL: `tcp://host:port` (IPv4, `[IPv6]`, a name, or `*` to listen
 /// on every address), `ipc:///path/to/socket`, or `inproc://name` (within one process,

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import CLinuxEvents
 import Synchronization
 
 /// `inproc://name` endpoints: a process-wide table of listeners; a dial makes a socket
