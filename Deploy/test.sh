@@ -23,7 +23,8 @@ bash Tests/interop/run.sh >&2
 echo "== chaos: a short partition and fault run against a real five-node cluster" >&2
 # A fixed seed, so a red run replays exactly (HOMEROOM_CHAOS_SEED picks another);
 # Deploy/chaos.sh alone (the soak) draws a random one.
-bash Deploy/chaos.sh --short --seed "${HOMEROOM_CHAOS_SEED:-20261201}" >&2
+# A 3 s reward window: the nodes fold rewards during the run, under the faults.
+bash Deploy/chaos.sh --short --seed "${HOMEROOM_CHAOS_SEED:-20261201}" --reward-window-ms 3000 >&2
 
 echo "== swift test (10,000 simulated schedules)" >&2
 export HOMEROOM_SCHEDULES="${HOMEROOM_SCHEDULES:-10000}"

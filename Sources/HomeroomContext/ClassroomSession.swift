@@ -21,6 +21,10 @@ public struct ClassroomConfig: Sendable, Equatable {
     public var syncIntervalMillis: UInt64 = 300
     /// Rounds over every node before the link is given up (`aborted`).
     public var reconnectRounds = 20
+    /// False: `join()` reads the room and writes without a session (no join or leave,
+    /// nothing others see), as one-shot commands do; writes need the user to have
+    /// joined the room once.
+    public var joinsWithSession = true
     /// How often the monitor looks at the link.
     public var monitorIntervalMillis: UInt64 = 100
     /// How long a message waits for its sender's previous one before it is delivered anyway (`gap`).
@@ -102,6 +106,7 @@ final class ClassroomSession: Sendable {
         options.syncIntervalMillis = config.syncIntervalMillis
         options.reconnectRounds = config.reconnectRounds
         options.token = config.token
+        options.joins = config.joinsWithSession
         options.messageHoldMillis = config.messageHoldMillis
         options.presenceThreshold = config.presenceThreshold
         options.presenceIntervalMillis = config.presenceIntervalMillis

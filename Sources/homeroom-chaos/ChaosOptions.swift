@@ -36,6 +36,8 @@ struct ChaosOptions: Sendable {
     var minimumAcknowledgedRatio = 0.5
     var strict = false
     var heartbeatMillis: UInt64?
+    /// Passed to every node: a short window makes the nodes fold rewards during the run.
+    var rewardWindowMillis: UInt64?
     var onlyKinds: [FaultKind] = []
     /// Overrides how long each fault lasts (ms), e.g. to hold partitions past TCP's backoff.
     var faultMillis: ClosedRange<UInt64>?
@@ -71,6 +73,8 @@ struct ChaosOptions: Sendable {
           --kinds <a,b,...>       Only these fault kinds: \(FaultKind.allCases.map(\.rawValue).joined(separator: ", ")).
           --fault-ms <a-b>        Each fault lasts a..b ms (default 3000-4500 short, 2000-8000 soak).
           --heartbeat-ms <n>      Passed to every node (default: the node's own).
+          --reward-window-ms <n>  Passed to every node: with a short one (e.g. 3000) the nodes fold
+                                  rewards during the run, under the faults (default: the node's 60000).
           --convergence-bound-ms <n>   Fail when replicas differ this long after the last heal (default 10000).
           --convergence-target-ms <n>  Reported target for heal-to-converged p99 (default 2000).
           --presence-bound-ms <n> Wait this long after the last heal for every connected writer to be online (default 5000).
@@ -146,6 +150,7 @@ struct ChaosOptions: Sendable {
                 }
                 options.faultMillis = parts.first!...parts.last!
             case "--heartbeat-ms": options.heartbeatMillis = integer(argument, 10...10_000)
+            case "--reward-window-ms": options.rewardWindowMillis = integer(argument, 1_000...3_600_000)
             case "--convergence-bound-ms": options.convergenceBoundMillis = integer(argument, 100...600_000)
             case "--convergence-target-ms": options.convergenceTargetMillis = integer(argument, 10...600_000)
             case "--presence-bound-ms": options.presenceBoundMillis = integer(argument, 0...600_000)
@@ -177,6 +182,7 @@ struct ChaosOptions: Sendable {
         if options.students != 6 { replay.append("--students \(options.students)") }
         if options.writesPerSecond != 6 { replay.append("--rate \(Int(options.writesPerSecond))") }
         if let heartbeat = options.heartbeatMillis { replay.append("--heartbeat-ms \(heartbeat)") }
+        if let window = options.rewardWindowMillis { replay.append("--reward-window-ms \(window)") }
         if let range = options.faultMillis { replay.append("--fault-ms \(range.lowerBound)-\(range.upperBound)") }
         options.replayArguments = replay
         return options

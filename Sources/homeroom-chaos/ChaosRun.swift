@@ -69,7 +69,8 @@ struct ChaosRun {
         if let netns = network as? NetnsNetwork { Teardown.shared.register(namespaces: netns.namespaces) }
 
         let cluster = Cluster(network: network, count: options.nodes, binary: binary, runDirectory: runDirectory,
-                              heartbeatMillis: options.heartbeatMillis)
+                              heartbeatMillis: options.heartbeatMillis,
+                              nodeFlags: options.rewardWindowMillis.map { ["--reward-window-ms", "\($0)"] } ?? [])
         let outcome = execute(cluster: cluster, schedule: schedule, skipped: skipped, runDirectory: runDirectory,
                               reportPath: reportPath, started: started)
         cluster.stopAll()

@@ -183,14 +183,17 @@ final class Cluster {
     let nodes: [NodeHandle]
     let binary: String
     let heartbeatMillis: UInt64?
+    /// Flags every start of every node gets (before the fault flags).
+    let nodeFlags: [String]
     /// Told when a node goes down or comes up (the observers re-attach only to running nodes).
     var onNodeState: ((Int, Bool) -> Void)?
     private(set) var unexpectedExits: [String] = []
 
-    init(network: ChaosNetwork, count: Int, binary: String, runDirectory: String, heartbeatMillis: UInt64?) {
+    init(network: ChaosNetwork, count: Int, binary: String, runDirectory: String, heartbeatMillis: UInt64?, nodeFlags: [String] = []) {
         self.network = network
         self.binary = binary
         self.heartbeatMillis = heartbeatMillis
+        self.nodeFlags = nodeFlags
         nodes = (0..<count).map { NodeHandle(index: $0, network: network, runDirectory: runDirectory) }
     }
 
@@ -199,7 +202,7 @@ final class Cluster {
 
     func start(_ index: Int, faultFlags: [String]) throws(SpawnError) {
         try nodes[index].start(binary: binary, seeds: seeds(for: index), network: network, heartbeatMillis: heartbeatMillis,
-                               faultFlags: faultFlags)
+                               faultFlags: nodeFlags + faultFlags)
         onNodeState?(index, true)
     }
 

@@ -156,9 +156,10 @@ enum Invariants {
             problems.append("\(state.raisedHands.count) hands up, limit \(state.handLimit.value)")
         }
         for (user, record) in state.users {
-            let sum = record.rewards.values.reduce(Int64(0)) { $0 + Int64($1.amount) }
+            let folded = record.rewardFloors.values.reduce(Int64(0)) { $0 + $1.sum }
+            let sum = record.rewards.values.reduce(folded) { $0 + Int64($1.amount) }
             if sum != record.rewardTotal {
-                problems.append("\(user): reward total \(record.rewardTotal) but its rewards add up to \(sum)")
+                problems.append("\(user): reward total \(record.rewardTotal) but its rewards and floors add up to \(sum)")
             }
         }
         if let record = state.users[bannedUser], record.isBanned {

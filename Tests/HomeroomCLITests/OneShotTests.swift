@@ -73,6 +73,33 @@ import Testing
         #expect(!text.stdout.contains("\u{1B}"), "NO_COLOR and no terminal: no escapes")
     }
 
+    /// A roster read is invisible, and a one-shot by a user who joined the room once
+    /// writes without joining again: no session, nothing in anyone's feed.
+    @Test func rosterReadsAndRepeatedOneShotsLeaveNoSession() throws {
+        let node = try NodeChild(name: "cli-invisible", extra: ["--http", "http://127.0.0.1:0"])
+        let room = ["--room", "invisible", "--node", node.listen]
+        #expect(try Self.run(["hand", "up", "--user", "bob"] + room).status == 0)   // bob joins once
+        #expect(try Self.run(["reward", "bob"] + room).status == 0)                 // so does the teacher
+        let joinsBefore = node.metric("homeroom_joins_total") ?? -1
+        for _ in 0..<3 {
+            #expect(try Self.run(["reward", "bob"] + room).status == 0)
+            #expect(try Self.run(["hand", "down", "--user", "bob"] + room).status == 0)
+        }
+        let roster = try Self.run(["roster", "--json"] + room)
+        #expect(roster.status == 0, "\(roster.stderr)")
+        let joinsAfter = node.metric("homeroom_joins_total") ?? -1
+        #expect(joinsBefore >= 2 && joinsAfter == joinsBefore, "one-shots by known users and roster reads joined: \(joinsBefore) -> \(joinsAfter)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(roster.stdout.utf8)) as? [String: Any])
+        #expect(json["observers"] as? Int == 0, "the roster reader is not in the room")
+        #expect(json["online"] as? Int == 0, "nobody stays online after one-shots")
+        let bob = (json["students"] as? [[String: Any]])?.first { $0["user"] as? String == "bob" }
+        #expect(bob?["rewards"] as? Int == 4)
+        #expect(json["hands"] as? [String] == [])
+        // Presence state needs a session: `presence set` joins (and leaves again).
+        #expect(try Self.run(["presence", "set", "mood", "calm", "--user", "bob"] + room).status == 0)
+        #expect((node.metric("homeroom_joins_total") ?? -1) == joinsAfter + 1)
+    }
+
     @Test func aPipedJoinExitsOneWhenALineWasRefused() throws {
         let node = try NodeChild(name: "cli-piped")
         let room = ["--room", "piped", "--node", node.listen]

@@ -50,7 +50,15 @@ public struct RewardFloor: Hashable, Sendable {
     }
 
     public mutating func merge(_ other: RewardFloor) {
-        if stamp < other.stamp { self = other }
+        if Self.precedes(self, other) { self = other }
+    }
+
+    /// The later fold by stamp; two floors with one stamp (only hostile input makes
+    /// them) are ordered by their content, so merging stays commutative.
+    static func precedes(_ a: RewardFloor, _ b: RewardFloor) -> Bool {
+        if a.stamp != b.stamp { return a.stamp < b.stamp }
+        if (a.upTo, a.sum) != (b.upTo, b.sum) { return (a.upTo, a.sum) < (b.upTo, b.sum) }
+        return a.keep.lexicographicallyPrecedes(b.keep)
     }
 
     /// The most rewards a floor keeps (retries waiting for another node's fold).

@@ -68,6 +68,9 @@ public struct RewardEntry: Hashable, Sendable {
     /// Takes in another copy (or set of copies) of the same reward.
     mutating func merge(_ other: RewardEntry) {
         issuedAtMillis = min(issuedAtMillis, other.issuedAtMillis)
+        // Copies of one reward carry one amount; if hostile input disagrees, the
+        // earliest copy's wins (then the smaller), so every replica keeps the same.
+        if other.stamp < stamp || (other.stamp == stamp && other.amount < amount) { amount = other.amount }
         guard other.stamp != stamp || !other.copies.isEmpty else { return }
         var all = Set(copies)
         all.insert(stamp)
@@ -146,15 +149,17 @@ public struct UserActivity: Hashable, Sendable {
     /// here is one its origin already folded).
     @discardableResult
     public mutating func addReward(_ key: RewardKey, _ entry: RewardEntry) -> Int64 {
-        if var existing = rewards[key] {
+        if let held = rewards[key] {
+            var existing = held
             existing.merge(entry)
             if isFolded(rewardStamp: existing.stamp) {
                 rewards[key] = nil
-                rewardTotal -= Int64(existing.amount)
-                return -Int64(existing.amount)
+                rewardTotal -= Int64(held.amount)
+                return -Int64(held.amount)
             }
             rewards[key] = existing
-            return 0
+            rewardTotal += Int64(existing.amount) - Int64(held.amount)
+            return Int64(existing.amount) - Int64(held.amount)
         }
         if isFolded(rewardStamp: entry.stamp) { return 0 }
         rewards[key] = entry

@@ -53,6 +53,10 @@ public final class RoomClient: Sendable {
         public var reconnectRounds = 20
         /// A join token (`homeroom token create`), sent with every request when set.
         public var token: String?
+        /// False: read the room and write without a session (no join, no leave, nothing
+        /// others see): what a one-shot command does. Writes then need the user to have
+        /// joined the room once (`not-joined` otherwise).
+        public var joins = true
         /// Joins and syncs bring whole rooms: allow large replies.
         public var limits = WireLimits.largeReplies
         /// How long a message waits for its sender's previous one before it is delivered anyway.
@@ -220,6 +224,10 @@ public final class RoomClient: Sendable {
             requester.close()
             throw .unavailable("subscribe to \(nodeInfo.publishAddress): \(error)")
         }
+        if !options.joins {
+            try attachWithoutSession(requester, subscriber, endpoint)
+            return
+        }
         let (previousSession, hadSession) = state.withLock { ($0.session, $0.sessionCount > 0) }
         let (session, resume) = state.withLock { state -> (SessionID, VersionVector?) in
             state.sessionCount += 1
@@ -278,6 +286,51 @@ public final class RoomClient: Sendable {
         }
     }
 
+    /// Reads the room with a sync instead of a join: no session, so nobody sees a reader.
+    private func attachWithoutSession(_ requester: SPRequester, _ subscriber: SPSubscriber, _ endpoint: NodeEndpoint) throws(ClientError) {
+        let seen = state.withLock { state -> VersionVector in
+            state.session = ""
+            return state.replica.seen
+        }
+        var reply: WireEnvelope
+        do {
+            reply = try request(requester, .syncRequest(WireMessage.SyncRequest(seen: seen, user: user)))
+            // A script of one-shots reads faster than a user's sync budget: wait for it to
+            // refill, a few times, as a join does.
+            var waits = 0
+            while case let .error(refusal) = reply.message, refusal.code == "rate-limited", waits < Self.rateLimitedJoinRetries,
+                  !state.withLock({ $0.closing }) {
+                waits += 1
+                NNGSleep.milliseconds(100 * UInt64(waits))
+                reply = try request(requester, .syncRequest(WireMessage.SyncRequest(seen: seen, user: user)))
+            }
+        } catch {
+            subscriber.close()
+            requester.close()
+            throw error
+        }
+        switch reply.message {
+        case let .syncResponse(response):
+            if let patch = response.patch { merge(patch, deliver: false) }
+            state.withLock { state in
+                state.link = requester
+                state.subscriber = subscriber
+                state.connection = .connected
+                state.failures = 0
+                state.generation += 1
+            }
+            logger.info("reading", ["room": room, "node": endpoint.address])
+        case let .error(refusal):
+            subscriber.close()
+            requester.close()
+            throw .refused(code: refusal.code, message: refusal.message)
+        default:
+            subscriber.close()
+            requester.close()
+            throw .protocolError("a sync was answered with \(reply.message.kind)")
+        }
+    }
+
     private func detach() {
         let (link, subscriber) = state.withLock { state -> (SPRequester?, SPSubscriber?) in
             defer { state.link = nil; state.subscriber = nil }
@@ -319,7 +372,7 @@ public final class RoomClient: Sendable {
         }
         if alreadyClosing { return }
         let session = state.withLock { $0.session }
-        if connectionState == .connected {
+        if connectionState == .connected && options.joins {
             _ = try? sendWrite(.leaveSession(user: user, session: session), retries: 0)
         }
         if let thread = ticker.withLock({ $0 }) { thread.join() }

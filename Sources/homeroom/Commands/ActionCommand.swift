@@ -90,7 +90,10 @@ enum ActionCommand {
         } catch {
             throw .usage(error.description, usage: usage)
         }
-        let pool = try options.join()
+        // Presence state lives with a session; everything else needs none.
+        let needsSession: Bool
+        if case .presenceSet = action { needsSession = true } else { needsSession = false }
+        let pool = try options.join(needsSession ? .joined : .invisibleIfKnown)
         defer { pool.close() }
         do {
             let outcome = try action.perform(on: pool)

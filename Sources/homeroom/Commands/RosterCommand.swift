@@ -41,7 +41,8 @@ enum RosterCommand {
         let theme = try ThemeCommand.load(themePath)
         let environment = ProcessEnvironment.current
 
-        let pool = try options.join()
+        // A roster read is invisible: no session, so nobody's feed shows a reader.
+        let pool = try options.join(.invisible)
         defer { pool.close() }
         func snapshot() -> RoomSnapshot { pool.snapshot(page: page.map { $0 - 1 }, pageSize: pageSize) }
         func messages() -> [MessageInfo] { messageCount == 0 ? [] : pool.message.history(limit: messageCount) }

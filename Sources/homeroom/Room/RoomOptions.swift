@@ -109,9 +109,29 @@ struct RoomOptions {
         return config
     }
 
-    /// Joins, or fails with the context's code (exit 1).
-    func join() throws(CommandLineError) -> ContextPool {
+    /// How a command is in the room: joined (a session others see, as `join`), or
+    /// invisible (it reads and writes without a session: no join or leave in anyone's
+    /// feed, no session record), always or when the user already joined the room once
+    /// in this role (one-shot writes; a first one joins, since the node takes writes only
+    /// from users it knows).
+    enum Presence { case joined, invisible, invisibleIfKnown }
+
+    /// Joins (or reads, see `Presence`), or fails with the context's code (exit 1).
+    func join(_ presence: Presence = .joined) throws(CommandLineError) -> ContextPool {
         let logger = Logger(label: "homeroom", level: logLevel)
+        if presence != .joined {
+            var quiet = config
+            quiet.joinsWithSession = false
+            let pool: ContextPool
+            do {
+                pool = try ContextPool(config: quiet, logger: logger)
+                try pool.room.join()
+            } catch {
+                throw .failure("cannot join room \(room) as \(user) (\(role)): \(error.message) [\(error.code)]")
+            }
+            if presence == .invisible || pool.user.row(user)?.info.role == role { return pool }
+            pool.close()
+        }
         let pool: ContextPool
         do {
             pool = try ContextPool(config: config, logger: logger)
