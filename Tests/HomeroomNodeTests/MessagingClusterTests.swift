@@ -169,7 +169,8 @@ final class Received: Sendable {
         #expect(eventually(5) { cluster.nodes.allSatisfy { node in ["t", "sam", "una"].allSatisfy { node.room(room)?.users[$0]?.isKnown == true } } })
         try teacher.write(.setChatMuted(user: "sam", muted: true))
         #expect(eventually(5) { sam.replica.users["sam"]?.chatMuted.value == true && cluster.nodes[1].room(room)?.users["sam"]?.chatMuted.value == true })
-        #expect(samLog.messaging.withLock { $0.contains(.chatMuteUpdated(user: "sam", muted: true)) })
+        // Changes reach listeners after the replica has them: wait for the event too.
+        #expect(eventually(5) { samLog.messaging.withLock { $0.contains(.chatMuteUpdated(user: "sam", muted: true)) } })
         #expect(throws: ClientError.refused(code: "muted", message: "chat is muted for sam by a teacher or an assistant")) {
             try sam.send(Self.text("let me talk"))
         }
