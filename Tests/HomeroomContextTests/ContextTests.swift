@@ -17,6 +17,9 @@ import Testing
         try bob.user.handsWave()
         try teacher.user.addCoHost("bob")
         try bob.stream.openLocalDevice(.camera)
+        // Bob's camera reaches the teacher's node from the other one: wait for it, or the
+        // teacher's grant can land first and the privilege-off state is never shown.
+        #expect(eventually { recorder.saw("bob camera privilege-off") }, "events so far: \(recorder.all)")
         try teacher.stream.updatePublishPrivilege(of: "bob", device: .camera, allowed: true)
         try teacher.user.setBoard("bob", granted: true)
         try teacher.user.reward("bob", amount: 2)
