@@ -98,6 +98,14 @@ final class Arena {
         return ProtobufCBinaryData(len: bytes.count, data: pointer)
     }
 
+    /// A copy of `values` for a repeated uint64 field: its count and elements (nil when empty).
+    func uint64s(_ values: [UInt64]) -> (Int, UnsafeMutablePointer<UInt64>?) {
+        guard !values.isEmpty else { return (0, nil) }
+        let pointer = allocate(UInt64.self, count: values.count)
+        values.withUnsafeBufferPointer { pointer.initialize(from: $0.baseAddress!, count: $0.count) }
+        return (values.count, pointer)
+    }
+
     /// An array of `count` pointers, for a repeated message field.
     @inline(__always)
     func pointers<T>(_: T.Type, count: Int) -> UnsafeMutablePointer<UnsafeMutablePointer<T>?> {

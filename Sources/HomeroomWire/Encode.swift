@@ -324,12 +324,7 @@ struct CEncoder {
             let op = make(homeroom__v1__fold_sessions__init)
             op.pointee.user = target(user, author: author, &interner)
             op.pointee.up_to = upTo
-            if !keep.isEmpty {
-                let list = arena.allocate(UInt64.self, count: keep.count)
-                for (index, sequence) in keep.enumerated() { list[index] = sequence }
-                op.pointee.n_keep = keep.count
-                op.pointee.keep = list
-            }
+            (op.pointee.n_keep, op.pointee.keep) = arena.uint64s(keep)
             delta.pointee.fold_sessions = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_FOLD_SESSIONS
         case let .foldRewards(user, upTo, sum, keep):
@@ -337,12 +332,7 @@ struct CEncoder {
             op.pointee.user = target(user, author: author, &interner)
             op.pointee.up_to = upTo
             op.pointee.sum = sum
-            if !keep.isEmpty {
-                let list = arena.allocate(UInt64.self, count: keep.count)
-                for (index, sequence) in keep.enumerated() { list[index] = sequence }
-                op.pointee.n_keep = keep.count
-                op.pointee.keep = list
-            }
+            (op.pointee.n_keep, op.pointee.keep) = arena.uint64s(keep)
             delta.pointee.fold_rewards = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_FOLD_REWARDS
         case let .replicaDown(replica, incarnation):

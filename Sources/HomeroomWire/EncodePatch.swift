@@ -239,12 +239,7 @@ struct PatchEncoder {
             let entry = encoder.make(homeroom__v1__session_floor__init)
             internReplica(origin.rawValue, into: field(entry, \.origin))
             entry.pointee.up_to = floor.upTo
-            if !floor.keep.isEmpty {
-                let keep = encoder.arena.allocate(UInt64.self, count: floor.keep.count)
-                for (slot, sequence) in floor.keep.enumerated() { keep[slot] = sequence }
-                entry.pointee.n_keep = floor.keep.count
-                entry.pointee.keep = keep
-            }
+            (entry.pointee.n_keep, entry.pointee.keep) = encoder.arena.uint64s(floor.keep)
             entry.pointee.stamp = stamp(floor.stamp)
             floorList[index] = entry
         }
@@ -260,12 +255,7 @@ struct PatchEncoder {
             entry.pointee.up_to = floor.upTo
             entry.pointee.sum = floor.sum
             entry.pointee.stamp = stamp(floor.stamp)
-            if !floor.keep.isEmpty {
-                let keep = encoder.arena.allocate(UInt64.self, count: floor.keep.count)
-                for (slot, sequence) in floor.keep.enumerated() { keep[slot] = sequence }
-                entry.pointee.n_keep = floor.keep.count
-                entry.pointee.keep = keep
-            }
+            (entry.pointee.n_keep, entry.pointee.keep) = encoder.arena.uint64s(floor.keep)
             rewardFloorList[index] = entry
         }
         message.pointee.n_reward_floors = rewardFloorOrigins.count

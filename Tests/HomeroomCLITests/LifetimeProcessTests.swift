@@ -12,14 +12,19 @@ import Testing
         FileManager.default.temporaryDirectory.appendingPathComponent("homeroom-\(label)-\(UInt32.random(in: 0...UInt32.max))").path
     }
 
-    /// Bytes the node sent in replies for one `homeroom roster --json` (its join reply,
-    /// syncs and leave): what a newcomer to the room downloads.
+    /// Bytes the node sent in replies for one `homeroom roster --json` (its first read
+    /// and any later sync): what a newcomer to the room downloads. The least of three
+    /// reads: a read that lives past a sync interval also gets an (empty) sync reply.
     static func rosterReplyBytes(_ node: NodeProcess, _ room: [String]) throws -> Double {
-        let before = try #require(node.metric("homeroom_reply_bytes_total"))
-        let roster = try CLI.run(["roster", "--json"] + room)
-        #expect(roster.status == 0, "roster failed: \(roster.stderr)")
-        let after = try #require(node.metric("homeroom_reply_bytes_total"))
-        return after - before
+        var least = Double.infinity
+        for _ in 0..<3 {
+            let before = try #require(node.metric("homeroom_reply_bytes_total"))
+            let roster = try CLI.run(["roster", "--json"] + room)
+            #expect(roster.status == 0, "roster failed: \(roster.stderr)")
+            let after = try #require(node.metric("homeroom_reply_bytes_total"))
+            least = min(least, after - before)
+        }
+        return least
     }
 
     @Test func thousandsOfOneShotsKeepTheRoomJoinableSmallAndTheNodeRestartable() throws {

@@ -36,17 +36,7 @@ public struct RewardFloor: Hashable, Sendable {
     @inline(__always)
     public func covers(sequence: UInt64) -> Bool {
         guard sequence != 0, sequence <= upTo else { return false }
-        return !isKept(sequence)
-    }
-
-    private func isKept(_ sequence: UInt64) -> Bool {
-        guard !keep.isEmpty else { return false }
-        var low = 0, high = keep.count
-        while low < high {
-            let mid = (low + high) / 2
-            if keep[mid] < sequence { low = mid + 1 } else { high = mid }
-        }
-        return low < keep.count && keep[low] == sequence
+        return !keep.sortedContains(sequence)
     }
 
     public mutating func merge(_ other: RewardFloor) {

@@ -150,7 +150,7 @@ extension RoomState {
             guard kept.count <= RewardFloor.maxKept else { return .notYet }
         }
         let foldable = candidates.filter { $0.foldable && $0.sequence <= upTo }
-        let lostCovered = lost.filter { $0 <= upTo && !kept.contains($0) }.count
+        let lostCovered = lost.filter { $0 <= upTo }.count
         guard !foldable.isEmpty || lostCovered > 0 else { return .notYet }
         let newest = foldable.map(\.issued).max() ?? 0
         let quiet = foldable.count + kept.count == candidates.count && lostCovered == lost.count && nowMillis >= newest &+ quietMillis

@@ -30,16 +30,7 @@ public struct SessionFloor: Hashable, Sendable {
     @inline(__always)
     public func covers(_ sequence: UInt64) -> Bool {
         guard sequence != 0, sequence <= upTo else { return false }
-        return !isKept(sequence)
-    }
-
-    private func isKept(_ sequence: UInt64) -> Bool {
-        var low = 0, high = keep.count
-        while low < high {
-            let mid = (low + high) / 2
-            if keep[mid] < sequence { low = mid + 1 } else { high = mid }
-        }
-        return low < keep.count && keep[low] == sequence
+        return !keep.sortedContains(sequence)
     }
 
     /// The union of what both cover. A sequence stays uncovered only if neither covers it.

@@ -172,9 +172,12 @@ public struct UserActivity: Hashable, Sendable {
     @discardableResult
     public mutating func foldRewards(origin: ReplicaID, _ floor: RewardFloor) -> Int64 {
         let before = rewardTotal
-        var merged = rewardFloors[origin] ?? floor
-        let previousSum = rewardFloors[origin]?.sum ?? 0
+        let previous = rewardFloors[origin]
+        var merged = previous ?? floor
         merged.merge(floor)
+        // Unchanged (a patch repeating a floor already here): no record it covers is left.
+        if merged == previous { return 0 }
+        let previousSum = previous?.sum ?? 0
         rewardFloors[origin] = merged
         rewardTotal += merged.sum - previousSum
         let covered = rewards.filter { $0.value.stamp.clock.replica == origin && merged.covers(sequence: $0.value.stamp.sequence) }

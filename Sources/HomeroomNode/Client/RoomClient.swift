@@ -235,18 +235,9 @@ public final class RoomClient: Sendable {
             return (state.session, state.replica.seen.count > 0 ? state.replica.seen : nil)
         }
         let join = WireMessage.JoinRequest(user: user, role: role, session: session, name: name, resume: resume)
-        var joined: WireEnvelope
+        let joined: WireEnvelope
         do {
-            joined = try request(requester, .joinRequest(join))
-            // Too many joins too fast (a script of one-shots): wait for the node's bucket
-            // to refill, a few times, rather than fail.
-            var waits = 0
-            while case let .error(reply) = joined.message, reply.code == "rate-limited", waits < Self.rateLimitedJoinRetries,
-                  !state.withLock({ $0.closing }) {
-                waits += 1
-                NNGSleep.milliseconds(100 * UInt64(waits))
-                joined = try request(requester, .joinRequest(join))
-            }
+            joined = try requestWaitingOutRateLimits(requester, .joinRequest(join))
         } catch {
             subscriber.close()
             requester.close()
@@ -292,18 +283,9 @@ public final class RoomClient: Sendable {
             state.session = ""
             return state.replica.seen
         }
-        var reply: WireEnvelope
+        let reply: WireEnvelope
         do {
-            reply = try request(requester, .syncRequest(WireMessage.SyncRequest(seen: seen, user: user)))
-            // A script of one-shots reads faster than a user's sync budget: wait for it to
-            // refill, a few times, as a join does.
-            var waits = 0
-            while case let .error(refusal) = reply.message, refusal.code == "rate-limited", waits < Self.rateLimitedJoinRetries,
-                  !state.withLock({ $0.closing }) {
-                waits += 1
-                NNGSleep.milliseconds(100 * UInt64(waits))
-                reply = try request(requester, .syncRequest(WireMessage.SyncRequest(seen: seen, user: user)))
-            }
+            reply = try requestWaitingOutRateLimits(requester, .syncRequest(WireMessage.SyncRequest(seen: seen, user: user)))
         } catch {
             subscriber.close()
             requester.close()
@@ -329,6 +311,21 @@ public final class RoomClient: Sendable {
             requester.close()
             throw .protocolError("a sync was answered with \(reply.message.kind)")
         }
+    }
+
+    /// Sends a join or a sync; refused `rate-limited` (a script of one-shots joins or
+    /// reads faster than a user's budget), waits for the node's bucket to refill and asks
+    /// again, a few times, rather than fail.
+    private func requestWaitingOutRateLimits(_ requester: SPRequester, _ message: WireMessage) throws(ClientError) -> WireEnvelope {
+        var reply = try request(requester, message)
+        var waits = 0
+        while case let .error(refusal) = reply.message, refusal.code == "rate-limited", waits < Self.rateLimitedJoinRetries,
+              !state.withLock({ $0.closing }) {
+            waits += 1
+            NNGSleep.milliseconds(100 * UInt64(waits))
+            reply = try request(requester, message)
+        }
+        return reply
     }
 
     private func detach() {
@@ -508,8 +505,15 @@ public final class RoomClient: Sendable {
     /// Every sync interval: pull what is missing (which also measures the link), and
     /// switch node after repeated failures.
     func syncLoop() {
+        // The join (or first read) just brought the room: the first sync is one interval later.
+        var started = WallClock.monotonicMillis()
         while !state.withLock({ $0.closing }) {
-            let started = WallClock.monotonicMillis()
+            let elapsed = WallClock.monotonicMillis() &- started
+            if elapsed < options.syncIntervalMillis {
+                NNGSleep.milliseconds(min(20, options.syncIntervalMillis - elapsed))
+                continue
+            }
+            started = WallClock.monotonicMillis()
             let (current, generation) = state.withLock { ($0.link, $0.generation) }
             if let link = current {
                 let (seen, session) = state.withLock { ($0.replica.seen, $0.session) }
@@ -544,11 +548,6 @@ public final class RoomClient: Sendable {
                 }
             }
             tickMessaging()
-            while !state.withLock({ $0.closing }) {
-                let elapsed = WallClock.monotonicMillis() &- started
-                if elapsed >= options.syncIntervalMillis { break }
-                NNGSleep.milliseconds(min(20, options.syncIntervalMillis - elapsed))
-            }
         }
     }
 

@@ -114,12 +114,12 @@ struct RoomOptions {
     /// feed, no session record), always or when the user already joined the room once
     /// in this role (one-shot writes; a first one joins, since the node takes writes only
     /// from users it knows).
-    enum Presence { case joined, invisible, invisibleIfKnown }
+    enum Visibility { case joined, invisible, invisibleIfKnown }
 
-    /// Joins (or reads, see `Presence`), or fails with the context's code (exit 1).
-    func join(_ presence: Presence = .joined) throws(CommandLineError) -> ContextPool {
+    /// Joins (or reads, see `Visibility`), or fails with the context's code (exit 1).
+    func join(_ visibility: Visibility = .joined) throws(CommandLineError) -> ContextPool {
         let logger = Logger(label: "homeroom", level: logLevel)
-        if presence != .joined {
+        if visibility != .joined {
             var quiet = config
             quiet.joinsWithSession = false
             let pool: ContextPool
@@ -129,7 +129,7 @@ struct RoomOptions {
             } catch {
                 throw .failure("cannot join room \(room) as \(user) (\(role)): \(error.message) [\(error.code)]")
             }
-            if presence == .invisible || pool.user.row(user)?.info.role == role { return pool }
+            if visibility == .invisible || pool.user.row(user)?.info.role == role { return pool }
             pool.close()
         }
         let pool: ContextPool
