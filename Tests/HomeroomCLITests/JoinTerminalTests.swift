@@ -48,11 +48,12 @@ import Testing
         #expect(teacher.waitFor("ok: chat muted for Bob"), "\(teacher.shown)")
 
         teacher.send("roster\n")
+        // The roster arrives in several writes: wait for each line, not only the header.
         #expect(teacher.waitFor("Rewards"), "\(teacher.shown)")
         #expect(teacher.shown.contains("Stage 1/1"))
         // On a terminal the roster is in colour; the one-shot students are offline, so dimmed.
-        #expect(teacher.shown.contains("\u{1B}[2;90mAlice (offline)"), "\(teacher.shown)")
-        #expect(teacher.shown.contains("● live"))
+        #expect(teacher.waitFor("\u{1B}[2;90mAlice (offline)"), "\(teacher.shown)")
+        #expect(teacher.waitFor("● live"), "\(teacher.shown)")
 
         // What `homeroom roster` shows, through the other node.
         let roster = try CLI.run(["roster", "--room", "e2e", "--node", first.listen])
