@@ -54,6 +54,7 @@ extension CEncoder {
             body.pointee.n_batches = response.batches.count
             body.pointee.batches = list
             body.pointee.seen = versionVector(response.seen)
+            if let keys = response.keys { body.pointee.keys = topicKeys(keys) }
             message.pointee.sync_response = body
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_SYNC_RESPONSE
         case let .writeRequest(request):
@@ -123,6 +124,7 @@ extension CEncoder {
                 body.pointee.patch = state
                 body.pointee.state_case = HOMEROOM__V1__JOIN_RESPONSE__STATE_PATCH
             }
+            if let keys = response.keys { body.pointee.keys = topicKeys(keys) }
             message.pointee.join_response = body
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_JOIN_RESPONSE
         case let .roomMessage(chat):
@@ -153,6 +155,15 @@ extension CEncoder {
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_ERROR
         }
         return message
+    }
+
+    private func topicKeys(_ keys: WireMessage.TopicKeys) -> UnsafeMutablePointer<Homeroom__V1__TopicKeys> {
+        let body = make(homeroom__v1__topic_keys__init)
+        body.pointee.room_key_id = arena.binary(keys.roomKeyID)
+        body.pointee.room_key = arena.binary(keys.roomKey)
+        body.pointee.user_key_id = arena.binary(keys.userKeyID)
+        body.pointee.user_key = arena.binary(keys.userKey)
+        return body
     }
 }
 
@@ -246,7 +257,8 @@ extension CDecoder {
             batches.append(try deltaBatch(response.batches[index], "envelope.sync_response.batches[\(index)]"))
         }
         let patch = response.patch == nil ? nil : try roomPatch(response.patch, "envelope.sync_response.patch", roomID: roomID)
-        return WireMessage.SyncResponse(patch: patch, batches: batches, seen: try versionVector(response.seen, "envelope.sync_response.seen"))
+        return WireMessage.SyncResponse(patch: patch, batches: batches, seen: try versionVector(response.seen, "envelope.sync_response.seen"),
+                                        keys: try topicKeys(response.keys, "envelope.sync_response.keys"))
     }
 
     private func writeAck(_ ack: Homeroom__V1__WriteAck) throws(WireError) -> WireMessage.WriteAck {
@@ -315,6 +327,23 @@ extension CDecoder {
             throw .missingField("envelope.join_response.state (snapshot or patch)")
         }
         return WireMessage.JoinResponse(session: try string(response.session, "envelope.join_response.session"),
-                                        host: ReplicaID(response.host), incarnation: response.incarnation, state: state, isSnapshot: isSnapshot)
+                                        host: ReplicaID(response.host), incarnation: response.incarnation, state: state, isSnapshot: isSnapshot,
+                                        keys: try topicKeys(response.keys, "envelope.join_response.keys"))
+    }
+
+    /// Topic keys, each id and key of exactly its length.
+    private func topicKeys(_ pointer: UnsafeMutablePointer<Homeroom__V1__TopicKeys>?, _ field: String) throws(WireError) -> WireMessage.TopicKeys? {
+        guard let keys = pointer?.pointee else { return nil }
+        func exact(_ data: ProtobufCBinaryData, _ name: String, _ length: Int) throws(WireError) -> [UInt8] {
+            let value = try bytes(data, "\(field).\(name)")
+            guard value.count == length else {
+                throw .invalidValue(field: "\(field).\(name)", reason: "\(value.count) bytes, expected \(length)")
+            }
+            return value
+        }
+        return WireMessage.TopicKeys(roomKeyID: try exact(keys.room_key_id, "room_key_id", WireMessage.TopicKeys.idLength),
+                                     roomKey: try exact(keys.room_key, "room_key", WireMessage.TopicKeys.keyLength),
+                                     userKeyID: try exact(keys.user_key_id, "user_key_id", WireMessage.TopicKeys.idLength),
+                                     userKey: try exact(keys.user_key, "user_key", WireMessage.TopicKeys.keyLength))
     }
 }

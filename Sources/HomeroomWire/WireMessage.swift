@@ -120,11 +120,32 @@ extension WireMessage {
         public var patch: RoomState?
         public var batches: [DeltaBatch]
         public var seen: VersionVector
+        /// A closed room's topic keys, for the client the token names.
+        public var keys: TopicKeys?
 
-        public init(patch: RoomState? = nil, batches: [DeltaBatch] = [], seen: VersionVector) {
+        public init(patch: RoomState? = nil, batches: [DeltaBatch] = [], seen: VersionVector, keys: TopicKeys? = nil) {
             self.patch = patch
             self.batches = batches
             self.seen = seen
+            self.keys = keys
+        }
+    }
+
+    /// The keys of a closed room's topics: the room key seals the room topic, the user
+    /// key the reader's private topic; each id names its key in sealed messages.
+    public struct TopicKeys: Hashable, Sendable {
+        public static let idLength = 8
+        public static let keyLength = 32
+        public var roomKeyID: [UInt8]
+        public var roomKey: [UInt8]
+        public var userKeyID: [UInt8]
+        public var userKey: [UInt8]
+
+        public init(roomKeyID: [UInt8], roomKey: [UInt8], userKeyID: [UInt8], userKey: [UInt8]) {
+            self.roomKeyID = roomKeyID
+            self.roomKey = roomKey
+            self.userKeyID = userKeyID
+            self.userKey = userKey
         }
     }
 
@@ -273,13 +294,16 @@ extension WireMessage {
         /// The room: whole (`isSnapshot`) or only what the resume vector lacked.
         public var state: RoomState
         public var isSnapshot: Bool
+        /// A closed room's topic keys, for the joining user.
+        public var keys: TopicKeys?
 
-        public init(session: SessionID, host: ReplicaID, incarnation: UInt64, state: RoomState, isSnapshot: Bool) {
+        public init(session: SessionID, host: ReplicaID, incarnation: UInt64, state: RoomState, isSnapshot: Bool, keys: TopicKeys? = nil) {
             self.session = session
             self.host = host
             self.incarnation = incarnation
             self.state = state
             self.isSnapshot = isSnapshot
+            self.keys = keys
         }
     }
 

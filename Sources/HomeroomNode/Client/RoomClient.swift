@@ -113,6 +113,12 @@ public final class RoomClient: Sendable {
         /// Writes already reported lost, so a loss is told once.
         var reportedLost: Set<Dot> = []
         var receiveDice: FaultDice?
+        /// A closed room's topic keys, from the last join or sync reply that had them.
+        var topicKeys: WireMessage.TopicKeys?
+        /// A sealed message named keys this client lacks: sync now for the new ones.
+        var keysWanted = false
+        /// Sealed messages that did not open (altered or misrouted), dropped.
+        var unopenedMessages = 0
     }
 
     let state: Mutex<State>
@@ -245,6 +251,7 @@ public final class RoomClient: Sendable {
         }
         switch joined.message {
         case let .joinResponse(response):
+            adopt(response.keys)
             // A first join brings the history: known, not delivered. A resume brings what
             // was missed while away: delivered (catch-up).
             merge(response.state, deliver: response.isSnapshot == false)
@@ -293,6 +300,7 @@ public final class RoomClient: Sendable {
         }
         switch reply.message {
         case let .syncResponse(response):
+            adopt(response.keys)
             if let patch = response.patch { merge(patch, deliver: false) }
             state.withLock { state in
                 state.link = requester
@@ -464,7 +472,8 @@ public final class RoomClient: Sendable {
 
     func receive(_ message: [UInt8]) {
         guard let (kind, payload) = Topics.split(message), kind == 0 || kind == Topics.privateKind,
-              let envelope = try? WireCodec.decode(Array(payload), limits: options.limits), envelope.roomID == room else { return }
+              let body = opened(payload, topic: message[..<payload.startIndex], isPrivate: kind == Topics.privateKind),
+              let envelope = try? WireCodec.decode(body, limits: options.limits), envelope.roomID == room else { return }
         let copies = state.withLock { state -> Int in
             guard let faults = options.receiveFaults, state.receiveDice != nil else { return 1 }
             return state.receiveDice!.copies(faults)
@@ -490,6 +499,37 @@ public final class RoomClient: Sendable {
         }
     }
 
+    /// A topic message's envelope bytes: opened with this client's keys in a closed room
+    /// (nil, and a sync for new keys, when it names keys this client lacks); as it is
+    /// in an open room. A closed room's node never publishes in clear.
+    private func opened(_ payload: ArraySlice<UInt8>, topic: ArraySlice<UInt8>, isPrivate: Bool) -> [UInt8]? {
+        let keys = state.withLock { $0.topicKeys }
+        guard TopicSeal.isSealed(payload) else { return keys == nil ? Array(payload) : nil }
+        guard let keys else {
+            state.withLock { $0.keysWanted = true }
+            return nil
+        }
+        let key = isPrivate ? TopicKeyring.Key(id: keys.userKeyID, secret: keys.userKey) : TopicKeyring.Key(id: keys.roomKeyID, secret: keys.roomKey)
+        switch TopicSeal.open(payload, topic: topic, keys: [key]) {
+        case let .opened(plain):
+            return plain
+        case .unknownKey:
+            state.withLock { $0.keysWanted = true }
+            return nil
+        case .forged:
+            state.withLock { $0.unopenedMessages += 1 }
+            return nil
+        }
+    }
+
+    /// Keeps the keys a reply brought (a reply without keys leaves them as they were).
+    private func adopt(_ keys: WireMessage.TopicKeys?) {
+        state.withLock { state in
+            state.keysWanted = false
+            if let keys { state.topicKeys = keys }
+        }
+    }
+
     func merge(_ patch: RoomState, deliver: Bool = true) {
         guard patch.roomID == room else { return }
         emitting.withLock { _ in
@@ -509,12 +549,16 @@ public final class RoomClient: Sendable {
         var started = WallClock.monotonicMillis()
         while !state.withLock({ $0.closing }) {
             let elapsed = WallClock.monotonicMillis() &- started
-            if elapsed < options.syncIntervalMillis {
+            if elapsed < options.syncIntervalMillis, !state.withLock({ $0.keysWanted && $0.link != nil }) {
                 NNGSleep.milliseconds(min(20, options.syncIntervalMillis - elapsed))
                 continue
             }
             started = WallClock.monotonicMillis()
-            let (current, generation) = state.withLock { ($0.link, $0.generation) }
+            // Asked for once: a refused sync waits for the next interval, it does not spin.
+            let (current, generation) = state.withLock { state in
+                state.keysWanted = false
+                return (state.link, state.generation)
+            }
             if let link = current {
                 let (seen, session) = state.withLock { ($0.replica.seen, $0.session) }
                 let clock = ContinuousClock()
@@ -524,7 +568,10 @@ public final class RoomClient: Sendable {
                     // A node that stepped aside (wedged) answers, but will not serve: move.
                     if case let .error(refusal) = reply.message, refusal.code == "unavailable" { throw ClientError.unavailable(refusal.message) }
                     let elapsed = clock.now - begin
-                    if case let .syncResponse(response) = reply.message, let patch = response.patch { merge(patch) }
+                    if case let .syncResponse(response) = reply.message {
+                        adopt(response.keys)
+                        if let patch = response.patch { merge(patch) }
+                    }
                     state.withLock { state in
                         state.failures = 0
                         state.latencyMicros = Double(elapsed.components.attoseconds) / 1e12 + Double(elapsed.components.seconds) * 1e6

@@ -428,7 +428,9 @@ extension ClusterNode {
                 var room = state.rooms.removeValue(forKey: key.room) ?? RoomState(roomID: key.room)
                 let before = room.seen
                 var messaging: [MessagingChange] = []
+                let removals = room.removals(in: patch)
                 room.merge(patch, messaging: &messaging)
+                if room.removals(in: patch) != removals { state.rotateTopicKeys(room: key.room) }
                 state.note(room: key.room, messaging)
                 state.noteSessions(room: key.room, patch: patch)
                 // A peer holds writes under this node's own id that this node never made

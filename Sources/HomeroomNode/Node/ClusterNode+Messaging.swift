@@ -22,11 +22,11 @@ extension ClusterNode {
         }
         if !open.isEmpty {
             let message = WireCodec.encode(envelope(room: room, .deltaBatch(WireMessage.DeltaBatch(origin: open[0].origin, deltas: open))))
-            try? publisher.send(topic: Topics.clientRoom(room), payload: message)
+            publishToClients(room: room, message)
         }
         for (user, batch) in perUser {
             let message = WireCodec.encode(envelope(room: room, .deltaBatch(WireMessage.DeltaBatch(origin: batch[0].origin, deltas: batch))))
-            try? publisher.send(topic: Topics.clientUser(room, user), payload: message)
+            publishToClients(room: room, user: user, message)
         }
     }
 
@@ -42,7 +42,7 @@ extension ClusterNode {
             var own = RoomState(roomID: room)
             own.messages = MessageLog(messages: messages, floor: patch.messages.floor)
             let message = WireCodec.encode(envelope(room: room, .patch(own)))
-            try? publisher.send(topic: Topics.clientUser(room, user), payload: message)
+            publishToClients(room: room, user: user, message)
         }
     }
 

@@ -66,7 +66,7 @@ extension ClusterNode {
         // Nodes (sealed, or node-numbered without a cluster key) get everything and no
         // limits; clients get what their token allows.
         let asNode = fromNode || (claimsToBeNode && !framing.isEnabled)
-        let reply: WireMessage
+        var reply: WireMessage
         // A client sync's budget key: its reply's bytes are charged once encoded.
         var chargedSync: String?
         switch request.message {
@@ -94,6 +94,10 @@ extension ClusterNode {
                 return errorReply(error.code, error.description, room)
             }
             reply = handleJoin(room: room, join)
+            if let claims, case var .joinResponse(response) = reply {
+                response.keys = topicKeys(room: room, user: claims.user)
+                reply = .joinResponse(response)
+            }
         case let .syncRequest(sync):
             if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
             // Nodes get everything; a client gets the peer messages of the user it names
@@ -123,7 +127,7 @@ extension ClusterNode {
                 let missing = current.missing(since: sync.seen)
                 return (asNode ? missing : missing.visible(to: reader), current.seen)
             }
-            reply = .syncResponse(WireMessage.SyncResponse(patch: patch, seen: seen))
+            reply = .syncResponse(WireMessage.SyncResponse(patch: patch, seen: seen, keys: claims.flatMap { topicKeys(room: room, user: $0.user) }))
             if !asNode { chargedSync = limitKey }
         case .digest:
             if let claims, state.withLock({ $0.rooms[room]?.users[claims.user]?.isBanned == true }) {
@@ -311,7 +315,7 @@ extension ClusterNode {
         if deltas.contains(where: { $0.operation.peerRecipient != nil }) {
             publishPrivately(room: room, deltas: deltas)
         } else {
-            try? publisher.send(topic: Topics.clientRoom(room), payload: message)
+            publishToClients(room: room, message)
         }
         if toNodes, !state.withLock({ $0.faults.isolated }) {
             try? nodePublisher.send(topic: Topics.nodeRoom(room), payload: framing.seal(message))
@@ -327,7 +331,7 @@ extension ClusterNode {
         var patch = original.visible(to: nil)
         patch.seen = VersionVector()
         let message = WireCodec.encode(envelope(room: room, .patch(patch)))
-        try? publisher.send(topic: Topics.clientRoom(room), payload: message)
+        publishToClients(room: room, message)
         publishPrivately(room: room, patch: original)
     }
 }

@@ -47,6 +47,8 @@ public final class ClusterNode: Sendable {
     let links = Mutex<[String: SPRequester]>([:])
     let outbox = Outbox()
     let framing: ClusterFraming
+    /// Seals the client topics of closed rooms (a node that requires tokens), or nil.
+    let topicKeyring: TopicKeyring?
     let delayLine = DelayLine()
     let appliedObservers = Mutex<[@Sendable (String, [Delta]) -> Void]>([])
     private let ticker: Mutex<NNGThread?> = Mutex(nil)
@@ -65,6 +67,7 @@ public final class ClusterNode: Sendable {
         self.name = config.name
         self.logger = logger.with("node", config.name)
         self.framing = ClusterFraming(key: config.clusterKey)
+        self.topicKeyring = config.tokenVerifier == nil ? nil : TopicKeyring()
 
         // Identity: a node with a store keeps its replica id across restarts (its
         // sequence numbers continue from the store); each boot is a new incarnation.

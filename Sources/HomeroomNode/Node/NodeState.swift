@@ -47,6 +47,17 @@ struct NodeState {
     /// (`RoomState.rewardFoldPlan`); those whose fold is not due stay.
     var rewardFoldCandidates: [String: Set<UserID>] = [:]
 
+    /// Per closed room, the epoch of its topic keys: raised when someone is kicked,
+    /// banned or revoked, so their keys open nothing published afterwards.
+    var topicEpochs: [String: UInt64] = [:]
+    /// Rooms whose topic keys rotated since the metric was last counted.
+    var topicRotations: UInt64 = 0
+
+    mutating func rotateTopicKeys(room: String) {
+        topicEpochs[room, default: 0] += 1
+        topicRotations += 1
+    }
+
     struct SessionLease {
         var user: UserID
         var renewedMillis: UInt64
@@ -67,8 +78,11 @@ struct NodeState {
     mutating func noteSessions(room: String, _ deltas: [Delta]) {
         for delta in deltas {
             switch delta.operation {
-            case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _), let .kick(user), let .ban(user):
+            case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _):
                 foldCandidates[room, default: []].insert(user)
+            case let .kick(user), let .ban(user):
+                foldCandidates[room, default: []].insert(user)
+                rotateTopicKeys(room: room)
             default:
                 break
             }

@@ -11,6 +11,50 @@ enum Sodium {
         return bytes
     }
 
+    /// BLAKE2b (crypto_generichash) of `message`, keyed: how every derived key is made.
+    static func keyedHash(_ message: [UInt8], key: [UInt8], length: Int) -> [UInt8] {
+        precondition(ready, "libsodium failed to initialise")
+        var out = [UInt8](repeating: 0, count: length)
+        _ = crypto_generichash(&out, length, message, UInt64(message.count), key, key.count)
+        return out
+    }
+
+    static let aeadKeyLength = Int(crypto_aead_xchacha20poly1305_ietf_KEYBYTES)
+    static let aeadNonceLength = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
+    static let aeadTagLength = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+
+    /// XChaCha20-Poly1305-IETF: `prefix || nonce || ciphertext`, the nonce random (24
+    /// bytes, so random nonces never collide in practice), `prefix` authenticated too.
+    static func seal(_ plaintext: [UInt8], key: [UInt8], prefix: [UInt8], additional: [UInt8]) -> [UInt8] {
+        precondition(ready, "libsodium failed to initialise")
+        let nonce = randomBytes(aeadNonceLength)
+        var out = [UInt8](repeating: 0, count: prefix.count + aeadNonceLength + plaintext.count + aeadTagLength)
+        var written: UInt64 = 0
+        out.withUnsafeMutableBufferPointer { buffer in
+            for (index, byte) in prefix.enumerated() { buffer[index] = byte }
+            for (index, byte) in nonce.enumerated() { buffer[prefix.count + index] = byte }
+            let cipher = buffer.baseAddress! + prefix.count + aeadNonceLength
+            _ = crypto_aead_xchacha20poly1305_ietf_encrypt(cipher, &written, plaintext, UInt64(plaintext.count),
+                                                           additional, UInt64(additional.count), nil, nonce, key)
+        }
+        return out
+    }
+
+    /// Opens `nonce || ciphertext`; nil when it was not sealed with `key` and `additional`.
+    static func open(_ sealed: ArraySlice<UInt8>, key: [UInt8], additional: [UInt8]) -> [UInt8]? {
+        guard ready, sealed.count >= aeadNonceLength + aeadTagLength else { return nil }
+        let bytes = Array(sealed)
+        var plain = [UInt8](repeating: 0, count: bytes.count - aeadNonceLength - aeadTagLength)
+        var written: UInt64 = 0
+        let status = bytes.withUnsafeBufferPointer { buffer in
+            crypto_aead_xchacha20poly1305_ietf_decrypt(&plain, &written, nil, buffer.baseAddress! + aeadNonceLength,
+                                                       UInt64(bytes.count - aeadNonceLength), additional, UInt64(additional.count),
+                                                       buffer.baseAddress!, key)
+        }
+        guard status == 0 else { return nil }
+        return plain
+    }
+
     /// Constant-time comparison, for MACs.
     static func equal(_ a: [UInt8], _ b: ArraySlice<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
@@ -71,41 +115,28 @@ public struct SigningKeys: Sendable {
     }
 }
 
-/// The cluster's shared secret: nodes authenticate every message to each other with it
-/// (HMAC-SHA-512-256, libsodium's crypto_auth).
+/// The cluster's shared secret: nodes encrypt and authenticate every message to each
+/// other with a key derived from it (`ClusterFraming`).
 public struct ClusterKey: Sendable {
     let secret: [UInt8]
-    public static let length = Int(crypto_auth_KEYBYTES)
-    public static let macLength = Int(crypto_auth_BYTES)
+    /// The XChaCha20-Poly1305 key of node-to-node traffic: BLAKE2b keyed by the secret.
+    let trafficKey: [UInt8]
+    public static let length = 32
 
     public init(secret: [UInt8]) throws(SecurityError) {
         guard secret.count == Self.length else { throw .badKey("a cluster key is \(Self.length) bytes, this one is \(secret.count)") }
-        self.secret = secret
+        self.init(unchecked: secret)
     }
 
     public static func generate() -> ClusterKey { ClusterKey(unchecked: Sodium.randomBytes(length)) }
 
-    init(unchecked secret: [UInt8]) { self.secret = secret }
+    init(unchecked secret: [UInt8]) {
+        self.secret = secret
+        self.trafficKey = Sodium.keyedHash(Array("homeroom cluster traffic v1".utf8), key: secret, length: Sodium.aeadKeyLength)
+    }
 
     /// The secret bytes, for writing the key file (and nowhere else).
     public func secretForExport() -> [UInt8] { secret }
-
-    func mac(_ message: ArraySlice<UInt8>) -> [UInt8] {
-        var tag = [UInt8](repeating: 0, count: Self.macLength)
-        Array(message).withUnsafeBufferPointer { buffer in
-            _ = crypto_auth(&tag, buffer.baseAddress, UInt64(buffer.count), secret)
-        }
-        return tag
-    }
-
-    func verify(_ tag: ArraySlice<UInt8>, _ message: ArraySlice<UInt8>) -> Bool {
-        guard tag.count == Self.macLength else { return false }
-        return Array(message).withUnsafeBufferPointer { buffer in
-            Array(tag).withUnsafeBufferPointer { tagBuffer in
-                crypto_auth_verify(tagBuffer.baseAddress!, buffer.baseAddress, UInt64(buffer.count), secret) == 0
-            }
-        }
-    }
 }
 
 public enum SecurityError: Error, Equatable, Sendable, CustomStringConvertible {

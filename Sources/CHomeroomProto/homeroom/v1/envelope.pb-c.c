@@ -232,6 +232,51 @@ void   homeroom__v1__sync_response__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__sync_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__topic_keys__init
+                     (Homeroom__V1__TopicKeys         *message)
+{
+  static const Homeroom__V1__TopicKeys init_value = HOMEROOM__V1__TOPIC_KEYS__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__topic_keys__get_packed_size
+                     (const Homeroom__V1__TopicKeys *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__topic_keys__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__topic_keys__pack
+                     (const Homeroom__V1__TopicKeys *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__topic_keys__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__topic_keys__pack_to_buffer
+                     (const Homeroom__V1__TopicKeys *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__topic_keys__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__TopicKeys *
+       homeroom__v1__topic_keys__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__TopicKeys *)
+     protobuf_c_message_unpack (&homeroom__v1__topic_keys__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__topic_keys__free_unpacked
+                     (Homeroom__V1__TopicKeys *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__topic_keys__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__write_request__init
                      (Homeroom__V1__WriteRequest         *message)
 {
@@ -1146,7 +1191,7 @@ const ProtobufCMessageDescriptor homeroom__v1__sync_request__descriptor =
   (ProtobufCMessageInit) homeroom__v1__sync_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__sync_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor homeroom__v1__sync_response__field_descriptors[4] =
 {
   {
     "patch",
@@ -1184,16 +1229,29 @@ static const ProtobufCFieldDescriptor homeroom__v1__sync_response__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "keys",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SyncResponse, keys),
+    &homeroom__v1__topic_keys__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__sync_response__field_indices_by_name[] = {
   1,   /* field[1] = batches */
+  3,   /* field[3] = keys */
   0,   /* field[0] = patch */
   2,   /* field[2] = seen */
 };
 static const ProtobufCIntRange homeroom__v1__sync_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__sync_response__descriptor =
 {
@@ -1203,11 +1261,88 @@ const ProtobufCMessageDescriptor homeroom__v1__sync_response__descriptor =
   "Homeroom__V1__SyncResponse",
   "homeroom.v1",
   sizeof(Homeroom__V1__SyncResponse),
-  3,
+  4,
   homeroom__v1__sync_response__field_descriptors,
   homeroom__v1__sync_response__field_indices_by_name,
   1,  homeroom__v1__sync_response__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__sync_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__topic_keys__field_descriptors[4] =
+{
+  {
+    "room_key_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__TopicKeys, room_key_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "room_key",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__TopicKeys, room_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_key_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__TopicKeys, user_key_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "user_key",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__TopicKeys, user_key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__topic_keys__field_indices_by_name[] = {
+  1,   /* field[1] = room_key */
+  0,   /* field[0] = room_key_id */
+  3,   /* field[3] = user_key */
+  2,   /* field[2] = user_key_id */
+};
+static const ProtobufCIntRange homeroom__v1__topic_keys__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__topic_keys__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.TopicKeys",
+  "TopicKeys",
+  "Homeroom__V1__TopicKeys",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__TopicKeys),
+  4,
+  homeroom__v1__topic_keys__field_descriptors,
+  homeroom__v1__topic_keys__field_indices_by_name,
+  1,  homeroom__v1__topic_keys__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__topic_keys__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__write_request__field_descriptors[3] =
@@ -1750,7 +1885,7 @@ const ProtobufCMessageDescriptor homeroom__v1__join_request__descriptor =
   (ProtobufCMessageInit) homeroom__v1__join_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__join_response__field_descriptors[5] =
+static const ProtobufCFieldDescriptor homeroom__v1__join_response__field_descriptors[6] =
 {
   {
     "session",
@@ -1812,10 +1947,23 @@ static const ProtobufCFieldDescriptor homeroom__v1__join_response__field_descrip
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "keys",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__JoinResponse, keys),
+    &homeroom__v1__topic_keys__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__join_response__field_indices_by_name[] = {
   1,   /* field[1] = host */
   2,   /* field[2] = incarnation */
+  5,   /* field[5] = keys */
   4,   /* field[4] = patch */
   0,   /* field[0] = session */
   3,   /* field[3] = snapshot */
@@ -1823,7 +1971,7 @@ static const unsigned homeroom__v1__join_response__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__join_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__join_response__descriptor =
 {
@@ -1833,7 +1981,7 @@ const ProtobufCMessageDescriptor homeroom__v1__join_response__descriptor =
   "Homeroom__V1__JoinResponse",
   "homeroom.v1",
   sizeof(Homeroom__V1__JoinResponse),
-  5,
+  6,
   homeroom__v1__join_response__field_descriptors,
   homeroom__v1__join_response__field_indices_by_name,
   1,  homeroom__v1__join_response__number_ranges,

@@ -23,6 +23,7 @@ typedef struct Homeroom__V1__Digest Homeroom__V1__Digest;
 typedef struct Homeroom__V1__MissingRange Homeroom__V1__MissingRange;
 typedef struct Homeroom__V1__SyncRequest Homeroom__V1__SyncRequest;
 typedef struct Homeroom__V1__SyncResponse Homeroom__V1__SyncResponse;
+typedef struct Homeroom__V1__TopicKeys Homeroom__V1__TopicKeys;
 typedef struct Homeroom__V1__WriteRequest Homeroom__V1__WriteRequest;
 typedef struct Homeroom__V1__WriteAck Homeroom__V1__WriteAck;
 typedef struct Homeroom__V1__RoomDigest Homeroom__V1__RoomDigest;
@@ -213,10 +214,48 @@ struct  Homeroom__V1__SyncResponse
   size_t n_batches;
   Homeroom__V1__DeltaBatch **batches;
   Homeroom__V1__VersionVector *seen;
+  /*
+   * A closed room's topic keys, for a client whose token admits it (see TopicKeys).
+   */
+  Homeroom__V1__TopicKeys *keys;
 };
 #define HOMEROOM__V1__SYNC_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__sync_response__descriptor) \
-    , NULL, 0,NULL, NULL }
+    , NULL, 0,NULL, NULL, NULL }
+
+
+/*
+ * The keys of a closed room's topics (a node that requires join tokens; see
+ * docs/PROTOCOL.md, "Closed rooms"). Every message the node publishes on the room
+ * topic is sealed with `room_key`, and on the reader's private topic with
+ * `user_key` (XChaCha20-Poly1305-IETF). The ids name the key a sealed message used:
+ * a message under an id the client does not hold means the keys changed (the room
+ * key rotates when someone is kicked, banned or revoked, and when the node
+ * restarts); the client syncs to get the new ones.
+ */
+struct  Homeroom__V1__TopicKeys
+{
+  ProtobufCMessage base;
+  /*
+   * 8 bytes
+   */
+  ProtobufCBinaryData room_key_id;
+  /*
+   * 32 bytes
+   */
+  ProtobufCBinaryData room_key;
+  /*
+   * 8 bytes
+   */
+  ProtobufCBinaryData user_key_id;
+  /*
+   * 32 bytes
+   */
+  ProtobufCBinaryData user_key;
+};
+#define HOMEROOM__V1__TOPIC_KEYS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__topic_keys__descriptor) \
+    , {0,NULL}, {0,NULL}, {0,NULL}, {0,NULL} }
 
 
 /*
@@ -373,6 +412,10 @@ struct  Homeroom__V1__JoinResponse
    * that node's incarnation
    */
   uint64_t incarnation;
+  /*
+   * a closed room's topic keys (see TopicKeys)
+   */
+  Homeroom__V1__TopicKeys *keys;
   Homeroom__V1__JoinResponse__StateCase state_case;
   union {
     /*
@@ -387,7 +430,7 @@ struct  Homeroom__V1__JoinResponse
 };
 #define HOMEROOM__V1__JOIN_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__join_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0, HOMEROOM__V1__JOIN_RESPONSE__STATE__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, 0, 0, NULL, HOMEROOM__V1__JOIN_RESPONSE__STATE__NOT_SET, {0} }
 
 
 /*
@@ -550,6 +593,25 @@ Homeroom__V1__SyncResponse *
                       const uint8_t       *data);
 void   homeroom__v1__sync_response__free_unpacked
                      (Homeroom__V1__SyncResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__TopicKeys methods */
+void   homeroom__v1__topic_keys__init
+                     (Homeroom__V1__TopicKeys         *message);
+size_t homeroom__v1__topic_keys__get_packed_size
+                     (const Homeroom__V1__TopicKeys   *message);
+size_t homeroom__v1__topic_keys__pack
+                     (const Homeroom__V1__TopicKeys   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__topic_keys__pack_to_buffer
+                     (const Homeroom__V1__TopicKeys   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__TopicKeys *
+       homeroom__v1__topic_keys__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__topic_keys__free_unpacked
+                     (Homeroom__V1__TopicKeys *message,
                       ProtobufCAllocator *allocator);
 /* Homeroom__V1__WriteRequest methods */
 void   homeroom__v1__write_request__init
@@ -758,6 +820,9 @@ typedef void (*Homeroom__V1__SyncRequest_Closure)
 typedef void (*Homeroom__V1__SyncResponse_Closure)
                  (const Homeroom__V1__SyncResponse *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__TopicKeys_Closure)
+                 (const Homeroom__V1__TopicKeys *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__WriteRequest_Closure)
                  (const Homeroom__V1__WriteRequest *message,
                   void *closure_data);
@@ -801,6 +866,7 @@ extern const ProtobufCMessageDescriptor homeroom__v1__digest__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__missing_range__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__sync_request__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__sync_response__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__topic_keys__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__write_request__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__write_ack__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__room_digest__descriptor;

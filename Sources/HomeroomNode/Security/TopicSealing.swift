@@ -1,0 +1,83 @@
+import HomeroomWire
+
+/// Closed rooms (docs/SECURITY.md, "Closed rooms"): a node that requires join tokens
+/// seals what it publishes on a room's client topics, so a stranger who reaches its
+/// publish address reads nothing. The room topic is sealed with the room key, a user's
+/// private topic with that user's key; keys reach clients only inside join and sync
+/// replies to a token that admits them.
+///
+/// Keys derive from a secret the node draws at start (so a restart changes them) and
+/// the room's key epoch, which the node raises when someone is kicked, banned or
+/// revoked: a removed user's old keys open nothing published after that. Each node
+/// has its own keys; a client gets those of the node it attaches to.
+struct TopicKeyring: Sendable {
+    struct Key: Equatable, Sendable {
+        let id: [UInt8]
+        let secret: [UInt8]
+    }
+
+    private let secret: [UInt8]
+
+    init() { secret = Sodium.randomBytes(32) }
+
+    func roomKey(_ room: String, epoch: UInt64) -> Key {
+        derive(Array("homeroom room key v1".utf8) + [0] + Array(room.utf8) + [0] + Self.littleEndian(epoch))
+    }
+
+    func userKey(_ room: String, _ user: String, epoch: UInt64) -> Key {
+        derive(Array("homeroom user key v1".utf8) + [0] + Array(room.utf8) + [0] + Array(user.utf8) + [0] + Self.littleEndian(epoch))
+    }
+
+    /// What a join or sync reply gives `user`.
+    func keys(room: String, user: String, epoch: UInt64) -> WireMessage.TopicKeys {
+        let shared = roomKey(room, epoch: epoch), own = userKey(room, user, epoch: epoch)
+        return WireMessage.TopicKeys(roomKeyID: shared.id, roomKey: shared.secret, userKeyID: own.id, userKey: own.secret)
+    }
+
+    private func derive(_ label: [UInt8]) -> Key {
+        let key = Sodium.keyedHash(label, key: secret, length: Sodium.aeadKeyLength)
+        return Key(id: TopicSeal.keyID(of: key), secret: key)
+    }
+
+    private static func littleEndian(_ value: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+}
+
+/// A sealed topic payload: `"HRE1" || key id (8) || nonce (24) || ciphertext`, with
+/// XChaCha20-Poly1305-IETF; the additional data is the topic followed by `"HRE1"`
+/// and the key id, so a message cannot be moved to another topic or key.
+enum TopicSeal {
+    static let magic: [UInt8] = Array("HRE1".utf8)
+
+    static func keyID(of key: [UInt8]) -> [UInt8] {
+        Sodium.keyedHash(Array("homeroom key id v1".utf8), key: key, length: WireMessage.TopicKeys.idLength)
+    }
+
+    static func seal(_ payload: [UInt8], topic: [UInt8], key: TopicKeyring.Key) -> [UInt8] {
+        let prefix = magic + key.id
+        return Sodium.seal(payload, key: key.secret, prefix: prefix, additional: topic + prefix)
+    }
+
+    static func isSealed(_ payload: ArraySlice<UInt8>) -> Bool {
+        payload.count >= magic.count + WireMessage.TopicKeys.idLength && payload.prefix(magic.count).elementsEqual(magic)
+    }
+
+    enum Opened: Equatable {
+        case opened([UInt8])
+        /// Sealed with a key the reader does not hold (the keys changed): sync for new ones.
+        case unknownKey
+        /// Sealed with the named key but does not open (altered, or moved from another topic).
+        case forged
+    }
+
+    /// Opens a sealed payload (`isSealed`) with whichever of `keys` its id names.
+    static func open(_ payload: ArraySlice<UInt8>, topic: ArraySlice<UInt8>, keys: [TopicKeyring.Key]) -> Opened {
+        let idStart = payload.startIndex + magic.count
+        let idEnd = idStart + WireMessage.TopicKeys.idLength
+        let id = payload[idStart..<idEnd]
+        guard let key = keys.first(where: { $0.id.elementsEqual(id) }) else { return .unknownKey }
+        guard let plain = Sodium.open(payload[idEnd...], key: key.secret, additional: Array(topic) + Array(payload[..<idEnd])) else {
+            return .forged
+        }
+        return .opened(plain)
+    }
+}
