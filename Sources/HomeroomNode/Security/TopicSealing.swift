@@ -10,26 +10,31 @@ import HomeroomWire
 /// the room's key epoch, which the node raises when someone is kicked, banned or
 /// revoked: a removed user's old keys open nothing published after that. Each node
 /// has its own keys; a client gets those of the node it attaches to.
-struct TopicKeyring: Sendable {
-    struct Key: Equatable, Sendable {
-        let id: [UInt8]
+public struct TopicKeyring: Sendable {
+    public struct Key: Equatable, Sendable {
+        public let id: [UInt8]
         let secret: [UInt8]
+
+        public init(id: [UInt8], secret: [UInt8]) {
+            self.id = id
+            self.secret = secret
+        }
     }
 
     private let secret: [UInt8]
 
-    init() { secret = Sodium.randomBytes(32) }
+    public init() { secret = Sodium.randomBytes(32) }
 
-    func roomKey(_ room: String, epoch: UInt64) -> Key {
+    public func roomKey(_ room: String, epoch: UInt64) -> Key {
         derive(Array("homeroom room key v1".utf8) + [0] + Array(room.utf8) + [0] + Self.littleEndian(epoch))
     }
 
-    func userKey(_ room: String, _ user: String, epoch: UInt64) -> Key {
+    public func userKey(_ room: String, _ user: String, epoch: UInt64) -> Key {
         derive(Array("homeroom user key v1".utf8) + [0] + Array(room.utf8) + [0] + Array(user.utf8) + [0] + Self.littleEndian(epoch))
     }
 
     /// What a join or sync reply gives `user`.
-    func keys(room: String, user: String, epoch: UInt64) -> WireMessage.TopicKeys {
+    public func keys(room: String, user: String, epoch: UInt64) -> WireMessage.TopicKeys {
         let shared = roomKey(room, epoch: epoch), own = userKey(room, user, epoch: epoch)
         return WireMessage.TopicKeys(roomKeyID: shared.id, roomKey: shared.secret, userKeyID: own.id, userKey: own.secret)
     }
@@ -45,23 +50,23 @@ struct TopicKeyring: Sendable {
 /// A sealed topic payload: `"HRE1" || key id (8) || nonce (24) || ciphertext`, with
 /// XChaCha20-Poly1305-IETF; the additional data is the topic followed by `"HRE1"`
 /// and the key id, so a message cannot be moved to another topic or key.
-enum TopicSeal {
+public enum TopicSeal {
     static let magic: [UInt8] = Array("HRE1".utf8)
 
     static func keyID(of key: [UInt8]) -> [UInt8] {
         Sodium.keyedHash(Array("homeroom key id v1".utf8), key: key, length: WireMessage.TopicKeys.idLength)
     }
 
-    static func seal(_ payload: [UInt8], topic: [UInt8], key: TopicKeyring.Key) -> [UInt8] {
+    public static func seal(_ payload: [UInt8], topic: [UInt8], key: TopicKeyring.Key) -> [UInt8] {
         let prefix = magic + key.id
         return Sodium.seal(payload, key: key.secret, prefix: prefix, additional: topic + prefix)
     }
 
-    static func isSealed(_ payload: ArraySlice<UInt8>) -> Bool {
+    public static func isSealed(_ payload: ArraySlice<UInt8>) -> Bool {
         payload.count >= magic.count + WireMessage.TopicKeys.idLength && payload.prefix(magic.count).elementsEqual(magic)
     }
 
-    enum Opened: Equatable {
+    public enum Opened: Equatable {
         case opened([UInt8])
         /// Sealed with a key the reader does not hold (the keys changed): sync for new ones.
         case unknownKey
@@ -70,7 +75,7 @@ enum TopicSeal {
     }
 
     /// Opens a sealed payload (`isSealed`) with whichever of `keys` its id names.
-    static func open(_ payload: ArraySlice<UInt8>, topic: ArraySlice<UInt8>, keys: [TopicKeyring.Key]) -> Opened {
+    public static func open(_ payload: ArraySlice<UInt8>, topic: ArraySlice<UInt8>, keys: [TopicKeyring.Key]) -> Opened {
         let idStart = payload.startIndex + magic.count
         let idEnd = idStart + WireMessage.TopicKeys.idLength
         let id = payload[idStart..<idEnd]

@@ -1,0 +1,209 @@
+@preconcurrency import Glibc
+import Foundation
+import HomeroomCore
+import HomeroomNode
+import HomeroomWire
+import Synchronization
+
+/// Security suite: what sealing a closed room's topics costs per published message
+/// (against encoding the same envelope alone, in the same run), and how a victim's
+/// acknowledged writes fare while another user floods one node with each request kind
+/// (against the victim's quiet latency, in the same run). docs/SECURITY.md.
+enum SecurityBench {
+    static func run(quick: Bool, emit: (BenchRow) -> Void) {
+        sealing(quick: quick, emit: emit)
+        floods(quick: quick, emit: emit)
+    }
+
+    // MARK: - Sealing
+
+    static func sealing(quick: Bool, emit: (BenchRow) -> Void) {
+        let keyring = TopicKeyring()
+        let topic = Topics.clientRoom("math-101")
+        for size in [1, 100] {
+            var sequencer = Sequencer(replica: ReplicaID(3))
+            var deltas: [Delta] = []
+            for index in 0..<size {
+                let write = Write(author: "tina", authorRole: .teacher, authorCounter: UInt64(index + 1),
+                                  operation: .setStage(user: "student-\(index)", on: index % 2 == 0))
+                let now: UInt64 = 1_764_000_000_000 + UInt64(index)
+                deltas.append(sequencer.stamp(write, nowMillis: now))
+            }
+            let envelope = WireEnvelope(roomID: "math-101", sender: ReplicaID(3), sequence: 1, clock: .zero,
+                                        message: .deltaBatch(WireMessage.DeltaBatch(origin: ReplicaID(3), deltas: deltas)))
+            let rounds = (quick ? 20_000 : 100_000) / (size == 1 ? 1 : 20)
+            var plainBytes = 0, sealedBytes = 0
+            var plain = Double.infinity, sealed = Double.infinity, opened = Double.infinity
+            var sample: [UInt8] = []
+            for _ in 0..<3 {
+                plain = min(plain, measure {
+                    for _ in 0..<rounds { plainBytes = WireCodec.encode(envelope).count }
+                })
+                // What the node does per message: encode, derive the room key, seal.
+                sealed = min(sealed, measure {
+                    for _ in 0..<rounds {
+                        sample = TopicSeal.seal(WireCodec.encode(envelope), topic: topic, key: keyring.roomKey("math-101", epoch: 7))
+                        sealedBytes = sample.count
+                    }
+                })
+                let key = keyring.roomKey("math-101", epoch: 7)
+                opened = min(opened, measure {
+                    for _ in 0..<rounds {
+                        guard case .opened = TopicSeal.open(sample[...], topic: topic[...], keys: [key]) else { fatalError("a sealed message did not open") }
+                    }
+                })
+            }
+            emit(BenchRow(suite: "security", name: "encode-\(size)-delta-envelope", n: rounds, opsPerSecond: Double(rounds) / plain,
+                          bytesPerOp: Double(plainBytes), seconds: plain, note: "baseline: what an open room publishes"))
+            emit(BenchRow(suite: "security", name: "encode-and-seal-\(size)-delta-envelope", n: rounds, opsPerSecond: Double(rounds) / sealed,
+                          bytesPerOp: Double(sealedBytes), seconds: sealed, ratioVsRaw: plain / sealed,
+                          target: size == 1 ? ">= 0.25 of encoding alone" : ">= 0.5 of encoding alone",
+                          note: "closed room: key derivation and XChaCha20-Poly1305 per message; ratio is throughput vs encoding alone"))
+            emit(BenchRow(suite: "security", name: "open-\(size)-delta-envelope", n: rounds, opsPerSecond: Double(rounds) / opened,
+                          bytesPerOp: Double(sealedBytes), seconds: opened, note: "what each client does per message"))
+        }
+    }
+
+    // MARK: - Floods
+
+    /// One flooding user's request, as bytes ready to send.
+    enum FloodKind: String, CaseIterable {
+        case write, sync, join, digest, hello
+    }
+
+    static func floods(quick: Bool, emit: (BenchRow) -> Void) {
+        let keys = SigningKeys.generate()
+        let app = "bench"
+        var config = NodeConfig(name: "bench-flood", listen: "tcp://127.0.0.1:0", publish: "tcp://127.0.0.1:0", seeds: [])
+        config.tokenVerifier = TokenVerifier(publicKeys: [keys.publicKey], app: app)
+        let (logger, _) = Logger.capturing(label: "bench-flood", level: .error)
+        guard let node = try? ClusterNode(config: config, logger: logger) else {
+            fputs("security bench: the node did not start\n", stderr)
+            return
+        }
+        defer { node.stop() }
+        func token(_ user: String, _ role: Role) -> String {
+            let now = Int64(Date().timeIntervalSince1970)
+            return JoinToken.create(TokenClaims(app: app, room: "flood", user: user, role: role, issuedAt: now, expiresAt: now + 3_600), keys: keys)
+        }
+        var options = RoomClient.Options()
+        options.token = token("tina", .teacher)
+        options.requestTimeoutMillis = 5_000
+        let victim = RoomClient(room: "flood", user: "tina", role: .teacher, name: "Tina", endpoints: [NodeEndpoint(node.listenAddress)],
+                                options: options, logger: logger)
+        defer { victim.close() }
+        do {
+            try victim.connect()
+            // A room worth pulling: 40 KiB of properties, so every full sync is heavy.
+            for index in 0..<40 { _ = try victim.write(.setRoomProperty(key: "page-\(index)", value: [UInt8](repeating: 0x61, count: 1_000), cause: "fill")) }
+        } catch {
+            fputs("security bench: the victim could not join: \(error)\n", stderr)
+            return
+        }
+        let writes = quick ? 200 : 1_000
+        func victimLatencies() -> [Double] {
+            var micros: [Double] = []
+            micros.reserveCapacity(writes)
+            let clock = ContinuousClock()
+            for index in 0..<writes {
+                let begin = clock.now
+                _ = try? victim.write(.setRoomProperty(key: "slide", value: [UInt8(truncatingIfNeeded: index)], cause: "next"))
+                let elapsed = clock.now - begin
+                micros.append(Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12)
+            }
+            return micros.sorted()
+        }
+        func percentile(_ sorted: [Double], _ fraction: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))] }
+        let quiet = victimLatencies()
+        let quietP99 = percentile(quiet, 0.99)
+        emit(BenchRow(suite: "security", name: "victim-write-quiet", n: writes, p50Micros: percentile(quiet, 0.5), p99Micros: quietP99,
+                      note: "baseline: one teacher's acknowledged writes, nobody else on the node"))
+
+        let eve = Array(token("eve", .student).utf8)
+        for kind in FloodKind.allCases {
+            let flood = Flood(kind: kind, address: node.listenAddress, credential: eve, connections: 2)
+            NNGSleepShim.milliseconds(200)
+            let during = victimLatencies()
+            let report = flood.stop()
+            let p99 = percentile(during, 0.99)
+            emit(BenchRow(suite: "security", name: "victim-write-during-\(kind.rawValue)-flood", n: writes,
+                          opsPerSecond: report.rate, p50Micros: percentile(during, 0.5), p99Micros: p99, ratioVsRaw: p99 / quietP99,
+                          target: "p99 <= 5x quiet p99",
+                          note: "ops/s is the flood's requests/s (2 connections, each waiting for its reply); \(report.refusedPercent)% refused rate-limited; ratio is p99 vs quiet p99"))
+        }
+    }
+
+    /// A user flooding one node with one request kind from several connections, each
+    /// sending its next request when the last reply came.
+    final class Flood: @unchecked Sendable {
+        private let stopping = Atomic<Bool>(false)
+        private let sent = Atomic<Int>(0)
+        private let refused = Atomic<Int>(0)
+        private var threads: [Thread] = []
+        private let done = DispatchGroup()
+        private let started = Date()
+
+        init(kind: FloodKind, address: String, credential: [UInt8], connections: Int) {
+            for connection in 0..<connections {
+                done.enter()
+                let thread = Thread { [self] in
+                    defer { done.leave() }
+                    guard let requester = try? SPRequester() else { return }
+                    defer { requester.close() }
+                    guard (try? requester.dial(address)) != nil else { return }
+                    var round = 0
+                    if kind == .write {
+                        // Writes need a session: join once.
+                        _ = try? requester.request(Self.request(.join, credential: credential, round: -1 - connection), timeout: .seconds(5))
+                    }
+                    while !stopping.load(ordering: .relaxed) {
+                        round += 1
+                        guard let reply = try? requester.request(Self.request(kind, credential: credential, round: round * 10 + connection),
+                                                                 timeout: .seconds(5)) else { continue }
+                        sent.add(1, ordering: .relaxed)
+                        if let decoded = try? WireCodec.decode(reply, limits: .largeReplies) {
+                            if case let .error(error) = decoded.message, error.code == "rate-limited" { refused.add(1, ordering: .relaxed) }
+                            if case let .writeAck(ack) = decoded.message, ack.errorCode == "rate-limited" { refused.add(1, ordering: .relaxed) }
+                        }
+                    }
+                }
+                thread.start()
+                threads.append(thread)
+            }
+        }
+
+        static func request(_ kind: FloodKind, credential: [UInt8], round: Int) -> [UInt8] {
+            let message: WireMessage
+            switch kind {
+            case .write:
+                let write = Write(author: "eve", authorRole: .student, authorCounter: UInt64(1_000 + abs(round)),
+                                  operation: .setHand(user: "eve", raised: round % 2 == 0))
+                message = .writeRequest(WireMessage.WriteRequest(requestID: UInt64(abs(round)), write: write))
+            case .sync:
+                message = .syncRequest(WireMessage.SyncRequest(seen: VersionVector(), user: "eve"))
+            case .join:
+                message = .joinRequest(WireMessage.JoinRequest(user: "eve", role: .student, session: "eve-\(round)", name: "Eve"))
+            case .digest:
+                message = .digest(VersionVector())
+            case .hello:
+                message = .heartbeat(WireMessage.Heartbeat(node: ReplicaID(0), incarnation: 0, address: ""))
+            }
+            let envelope = WireEnvelope(roomID: "flood", sender: ReplicaID(0), sequence: 0, clock: .zero,
+                                        credential: kind == .hello ? [] : credential, message: message)
+            return WireCodec.encode(envelope)
+        }
+
+        func stop() -> (rate: Double, refusedPercent: Int) {
+            stopping.store(true, ordering: .relaxed)
+            _ = done.wait(timeout: .now() + 15)
+            let seconds = max(0.001, Date().timeIntervalSince(started))
+            let total = sent.load(ordering: .relaxed)
+            return (Double(total) / seconds, total == 0 ? 0 : refused.load(ordering: .relaxed) * 100 / total)
+        }
+    }
+}
+
+/// A sleep without the node's internals.
+enum NNGSleepShim {
+    static func milliseconds(_ value: UInt32) { usleep(value * 1_000) }
+}
