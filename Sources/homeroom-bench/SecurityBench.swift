@@ -114,10 +114,12 @@ enum SecurityBench {
             return micros.sorted()
         }
         func percentile(_ sorted: [Double], _ fraction: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))] }
+        _ = victimLatencies()  // warm-up
         let quiet = victimLatencies()
-        let quietP99 = percentile(quiet, 0.99)
+        var quietP99 = percentile(quiet, 0.99)
         emit(BenchRow(suite: "security", name: "victim-write-quiet", n: writes, p50Micros: percentile(quiet, 0.5), p99Micros: quietP99,
                       note: "baseline: one teacher's acknowledged writes, nobody else on the node"))
+        var rows: [BenchRow] = []
 
         let eve = Array(token("eve", .student).utf8)
         for kind in FloodKind.allCases {
@@ -126,10 +128,19 @@ enum SecurityBench {
             let during = victimLatencies()
             let report = flood.stop()
             let p99 = percentile(during, 0.99)
-            emit(BenchRow(suite: "security", name: "victim-write-during-\(kind.rawValue)-flood", n: writes,
+            rows.append(BenchRow(suite: "security", name: "victim-write-during-\(kind.rawValue)-flood", n: writes,
                           opsPerSecond: report.rate, p50Micros: percentile(during, 0.5), p99Micros: p99, ratioVsRaw: p99 / quietP99,
                           target: "p99 <= 5x quiet p99",
-                          note: "ops/s is the flood's requests/s (2 connections, each waiting for its reply); \(report.refusedPercent)% refused rate-limited; ratio is p99 vs quiet p99"))
+                          note: "ops/s is the flood's requests/s (2 connections, each waiting for its reply); \(report.refusedPercent)% refused rate-limited; ratio is p99 vs the lower quiet p99"))
+        }
+        // Quiet again after the floods; the ratios are against the lower of the two quiet p99s.
+        let after = victimLatencies()
+        emit(BenchRow(suite: "security", name: "victim-write-quiet-after-floods", n: writes, p50Micros: percentile(after, 0.5),
+                      p99Micros: percentile(after, 0.99), note: "baseline again, after the floods"))
+        quietP99 = min(quietP99, percentile(after, 0.99))
+        for var row in rows {
+            row.ratioVsRaw = row.p99Micros.map { $0 / quietP99 }
+            emit(row)
         }
     }
 

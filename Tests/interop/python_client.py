@@ -5,7 +5,11 @@ Joins one room through two nodes (a teacher through node A, a student through
 node B), follows live deltas, sends acknowledged writes, checks refusals and
 error codes, repairs a simulated loss, resumes through the other node, checks
 that rewards stay exact while the nodes fold them away (reward floors), and
-checks that every view converges on the roster it expects.
+checks that every view converges on the roster it expects. With --closed-node,
+a closed-room phase follows on nodes started with --token-key and --cluster-key
+("Authentication", "Closed rooms"): joins with and without tokens, TopicKeys,
+sealed client topics opened with homeroom_wire.open_topic, what a SUB socket
+subscribed to everything sees, forgeries, and the key change after a ban.
 
 The reference module `homeroom_wire` is loaded from the ```python block of the
 section "A Python client" in docs/PROTOCOL.md, so that code is tested too; the
@@ -42,6 +46,7 @@ WAIT_SECONDS = 3.0              # for a change to show up on a SUB socket
 PERIODIC_SYNC_SECONDS = 1.0
 MIN_SYNC_INTERVAL = 0.1
 RUN_DEADLINE_SECONDS = 25.0           # without the wait for reward folds (fold_wait(), below)
+CLOSED_DEADLINE_SECONDS = 20.0        # the closed-room phase (run_closed), when it runs
 
 
 def fold_wait(reward_window):
@@ -110,7 +115,7 @@ class Unavailable(Exception):
 class Peer:
     """One user in one room through one node: Flows 1 to 7 of docs/PROTOCOL.md."""
 
-    def __init__(self, hw, pynng, room_id, user, role, name, label):
+    def __init__(self, hw, pynng, room_id, user, role, name, label, token=None):
         self.hw, self.pynng = hw, pynng
         self.env = hw.envelope_pb2
         self.room = hw.Room(room_id)
@@ -130,6 +135,14 @@ class Peer:
         self.hold_sync = False          # test hook: no sync until released
         self.topic_patches = 0
         self.lease = False              # name the session in syncs (Flow 5, "Session leases")
+        # Closed rooms ("Authentication", "Closed rooms"): with a token, every request carries it in
+        # `credential`, and every client-topic message goes through homeroom_wire.open_topic.
+        self.token = token.encode() if isinstance(token, str) else token
+        self.keys = None                # TopicKeys of the latest join or sync reply that had them
+        self.statuses = {}              # open_topic status -> how many messages got it
+        self.sealed = []                # the latest (message, status, envelope bytes or None)
+        self.key_changes = []           # (reply kind, old room key id, new room key id) when keys changed
+        self.resync = False             # a message under a key id we do not hold: sync at once
 
     def log(self, text):
         print(f"  [{self.label}] {text}", flush=True)
@@ -144,6 +157,8 @@ class Peer:
     def call(self, env, timeout_ms=REQUEST_TIMEOUT_MS, sock=None, attempts=2):
         """Sends one request and returns the reply envelope; resends the same bytes after a timeout."""
         sock = sock or self.req
+        if self.token is not None and not env.credential:
+            env.credential = self.token                                           # "Authentication"
         data = env.SerializeToString()
         for attempt in range(attempts):
             sock.recv_timeout = timeout_ms
@@ -189,6 +204,7 @@ class Peer:
         reply = self.request(join, timeout_ms=JOIN_TIMEOUT_MS)                    # Flow 3
         kind = reply.WhichOneof("body")
         if kind == "join_response":
+            self.take_keys(reply.join_response, "join_response")
             state = reply.join_response.WhichOneof("state")
             self.room.merge_patch(getattr(reply.join_response, state))           # adopt its seen
             self.last_sync = time.monotonic()
@@ -221,11 +237,40 @@ class Peer:
         now = time.monotonic()
         if self.hold_sync:
             return
-        if (self.sync_wanted and now - self.last_sync >= MIN_SYNC_INTERVAL) or now - self.last_sync >= PERIODIC_SYNC_SECONDS:
+        if self.resync or (self.sync_wanted and now - self.last_sync >= MIN_SYNC_INTERVAL) \
+                or now - self.last_sync >= PERIODIC_SYNC_SECONDS:
             self.sync()
 
+    def take_keys(self, response, kind):
+        """Keeps the keys of a join or sync reply that has them (Closed rooms, step 1)."""
+        if response.HasField("keys"):
+            keys = self.env.TopicKeys()
+            keys.CopyFrom(response.keys)
+            if self.keys is not None and (keys.room_key_id, keys.user_key_id) != (self.keys.room_key_id, self.keys.user_key_id):
+                self.key_changes.append((kind, self.keys.room_key_id, keys.room_key_id))
+            self.keys = keys
+
+    def open_sealed(self, message):
+        """Closed rooms, steps 2 to 4: the envelope bytes of a message on our topics, or None."""
+        parts = self.hw.split_client_topic(message)
+        if parts is None:
+            return None
+        topic, payload, private = parts
+        if topic != (self.private_topic() if private else self.room.id.encode() + b"\x00"):
+            return None
+        status, body = self.hw.open_topic(topic, payload, self.keys, private)
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+        self.sealed = self.sealed[-199:] + [(message, status, body)]
+        if status == "unknown-key":
+            self.resync = True                                                    # the keys changed: sync now
+        return body if status in ("opened", "clear") else None
+
     def receive(self, message):
-        if message.startswith(self.private_topic()):                              # our private stream: peer messages
+        if self.token is not None:                                                # a closed room
+            body = self.open_sealed(message)
+            if body is None:
+                return
+        elif message.startswith(self.private_topic()):                            # our private stream: peer messages
             body = message[len(self.private_topic()):]
         else:
             end = message.find(b"\x00")
@@ -267,12 +312,14 @@ class Peer:
         if reply.WhichOneof("body") != "sync_response":
             raise Unavailable(f"sync answered with {reply.WhichOneof('body')}: {reply.error.code}")
         response = reply.sync_response
+        self.take_keys(response, "sync_response")
         if response.HasField("patch"):
             self.room.merge_patch(response.patch)                                 # computed against our seen: adopt
         for batch in response.batches:
             self.room.apply_batch(batch)
         self.last_sync = time.monotonic()
         self.sync_wanted = False
+        self.resync = False
 
     def wait_for(self, predicate, seconds=WAIT_SECONDS):
         deadline = time.monotonic() + seconds
@@ -812,6 +859,320 @@ def run(args, hw, pynng, checks):
         student.close_sockets()
 
 
+def cluster_open(hw, cluster_key_file, payload):
+    """The envelope bytes of an "HRX1" node-to-node payload ("Authentication": key = BLAKE2b-256 of
+    "homeroom cluster traffic v1" keyed with the cluster key, additional data "HRX1"), or None."""
+    import ctypes
+    sodium = hw._libsodium()
+    secret = bytes.fromhex(open(cluster_key_file).read().strip())          # cluster.key: 32 bytes in hex
+    label = b"homeroom cluster traffic v1"
+    key = ctypes.create_string_buffer(32)
+    if sodium.crypto_generichash(key, ctypes.c_size_t(32), label, ctypes.c_ulonglong(len(label)),
+                                 secret, ctypes.c_size_t(len(secret))) != 0:
+        return None
+    if payload[:4] != b"HRX1" or len(payload) < 4 + 24 + 16:
+        return None
+    nonce, cipher = payload[4:28], payload[28:]
+    out, written = ctypes.create_string_buffer(len(cipher)), ctypes.c_ulonglong(0)
+    failed = sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(
+        out, ctypes.byref(written), None, cipher, ctypes.c_ulonglong(len(cipher)),
+        b"HRX1", ctypes.c_ulonglong(4), nonce, key.raw)
+    return None if failed else out.raw[:written.value]
+
+
+def run_closed(args, hw, pynng, checks):
+    """Closed rooms ("Authentication", "Closed rooms"): nodes C and D, started with --token-key and
+    --cluster-key. A teacher joins through C, student 1 through D, student 2 through C, each with its token."""
+    E, C = hw.envelope_pb2, hw.common_pb2
+    room_id = args.closed_room or f"closed-{os.getpid()}-{int(time.time())}"
+    node_c = args.closed_node
+    node_d = args.closed_node_b or args.closed_node
+    print(f"== closed room {room_id}: node C {node_c}" + (f", node D {args.closed_node_b}" if args.closed_node_b else ""))
+
+    def show(reply):
+        kind = reply.WhichOneof("body")
+        if kind == "write_ack":
+            a = reply.write_ack
+            return f"{E.WriteStatus.Name(a.status)} {a.error_code} {a.message}".strip()
+        if kind == "error":
+            return f"error {reply.error.code}: {reply.error.message}"
+        return kind or "no body"
+
+    def accepted(reply):
+        return reply.WhichOneof("body") == "write_ack" and reply.write_ack.status == E.WRITE_STATUS_ACCEPTED
+
+    def error_code(reply):
+        return reply.error.code if reply.WhichOneof("body") == "error" else None
+
+    def keys_ok(keys):
+        return (keys is not None and len(keys.room_key_id) == 8 and len(keys.user_key_id) == 8
+                and len(keys.room_key) == 32 and len(keys.user_key) == 32)
+
+    def joined_with_keys(reply):
+        return (reply.WhichOneof("body") == "join_response" and reply.join_response.HasField("keys")
+                and keys_ok(reply.join_response.keys))
+
+    def ids(keys):
+        return f"room key {keys.room_key_id.hex()}, user key {keys.user_key_id.hex()}" if keys else "no keys"
+
+    def hello(address, peer):
+        sock = pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS)
+        try:
+            sock.dial(address, block=True)
+            return peer.hello(sock)
+        finally:
+            sock.close()
+
+    def drain(sock, seconds):
+        """Every message a SUB socket delivers within `seconds`."""
+        got, until = [], time.monotonic() + seconds
+        while True:
+            try:
+                got.append(sock.recv())
+            except pynng.Timeout:
+                if time.monotonic() >= until:
+                    return got
+
+    def copy(keys):
+        k = E.TopicKeys()
+        k.CopyFrom(keys)
+        return k
+
+    def in_history(peer, payload):
+        return any(m["payload"] == payload for m in peer.room.history(peer.user))
+
+    teacher = Peer(hw, pynng, room_id, "teach", C.ROLE_TEACHER, "Grace", "teacher@C", token=args.teacher_token)
+    student = Peer(hw, pynng, room_id, "stu-1", C.ROLE_STUDENT, "Ada", "student1@D", token=args.student_token)
+    student2 = Peer(hw, pynng, room_id, "stu-2", C.ROLE_STUDENT, "Alan", "student2@C", token=args.student2_token)
+    others, sniffers = [], []
+    try:
+        # Flow 1 on a node with --token-key; with --cluster-key on both, C and D still form a cluster.
+        if args.closed_node_b:
+            deadline = time.monotonic() + 5.0
+            while True:
+                info = hello(node_c, teacher)
+                formed = any(p.address == args.closed_node_b and p.status == E.PEER_STATUS_ALIVE for p in info.peers)
+                if formed or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.1)
+            checks.require("closed: node C's hello, with a token, lists node D (same cluster key) as an ALIVE peer",
+                           formed, f"peers {[(p.address, E.PeerStatus.Name(p.status)) for p in info.peers]}")
+
+        reply = teacher.connect(node_c)
+        checks.require("closed: the teacher joins through C with its token: TopicKeys with 8-byte ids and 32-byte keys",
+                       joined_with_keys(reply) and teacher.keys is not None, f"{show(reply)}; {ids(teacher.keys)}")
+        probe = Peer(hw, pynng, room_id, "probe", C.ROLE_OBSERVER, "probe", "probe@C")
+        anonymous, known = hello(node_c, probe), hello(node_c, teacher)
+        checks.check("closed: a hello without a token is answered (node, publish address) but reveals no rooms and no peers; "
+                     "with a token, no rooms either",
+                     anonymous.node == teacher.node.node and bool(anonymous.publish_address) and not anonymous.rooms
+                     and not anonymous.peers and not known.rooms,
+                     f"without a token: {len(anonymous.rooms)} rooms, {len(anonymous.peers)} peers; "
+                     f"with one: {len(known.rooms)} rooms, {len(known.peers)} peers")
+
+        print("== closed room: refused joins")
+        for label, peer, code in (
+                ("a join without a token", Peer(hw, pynng, room_id, "stu-1", C.ROLE_STUDENT, "Ada", "anonymous@C"),
+                 "token-missing"),
+                ("a join with a token for another room",
+                 Peer(hw, pynng, room_id, "stu-1", C.ROLE_STUDENT, "Ada", "elsewhere@C", token=args.wrong_room_token),
+                 "token-wrong-room"),
+                ("a join as teacher with the student's token",
+                 Peer(hw, pynng, room_id, "stu-1", C.ROLE_TEACHER, "Ada", "impostor@C", token=args.student_token),
+                 "token-identity-mismatch")):
+            if peer.token is None and label != "a join without a token":
+                continue                                                          # no such token given
+            others.append(peer)
+            reply = peer.connect(node_c)
+            checks.check(f"closed: {label} is refused: error {code}", error_code(reply) == code, show(reply))
+            if peer.token is None:                                                # the other requests need one too
+                r_sync = peer.request(lambda e: e.sync_request.SetInParent())
+                r_digest = peer.request(lambda e: e.digest.SetInParent())
+                r_write, _ = peer.write("set_hand", target="stu-1", raised=True)
+                checks.check("closed: so are a sync, a digest and a write without a token: token-missing",
+                             [error_code(r) for r in (r_sync, r_digest, r_write)] == ["token-missing"] * 3,
+                             f"{show(r_sync)} / {show(r_digest)} / {show(r_write)}")
+            peer.close_sockets()
+
+        print("== closed room: joins with tokens")
+        reply, reply2 = student.connect(node_d), student2.connect(node_c)
+        checks.require("closed: student 1 (through D) and student 2 (through C) join with their tokens and get TopicKeys",
+                       joined_with_keys(reply) and joined_with_keys(reply2),
+                       f"student 1: {show(reply)}, {ids(student.keys)}; student 2: {show(reply2)}, {ids(student2.keys)}")
+        tk, sk, s2k = teacher.keys, student.keys, student2.keys
+        checks.check("closed: on one node the room key is shared and the user keys are per user; each node has its own keys",
+                     tk.room_key_id == s2k.room_key_id and tk.room_key == s2k.room_key
+                     and tk.user_key_id != s2k.user_key_id and tk.user_key != s2k.user_key
+                     and (node_d == node_c or (sk.room_key_id != tk.room_key_id and sk.room_key != tk.room_key)),
+                     f"teacher@C {ids(tk)}; student2@C {ids(s2k)}; student1@D {ids(sk)}")
+        checks.check("closed: student 1 sees the teacher who joined through C (opened messages only)",
+                     student.wait_for(lambda: (student.row("teach") or {}).get("online") is True)
+                     and student.statuses.get("opened", 0) > 0 and set(student.statuses) <= {"opened", "unknown-key"},
+                     f"statuses {student.statuses}")
+
+        # A raw SUB socket on each node's PUB socket, subscribed to everything (nng subscriptions are
+        # not authenticated), from before the writes below.
+        for address in dict.fromkeys([teacher.node.publish_address, student.node.publish_address]):
+            sniffer = pynng.Sub0(recv_max_size=0, recv_buffer_size=8192, recv_timeout=20)
+            sniffer.subscribe(b"")
+            sniffer.dial(address, block=True)
+            sniffers.append(sniffer)
+        time.sleep(0.1)                                                           # attached (Flow 2)
+
+        print("== closed room: sealed live deltas")
+        student.pump()
+        opened_before = student.statuses.get("opened", 0)
+        student.hold_sync = True                                                  # live only: no sync may bring it
+        reply, _ = teacher.write("set_stage", target="stu-1", on=True)
+        dot = reply.write_ack.dot
+        live = student.wait_for(lambda: student.seen_dot(dot) and (student.row("stu-1") or {}).get("stage") is True)
+        student.hold_sync = False
+        checks.check("closed: the teacher puts student 1 on stage through C; student 1 receives it live on D's SUB socket, "
+                     "open_topic gives opened, and it applies",
+                     accepted(reply) and live and student.statuses.get("opened", 0) > opened_before,
+                     f"{show(reply)}; opened {student.statuses.get('opened', 0) - opened_before} messages")
+
+        secret = f"closed-room chat {random.getrandbits(64):016x}".encode()
+        whisper = f"closed-room whisper {random.getrandbits(64):016x}".encode()
+        reply, _ = teacher.write("send_message", type="chat", payload=secret)
+        reply2, _ = teacher.write("send_peer_message", target="stu-1", type="whisper", payload=whisper, previous=0)
+        got = student.wait_for(lambda: in_history(student, secret) and in_history(student, whisper))
+        private_opened = any(status == "opened" and whisper in (body or b"") and message.startswith(student.private_topic())
+                             for message, status, body in student.sealed)
+        checks.check("closed: the teacher's chat message and a whisper to student 1 reach it (the whisper on its private "
+                     "topic, opened with its user key)",
+                     accepted(reply) and accepted(reply2) and got and private_opened, f"{show(reply)} / {show(reply2)}")
+
+        print("== closed room: what anyone on the PUB sockets sees")
+        time.sleep(0.2)
+        sniffed = [m for s in sniffers for m in drain(s, 0.1)]
+        sealed, node_sealed, beats, other = [], [], [], []
+        for m in sniffed:
+            if m[:1] == b"\x02":
+                (beats if m[1:5] == b"HRX1" else other).append(m[1:])
+            elif m[:1] == b"\x01":
+                end = m.find(b"\x00")
+                (node_sealed if end > 0 and m[end + 1:end + 5] == b"HRX1" else other).append(m[end + 1:])
+            else:
+                parts = hw.split_client_topic(m)
+                (sealed if parts is not None and parts[1][:4] == b"HRE1" else other).append(m)
+        checks.check("closed: a SUB socket subscribed to b'' on C's and D's PUB sockets sees client topics only as HRE1 "
+                     "and node topics (01, 02) only as HRX1",
+                     sealed and node_sealed and beats and not other,
+                     f"{len(sealed)} HRE1, {len(node_sealed)} 01 HRX1, {len(beats)} 02 HRX1, {len(other)} other"
+                     + (f": {other[0][:40]!r}" if other else ""))
+        leaked = [m for m in sniffed if secret in m or whisper in m]
+        members = [k for k in (teacher.keys, student.keys) if k is not None]
+        holds = [body for m in sealed for k in members
+                 for status, body in [hw.open_topic(*hw.split_client_topic(m)[:2], k, hw.split_client_topic(m)[2])]
+                 if status == "opened" and secret in body]
+        checks.check("closed: ... never the plaintext of the teacher's chat message or whisper, which a member's room key "
+                     "opens from the sniffed HRE1 messages",
+                     not leaked and bool(holds), f"{len(leaked)} messages hold the plaintext; opened copies {len(holds)}")
+        if args.cluster_key:
+            opened = [cluster_open(hw, args.cluster_key, p) for p in node_sealed + beats]
+            carried = any(b is not None and secret in b for b in opened)
+            checks.check("closed: every sniffed HRX1 message opens with the cluster key (BLAKE2b-256 key, additional data "
+                         "HRX1), and one carries the chat delta to the other node",
+                         opened and all(b is not None for b in opened) and carried,
+                         f"{sum(b is not None for b in opened)} of {len(opened)} opened")
+
+        print("== closed room: forgeries")
+        message, _, body = next((x for x in reversed(student.sealed)
+                                 if x[1] == "opened" and not x[0].startswith(b"@")), (None, None, None))
+        checks.require("closed: student 1 kept an opened room-topic message to tamper with", message is not None)
+        topic, payload, private = hw.split_client_topic(message)
+        flipped = bytearray(payload)
+        flipped[36 + (len(payload) - 36) // 2] ^= 0x01                           # one ciphertext byte
+        status = hw.open_topic(topic, bytes(flipped), student.keys, private)[0]
+        checks.check("closed: a sealed message with one ciphertext byte flipped gives forged", status == "forged", status)
+        moved = hw.open_topic(b"elsewhere\x00", payload, student.keys, False)[0]
+        clear = hw.open_topic(topic, body, student.keys, private)[0]
+        checks.check("closed: so do the same payload under another room's topic, and a clear envelope from a node "
+                     "whose keys we hold", moved == "forged" and clear == "forged", f"{moved}, {clear}")
+        whispers = [m for m in sniffed if m.startswith(student.private_topic()) and m[len(student.private_topic()):][:4] == b"HRE1"]
+        if whispers:
+            topic, payload, _ = hw.split_client_topic(whispers[-1])
+            fake = copy(student2.keys)
+            status = hw.open_topic(topic, payload, fake, True)[0]
+            fake.user_key_id = payload[4:12]                                      # student 2's key under student 1's id
+            status2 = hw.open_topic(topic, payload, fake, True)[0]
+            checks.check("closed: student 2's keys do not open student 1's private messages "
+                         "(unknown-key; forged with its user key under student 1's key id)",
+                         status == "unknown-key" and status2 == "forged", f"{status}, {status2}")
+
+        print("== closed room: a ban changes the keys")
+        student2.hold_sync = True                                                 # its syncs are refused from now on
+        drain(student2.sub, 0.05)
+        teacher.pump()
+        student.pump()
+        s1_old, s2_old = copy(student.keys), copy(student2.keys)
+        unknown_before, changes_before = student.statuses.get("unknown-key", 0), len(student.key_changes)
+        reply, _ = teacher.write("ban", target="stu-2")
+        banned = accepted(reply) and student.wait_for(
+            lambda: student.room.users.get("stu-2") is not None and student.room.users["stu-2"].banned is not None)
+        drain(student2.sub, 0.2)                                                  # the ban itself, under whatever key
+        after = f"closed-room after the ban {random.getrandbits(64):016x}".encode()
+        reply2, _ = teacher.write("send_message", type="chat", payload=after)
+        seen_by_2 = [m for m in drain(student2.sub, 0.5) if m.startswith(room_id.encode() + b"\x00")]
+        teacher_got = teacher.wait_for(lambda: in_history(teacher, after))
+        statuses = [hw.open_topic(*hw.split_client_topic(m)[:2], s2_old, False)[0] for m in seen_by_2]
+        new_ids = sorted({hw.split_client_topic(m)[1][4:12].hex() for m in seen_by_2})
+        theirs = [hw.open_topic(*hw.split_client_topic(m)[:2], teacher.keys, False) for m in seen_by_2]
+        checks.check("closed: the teacher bans student 2; the teacher's next message is published under a new room key id, "
+                     "which student 2's old keys give unknown-key",
+                     banned and accepted(reply2) and bool(seen_by_2) and set(statuses) == {"unknown-key"}
+                     and s2_old.room_key_id.hex() not in new_ids and teacher_got
+                     and any(s == "opened" and after in b for s, b in theirs),
+                     f"{show(reply)} / {show(reply2)}; old id {s2_old.room_key_id.hex()}, new {new_ids}; student 2: {statuses}; "
+                     f"teacher's key changes {[(k, a.hex(), b.hex()) for k, a, b in teacher.key_changes]}")
+        r_sync = student2.request(lambda e: setattr(e.sync_request, "user", "stu-2"))
+        r_digest = student2.request(lambda e: e.digest.SetInParent())
+        again = Peer(hw, pynng, room_id, "stu-2", C.ROLE_STUDENT, "Alan", "student2-again@C", token=args.student2_token)
+        others.append(again)
+        r_join = again.connect(node_c)
+        checks.check("closed: student 2's sync and digest are refused with banned (no new keys), and so is a new join",
+                     error_code(r_sync) == "banned" and error_code(r_digest) == "banned" and error_code(r_join) == "banned"
+                     and again.keys is None,
+                     f"sync: {show(r_sync)}; digest: {show(r_digest)}; join: {show(r_join)}")
+        reply, _ = teacher.write("send_peer_message", target="stu-2", type="whisper", payload=b"after the ban", previous=0)
+        private_2 = [m for m in drain(student2.sub, 0.5) if m.startswith(student2.private_topic())]
+        statuses = [hw.open_topic(*hw.split_client_topic(m)[:2], s2_old, True)[0] for m in private_2]
+        checks.check("closed: a whisper to student 2 after the ban is on its private topic under a new user key id too "
+                     "(its old keys give unknown-key)",
+                     accepted(reply) and bool(private_2) and set(statuses) == {"unknown-key"}, f"{show(reply)}; {statuses}")
+        got = student.wait_for(lambda: in_history(student, after))
+        changes = student.key_changes[changes_before:]
+        checks.check("closed: student 1 (still a member) gets unknown-key, syncs at once and gets new keys in the "
+                     "sync_response, and the message",
+                     got and student.statuses.get("unknown-key", 0) > unknown_before
+                     and any(kind == "sync_response" and new != s1_old.room_key_id for kind, _, new in changes),
+                     f"unknown-key {student.statuses.get('unknown-key', 0) - unknown_before}; key changes "
+                     f"{[(k, a.hex(), b.hex()) for k, a, b in changes]}")
+        student.pump()
+        opened_before = student.statuses.get("opened", 0)
+        student.hold_sync = True
+        following = f"closed-room next {random.getrandbits(64):016x}".encode()
+        reply, _ = teacher.write("send_message", type="chat", payload=following)
+        live = student.wait_for(lambda: in_history(student, following))
+        student.hold_sync = False
+        checks.check("closed: ... and opens the next live message with them",
+                     accepted(reply) and live and any(s == "opened" and following in (b or b"") for _, s, b in student.sealed)
+                     and student.statuses.get("opened", 0) > opened_before, show(reply))
+        old_status = [hw.open_topic(*hw.split_client_topic(m)[:2], k, False)[0]
+                      for m, s, b in student.sealed if s == "opened" and following in (b or b"") for k in (s2_old, s1_old)]
+        checks.check("closed: neither student's keys from before the ban open it", old_status and set(old_status) == {"unknown-key"},
+                     str(old_status))
+        for peer in (student, teacher):
+            reply, _ = peer.write("leave_session", target=peer.user, session=peer.session)
+            checks.check(f"closed: {peer.label} leaves: ACCEPTED", accepted(reply), show(reply))
+    finally:
+        for sock in sniffers:
+            sock.close()
+        for peer in [teacher, student, student2] + others:
+            peer.close_sockets()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--node-a", required=True, help="listen (REP) address of node A")
@@ -826,8 +1187,20 @@ def main():
     parser.add_argument("--reward-window", type=float, default=60.0,
                         help="the nodes' --reward-window-ms, in seconds (the reward-fold check waits for folds; "
                         "Tests/interop/run.sh starts the nodes with 1 s)")
+    closed = parser.add_argument_group("closed room", "nodes started with --token-key and --cluster-key "
+                                       "(Tests/interop/run.sh starts two: C, and D seeded from C)")
+    closed.add_argument("--closed-node", help="listen address of node C: enables the closed-room phase")
+    closed.add_argument("--closed-node-b", help="listen address of node D, in C's cluster")
+    closed.add_argument("--closed-room", help="the room the tokens name")
+    closed.add_argument("--teacher-token", help="token for user teach, role teacher")
+    closed.add_argument("--student-token", help="token for user stu-1, role student")
+    closed.add_argument("--student2-token", help="token for user stu-2, role student")
+    closed.add_argument("--wrong-room-token", help="token for user stu-1, role student, in another room")
+    closed.add_argument("--cluster-key", help="the nodes' cluster.key: checks the HRX1 node-to-node messages")
     parser.add_argument("--result", help="write {passed, failed, failures} as JSON to this file")
     args = parser.parse_args()
+    if args.closed_node and not (args.closed_room and args.teacher_token and args.student_token and args.student2_token):
+        parser.error("--closed-node needs --closed-room, --teacher-token, --student-token and --student2-token")
 
     checks = Checks()
     started = time.monotonic()
@@ -839,11 +1212,19 @@ def main():
 
         def overtime(signum, frame):
             raise TimeoutError(f"the run took more than {deadline:.0f} s")
-        deadline = RUN_DEADLINE_SECONDS + fold_wait(args.reward_window)
+        deadline = RUN_DEADLINE_SECONDS + fold_wait(args.reward_window) + (CLOSED_DEADLINE_SECONDS if args.closed_node else 0)
         signal.signal(signal.SIGALRM, overtime)
         signal.alarm(int(deadline) + 1)
         try:
-            run(args, hw, pynng, checks)
+            aborted = None
+            try:
+                run(args, hw, pynng, checks)
+            except Abort as e:                                                    # the closed-room phase still runs
+                aborted = e
+            if args.closed_node:
+                run_closed(args, hw, pynng, checks)
+            if aborted is not None:
+                raise aborted
         finally:
             signal.alarm(0)
     except SetupError as e:

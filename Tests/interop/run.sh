@@ -7,7 +7,9 @@
 # Builds nothing: it runs $HOMEROOM_BIN (default .build/debug/homeroom). Sets up a
 # Python venv with pynng and protobuf in .build/interop-venv (reused when it has
 # them), starts two nodes on free ports (with a 1 s reward window, so they fold
-# rewards within seconds), runs Tests/interop/python_client.py, and always stops
+# rewards within seconds), and two closed nodes C and D (--token-key and
+# --cluster-key, keys from `homeroom keys generate`, D seeded from C) with join
+# tokens for their room, runs Tests/interop/python_client.py, and always stops
 # the nodes. Exit status: the client's (2 for a setup problem).
 #
 # Environment: HOMEROOM_BIN, PYTHON (default python3), INTEROP_VENV,
@@ -105,10 +107,11 @@ trap 'exit 130' INT TERM
 
 # A short reward window, so the nodes fold rewards within seconds (the client's reward-fold check).
 REWARD_WINDOW_MS=1000
-start_node() {  # name, [seed]: starts a node (in this shell, so the trap knows its pid) and waits for its ready line
+start_node() {  # name, [seed], [node flags...]: starts a node (in this shell, so the trap knows its pid) and waits for its ready line
   local name=$1 seed=${2:-} pid
+  shift $(( $# < 2 ? $# : 2 ))
   "$BIN" node --name "$name" --listen tcp://127.0.0.1:0 --publish tcp://127.0.0.1:0 ${seed:+--seed "$seed"} --session-timeout-ms 2000 \
-    --reward-window-ms "$REWARD_WINDOW_MS" \
+    --reward-window-ms "$REWARD_WINDOW_MS" "$@" \
     >"$WORK/$name.ready" 2>"$WORK/$name.log" &
   pid=$!
   PIDS+=("$pid")
@@ -130,10 +133,32 @@ LISTEN_A=$(listen_of a)
 start_node b "$LISTEN_A"
 LISTEN_B=$(listen_of b)
 
+# --- Two closed nodes (docs/PROTOCOL.md, "Authentication" and "Closed rooms"): C, and D seeded from C.
+KEYS="$WORK/keys"
+mkdir -m 700 "$KEYS"
+"$BIN" keys generate --out "$KEYS" >/dev/null || fail "homeroom keys generate --out $KEYS failed"
+CLOSED=(--token-key "$KEYS/token-signing.pub" --cluster-key "$KEYS/cluster.key")
+start_node c "" "${CLOSED[@]}"
+LISTEN_C=$(listen_of c)
+start_node d "$LISTEN_C" "${CLOSED[@]}"
+LISTEN_D=$(listen_of d)
+CLOSED_ROOM="closed-$$-$(date +%s)"
+token() {  # room, user, role
+  "$BIN" token create --key "$KEYS/token-signing.key" --room "$1" --user "$2" --role "$3" \
+    || fail "homeroom token create --room $1 --user $2 --role $3 failed"
+}
+TEACHER_TOKEN=$(token "$CLOSED_ROOM" teach teacher)
+STUDENT_TOKEN=$(token "$CLOSED_ROOM" stu-1 student)
+STUDENT2_TOKEN=$(token "$CLOSED_ROOM" stu-2 student)
+WRONG_ROOM_TOKEN=$(token "elsewhere-$$" stu-1 student)
+
 # --- The client.
 set +e
-timeout 75 "$PY" Tests/interop/python_client.py --node-a "$LISTEN_A" --node-b "$LISTEN_B" \
+timeout 90 "$PY" Tests/interop/python_client.py --node-a "$LISTEN_A" --node-b "$LISTEN_B" \
   --node-a-pid "$(cat "$WORK/a.pid")" --session-timeout 2 --reward-window "$((REWARD_WINDOW_MS / 1000))" \
+  --closed-node "$LISTEN_C" --closed-node-b "$LISTEN_D" --closed-room "$CLOSED_ROOM" \
+  --teacher-token "$TEACHER_TOKEN" --student-token "$STUDENT_TOKEN" --student2-token "$STUDENT2_TOKEN" \
+  --wrong-room-token "$WRONG_ROOM_TOKEN" --cluster-key "$KEYS/cluster.key" \
   --result "$WORK/result.json"
 status=$?
 set -e
@@ -142,7 +167,7 @@ if [ -s "$WORK/result.json" ]; then
   if [ "$status" = 0 ] && [ "$failed" != 0 ]; then status=1; fi
   echo "interop: $passed passed, $failed failed"
 else
-  say "the client stopped before reporting its checks (exit status $status; 124 means it ran over 75 s)"
+  say "the client stopped before reporting its checks (exit status $status; 124 means it ran over 90 s)"
   [ "$status" != 0 ] || status=1
 fi
 exit "$status"

@@ -222,6 +222,10 @@ public final class ClusterNode: Sendable {
         self.logger.info("node started", ["listen": listenAddress, "publish": publishAddress, "replica": replica.description,
                                           "incarnation": "\(incarnation)", "rooms": "\(rooms.count)",
                                           "seeds": config.seeds.joined(separator: ",")])
+        if config.tokenVerifier != nil && config.clusterKey == nil {
+            // Client topics are sealed, but the node topics on the same socket would not be.
+            self.logger.warning("rooms are closed to clients, but node-to-node traffic is in clear on the publish socket: give every node the same --cluster-key (homeroom keys generate makes one)", [:])
+        }
         // Sessions the previous boot hosted are over: no ghosts.
         if let previousIncarnation { endSessions(of: replica, incarnation: previousIncarnation) }
     }

@@ -1,4 +1,5 @@
 import HomeroomWire
+import Synchronization
 
 /// Closed rooms (docs/SECURITY.md, "Closed rooms"): a node that requires join tokens
 /// seals what it publishes on a room's client topics, so a stranger who reaches its
@@ -10,7 +11,7 @@ import HomeroomWire
 /// the room's key epoch, which the node raises when someone is kicked, banned or
 /// revoked: a removed user's old keys open nothing published after that. Each node
 /// has its own keys; a client gets those of the node it attaches to.
-public struct TopicKeyring: Sendable {
+public final class TopicKeyring: Sendable {
     public struct Key: Equatable, Sendable {
         public let id: [UInt8]
         let secret: [UInt8]
@@ -22,15 +23,39 @@ public struct TopicKeyring: Sendable {
     }
 
     private let secret: [UInt8]
+    /// Derived keys, so a publish costs one seal and not a hash as well; dropped whole
+    /// when it holds `cacheLimit` (rooms x users that published lately).
+    private let cache = Mutex<[CacheKey: Key]>([:])
+    private static let cacheLimit = 4_096
+
+    private struct CacheKey: Hashable {
+        var room: String
+        var user: String?
+        var epoch: UInt64
+    }
 
     public init() { secret = Sodium.randomBytes(32) }
 
     public func roomKey(_ room: String, epoch: UInt64) -> Key {
-        derive(Array("homeroom room key v1".utf8) + [0] + Array(room.utf8) + [0] + Self.littleEndian(epoch))
+        cached(CacheKey(room: room, user: nil, epoch: epoch)) {
+            Array("homeroom room key v1".utf8) + [0] + Array(room.utf8) + [0] + Self.littleEndian(epoch)
+        }
     }
 
     public func userKey(_ room: String, _ user: String, epoch: UInt64) -> Key {
-        derive(Array("homeroom user key v1".utf8) + [0] + Array(room.utf8) + [0] + Array(user.utf8) + [0] + Self.littleEndian(epoch))
+        cached(CacheKey(room: room, user: user, epoch: epoch)) {
+            Array("homeroom user key v1".utf8) + [0] + Array(room.utf8) + [0] + Array(user.utf8) + [0] + Self.littleEndian(epoch)
+        }
+    }
+
+    private func cached(_ key: CacheKey, label: () -> [UInt8]) -> Key {
+        if let hit = cache.withLock({ $0[key] }) { return hit }
+        let derived = derive(label())
+        cache.withLock { cache in
+            if cache.count >= Self.cacheLimit { cache.removeAll(keepingCapacity: true) }
+            cache[key] = derived
+        }
+        return derived
     }
 
     /// What a join or sync reply gives `user`.
