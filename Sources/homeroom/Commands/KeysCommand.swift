@@ -28,6 +28,10 @@ enum KeysCommand {
         if reader.wantsHelp { print(usage); return }
         let directory = try reader.string("--out") ?? "."
         try reader.finish()
+        // A directory that does not exist yet is made, private, as a node's data directory is.
+        if access(directory, F_OK) != 0 && mkdir(directory, 0o700) != 0 {
+            throw .failure("cannot create \(directory): \(String(cString: strerror(errno))); create it or choose another --out directory")
+        }
         let paths = ["token-signing.key", "token-signing.pub", "cluster.key"].map { directory + "/" + $0 }
         for path in paths where access(path, F_OK) == 0 {
             throw .failure("\(path) exists already; remove it or choose another --out directory")
