@@ -57,6 +57,16 @@ import Testing
         #expect(!result.stderr.contains("USAGE:"))
     }
 
+    @Test func aPublishAddressGivenAsTheNodeIsNamedForWhatItIs() throws {
+        let node = try NodeChild(name: "cli-wrong-port")
+        defer { node.stop() }
+        let result = try CLI.run(["roster", "--room", "r", "--node", node.publish, "--timeout-ms", "500"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("\(node.publish)") && result.stderr.contains("a PUB socket (a node's --publish address?)"), "\(result.stderr)")
+        // The listen address itself works.
+        #expect(try CLI.run(["roster", "--room", "r", "--node", node.listen]).status == 0)
+    }
+
     @Test func themePrintIsValidJSONThatCheckAccepts() throws {
         let printed = try CLI.run(["theme", "print"])
         #expect(printed.status == 0)

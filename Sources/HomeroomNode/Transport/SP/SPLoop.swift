@@ -41,6 +41,9 @@ final class SPLoopStats: Sendable {
     let accepted = Atomic<Int>(0)
     let refused = Atomic<Int>(0)
     let badHandshakes = Atomic<Int>(0)
+    /// The SP protocol the last refused peer spoke (0xffff: not SP at all; 0: none
+    /// refused yet), so a request that times out can say it dialed the wrong socket.
+    let lastWrongPeer = Atomic<UInt16>(0)
     let oversized = Atomic<Int>(0)
     let open = Atomic<Int>(0)
     let dialFailures = Atomic<Int>(0)
@@ -640,8 +643,10 @@ final class SPLoop: @unchecked Sendable {
             let header = c.inbound[c.inboundOffset..<c.inboundOffset + SPProtocol.headerSize]
             c.inboundOffset += SPProtocol.headerSize
             buffered -= SPProtocol.headerSize
-            guard SPProtocol.peerProtocol(inHeader: header) == protocolKind.peer.rawValue else {
+            let spoken = SPProtocol.peerProtocol(inHeader: header)
+            guard spoken == protocolKind.peer.rawValue else {
                 stats.badHandshakes.add(1, ordering: .relaxed)
+                stats.lastWrongPeer.store(spoken ?? 0xffff, ordering: .relaxed)
                 drop(c)
                 return
             }

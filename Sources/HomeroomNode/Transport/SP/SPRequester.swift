@@ -170,9 +170,23 @@ final class RequestRole: SPRole, @unchecked Sendable {
             return (expired, next)
         }
         for id in expired {
-            if let p = table.withLock({ $0[id] }) { finish(id, .failure(p.failure)) }
+            if let p = table.withLock({ $0[id] }) { finish(id, .failure(explained(p.failure, loop: loop))) }
         }
         return next
+    }
+
+    /// A timeout at an address that answered in another protocol names the mix-up.
+    private func explained(_ failure: TransportError, loop: SPLoop) -> TransportError {
+        let spoken = loop.stats.lastWrongPeer.load(ordering: .relaxed)
+        guard spoken != 0 else { return failure }
+        let what: String
+        switch SPProtocol(rawValue: spoken) {
+        case .pub?: what = "a PUB socket (a node's --publish address?); a node's requests go to its --listen address"
+        case .req?: what = "a REQ socket, not a node"
+        case .sub?, .rep?: what = "an SP socket of another kind (\(SPProtocol(rawValue: spoken)!.name))"
+        case nil: what = "something that is not an SP socket at all (HTTP? the metrics port?)"
+        }
+        return TransportError(.other, failure.operation, reason: "the address is \(what)")
     }
 
     func dropAll(loop: SPLoop) {
