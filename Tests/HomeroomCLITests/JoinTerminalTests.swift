@@ -92,6 +92,16 @@ import Testing
         #expect(watch.shown.hasSuffix("\u{1B}[?25h\u{1B}[?1049l"), "restores the screen")
     }
 
+    @Test func ctrlCWhileAJoinIsStillConnectingExits130AtOnce() throws {
+        // Port 9 on loopback: nothing answers, so the join would wait out its 20 s timeout.
+        let join = try TerminalSession(["join", "--room", "r", "--user", "u", "--node", "tcp://127.0.0.1:9", "--timeout-ms", "20000"])
+        usleep(500_000)
+        let sent = Date()
+        kill(join.process.processIdentifier, SIGINT)
+        #expect(join.waitForExit(timeout: 5) == 130, "Ctrl-C while connecting must exit 130: \(join.shown)")
+        #expect(Date().timeIntervalSince(sent) < 5, "it waited for the connect timeout")
+    }
+
     @Test func aKickedStudentsSessionEndsWithAnError() throws {
         let node = try NodeChild(name: "cli-kick")
         let student = try TerminalSession(["join", "--as", "student", "--user", "dan", "--room", "kickme", "--node", node.listen])

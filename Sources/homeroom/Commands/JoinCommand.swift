@@ -49,7 +49,7 @@ enum JoinCommand {
         let prompt = interactive ? "\(options.room) \(options.user) (\(options.role))> " : ""
 
         Console.catchInterrupts()
-        let pool = try options.join()
+        let pool = try Console.exitingOnInterrupt { () throws(CommandLineError) in try options.join() }
         defer { pool.close() }
         let removed = Flag()
         let local = options.user

@@ -3,6 +3,9 @@ import Synchronization
 
 /// Set by SIGINT or SIGTERM while a live view or an interactive session runs.
 let interruptRequested = Atomic<Bool>(false)
+/// While set (connecting, before anything needs undoing), SIGINT and SIGTERM exit at
+/// once with 130, as a shell expects of Ctrl-C, instead of waiting for the timeout.
+let exitOnInterrupt = Atomic<Bool>(false)
 
 /// Output to stdout and stderr from any thread, one whole write at a time.
 enum Console {
@@ -28,8 +31,8 @@ enum Console {
     /// terminal is restored and the room left before exiting.
     static func catchInterrupts() {
         _ = interruptRequested.load(ordering: .relaxed)
-        signal(SIGINT) { _ in interruptRequested.store(true, ordering: .relaxed) }
-        signal(SIGTERM) { _ in interruptRequested.store(true, ordering: .relaxed) }
+        signal(SIGINT) { _ in Console.interrupt() }
+        signal(SIGTERM) { _ in Console.interrupt() }
         // A parent may have started us with these blocked (the mask is inherited): unblock.
         var signals = sigset_t()
         sigemptyset(&signals)
@@ -39,6 +42,24 @@ enum Console {
     }
 
     static var interrupted: Bool { interruptRequested.load(ordering: .relaxed) }
+
+    /// The signal handler: only async-signal-safe calls.
+    private static func interrupt() {
+        if exitOnInterrupt.load(ordering: .relaxed) {
+            let newline: [UInt8] = [10]
+            _ = newline.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, 1) }
+            _exit(130)
+        }
+        interruptRequested.store(true, ordering: .relaxed)
+    }
+
+    /// Runs `body` (a connect) so that Ctrl-C during it exits 130 at once.
+    static func exitingOnInterrupt<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        exitOnInterrupt.store(true, ordering: .relaxed)
+        defer { exitOnInterrupt.store(false, ordering: .relaxed) }
+        if interrupted { _exit(130) }
+        return try body()
+    }
 }
 
 /// The terminal in key-at-a-time mode (no echo, no line buffering) for a live view;
