@@ -92,6 +92,26 @@ import Testing
         #expect(watch.shown.hasSuffix("\u{1B}[?25h\u{1B}[?1049l"), "restores the screen")
     }
 
+    @Test func theLiveRosterHealsWhenItsNodeComesBack() throws {
+        let listen = "tcp://127.0.0.1:\(try freeLoopbackPort())", publish = "tcp://127.0.0.1:\(try freeLoopbackPort())"
+        let pinned = ["--listen", listen, "--publish", publish]
+        var node = try NodeChild(name: "cli-heal", extra: pinned)
+        #expect(try CLI.run(["hand", "up", "--user", "carol", "--name", "Carol", "--room", "heal", "--node", listen]).status == 0)
+        let watch = try TerminalSession(["roster", "--watch", "--room", "heal", "--node", listen, "--log-level", "info"], columns: 90, rows: 30)
+        #expect(watch.waitFor("Carol"), "\(watch.shown)")
+        node.crash()
+        #expect(watch.waitFor("reconnecting as", timeout: 20), "the view never said it lost the node: \(watch.shown.suffix(300).debugDescription)")
+        // Past the reconnect rounds (gave up, `aborted`): it keeps trying by itself.
+        #expect(watch.waitFor("trying the nodes again", timeout: 30), "no retry after giving up: \(watch.shown.suffix(300).debugDescription)")
+        // The node is back (a new process on the same addresses): the view heals with no key pressed.
+        node = try NodeChild(name: "cli-heal", extra: pinned)
+        defer { node.stop() }
+        #expect(try CLI.run(["hand", "up", "--user", "dave", "--name", "Dave", "--room", "heal", "--node", listen]).status == 0)
+        #expect(watch.waitFor("Dave", timeout: 20), "the view did not reconnect: \(watch.shown.suffix(400))")
+        watch.send("q")
+        #expect(watch.waitForExit() == 0)
+    }
+
     @Test func ctrlCWhileAJoinIsStillConnectingExits130AtOnce() throws {
         // Port 9 on loopback: nothing answers, so the join would wait out its 20 s timeout.
         let join = try TerminalSession(["join", "--room", "r", "--user", "u", "--node", "tcp://127.0.0.1:9", "--timeout-ms", "20000"])
@@ -113,4 +133,19 @@ import Testing
         #expect(student.waitForExit() == 1)
         #expect(student.shown.contains("Error: you were removed from room kickme"))
     }
+}
+
+/// A loopback TCP port free right now (the kernel's pick, released at once).
+func freeLoopbackPort() throws -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var size = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) == 0 && getsockname(fd, $0, &size) == 0 }
+    }
+    guard bound else { throw CLIError("no free loopback port: \(String(cString: strerror(errno)))") }
+    return UInt16(bigEndian: address.sin_port)
 }

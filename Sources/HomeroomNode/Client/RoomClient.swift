@@ -51,6 +51,8 @@ public final class RoomClient: Sendable {
         /// Failed probes before switching node; attempts over all nodes before giving up.
         public var failuresBeforeReconnect = 2
         public var reconnectRounds = 20
+        /// After every node failed (`aborted`), how often the client tries them all again.
+        public var revivalIntervalMillis: UInt64 = 2_000
         /// A join token (`homeroom token create`), sent with every request when set.
         public var token: String?
         /// False: read the room and write without a session (no join, no leave, nothing
@@ -547,6 +549,7 @@ public final class RoomClient: Sendable {
     func syncLoop() {
         // The join (or first read) just brought the room: the first sync is one interval later.
         var started = WallClock.monotonicMillis()
+        var nextRevival: UInt64 = 0
         while !state.withLock({ $0.closing }) {
             let elapsed = WallClock.monotonicMillis() &- started
             if elapsed < options.syncIntervalMillis, !state.withLock({ $0.keysWanted && $0.link != nil }) {
@@ -555,9 +558,16 @@ public final class RoomClient: Sendable {
             }
             started = WallClock.monotonicMillis()
             // Asked for once: a refused sync waits for the next interval, it does not spin.
-            let (current, generation) = state.withLock { state in
+            let (current, generation, gaveUp) = state.withLock { state in
                 state.keysWanted = false
-                return (state.link, state.generation)
+                return (state.link, state.generation, state.connection == .aborted)
+            }
+            if current == nil, gaveUp, started >= nextRevival {
+                // Every node failed (all down, or this machine offline): a live view or an
+                // interactive session keeps trying, every few seconds, and heals by itself.
+                nextRevival = started + options.revivalIntervalMillis
+                logger.info("trying the nodes again", ["room": room])
+                try? reconnect(observed: generation)
             }
             if let link = current {
                 let (seen, session) = state.withLock { ($0.replica.seen, $0.session) }
