@@ -3,7 +3,7 @@ _homeroom() {
     local cur prev words cword
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
-    local subcommands="demo join roster node keys token simulate theme completion stage board camera mic mute-all reward kick ban hand class schedule room prop name send whisper history presence mute unmute"
+    local subcommands="demo join roster rooms cluster node keys token simulate theme completion stage board camera mic mute-all reward kick ban hand class schedule room prop name send whisper history presence mute unmute"
     local room_options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
     if [ "$COMP_CWORD" -eq 1 ]; then
         COMPREPLY=( $(compgen -W "$subcommands --help --version" -- "$cur") )
@@ -32,6 +32,7 @@ _homeroom() {
         completion) words_here="bash zsh" ;;
         join) room_options="$room_options --theme --quiet" ;;
         roster) room_options="$room_options --watch --duration --page --page-size --messages --theme" ;;
+        rooms|cluster) room_options="--node --token --timeout-ms --json --help" ;;
         send|whisper) room_options="$room_options --type" ;;
         history) room_options="$room_options --limit" ;;
         mute|unmute) room_options="$room_options --all --off" ;;

@@ -13,6 +13,8 @@ enum Homeroom {
           demo        The main job: a three-node cluster, a teacher and students in a scripted lesson.
           join        Join a room as a user and act in it with line commands.
           roster      Show a room's roster: once, as JSON, or live (--watch).
+          rooms       List the rooms a node holds.
+          cluster     List the cluster's members as a node sees them.
           node        Run a node of a Homeroom cluster.
           keys        Generate token-signing and cluster keys.
           token       Create a signed join token.
@@ -50,7 +52,7 @@ enum Homeroom {
 
     /// This build's version (`homeroom --version`).
     static let version = "0.5.0"
-    static let subcommands = ["demo", "join", "roster", "node", "keys", "token", "simulate", "theme", "completion", "help"]
+    static let subcommands = ["demo", "join", "roster", "rooms", "cluster", "node", "keys", "token", "simulate", "theme", "completion", "help"]
 
     static func main() {
         let arguments = CommandLine.arguments.dropFirst()
@@ -69,6 +71,8 @@ enum Homeroom {
             case "token": try TokenCommand.run(rest)
             case "join": try JoinCommand.run(rest)
             case "roster": try RosterCommand.run(rest)
+            case "rooms": try ClusterCommand.runRooms(rest)
+            case "cluster": try ClusterCommand.runCluster(rest)
             case "theme": try ThemeCommand.run(rest)
             case "completion": try CompletionCommand.run(rest)
             case let verb where Action.verbs.contains(verb): try ActionCommand.run(verb, rest)

@@ -3,7 +3,7 @@ import Testing
 
 /// Help, usage errors and the offline subcommands (theme, completion): no node needed.
 @Suite struct CLICommandTests {
-    @Test(arguments: ["demo", "join", "roster", "theme", "completion", "stage", "board", "camera", "mic", "mute-all", "reward", "kick",
+    @Test(arguments: ["demo", "join", "roster", "rooms", "cluster", "theme", "completion", "stage", "board", "camera", "mic", "mute-all", "reward", "kick",
                       "ban", "hand", "class", "schedule", "room", "prop", "name", "send", "whisper", "history", "presence",
                       "mute", "unmute"])
     func everySubcommandHasHelp(subcommand: String) throws {
@@ -65,6 +65,48 @@ import Testing
         #expect(result.stderr.contains("\(node.publish)") && result.stderr.contains("a PUB socket (a node's --publish address?)"), "\(result.stderr)")
         // The listen address itself works.
         #expect(try CLI.run(["roster", "--room", "r", "--node", node.listen]).status == 0)
+    }
+
+    @Test func clusterAndRoomsListWhatANodeKnows() throws {
+        let first = try NodeChild(name: "cli-list-1", extra: ["--http", "http://127.0.0.1:0"])
+        let second = try NodeChild(name: "cli-list-2", seeds: [first.listen])
+        defer { second.stop(); first.stop() }
+        #expect(try CLI.run(["hand", "up", "--user", "carol", "--room", "list-me", "--node", first.listen]).status == 0)
+        // The second node learns the first and the room within a few heartbeats.
+        var members: [[String: Any]] = []
+        for _ in 0..<50 {
+            let listed = try CLI.run(["cluster", "--json", "--node", second.listen])
+            #expect(listed.status == 0, "\(listed.stderr)")
+            let object = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any]
+            members = object?["members"] as? [[String: Any]] ?? []
+            if members.count == 2 && members.allSatisfy({ ($0["state"] as? String ?? "").hasPrefix("alive") }) { break }
+            usleep(100_000)
+        }
+        #expect(Set(members.compactMap { $0["address"] as? String }) == [first.listen, second.listen], "\(members)")
+        let table = try CLI.run(["cluster", "--node", second.listen])
+        #expect(table.stdout.contains("alive (answered)") && table.stdout.contains(first.listen), "\(table.stdout)")
+        var rooms = ""
+        for _ in 0..<50 {
+            rooms = try CLI.run(["rooms", "--node", second.listen]).stdout
+            if rooms.contains("list-me") { break }
+            usleep(100_000)
+        }
+        #expect(rooms.contains("list-me"), "\(rooms)")
+        // Operators read the same on the HTTP address.
+        #expect(first.get("/rooms")?.body.contains("\"room\":\"list-me\"") == true)
+        #expect(first.get("/cluster")?.body.contains("\"state\":\"self\"") == true)
+    }
+
+    @Test func aNodeThatRequiresTokensListsItsRoomsToNoClient() throws {
+        let keys = FileManager.default.temporaryDirectory.appendingPathComponent("homeroom-list-keys-\(UInt32.random(in: 0...UInt32.max))").path
+        defer { try? FileManager.default.removeItem(atPath: keys) }
+        #expect(try CLI.run(["keys", "generate", "--out", keys]).status == 0)
+        let node = try NodeChild(name: "cli-list-closed", extra: ["--token-key", keys + "/token-signing.pub", "--cluster-key", keys + "/cluster.key"])
+        defer { node.stop() }
+        let rooms = try CLI.run(["rooms", "--node", node.listen])
+        #expect(rooms.status == 1 && rooms.stderr.contains("lists its rooms to no client"), "\(rooms.stderr)")
+        let cluster = try CLI.run(["cluster", "--node", node.listen])
+        #expect(cluster.status == 0 && cluster.stdout.contains("add --token"), "\(cluster.stdout)")
     }
 
     @Test func themePrintIsValidJSONThatCheckAccepts() throws {

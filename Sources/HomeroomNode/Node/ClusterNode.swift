@@ -208,6 +208,8 @@ public final class ClusterNode: Sendable {
             do {
                 let endpoint = try HTTPEndpoint(address: address, routes: [
                     "/metrics": { HTTPEndpoint.Response(status: 200, contentType: "text/plain; version=0.0.4", body: box.node?.metricsText() ?? "") },
+                    "/rooms": { HTTPEndpoint.Response(status: 200, contentType: "application/json", body: box.node?.roomsJSON() ?? "[]\n") },
+                    "/cluster": { HTTPEndpoint.Response(status: 200, contentType: "application/json", body: box.node?.clusterJSON() ?? "[]\n") },
                     "/healthz": {
                         let (healthy, body) = box.node?.healthText() ?? (false, "{\"status\":\"stopping\"}\n")
                         return HTTPEndpoint.Response(status: healthy ? 200 : 503, contentType: "application/json", body: body)

@@ -25,7 +25,7 @@ enum CompletionCommand {
         }
     }
 
-    static let subcommands = ["demo", "join", "roster", "node", "keys", "token", "simulate", "theme", "completion"] + Action.verbs
+    static let subcommands = ["demo", "join", "roster", "rooms", "cluster", "node", "keys", "token", "simulate", "theme", "completion"] + Action.verbs
     static let roomOptions = ["--room", "--node", "--as", "--user", "--name", "--token", "--timeout-ms", "--log-level", "--json", "--help"]
 
     static let bash = """
@@ -63,6 +63,7 @@ enum CompletionCommand {
                 completion) words_here="bash zsh" ;;
                 join) room_options="$room_options --theme --quiet" ;;
                 roster) room_options="$room_options --watch --duration --page --page-size --messages --theme" ;;
+                rooms|cluster) room_options="--node --token --timeout-ms --json --help" ;;
                 send|whisper) room_options="$room_options --type" ;;
                 history) room_options="$room_options --limit" ;;
                 mute|unmute) room_options="$room_options --all --off" ;;
@@ -89,6 +90,8 @@ enum CompletionCommand {
                 'demo:the main job: a scripted lesson on a three-node cluster'
                 'join:join a room and act with line commands'
                 'roster:print the roster once, as JSON, or live'
+                'rooms:list the rooms a node holds'
+                'cluster:list the cluster members a node sees'
                 'node:run a node of a cluster'
                 'keys:generate token-signing and cluster keys'
                 'token:create a signed join token'

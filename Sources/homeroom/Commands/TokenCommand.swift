@@ -36,6 +36,9 @@ enum TokenCommand {
         }
         let app = try reader.string("--app") ?? "homeroom"
         let ttl = try reader.integer("--ttl", in: Int64(1)...Int64(30 * 86_400)) ?? 3600
+        if ttl > 86_400 {
+            Console.error("warning: a node refuses tokens valid for longer than its --token-max-lifetime (86400 s unless raised): this one is valid for \(ttl) s")
+        }
         let privileges = try reader.strings("--privilege")
         let json = reader.flag("--json")
         try reader.finish()
