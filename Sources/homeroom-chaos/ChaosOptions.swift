@@ -35,6 +35,8 @@ struct ChaosOptions: Sendable {
     /// run fails (a cluster that refuses everything passes no other check). Measured: 99.8%.
     var minimumAcknowledgedRatio = 0.5
     var strict = false
+    /// Nodes with a token key and a cluster key: sealed topics, keys that rotate at the ban.
+    var closed = false
     var heartbeatMillis: UInt64?
     /// Passed to every node: a short window makes the nodes fold rewards during the run.
     var rewardWindowMillis: UInt64?
@@ -79,6 +81,8 @@ struct ChaosOptions: Sendable {
           --convergence-target-ms <n>  Reported target for heal-to-converged p99 (default 2000).
           --presence-bound-ms <n> Wait this long after the last heal for every connected writer to be online (default 5000).
           --strict                Also fail when a target is missed.
+          --closed                Closed rooms: nodes with a token key and a cluster key (sealed
+                                  topics, keys rotated by the mid-run ban), clients with tokens.
           --hard-limit <seconds>  Kill everything and fail past this (default: 180 short, duration+180 soak).
           --keep                  Keep the run directory (data, logs) after a passing run.
           --verbose               Narrate every step on stderr.
@@ -156,6 +160,7 @@ struct ChaosOptions: Sendable {
             case "--presence-bound-ms": options.presenceBoundMillis = integer(argument, 0...600_000)
             case "--heal-bound-ms": options.healBoundMillis = integer(argument, 100...600_000)
             case "--strict": options.strict = true
+            case "--closed": options.closed = true
             case "--hard-limit": options.hardLimitSeconds = integer(argument, 30...1_000_000)
             case "--keep": options.keepRunDirectory = true
             case "--verbose": options.verbose = true
@@ -183,6 +188,7 @@ struct ChaosOptions: Sendable {
         if options.writesPerSecond != 6 { replay.append("--rate \(Int(options.writesPerSecond))") }
         if let heartbeat = options.heartbeatMillis { replay.append("--heartbeat-ms \(heartbeat)") }
         if let window = options.rewardWindowMillis { replay.append("--reward-window-ms \(window)") }
+        if options.closed { replay.append("--closed") }
         if let range = options.faultMillis { replay.append("--fault-ms \(range.lowerBound)-\(range.upperBound)") }
         options.replayArguments = replay
         return options

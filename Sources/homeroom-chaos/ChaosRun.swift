@@ -68,9 +68,20 @@ struct ChaosRun {
         }
         if let netns = network as? NetnsNetwork { Teardown.shared.register(namespaces: netns.namespaces) }
 
+        var nodeFlags = options.rewardWindowMillis.map { ["--reward-window-ms", "\($0)"] } ?? []
+        if options.closed {
+            do throws(SecurityError) {
+                let closed = try ClosedRoom(directory: runDirectory, lifetimeSeconds: Int64(options.hardLimitSeconds) + 3_600)
+                ClosedRoom.shared.withLock { $0 = closed }
+                nodeFlags += closed.nodeFlags
+            } catch {
+                fputs("homeroom-chaos: cannot write the keys: \(error)\n", stderr)
+                network.tearDown()
+                return 2
+            }
+        }
         let cluster = Cluster(network: network, count: options.nodes, binary: binary, runDirectory: runDirectory,
-                              heartbeatMillis: options.heartbeatMillis,
-                              nodeFlags: options.rewardWindowMillis.map { ["--reward-window-ms", "\($0)"] } ?? [])
+                              heartbeatMillis: options.heartbeatMillis, nodeFlags: nodeFlags)
         let outcome = execute(cluster: cluster, schedule: schedule, skipped: skipped, runDirectory: runDirectory,
                               reportPath: reportPath, started: started)
         cluster.stopAll()
@@ -262,6 +273,9 @@ struct ChaosRun {
                               nodeLogFindings: findings,
                               unexpectedExits: cluster.unexpectedExits, nemesisFailures: nemesis.failures, stuckWriters: stuck)
         var result = checker.run()
+        if options.closed {
+            result.checks.append(closedRoomCheck(metrics: metrics, writers: writers, banAcknowledged: banAcknowledged))
+        }
         if !completed {
             result.checks.append(Check(name: "completed", passed: false, detail: "interrupted before the schedule ended"))
         }
@@ -280,6 +294,24 @@ struct ChaosRun {
     // MARK: - Pieces
 
     @discardableResult
+    /// `--closed`: every client held keys (it read the sealed stream), none saw a sealed
+    /// message that did not open, and the acknowledged ban rotated keys on some node.
+    func closedRoomCheck(metrics: [(String, [String: Double])], writers: [Writer], banAcknowledged: Bool) -> Check {
+        let rotations = metrics.map { ($0.0, Int($0.1["homeroom_topic_key_rotations_total"] ?? 0)) }
+        let total = rotations.reduce(0) { $0 + $1.1 }
+        let clients = writers.compactMap(\.current)
+        let keyless = writers.filter { !$0.banned.load(ordering: .acquiring) && $0.current?.holdsTopicKeys != true }.map(\.user)
+        let unopened = clients.reduce(0) { $0 + $1.unopenedMessages }
+        var problems: [String] = []
+        if !keyless.isEmpty { problems.append("writers without topic keys: \(keyless.joined(separator: ", "))") }
+        if unopened > 0 { problems.append("\(unopened) sealed messages did not open") }
+        if banAcknowledged && total == 0 { problems.append("the acknowledged ban rotated no keys") }
+        let counts = rotations.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
+        return Check(name: "closed-room", passed: problems.isEmpty,
+                     detail: problems.isEmpty ? "sealed topics: every writer held keys, 0 messages failed to open; key rotations: \(counts)"
+                                              : problems.joined(separator: "; ") + " (rotations: \(counts))")
+    }
+
     func recordWrite(_ history: History, _ writer: Writer, _ operation: Operation) -> Bool {
         guard let client = writer.current else { return false }
         let invoked = Clock.now

@@ -46,7 +46,7 @@ final class Observatory: Sendable {
     func observerName(_ index: Int) -> UserID { "observer-n\(index + 1)" }
 
     private func makeObserver(_ index: Int) throws(ClientError) -> RoomClient {
-        var options = Writer.options(syncMillis: 200)
+        var options = Writer.options(syncMillis: 200, room: room, user: observerName(index), role: .observer)
         options.reconnectRounds = 10
         let client = RoomClient(room: room, user: observerName(index), role: .observer, name: observerName(index),
                                 endpoints: [endpoints[index]], options: options, logger: logger)

@@ -110,8 +110,9 @@ final class Writer: Sendable {
         self.seed = seed
     }
 
-    static func options(syncMillis: UInt64) -> RoomClient.Options {
+    static func options(syncMillis: UInt64, room: String, user: UserID, role: Role) -> RoomClient.Options {
         var options = RoomClient.Options()
+        options.token = ClosedRoom.token(room: room, user: user, role: role)
         options.syncIntervalMillis = syncMillis
         options.requestTimeoutMillis = 1_000
         return options
@@ -121,7 +122,7 @@ final class Writer: Sendable {
 
     func connect(room: String, logger: Logger) throws(ClientError) {
         let fresh = RoomClient(room: room, user: user, role: role, name: user, endpoints: endpoints,
-                               options: Self.options(syncMillis: 300), logger: logger)
+                               options: Self.options(syncMillis: 300, room: room, user: user, role: role), logger: logger)
         try fresh.connect()
         client.withLock { $0 = fresh }
     }

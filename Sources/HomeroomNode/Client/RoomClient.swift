@@ -153,6 +153,11 @@ public final class RoomClient: Sendable {
     public var connectionState: ConnectionState { state.withLock { $0.connection } }
     public var replica: RoomState { state.withLock { $0.replica } }
     public var roster: Roster { state.withLock { $0.replica.roster() } }
+    /// Sealed topic messages that did not open with this client's keys (altered or
+    /// misrouted): dropped. Zero on any honest network.
+    public var unopenedMessages: Int { state.withLock { $0.unopenedMessages } }
+    /// Whether this client holds a closed room's topic keys.
+    public var holdsTopicKeys: Bool { state.withLock { $0.topicKeys != nil } }
     public var seen: VersionVector { state.withLock { $0.replica.seen } }
     /// The last sync round trip, in microseconds.
     public var latencyMicros: Double { state.withLock { $0.latencyMicros } }
