@@ -184,5 +184,11 @@ import Testing
         #expect(!opens(dansKey, after), "dan's old key opened a message sent after his revocation")
         #expect(!Self.text(bob).contains(after) && !Self.text(dan).contains(after))
         #expect((cluster.second.metric("homeroom_topic_key_rotations_total") ?? 0) >= 2)
+        // The removed users' clients learn it (the sync their new-key message asks for is
+        // refused) and stop for good: no retries, no revival.
+        #expect(Self.waitUntil(10) { bob.finalRefusal == "banned" }, "bob's client: \(String(describing: bob.finalRefusal))")
+        #expect(Self.waitUntil(10) { dan.finalRefusal == "token-revoked" }, "dan's client: \(String(describing: dan.finalRefusal))")
+        #expect(bob.connectionState == .aborted && dan.connectionState == .aborted)
+        #expect(carol.finalRefusal == nil && carol.connectionState == .connected)
     }
 }

@@ -18,7 +18,7 @@ public enum NodeProbe {
                                     message: .heartbeat(WireMessage.Heartbeat(node: ReplicaID(0), incarnation: 0, address: "")))
         let reply: [UInt8]
         do {
-            reply = try requester.request(WireCodec.encode(envelope), timeout: .milliseconds(Int64(timeoutMillis)))
+            reply = try requester.request(WireCodec.encode(envelope), timeout: .milliseconds(Int64(min(timeoutMillis, 3_600_000))))
         } catch {
             throw .unavailable("no node answered: \(error)")
         }

@@ -121,6 +121,9 @@ public final class RoomClient: Sendable {
         var keysWanted = false
         /// Sealed messages that did not open (altered or misrouted), dropped.
         var unopenedMessages = 0
+        /// Why the nodes refuse this client for good (banned, its token revoked or
+        /// expired): it stops syncing and is not revived.
+        var finalRefusal: String?
     }
 
     let state: Mutex<State>
@@ -199,6 +202,13 @@ public final class RoomClient: Sendable {
                     return
                 } catch {
                     lastError = error
+                    if case let .refused(code, _) = error, Self.isFinal(code) {
+                        state.withLock { state in
+                            state.finalRefusal = code
+                            state.connection = .aborted
+                        }
+                        throw error
+                    }
                     logger.debug("attach failed", ["node": endpoints[index % endpoints.count].address, "error": error.description])
                     state.withLock { $0.endpointIndex = (index + 1) % max(1, endpoints.count) }
                 }
@@ -530,12 +540,38 @@ public final class RoomClient: Sendable {
     }
 
     /// Keeps the keys a reply brought (a reply without keys leaves them as they were).
+    /// `keysWanted` stays: a message under newer keys may have come while this reply
+    /// was on its way (the sync loop clears it when it asks).
     private func adopt(_ keys: WireMessage.TopicKeys?) {
-        state.withLock { state in
-            state.keysWanted = false
-            if let keys { state.topicKeys = keys }
+        guard let keys else { return }
+        state.withLock { $0.topicKeys = keys }
+    }
+
+    /// Refusals no retry can change: the user is banned, or its token is not valid.
+    static func isFinal(_ code: String) -> Bool { code == "banned" || code.hasPrefix("token-") }
+
+    /// The nodes refuse this client for good: it stops syncing, is not revived, and
+    /// tells its listeners that the local user is out (a ban, as a revocation is).
+    private func endForGood(code: String, message: String) {
+        let first = state.withLock { state -> Bool in
+            guard state.finalRefusal == nil else { return false }
+            state.finalRefusal = code
+            state.connection = .aborted
+            return true
+        }
+        guard first else { return }
+        logger.notice("the nodes refuse this client for good", ["code": code, "reason": message])
+        detach()
+        if code == "banned" || code == "token-revoked" {
+            emitting.withLock { _ in
+                let listeners = state.withLock { Array($0.listeners.values) }
+                for listener in listeners { listener([.userBanned(user)]) }
+            }
         }
     }
+
+    /// Why the nodes refuse this client for good, or nil.
+    public var finalRefusal: String? { state.withLock { $0.finalRefusal } }
 
     func merge(_ patch: RoomState, deliver: Bool = true) {
         guard patch.roomID == room else { return }
@@ -565,14 +601,14 @@ public final class RoomClient: Sendable {
             // Asked for once: a refused sync waits for the next interval, it does not spin.
             let (current, generation, gaveUp) = state.withLock { state in
                 state.keysWanted = false
-                return (state.link, state.generation, state.connection == .aborted)
+                return (state.link, state.generation, state.connection == .aborted && state.finalRefusal == nil)
             }
             if current == nil, gaveUp, started >= nextRevival {
                 // Every node failed (all down, or this machine offline): a live view or an
                 // interactive session keeps trying, every few seconds, and heals by itself.
-                nextRevival = started + options.revivalIntervalMillis
                 logger.info("trying the nodes again", ["room": room])
                 try? reconnect(observed: generation)
+                nextRevival = WallClock.monotonicMillis() + options.revivalIntervalMillis
             }
             if let link = current {
                 let (seen, session) = state.withLock { ($0.replica.seen, $0.session) }
@@ -582,6 +618,11 @@ public final class RoomClient: Sendable {
                     let reply = try request(link, .syncRequest(WireMessage.SyncRequest(seen: seen, user: user, session: session)))
                     // A node that stepped aside (wedged) answers, but will not serve: move.
                     if case let .error(refusal) = reply.message, refusal.code == "unavailable" { throw ClientError.unavailable(refusal.message) }
+                    // Banned, or the token revoked or expired: no node will serve this client again.
+                    if case let .error(refusal) = reply.message, Self.isFinal(refusal.code) {
+                        endForGood(code: refusal.code, message: refusal.message)
+                        continue
+                    }
                     let elapsed = clock.now - begin
                     if case let .syncResponse(response) = reply.message {
                         adopt(response.keys)

@@ -110,7 +110,9 @@ extension ClusterNode {
                 }
                 reader = claims.user
             }
-            if !asNode, let reader, state.withLock({ $0.rooms[room]?.users[reader]?.isBanned == true }) {
+            // A token's user is checked even when the request claims to be a node (a
+            // cluster without a key cannot tell).
+            if !asNode || claims != nil, let reader, state.withLock({ $0.rooms[room]?.users[reader]?.isBanned == true }) {
                 return errorReply("banned", "\(reader) is banned from this room", room)
             }
             let limitKey = "\(room)\u{0}\(reader ?? "")"
@@ -127,7 +129,8 @@ extension ClusterNode {
                 let missing = current.missing(since: sync.seen)
                 return (asNode ? missing : missing.visible(to: reader), current.seen)
             }
-            reply = .syncResponse(WireMessage.SyncResponse(patch: patch, seen: seen, keys: claims.flatMap { topicKeys(room: room, user: $0.user) }))
+            let keys = asNode ? nil : claims.flatMap { topicKeys(room: room, user: $0.user) }
+            reply = .syncResponse(WireMessage.SyncResponse(patch: patch, seen: seen, keys: keys))
             if !asNode { chargedSync = limitKey }
         case .digest:
             if let claims, state.withLock({ $0.rooms[room]?.users[claims.user]?.isBanned == true }) {

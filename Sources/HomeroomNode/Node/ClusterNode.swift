@@ -123,6 +123,7 @@ public final class ClusterNode: Sendable {
         let replica = storeReplica ?? ReplicaID(name: "\(config.name)#\(incarnation)")
         self.replica = replica
         var initial = NodeState(replica: replica, maxClockDriftMillis: config.maxClockDriftMillis)
+        initial.sealsTopics = config.tokenVerifier != nil
         initial.rooms = rooms
         initial.quarantined = quarantined
         initial.store = store

@@ -53,7 +53,11 @@ struct NodeState {
     /// Rooms whose topic keys rotated since the metric was last counted.
     var topicRotations: UInt64 = 0
 
+    /// Whether this node seals client topics (it requires tokens): only then are epochs kept.
+    var sealsTopics = false
+
     mutating func rotateTopicKeys(room: String) {
+        guard sealsTopics else { return }
         topicEpochs[room, default: 0] += 1
         topicRotations += 1
     }

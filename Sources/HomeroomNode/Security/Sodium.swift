@@ -27,6 +27,7 @@ enum Sodium {
     /// bytes, so random nonces never collide in practice), `prefix` authenticated too.
     static func seal(_ plaintext: [UInt8], key: [UInt8], prefix: [UInt8], additional: [UInt8]) -> [UInt8] {
         precondition(ready, "libsodium failed to initialise")
+        precondition(key.count == aeadKeyLength, "an AEAD key is \(aeadKeyLength) bytes")
         let nonce = randomBytes(aeadNonceLength)
         var out = [UInt8](repeating: 0, count: prefix.count + aeadNonceLength + plaintext.count + aeadTagLength)
         var written: UInt64 = 0
@@ -42,7 +43,7 @@ enum Sodium {
 
     /// Opens `nonce || ciphertext`; nil when it was not sealed with `key` and `additional`.
     static func open(_ sealed: ArraySlice<UInt8>, key: [UInt8], additional: [UInt8]) -> [UInt8]? {
-        guard ready, sealed.count >= aeadNonceLength + aeadTagLength else { return nil }
+        guard ready, key.count == aeadKeyLength, sealed.count >= aeadNonceLength + aeadTagLength else { return nil }
         let bytes = Array(sealed)
         var plain = [UInt8](repeating: 0, count: bytes.count - aeadNonceLength - aeadTagLength)
         var written: UInt64 = 0

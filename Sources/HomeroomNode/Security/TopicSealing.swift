@@ -101,6 +101,7 @@ public enum TopicSeal {
 
     /// Opens a sealed payload (`isSealed`) with whichever of `keys` its id names.
     public static func open(_ payload: ArraySlice<UInt8>, topic: ArraySlice<UInt8>, keys: [TopicKeyring.Key]) -> Opened {
+        guard isSealed(payload) else { return .forged }
         let idStart = payload.startIndex + magic.count
         let idEnd = idStart + WireMessage.TopicKeys.idLength
         let id = payload[idStart..<idEnd]

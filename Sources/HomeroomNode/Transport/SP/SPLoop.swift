@@ -651,6 +651,7 @@ final class SPLoop: @unchecked Sendable {
                 return
             }
             c.phase = .open
+            stats.lastWrongPeer.store(0, ordering: .relaxed)
             unopened.remove(c.id)
             stats.open.add(1, ordering: .relaxed)
             if case .dialed(let dialerID) = c.origin { dialers[dialerID]?.backoffMillis = limits.reconnectMinMillis }

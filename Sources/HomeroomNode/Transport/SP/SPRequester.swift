@@ -186,7 +186,7 @@ final class RequestRole: SPRole, @unchecked Sendable {
         case .sub?, .rep?: what = "an SP socket of another kind (\(SPProtocol(rawValue: spoken)!.name))"
         case nil: what = "something that is not an SP socket at all (HTTP? the metrics port?)"
         }
-        return TransportError(.other, failure.operation, reason: "the address is \(what)")
+        return TransportError(.timedOut, failure.operation, reason: "the address is \(what)")
     }
 
     func dropAll(loop: SPLoop) {

@@ -62,7 +62,10 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
 
     public var hint: String? {
         switch code {
-        case .timedOut: return "the peer did not answer in time; check that it runs and is connected, or raise the timeout"
+        case .timedOut:
+            // A timeout at an address that spoke another protocol already says what to fix.
+            if reason.hasPrefix("the address is") { return nil }
+            return "the peer did not answer in time; check that it runs and is connected, or raise the timeout"
         case .closed: return "the socket was closed; open a new one"
         case .addressInUse: return "pick another port or stop the process using it"
         case .addressInvalid: return "use a URL such as tcp://127.0.0.1:7000, ipc:///tmp/name or inproc://name"
