@@ -191,4 +191,20 @@ import Testing
         #expect(bob.connectionState == .aborted && dan.connectionState == .aborted)
         #expect(carol.finalRefusal == nil && carol.connectionState == .connected)
     }
+
+    @Test func aStudentBannedInAClosedRoomSeesItAndTheirJoinEnds() throws {
+        let cluster = try SecuredCluster(label: "closed-cli-ban")
+        defer { cluster.stop() }
+        let student = try TerminalSession(["join", "--token", try cluster.token("bob", "student", room: "geo-4"), "--node", cluster.second.listen])
+        #expect(student.waitFor("geo-4 bob (student)> "), "\(student.shown)")
+        student.send("hand up\n")
+        #expect(student.waitFor("ok: your hand is up"), "\(student.shown)")
+        // The teacher bans bob through the other node.
+        let ban = try CLI.run(["ban", "bob", "--token", try cluster.token("tina", "teacher", room: "geo-4"), "--node", cluster.first.listen])
+        #expect(ban.status == 0, "\(ban.stderr)")
+        // Bob's client cannot open what follows (new keys), its sync is refused, and the session ends.
+        #expect(student.waitFor("banned", timeout: 15), "\(student.shown.suffix(400))")
+        #expect(student.waitForExit(timeout: 15) == 1)
+        #expect(student.shown.contains("Error: you were removed from room geo-4"), "\(student.shown.suffix(400))")
+    }
 }
