@@ -3,7 +3,7 @@ _homeroom() {
     local cur prev words cword
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
-    local subcommands="demo join roster rooms cluster node keys token simulate theme completion stage board camera mic mute-all reward kick ban hand class schedule room prop name send whisper history presence mute unmute"
+    local subcommands="demo join roster rooms cluster context node keys token simulate theme completion stage board camera mic mute-all reward kick ban hand class schedule room prop name send whisper history presence mute unmute"
     local room_options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
     if [ "$COMP_CWORD" -eq 1 ]; then
         COMPREPLY=( $(compgen -W "$subcommands --help --version" -- "$cur") )
@@ -13,7 +13,8 @@ _homeroom() {
         --as) COMPREPLY=( $(compgen -W "teacher assistant student observer" -- "$cur") ); return ;;
         --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
         --theme|--config) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
-        --room|--node|--user|--name|--token|--timeout-ms|--duration|--page|--page-size|--students|--seconds|--amount|--if-revision|--type|--limit|--messages|--message-retention|--cluster-publish|--session-timeout-ms) return ;;
+        --room|--node|--user|--name|--token|--timeout-ms|--duration|--page|--page-size|--students|--seconds|--amount|--if-revision|--type|--limit|--messages|--message-retention|--cluster-publish|--session-timeout-ms|--ttl|--privilege|--app) return ;;
+        --out|--key|--data-dir|--token-key|--cluster-key|--revoked|--file) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
     esac
     local sub="${COMP_WORDS[1]}"
     local words_here=""
@@ -30,13 +31,20 @@ _homeroom() {
         mute|unmute) words_here="all" ;;
         theme) words_here="print check" ;;
         completion) words_here="bash zsh" ;;
+        context) words_here="set use list delete" ;;
+    esac
+    # A second case: in bash only the first matching branch of a case runs.
+    case "$sub" in
         join) room_options="$room_options --theme --quiet" ;;
         roster) room_options="$room_options --watch --duration --page --page-size --messages --theme" ;;
         rooms|cluster) room_options="--node --token --timeout-ms --json --help" ;;
+        context) room_options="--node --token --room --json --help" ;;
         send|whisper) room_options="$room_options --type" ;;
         history) room_options="$room_options --limit" ;;
         mute|unmute) room_options="$room_options --all --off" ;;
         demo) room_options="--students --seconds --node-transport --help" ;;
+        token) room_options="--key --room --user --role --app --ttl --privilege --json --help" ;;
+        keys) room_options="--out --help" ;;
         node) room_options="--name --listen --publish --seed --config --heartbeat-ms --suspect-ms --down-ms --workers --cluster-publish --message-retention --session-timeout-ms --data-dir --sync --http --token-key --app --revoked --token-max-lifetime --cluster-key --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --max-users --permanent-down-ms --reward-window-ms --max-connections --wedge-descriptors --log-level --log-format --help" ;;
         simulate) room_options="--seed --schedules --replicas --students --steps --json --help" ;;
     esac

@@ -15,6 +15,7 @@ enum Homeroom {
           roster      Show a room's roster: once, as JSON, or live (--watch).
           rooms       List the rooms a node holds.
           cluster     List the cluster's members as a node sees them.
+          context     Save node addresses, a token and a room under a name (kubectl's contexts).
           node        Run a node of a Homeroom cluster.
           keys        Generate token-signing and cluster keys.
           token       Create a signed join token.
@@ -52,7 +53,7 @@ enum Homeroom {
 
     /// This build's version (`homeroom --version`).
     static let version = "0.5.0"
-    static let subcommands = ["demo", "join", "roster", "rooms", "cluster", "node", "keys", "token", "simulate", "theme", "completion", "help"]
+    static let subcommands = ["demo", "join", "roster", "rooms", "cluster", "context", "node", "keys", "token", "simulate", "theme", "completion", "help"]
 
     static func main() {
         let arguments = CommandLine.arguments.dropFirst()
@@ -73,6 +74,7 @@ enum Homeroom {
             case "roster": try RosterCommand.run(rest)
             case "rooms": try ClusterCommand.runRooms(rest)
             case "cluster": try ClusterCommand.runCluster(rest)
+            case "context": try ContextCommand.run(rest)
             case "theme": try ThemeCommand.run(rest)
             case "completion": try CompletionCommand.run(rest)
             case let verb where Action.verbs.contains(verb): try ActionCommand.run(verb, rest)

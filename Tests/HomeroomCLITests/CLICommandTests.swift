@@ -3,7 +3,7 @@ import Testing
 
 /// Help, usage errors and the offline subcommands (theme, completion): no node needed.
 @Suite struct CLICommandTests {
-    @Test(arguments: ["demo", "join", "roster", "rooms", "cluster", "theme", "completion", "stage", "board", "camera", "mic", "mute-all", "reward", "kick",
+    @Test(arguments: ["demo", "join", "roster", "rooms", "cluster", "context", "theme", "completion", "stage", "board", "camera", "mic", "mute-all", "reward", "kick",
                       "ban", "hand", "class", "schedule", "room", "prop", "name", "send", "whisper", "history", "presence",
                       "mute", "unmute"])
     func everySubcommandHasHelp(subcommand: String) throws {
@@ -107,6 +107,35 @@ import Testing
         #expect(rooms.status == 1 && rooms.stderr.contains("lists its rooms to no client"), "\(rooms.stderr)")
         let cluster = try CLI.run(["cluster", "--node", node.listen])
         #expect(cluster.status == 0 && cluster.stdout.contains("add --token"), "\(cluster.stdout)")
+    }
+
+    @Test func aSavedContextGivesTheNodeRoomAndTokenSoCommandsNeedNoFlags() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("homeroom-contexts-\(UInt32.random(in: 0...UInt32.max))").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let here = ["HOMEROOM_CONFIG_DIR": directory + "/config"]
+        let node = try NodeChild(name: "cli-context")
+        defer { node.stop() }
+        let set = try CLI.run(["context", "set", "class", "--node", node.listen, "--room", "ctx-1"], environment: here)
+        #expect(set.status == 0 && set.stdout.contains("context class saved (current)"), "\(set.stdout)\(set.stderr)")
+        // The file holds tokens: private.
+        var info = stat()
+        #expect(stat(directory + "/config/contexts.json", &info) == 0 && info.st_mode & 0o777 == 0o600)
+        // No --node, no --room: both from the context.
+        #expect(try CLI.run(["hand", "up", "--user", "carol"], environment: here).status == 0)
+        let roster = try CLI.run(["roster", "--json"], environment: here)
+        #expect(roster.status == 0 && roster.stdout.contains("ctx-1") && roster.stdout.contains("carol"), "\(roster.stdout)\(roster.stderr)")
+        // Flags still win over the context.
+        #expect(try CLI.run(["roster", "--node", "tcp://127.0.0.1:9", "--timeout-ms", "200"], environment: here).status == 1)
+        // Several contexts; `use` picks one, unknown names are refused with the saved ones.
+        #expect(try CLI.run(["context", "set", "elsewhere", "--node", "tcp://127.0.0.1:9", "--room", "ctx-1"], environment: here).status == 0)
+        let list = try CLI.run(["context", "list"], environment: here)
+        #expect(list.stdout.contains("* class") && list.stdout.contains("  elsewhere"), "\(list.stdout)")
+        let unknown = try CLI.run(["context", "use", "nope"], environment: here)
+        #expect(unknown.status == 1 && unknown.stderr.contains("saved ones are class, elsewhere"), "\(unknown.stderr)")
+        #expect(try CLI.run(["context", "use", "elsewhere"], environment: here).status == 0)
+        #expect(try CLI.run(["roster", "--timeout-ms", "200"], environment: here).status == 1, "the current context points at nothing")
+        // HOMEROOM_CONTEXT picks one for a single command.
+        #expect(try CLI.run(["roster"], environment: here.merging(["HOMEROOM_CONTEXT": "class"]) { $1 }).status == 0)
     }
 
     @Test func themePrintIsValidJSONThatCheckAccepts() throws {

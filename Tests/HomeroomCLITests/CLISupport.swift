@@ -12,6 +12,9 @@ enum CLI {
 
     static var binary: String? { CLIUsageTests.binary }
 
+    /// Where the tests' CLI looks for saved contexts: nowhere, unless a test says so.
+    static let noContexts = "/nonexistent/homeroom-test-contexts"
+
     static func run(_ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
                     timeout: Double = 20) throws -> Result {
         guard let binary else { throw CLIError("no homeroom binary: run `swift build` first (or set HOMEROOM_BIN)") }
@@ -24,6 +27,10 @@ enum CLI {
         env.removeValue(forKey: "HOMEROOM_NODES")
         env.removeValue(forKey: "HOMEROOM_ROOM")
         env.removeValue(forKey: "HOMEROOM_THEME")
+        env.removeValue(forKey: "HOMEROOM_TOKEN")
+        env.removeValue(forKey: "HOMEROOM_CONTEXT")
+        // Never the developer's saved contexts (homeroom context): a folder that does not exist.
+        env["HOMEROOM_CONFIG_DIR"] = CLI.noContexts
         for (key, value) in environment { env[key] = value }
         process.environment = env
         let out = Pipe(), err = Pipe(), input = Pipe()
@@ -94,6 +101,9 @@ final class TerminalSession {
         env.removeValue(forKey: "NO_COLOR")
         env.removeValue(forKey: "COLUMNS")
         env.removeValue(forKey: "LINES")
+        env.removeValue(forKey: "HOMEROOM_TOKEN")
+        env.removeValue(forKey: "HOMEROOM_CONTEXT")
+        env["HOMEROOM_CONFIG_DIR"] = CLI.noContexts
         for (key, value) in environment { env[key] = value }
         process.environment = env
         process.standardInput = handle

@@ -94,10 +94,11 @@ enum ClusterCommand {
         let environment = ProcessEnvironment.current
         let given = try reader.string("--node")
         let fromEnvironment = environment["HOMEROOM_NODES"]?.split(separator: ",").first.map { String($0).trimmed }
-        guard let address = given ?? fromEnvironment, !address.isEmpty else {
+        let saved = SavedContexts.active()?.context
+        guard let address = given ?? fromEnvironment ?? saved?.nodes.first, !address.isEmpty else {
             throw .usage("missing --node (or HOMEROOM_NODES): a node's address, e.g. tcp://127.0.0.1:7100", usage: reader.usage)
         }
-        let token = try reader.string("--token") ?? environment["HOMEROOM_TOKEN"]
+        let token = try reader.string("--token") ?? environment["HOMEROOM_TOKEN"] ?? saved?.token
         let timeout = try reader.integer("--timeout-ms", in: UInt64(50)...UInt64(60_000)) ?? 1_000
         let json = reader.flag("--json")
         try reader.finish()

@@ -25,7 +25,7 @@ enum CompletionCommand {
         }
     }
 
-    static let subcommands = ["demo", "join", "roster", "rooms", "cluster", "node", "keys", "token", "simulate", "theme", "completion"] + Action.verbs
+    static let subcommands = ["demo", "join", "roster", "rooms", "cluster", "context", "node", "keys", "token", "simulate", "theme", "completion"] + Action.verbs
     static let roomOptions = ["--room", "--node", "--as", "--user", "--name", "--token", "--timeout-ms", "--log-level", "--json", "--help"]
 
     static let bash = """
@@ -44,7 +44,8 @@ enum CompletionCommand {
                 --as) COMPREPLY=( $(compgen -W "teacher assistant student observer" -- "$cur") ); return ;;
                 --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 --theme|--config) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
-                --room|--node|--user|--name|--token|--timeout-ms|--duration|--page|--page-size|--students|--seconds|--amount|--if-revision|--type|--limit|--messages|--message-retention|--cluster-publish|--session-timeout-ms) return ;;
+                --room|--node|--user|--name|--token|--timeout-ms|--duration|--page|--page-size|--students|--seconds|--amount|--if-revision|--type|--limit|--messages|--message-retention|--cluster-publish|--session-timeout-ms|--ttl|--privilege|--app) return ;;
+                --out|--key|--data-dir|--token-key|--cluster-key|--revoked|--file) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
             esac
             local sub="${COMP_WORDS[1]}"
             local words_here=""
@@ -61,13 +62,20 @@ enum CompletionCommand {
                 mute|unmute) words_here="all" ;;
                 theme) words_here="print check" ;;
                 completion) words_here="bash zsh" ;;
+                context) words_here="set use list delete" ;;
+            esac
+            # A second case: in bash only the first matching branch of a case runs.
+            case "$sub" in
                 join) room_options="$room_options --theme --quiet" ;;
                 roster) room_options="$room_options --watch --duration --page --page-size --messages --theme" ;;
                 rooms|cluster) room_options="--node --token --timeout-ms --json --help" ;;
+                context) room_options="--node --token --room --json --help" ;;
                 send|whisper) room_options="$room_options --type" ;;
                 history) room_options="$room_options --limit" ;;
                 mute|unmute) room_options="$room_options --all --off" ;;
                 demo) room_options="--students --seconds --node-transport --help" ;;
+                token) room_options="--key --room --user --role --app --ttl --privilege --json --help" ;;
+                keys) room_options="--out --help" ;;
                 node) room_options="--name --listen --publish --seed --config --heartbeat-ms --suspect-ms --down-ms --workers --cluster-publish --message-retention --session-timeout-ms --data-dir --sync --http --token-key --app --revoked --token-max-lifetime --cluster-key --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --max-users --permanent-down-ms --reward-window-ms --max-connections --wedge-descriptors --log-level --log-format --help" ;;
                 simulate) room_options="--seed --schedules --replicas --students --steps --json --help" ;;
             esac
@@ -92,6 +100,7 @@ enum CompletionCommand {
                 'roster:print the roster once, as JSON, or live'
                 'rooms:list the rooms a node holds'
                 'cluster:list the cluster members a node sees'
+                'context:save node addresses, a token and a room under a name'
                 'node:run a node of a cluster'
                 'keys:generate token-signing and cluster keys'
                 'token:create a signed join token'

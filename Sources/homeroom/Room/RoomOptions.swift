@@ -36,12 +36,15 @@ struct RoomOptions {
         if nodes.isEmpty, let list = environment["HOMEROOM_NODES"] {
             nodes = list.split(separator: ",").map { String($0).trimmed }.filter { !$0.isEmpty }
         }
+        // Then the saved context (homeroom context), for what neither flags nor the environment say.
+        let saved = SavedContexts.active()?.context
+        if nodes.isEmpty, let saved { nodes = saved.nodes }
         let roleName = try reader.string("--as")
         let user = try reader.string("--user")
         let name = try reader.string("--name")
         let timeout = try reader.integer("--timeout-ms", in: UInt64(50)...UInt64(60_000)) ?? 1_000
         let levelName = try reader.string("--log-level") ?? "warning"
-        let token = try reader.string("--token") ?? environment["HOMEROOM_TOKEN"]
+        let token = try reader.string("--token") ?? environment["HOMEROOM_TOKEN"] ?? saved?.token
 
         // A token says who you are: its user, role and room are the defaults, and a flag
         // that says otherwise is a mistake to point out, not a request to honour.
@@ -64,6 +67,8 @@ struct RoomOptions {
             }
             claims = peeked
         }
+        // The context's room last: a token's own room comes first.
+        if room == nil { room = saved?.room }
         guard let room else {
             throw .usage(claims == nil ? "missing --room (or HOMEROOM_ROOM): which room to join"
                                        : "missing --room (or HOMEROOM_ROOM): the token is for every room, so say which", usage: reader.usage)
