@@ -21,6 +21,8 @@ public struct ClassroomConfig: Sendable, Equatable {
     public var syncIntervalMillis: UInt64 = 300
     /// Rounds over every node before the link is given up (`aborted`).
     public var reconnectRounds = 20
+    /// An acknowledged write returns once the local replica holds it (`RoomClient.Options.readsOwnWrites`).
+    public var readsOwnWrites = false
     /// False: `join()` reads the room and writes without a session (no join or leave,
     /// nothing others see), as one-shot commands do; writes need the user to have
     /// joined the room once.
@@ -105,6 +107,7 @@ final class ClassroomSession: Sendable {
         options.requestTimeoutMillis = config.requestTimeoutMillis
         options.syncIntervalMillis = config.syncIntervalMillis
         options.reconnectRounds = config.reconnectRounds
+        options.readsOwnWrites = config.readsOwnWrites
         options.token = config.token
         options.joins = config.joinsWithSession
         options.messageHoldMillis = config.messageHoldMillis

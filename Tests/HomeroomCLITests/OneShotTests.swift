@@ -111,6 +111,17 @@ import Testing
         #expect(refused.stdout.contains("ok: your hand is up"), "the lines before and after still ran: \(refused.stdout)")
     }
 
+    @Test func aPipedJoinReadsItsOwnWrites() throws {
+        let node = try NodeChild(name: "cli-ryw")
+        // The next line reads what the last one wrote, every time (it raced the stream).
+        for round in 1...20 {
+            let result = try CLI.run(["join", "--as", "teacher", "--user", "ada", "--room", "ryw-\(round)", "--node", node.listen],
+                                     stdin: "send note-\(round)\nhistory\nroster\n")
+            #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+            #expect(result.stdout.contains("you: note-\(round)"), "round \(round): history lacks the message just sent: \(result.stdout)")
+        }
+    }
+
     @Test func aMessageBodyComesFromStandardInputOrAFile() throws {
         let node = try NodeChild(name: "cli-body")
         let room = ["--room", "body", "--node", node.listen]

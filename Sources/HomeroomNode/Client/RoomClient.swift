@@ -53,6 +53,10 @@ public final class RoomClient: Sendable {
         public var reconnectRounds = 20
         /// After every node failed (`aborted`), how often the client tries them all again.
         public var revivalIntervalMillis: UInt64 = 2_000
+        /// Read-your-writes: an acknowledged write returns once this replica holds it
+        /// (its delta came on the stream, or a sync brought it), so what the caller
+        /// reads next includes it. Off by default: it adds the stream's delay to a write.
+        public var readsOwnWrites = false
         /// A join token (`homeroom token create`), sent with every request when set.
         public var token: String?
         /// False: read the room and write without a session (no join, no leave, nothing
@@ -443,7 +447,8 @@ public final class RoomClient: Sendable {
                 case let .writeAck(ack):
                     switch ack.status {
                     case .accepted:
-                        guard ack.dot != nil else { throw ClientError.protocolError("an accepted write without a dot") }
+                        guard let dot = ack.dot else { throw ClientError.protocolError("an accepted write without a dot") }
+                        if options.readsOwnWrites { awaitOwn(dot, through: link) }
                         return (ack, write)
                     case .duplicate where sends > 1:
                         return (ack, write)   // a retry of what an earlier send did
@@ -545,6 +550,20 @@ public final class RoomClient: Sendable {
     private func adopt(_ keys: WireMessage.TopicKeys?) {
         guard let keys else { return }
         state.withLock { $0.topicKeys = keys }
+    }
+
+    /// Waits (100 ms at most) for this replica to hold `dot`, then pulls it with a sync.
+    private func awaitOwn(_ dot: Dot, through link: SPRequester) {
+        let deadline = WallClock.monotonicMillis() + 100
+        while WallClock.monotonicMillis() < deadline {
+            if state.withLock({ $0.replica.seen.contains(dot) }) { return }
+            NNGSleep.milliseconds(1)
+        }
+        let (seen, session) = state.withLock { ($0.replica.seen, $0.session) }
+        guard let reply = try? request(link, .syncRequest(WireMessage.SyncRequest(seen: seen, user: user, session: session))),
+              case let .syncResponse(response) = reply.message else { return }
+        adopt(response.keys)
+        if let patch = response.patch { merge(patch) }
     }
 
     /// Refusals no retry can change: the user is banned, or its token is not valid.

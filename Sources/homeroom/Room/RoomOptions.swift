@@ -110,6 +110,8 @@ struct RoomOptions {
         var config = ClassroomConfig(room: room, user: user, name: name, role: role, nodes: nodes)
         config.requestTimeoutMillis = timeoutMillis
         config.reconnectRounds = 5
+        // A script's next line (history, roster, "now 4") reads what the last one wrote.
+        config.readsOwnWrites = true
         config.token = token
         return config
     }
