@@ -37,7 +37,7 @@ import Testing
         (["demo", "--transport", "udp"], "unknown transport 'udp'"),
         (["theme"], "say what to do"),
         (["theme", "paint"], "unknown theme subcommand 'paint'"),
-        (["completion", "fish"], "unknown shell 'fish'"),
+        (["completion", "tcsh"], "unknown shell 'tcsh'"),
     ])
     func badArgumentsAreUsageErrors(arguments: [String], message: String) throws {
         let result = try CLI.run(arguments)
@@ -164,7 +164,7 @@ import Testing
     }
 
     /// The checked-in completion scripts are what the binary prints.
-    @Test(arguments: [("bash", "homeroom.bash"), ("zsh", "_homeroom")])
+    @Test(arguments: [("bash", "homeroom.bash"), ("zsh", "_homeroom"), ("fish", "homeroom.fish")])
     func completionScriptsMatchDeploy(shell: String, file: String) throws {
         let result = try CLI.run(["completion", shell])
         #expect(result.status == 0)
@@ -191,5 +191,38 @@ import Testing
         let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
         #expect(lines.first == "stage")
         #expect(lines.last == "add remove clear")
+        // Each subcommand's options complete (a second case: bash runs only the first matching branch).
+        let options = Process()
+        options.executableURL = URL(fileURLWithPath: "/bin/bash")
+        options.arguments = ["-c", "source \(file.path); COMP_WORDS=(homeroom history --l); COMP_CWORD=2; _homeroom; echo \"${COMPREPLY[*]}\""]
+        let optionsOut = Pipe()
+        options.standardOutput = optionsOut
+        try options.run()
+        options.waitUntilExit()
+        let historyOptions = String(decoding: optionsOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(historyOptions.contains("--limit"), "history's own option: \(historyOptions)")
+    }
+
+    /// fish (installed by Deploy/bootstrap.sh) parses the script and completes from it.
+    @Test func fishCompletionParsesAndCompletes() throws {
+        let fish = ["/usr/bin/fish", "/bin/fish"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let path = try #require(fish, "fish is missing: run Deploy/bootstrap.sh")
+        let script = try CLI.run(["completion", "fish"]).stdout
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("hr-completion-\(UInt32.random(in: 0...UInt32.max)).fish")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(script.utf8).write(to: file)
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: path)
+        probe.arguments = ["--no-config", "-c", "source \(file.path); complete -C 'homeroom sta'; complete -C 'homeroom context '; complete -C 'homeroom roster --as '"]
+        let out = Pipe(), errors = Pipe()
+        probe.standardOutput = out
+        probe.standardError = errors
+        try probe.run()
+        probe.waitUntilExit()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let complaints = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(probe.terminationStatus == 0 && complaints.isEmpty, "\(complaints)")
+        let words = text.split(separator: "\n").map { $0.split(separator: "\t").first.map(String.init) ?? "" }
+        #expect(words.contains("stage") && words.contains("use") && words.contains("teacher"), "\(text)")
     }
 }
