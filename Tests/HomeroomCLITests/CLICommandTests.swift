@@ -32,6 +32,7 @@ import Testing
         (["room", "type", "arena", "--room", "r", "--node", "tcp://127.0.0.1:9"], "unknown room type 'arena'"),
         (["roster", "--room", "r", "--node", "tcp://127.0.0.1:9", "--duration", "3"], "--duration goes with --watch"),
         (["roster", "--room", "r", "--node", "tcp://127.0.0.1:9", "--frobnicate"], "unknown argument '--frobnicate'"),
+        (["roster", "--room", "r", "--node", "tcp://127.0.0.1:9", "--wach"], "unknown argument '--wach': did you mean '--watch'?"),
         (["join", "--room", "r", "--node", "tcp://127.0.0.1:9", "--type", "stadium"], "unknown room type 'stadium'"),
         (["demo", "--students", "1"], "'--students' must be a whole number from 2 to 40"),
         (["demo", "--transport", "udp"], "unknown transport 'udp'"),

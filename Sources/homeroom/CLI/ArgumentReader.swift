@@ -46,7 +46,7 @@ struct ArgumentReader {
     /// Takes every argument left that is not an option (call after reading the options).
     mutating func positionals() throws(CommandLineError) -> [String] {
         if let option = remaining.first(where: { $0.hasPrefix("--") && $0.count > 2 }) {
-            throw .usage("unknown option '\(option)'", usage: usage)
+            throw .usage("unknown option '\(option)'" + suggestion(for: option), usage: usage)
         }
         defer { remaining.removeAll() }
         return remaining
@@ -55,7 +55,17 @@ struct ArgumentReader {
     /// Fails on anything not consumed, so a typo never passes silently.
     func finish() throws(CommandLineError) {
         if let first = remaining.first {
-            throw .usage("unknown argument '\(first)'", usage: usage)
+            throw .usage("unknown argument '\(first)'" + suggestion(for: first), usage: usage)
         }
+    }
+
+    /// "did you mean '--watch'?" for a mistyped option: the nearest one the usage names.
+    func suggestion(for word: String) -> String {
+        guard word.hasPrefix("--") else { return "" }
+        var options: Set<String> = []
+        for token in usage.split(whereSeparator: { !($0.isLetter || $0.isNumber || $0 == "-") }) where token.hasPrefix("--") && token.count > 2 {
+            options.insert(String(token))
+        }
+        return Suggestion.nearest(word, among: options.sorted()).map { ": did you mean '\($0)'?" } ?? ""
     }
 }
