@@ -51,7 +51,8 @@ public final class RoomClient: Sendable {
         /// Failed probes before switching node; attempts over all nodes before giving up.
         public var failuresBeforeReconnect = 2
         public var reconnectRounds = 20
-        /// After every node failed (`aborted`), how often the client tries them all again.
+        /// After every node failed (`aborted`), how often the client tries them all again
+        /// (plus up to half as much again, at random).
         public var revivalIntervalMillis: UInt64 = 2_000
         /// Read-your-writes: an acknowledged write returns once this replica holds it
         /// (its delta came on the stream, or a sync brought it), so what the caller
@@ -627,7 +628,8 @@ public final class RoomClient: Sendable {
                 // interactive session keeps trying, every few seconds, and heals by itself.
                 logger.info("trying the nodes again", ["room": room])
                 try? reconnect(observed: generation)
-                nextRevival = WallClock.monotonicMillis() + options.revivalIntervalMillis
+                // Jittered, so the clients of a node that comes back do not all arrive at once.
+                nextRevival = WallClock.monotonicMillis() + options.revivalIntervalMillis + UInt64.random(in: 0...(options.revivalIntervalMillis / 2))
             }
             if let link = current {
                 let (seen, session) = state.withLock { ($0.replica.seen, $0.session) }
