@@ -400,23 +400,28 @@ def state_of(room):
             room.chat_muted, room.history_limit, room.floor, messages)
 
 
+def describe_reply(E, reply):
+    """A reply in one line, for check details."""
+    kind = reply.WhichOneof("body")
+    if kind == "write_ack":
+        a = reply.write_ack
+        return f"{E.WriteStatus.Name(a.status)} {a.error_code} {a.message}".strip()
+    if kind == "error":
+        return f"error {reply.error.code}: {reply.error.message}"
+    return kind or "no body"
+
+
+def is_accepted(E, reply):
+    return reply.WhichOneof("body") == "write_ack" and reply.write_ack.status == E.WRITE_STATUS_ACCEPTED
+
+
 def run(args, hw, pynng, checks):
     E, C = hw.envelope_pb2, hw.common_pb2
-    ACCEPTED, REJECTED = E.WRITE_STATUS_ACCEPTED, E.WRITE_STATUS_REJECTED
+    REJECTED = E.WRITE_STATUS_REJECTED
     room_id = args.room or f"interop-{os.getpid()}-{int(time.time())}"
     print(f"room {room_id}; node A {args.node_a}; node B {args.node_b}")
 
-    def show(reply):
-        kind = reply.WhichOneof("body")
-        if kind == "write_ack":
-            a = reply.write_ack
-            return f"{E.WriteStatus.Name(a.status)} {a.error_code} {a.message}".strip()
-        if kind == "error":
-            return f"error {reply.error.code}: {reply.error.message}"
-        return kind or "no body"
-
-    def accepted(reply):
-        return reply.WhichOneof("body") == "write_ack" and reply.write_ack.status == ACCEPTED
+    show, accepted = (lambda reply: describe_reply(E, reply)), (lambda reply: is_accepted(E, reply))
 
     def rejected(reply, code):
         return (reply.WhichOneof("body") == "write_ack" and reply.write_ack.status == REJECTED
@@ -889,17 +894,7 @@ def run_closed(args, hw, pynng, checks):
     node_d = args.closed_node_b or args.closed_node
     print(f"== closed room {room_id}: node C {node_c}" + (f", node D {args.closed_node_b}" if args.closed_node_b else ""))
 
-    def show(reply):
-        kind = reply.WhichOneof("body")
-        if kind == "write_ack":
-            a = reply.write_ack
-            return f"{E.WriteStatus.Name(a.status)} {a.error_code} {a.message}".strip()
-        if kind == "error":
-            return f"error {reply.error.code}: {reply.error.message}"
-        return kind or "no body"
-
-    def accepted(reply):
-        return reply.WhichOneof("body") == "write_ack" and reply.write_ack.status == E.WRITE_STATUS_ACCEPTED
+    show, accepted = (lambda reply: describe_reply(E, reply)), (lambda reply: is_accepted(E, reply))
 
     def error_code(reply):
         return reply.error.code if reply.WhichOneof("body") == "error" else None
