@@ -417,7 +417,7 @@ def is_accepted(E, reply):
 
 def run(args, hw, pynng, checks):
     E, C = hw.envelope_pb2, hw.common_pb2
-    REJECTED = E.WRITE_STATUS_REJECTED
+    ACCEPTED, REJECTED = E.WRITE_STATUS_ACCEPTED, E.WRITE_STATUS_REJECTED
     room_id = args.room or f"interop-{os.getpid()}-{int(time.time())}"
     print(f"room {room_id}; node A {args.node_a}; node B {args.node_b}")
 
