@@ -32,6 +32,7 @@ _homeroom() {
         theme) words_here="print check" ;;
         completion) words_here="bash zsh" ;;
         context) words_here="set use list delete" ;;
+        cluster) words_here="status" ;;
     esac
     # A second case: in bash only the first matching branch of a case runs.
     case "$sub" in

@@ -78,11 +78,21 @@ extension CEncoder {
             body.pointee.publish_address = string(heartbeat.publishAddress)
             body.pointee.cluster_publish_address = string(heartbeat.clusterPublishAddress)
             body.pointee.sent_at_ms = heartbeat.sentAtMillis
+            body.pointee.health = string(heartbeat.health)
+            body.pointee.listing = heartbeat.listing ? 1 : 0
             let rooms = arena.pointers(Homeroom__V1__RoomDigest.self, count: heartbeat.rooms.count)
             for (index, room) in heartbeat.rooms.enumerated() {
                 let entry = make(homeroom__v1__room_digest__init)
                 entry.pointee.room_id = string(room.roomID)
                 entry.pointee.seen = versionVector(room.seen)
+                entry.pointee.users = room.users
+                entry.pointee.online = room.online
+                if !room.stage.isEmpty {
+                    let stage = arena.pointers(CChar.self, count: room.stage.count)
+                    for (position, user) in room.stage.enumerated() { stage[position] = string(user) }
+                    entry.pointee.n_stage = room.stage.count
+                    entry.pointee.stage = stage
+                }
                 rooms[index] = entry
             }
             body.pointee.n_rooms = heartbeat.rooms.count
@@ -96,6 +106,9 @@ extension CEncoder {
                 entry.pointee.cluster_publish_address = string(peer.clusterPublishAddress)
                 entry.pointee.incarnation = peer.incarnation
                 entry.pointee.status = Homeroom__V1__PeerStatus(rawValue: UInt32(peer.status.rawValue))
+                entry.pointee.heard_ms_ago = peer.heardMillisAgo
+                entry.pointee.behind = peer.behind
+                entry.pointee.rooms = peer.rooms
                 peers[index] = entry
             }
             body.pointee.n_peers = heartbeat.peers.count
@@ -280,8 +293,15 @@ extension CDecoder {
         rooms.reserveCapacity(heartbeat.n_rooms)
         for index in 0..<heartbeat.n_rooms {
             let room = heartbeat.rooms[index]!.pointee
-            rooms.append(WireMessage.RoomDigest(roomID: try string(room.room_id, "envelope.heartbeat.rooms[\(index)].room_id"),
-                                                seen: try versionVector(room.seen, "envelope.heartbeat.rooms[\(index)].seen")))
+            var digest = WireMessage.RoomDigest(roomID: try string(room.room_id, "envelope.heartbeat.rooms[\(index)].room_id"),
+                                                seen: try versionVector(room.seen, "envelope.heartbeat.rooms[\(index)].seen"))
+            digest.users = room.users
+            digest.online = room.online
+            try count(room.n_stage, max: limits.maxMapEntries, "envelope.heartbeat.rooms[\(index)].stage")
+            for position in 0..<room.n_stage {
+                digest.stage.append(try string(room.stage[position], "envelope.heartbeat.rooms[\(index)].stage[\(position)]"))
+            }
+            rooms.append(digest)
         }
         var peers: [WireMessage.Peer] = []
         peers.reserveCapacity(heartbeat.n_peers)
@@ -292,17 +312,24 @@ extension CDecoder {
             guard raw <= 255, let status = WireMessage.PeerStatus(rawValue: UInt8(raw)) else {
                 throw .invalidValue(field: "envelope.heartbeat.peers[\(index)].status", reason: "status \(raw) is not one of 1-3")
             }
-            peers.append(WireMessage.Peer(node: ReplicaID(peer.node), address: try string(peer.address, "envelope.heartbeat.peers[\(index)].address"),
-                                          incarnation: peer.incarnation, status: status,
-                                          publishAddress: try string(peer.publish_address, "envelope.heartbeat.peers[\(index)].publish_address"),
-                                          clusterPublishAddress: try string(peer.cluster_publish_address,
-                                                                            "envelope.heartbeat.peers[\(index)].cluster_publish_address")))
+            var entry = WireMessage.Peer(node: ReplicaID(peer.node), address: try string(peer.address, "envelope.heartbeat.peers[\(index)].address"),
+                                         incarnation: peer.incarnation, status: status,
+                                         publishAddress: try string(peer.publish_address, "envelope.heartbeat.peers[\(index)].publish_address"),
+                                         clusterPublishAddress: try string(peer.cluster_publish_address,
+                                                                           "envelope.heartbeat.peers[\(index)].cluster_publish_address"))
+            entry.heardMillisAgo = peer.heard_ms_ago
+            entry.behind = peer.behind
+            entry.rooms = peer.rooms
+            peers.append(entry)
         }
-        return WireMessage.Heartbeat(node: ReplicaID(heartbeat.node), incarnation: heartbeat.incarnation,
-                                     address: try string(heartbeat.address, "envelope.heartbeat.address"), rooms: rooms, peers: peers,
-                                     publishAddress: try string(heartbeat.publish_address, "envelope.heartbeat.publish_address"),
-                                     clusterPublishAddress: try string(heartbeat.cluster_publish_address, "envelope.heartbeat.cluster_publish_address"),
-                                     sentAtMillis: heartbeat.sent_at_ms)
+        var decoded = WireMessage.Heartbeat(node: ReplicaID(heartbeat.node), incarnation: heartbeat.incarnation,
+                                            address: try string(heartbeat.address, "envelope.heartbeat.address"), rooms: rooms, peers: peers,
+                                            publishAddress: try string(heartbeat.publish_address, "envelope.heartbeat.publish_address"),
+                                            clusterPublishAddress: try string(heartbeat.cluster_publish_address, "envelope.heartbeat.cluster_publish_address"),
+                                            sentAtMillis: heartbeat.sent_at_ms)
+        decoded.health = try string(heartbeat.health, "envelope.heartbeat.health")
+        decoded.listing = heartbeat.listing != 0
+        return decoded
     }
 
     private func joinRequest(_ request: Homeroom__V1__JoinRequest) throws(WireError) -> WireMessage.JoinRequest {

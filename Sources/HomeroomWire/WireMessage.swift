@@ -209,6 +209,15 @@ extension WireMessage {
         case alive = 1
         case suspect = 2
         case dead = 3
+
+        /// How operators read it (`homeroom cluster`, /cluster): alive, suspect, down.
+        public var name: String {
+            switch self {
+            case .alive: return "alive"
+            case .suspect: return "suspect"
+            case .dead: return "down"
+            }
+        }
     }
 
     public struct Peer: Hashable, Sendable {
@@ -220,6 +229,12 @@ extension WireMessage {
         public var publishAddress: String
         /// The peer's node-only PUB socket, when it has one (nodes subscribe there).
         public var clusterPublishAddress: String
+        /// Only in the answer to a client's hello (an operator's listing): how long ago the
+        /// answering node heard from the peer, how many of its writes the peer's last
+        /// heartbeat lacked, and how many rooms that heartbeat listed.
+        public var heardMillisAgo: UInt64 = 0
+        public var behind: UInt64 = 0
+        public var rooms: UInt32 = 0
 
         public init(node: ReplicaID, address: String, incarnation: UInt64, status: PeerStatus, publishAddress: String = "",
                     clusterPublishAddress: String = "") {
@@ -235,6 +250,11 @@ extension WireMessage {
     public struct RoomDigest: Hashable, Sendable {
         public var roomID: String
         public var seen: VersionVector
+        /// Only in the answer to a client's hello (`homeroom rooms`): user records, users
+        /// online, and who is on stage, in stage order.
+        public var users: UInt32 = 0
+        public var online: UInt32 = 0
+        public var stage: [String] = []
 
         public init(roomID: String, seen: VersionVector) {
             self.roomID = roomID
@@ -256,6 +276,10 @@ extension WireMessage {
         public var clusterPublishAddress: String
         /// The sender's wall clock when it sent this (Unix ms); 0 when unknown (a client's hello).
         public var sentAtMillis: UInt64
+        /// Only in the answer to a client's hello: "ok", or what is wrong with the node.
+        public var health: String = ""
+        /// A client's hello asking for the operator listing (room summaries, peer lag, health).
+        public var listing = false
 
         public init(node: ReplicaID, incarnation: UInt64, address: String, rooms: [RoomDigest] = [], peers: [Peer] = [],
                     publishAddress: String = "", clusterPublishAddress: String = "", sentAtMillis: UInt64 = 0) {

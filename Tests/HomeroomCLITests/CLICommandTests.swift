@@ -73,29 +73,60 @@ import Testing
         let second = try NodeChild(name: "cli-list-2", seeds: [first.listen])
         defer { second.stop(); first.stop() }
         #expect(try CLI.run(["hand", "up", "--user", "carol", "--room", "list-me", "--node", first.listen]).status == 0)
-        // The second node learns the first and the room within a few heartbeats.
+        #expect(try CLI.run(["stage", "add", "carol", "--room", "list-me", "--node", first.listen]).status == 0)
+        // dave stays joined (a piped join whose input stays open) while the rooms are listed.
+        let dave = Process()
+        dave.executableURL = URL(fileURLWithPath: try #require(CLI.binary))
+        dave.arguments = ["join", "--user", "dave", "--as", "student", "--room", "list-me", "--node", first.listen]
+        var environment = ProcessInfo.processInfo.environment
+        environment["HOMEROOM_CONFIG_DIR"] = CLI.noContexts
+        dave.environment = environment
+        let input = Pipe()
+        dave.standardInput = input
+        dave.standardOutput = FileHandle.nullDevice
+        dave.standardError = FileHandle.nullDevice
+        try dave.run()
+        defer { if dave.isRunning { kill(dave.processIdentifier, SIGKILL) }; dave.waitUntilExit() }
+        // The second node learns the first and the room within a few heartbeats, and
+        // catches up with its writes (nothing behind).
         var members: [[String: Any]] = []
-        for _ in 0..<50 {
-            let listed = try CLI.run(["cluster", "--json", "--node", second.listen])
+        var listing: [String: Any] = [:]
+        for _ in 0..<100 {
+            let listed = try CLI.run(["cluster", "status", "--json", "--node", first.listen])
             #expect(listed.status == 0, "\(listed.stderr)")
-            let object = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any]
-            members = object?["members"] as? [[String: Any]] ?? []
-            if members.count == 2 && members.allSatisfy({ ($0["state"] as? String ?? "").hasPrefix("alive") }) { break }
+            listing = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any] ?? [:]
+            members = listing["members"] as? [[String: Any]] ?? []
+            let peer = members.first { $0["address"] as? String == second.listen }
+            if members.count == 2, members.allSatisfy({ ($0["state"] as? String ?? "").hasPrefix("alive") }),
+               peer?["behind"] as? Int == 0, peer?["rooms"] as? Int == 1 { break }
             usleep(100_000)
         }
         #expect(Set(members.compactMap { $0["address"] as? String }) == [first.listen, second.listen], "\(members)")
+        let peer = try #require(members.first { $0["address"] as? String == second.listen })
+        #expect(peer["behind"] as? Int == 0 && peer["rooms"] as? Int == 1, "\(peer)")
+        #expect((peer["heard_ms_ago"] as? Int).map { $0 < 10_000 } == true, "\(peer)")
+        #expect(listing["health"] as? String == "ok", "\(listing)")
         let table = try CLI.run(["cluster", "--node", second.listen])
-        #expect(table.stdout.contains("alive (answered)") && table.stdout.contains(first.listen), "\(table.stdout)")
-        var rooms = ""
-        for _ in 0..<50 {
-            rooms = try CLI.run(["rooms", "--node", second.listen]).stdout
-            if rooms.contains("list-me") { break }
+        #expect(table.stdout.contains("alive (answered)") && table.stdout.contains(first.listen) && table.stdout.contains("health ok"), "\(table.stdout)")
+        #expect(table.stdout.contains("Behind") && table.stdout.contains(" s ago"), "\(table.stdout)")
+        #expect(try CLI.run(["cluster", "members", "--node", second.listen]).status == 64)
+        // Both nodes list the room with who is online (dave) and on stage (carol).
+        var rooms: [[String: Any]] = []
+        for _ in 0..<100 {
+            let listed = try CLI.run(["rooms", "--json", "--node", second.listen]).stdout
+            rooms = try JSONSerialization.jsonObject(with: Data(listed.utf8)) as? [[String: Any]] ?? []
+            if rooms.first?["online"] as? Int == 1 { break }
             usleep(100_000)
         }
-        #expect(rooms.contains("list-me"), "\(rooms)")
+        let room = try #require(rooms.first { $0["room"] as? String == "list-me" }, "\(rooms)")
+        #expect(room["online"] as? Int == 1 && room["stage"] as? [String] == ["carol"], "\(room)")
+        let text = try CLI.run(["rooms", "--node", first.listen]).stdout
+        #expect(text.contains("Online") && text.contains("list-me") && text.contains("carol"), "\(text)")
         // Operators read the same on the HTTP address.
-        #expect(first.get("/rooms")?.body.contains("\"room\":\"list-me\"") == true)
+        let http = first.get("/rooms")?.body ?? ""
+        #expect(http.contains("\"room\":\"list-me\"") && http.contains("\"online\":1") && http.contains("\"stage\":[\"carol\"]"), "\(http)")
         #expect(first.get("/cluster")?.body.contains("\"state\":\"self\"") == true)
+        #expect(first.get("/cluster")?.body.contains("\"behind\":") == true)
     }
 
     @Test func aNodeThatRequiresTokensListsItsRoomsToNoClient() throws {

@@ -14,8 +14,10 @@ public enum NodeProbe {
             throw .unavailable("\(address): \(error)")
         }
         defer { requester.close() }
+        var hello = WireMessage.Heartbeat(node: ReplicaID(0), incarnation: 0, address: "")
+        hello.listing = true
         let envelope = WireEnvelope(roomID: "", sender: ReplicaID(0), sequence: 0, clock: .zero, credential: token.map { Array($0.utf8) } ?? [],
-                                    message: .heartbeat(WireMessage.Heartbeat(node: ReplicaID(0), incarnation: 0, address: "")))
+                                    message: .heartbeat(hello))
         let reply: [UInt8]
         do {
             reply = try requester.request(WireCodec.encode(envelope), timeout: .milliseconds(Int64(min(timeoutMillis, 3_600_000))))

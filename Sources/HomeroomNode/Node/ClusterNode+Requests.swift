@@ -79,7 +79,8 @@ extension ClusterNode {
                 }
                 heard(hello)
             }
-            reply = .heartbeat(asNode || config.tokenVerifier == nil ? ownHeartbeat() : strangerHeartbeat(credential: request.credential))
+            let answer = asNode || config.tokenVerifier == nil ? ownHeartbeat() : strangerHeartbeat(credential: request.credential)
+            reply = .heartbeat(hello.listing && !claimsToBeNode ? listingHeartbeat(answer) : answer)
         case let .writeRequest(write):
             if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
             if let claims, write.write.author != claims.user || write.write.authorRole != claims.parsedRole {

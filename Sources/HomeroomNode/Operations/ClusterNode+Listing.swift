@@ -1,36 +1,122 @@
 import HomeroomCore
 import HomeroomWire
 
-/// What operators read on the --http address: the rooms this node holds and the
-/// members it sees (a hello lists neither to clients of a node that requires tokens).
+/// What operators read: the rooms this node holds (users, who is online and on stage)
+/// and the members it sees (state, when last heard, how far behind this node), in the
+/// answer to a client's listing hello (`homeroom rooms`, `homeroom cluster`) and on the
+/// --http address (/rooms, /cluster). A node that requires tokens lists its rooms to
+/// no client, and its peers only to a valid token.
 extension ClusterNode {
-    /// `/rooms`: one JSON object per room: id, writes this node has, users known.
-    func roomsJSON() -> String {
-        let rows = state.withLock { state in
-            state.rooms.keys.sorted().map { id -> String in
-                let room = state.rooms[id]!
-                let writes = room.seen.origins.values.reduce(UInt64(0)) { $0 &+ $1.highest }
-                return "{\"room\":\(jsonString(id)),\"writes\":\(writes),\"users\":\(room.users.count)}"
+    /// One room as an operator sees it.
+    struct RoomSummary {
+        var id: String
+        var writes: UInt64
+        var users: Int
+        var online: Int
+        var stage: [UserID]
+    }
+
+    /// One member as this node sees it (itself included, first).
+    struct MemberSummary {
+        var peer: WireMessage.Peer
+        var isSelf: Bool
+    }
+
+    /// The rooms, summarised off the state lock: the lock only copies the rooms (shared
+    /// storage), so counting who is online in a lecture hall never stalls writes.
+    func roomSummaries() -> [RoomSummary] {
+        let rooms = state.withLock { $0.rooms }
+        return rooms.keys.sorted().map { id in
+            let room = rooms[id]!
+            let dead = room.deadIncarnations
+            return RoomSummary(id: id, writes: room.seen.origins.values.reduce(UInt64(0)) { $0 &+ $1.highest },
+                               users: room.users.count,
+                               online: room.users.values.reduce(0) { $0 + ($1.isOnline(deadIncarnations: dead) ? 1 : 0) },
+                               stage: room.stageWinners)
+        }
+    }
+
+    /// This node and its peers: state, when last heard, rooms, and how many of this
+    /// node's writes each peer's last heartbeat lacked (its replication lag).
+    func memberSummaries() -> [MemberSummary] {
+        let now = WallClock.monotonicMillis()
+        let (entries, mine) = state.withLock { state in
+            (state.peers.entries.values.sorted { $0.node < $1.node }, state.rooms.mapValues(\.seen))
+        }
+        var own = WireMessage.Peer(node: replica, address: listenAddress, incarnation: incarnation, status: .alive,
+                                   publishAddress: publishAddress, clusterPublishAddress: clusterPublisher == nil ? "" : clusterPublishAddress)
+        own.rooms = UInt32(clamping: mine.count)
+        var members = [MemberSummary(peer: own, isSelf: true)]
+        for entry in entries where entry.node != replica {
+            var peer = WireMessage.Peer(node: entry.node, address: entry.address, incarnation: entry.incarnation, status: entry.status,
+                                        publishAddress: entry.publishAddress, clusterPublishAddress: entry.clusterPublishAddress)
+            peer.heardMillisAgo = now &- min(now, entry.lastHeardMillis)
+            peer.rooms = UInt32(clamping: entry.rooms.count)
+            var behind: UInt64 = 0
+            for (room, seen) in mine {
+                let theirs = entry.rooms[room] ?? VersionVector()
+                for (origin, range) in seen.origins {
+                    let have = range.contiguous, they = theirs.contiguous(origin)
+                    if have > they { behind &+= have - they }
+                }
             }
+            peer.behind = behind
+            members.append(MemberSummary(peer: peer, isSelf: false))
+        }
+        return members
+    }
+
+    /// "ok", or what is wrong with this node (a wedged node answers no hello at all).
+    func healthSummary() -> String {
+        let (wedged, quarantined) = state.withLock { ($0.wedged, $0.quarantined.keys.sorted()) }
+        if let wedged { return "wedged: \(wedged)" }
+        if !quarantined.isEmpty { return "quarantined: " + quarantined.joined(separator: ", ") }
+        return "ok"
+    }
+
+    /// The answer to a client's listing hello: `base` (what any hello gets) with the
+    /// summaries filled in, as far as `base` shows rooms and peers at all.
+    func listingHeartbeat(_ base: WireMessage.Heartbeat) -> WireMessage.Heartbeat {
+        var listing = base
+        listing.health = healthSummary()
+        if !base.rooms.isEmpty {
+            let summaries = Dictionary(uniqueKeysWithValues: roomSummaries().map { ($0.id, $0) })
+            for index in listing.rooms.indices {
+                guard let summary = summaries[listing.rooms[index].roomID] else { continue }
+                listing.rooms[index].users = UInt32(clamping: summary.users)
+                listing.rooms[index].online = UInt32(clamping: summary.online)
+                listing.rooms[index].stage = summary.stage
+            }
+        }
+        if !base.peers.isEmpty {
+            let members = Dictionary(memberSummaries().map { ($0.peer.node, $0.peer) }, uniquingKeysWith: { first, _ in first })
+            for index in listing.peers.indices {
+                guard let member = members[listing.peers[index].node] else { continue }
+                listing.peers[index].heardMillisAgo = member.heardMillisAgo
+                listing.peers[index].behind = member.behind
+                listing.peers[index].rooms = member.rooms
+            }
+        }
+        return listing
+    }
+
+    /// `/rooms`: one JSON object per room.
+    func roomsJSON() -> String {
+        let rows = roomSummaries().map { room in
+            "{\"room\":\(jsonString(room.id)),\"writes\":\(room.writes),\"users\":\(room.users),\"online\":\(room.online),"
+                + "\"stage\":[\(room.stage.map(jsonString).joined(separator: ","))]}"
         }
         return "[" + rows.joined(separator: ",") + "]\n"
     }
 
     /// `/cluster`: this node and its peers, with their state as this node sees it.
     func clusterJSON() -> String {
-        let peers = state.withLock { $0.peers.wirePeers }
-        func row(_ node: ReplicaID, _ address: String, _ publish: String, _ state: String, _ incarnation: UInt64) -> String {
-            "{\"node\":\(jsonString(node.description)),\"address\":\(jsonString(address)),\"publish\":\(jsonString(publish)),\"state\":\(jsonString(state)),\"incarnation\":\(incarnation)}"
-        }
-        var rows = [row(replica, listenAddress, publishAddress, "self", incarnation)]
-        for peer in peers where peer.node != replica {
-            let name: String
-            switch peer.status {
-            case .alive: name = "alive"
-            case .suspect: name = "suspect"
-            case .dead: name = "down"
-            }
-            rows.append(row(peer.node, peer.address, peer.publishAddress, name, peer.incarnation))
+        let rows = memberSummaries().map { member in
+            let peer = member.peer
+            let state = member.isSelf ? "self" : peer.status.name
+            return "{\"node\":\(jsonString(peer.node.description)),\"address\":\(jsonString(peer.address)),\"publish\":\(jsonString(peer.publishAddress)),"
+                + "\"state\":\(jsonString(state)),\"incarnation\":\(peer.incarnation),\"heard_ms_ago\":\(peer.heardMillisAgo),"
+                + "\"rooms\":\(peer.rooms),\"behind\":\(peer.behind)}"
         }
         return "[" + rows.joined(separator: ",") + "]\n"
     }

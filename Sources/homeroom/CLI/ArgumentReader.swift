@@ -11,6 +11,13 @@ struct ArgumentReader {
 
     var wantsHelp: Bool { remaining.contains("-h") || remaining.contains("--help") }
 
+    /// Takes the first argument when it is a word, not an option (a sub-subcommand).
+    mutating func leadingWord() -> String? {
+        guard let first = remaining.first, !first.hasPrefix("-") else { return nil }
+        remaining.removeFirst()
+        return first
+    }
+
     mutating func flag(_ name: String) -> Bool {
         guard let index = remaining.firstIndex(of: name) else { return false }
         remaining.remove(at: index)

@@ -6,9 +6,14 @@ import HomeroomWire
 /// `nats server list` or `kubectl get nodes` answer from the server they reach).
 enum ClusterCommand {
     static let clusterUsage = """
-        OVERVIEW: The members of the cluster as one node sees them: id, address, state.
+        OVERVIEW: The members of the cluster as one node sees them: state, incarnation,
+        when last heard, rooms, and how far behind that node each one is.
 
-        USAGE: homeroom cluster --node <address> [--token <token>] [--json]
+        USAGE: homeroom cluster [status] --node <address> [--token <token>] [--json]
+
+        Behind is replication lag: the writes the answering node has that the member's
+        last heartbeat lacked (0 once it has caught up). Health is the answering node's
+        own: ok, or the rooms it has quarantined.
 
         OPTIONS:
           --node <address>     A node's listen address (HOMEROOM_NODES: the first one).
@@ -20,7 +25,7 @@ enum ClusterCommand {
         """
 
     static let roomsUsage = """
-        OVERVIEW: The rooms a node holds, with how many writes it has of each.
+        OVERVIEW: The rooms a node holds: users, who is online and on stage, writes.
 
         USAGE: homeroom rooms --node <address> [--json]
 
@@ -38,30 +43,43 @@ enum ClusterCommand {
     static func runCluster(_ arguments: ArraySlice<String>) throws(CommandLineError) {
         var reader = ArgumentReader(arguments, usage: clusterUsage)
         if reader.wantsHelp { print(clusterUsage); return }
+        // `homeroom cluster status` and `homeroom cluster` are the same listing.
+        if let word = reader.leadingWord(), word != "status" {
+            throw .usage("unknown cluster command '\(word)': use 'homeroom cluster status'", usage: clusterUsage)
+        }
         let (address, token, timeout, json) = try common(&reader)
         let hello = try ask(address, token: token, timeout: timeout)
-        var members: [(id: String, address: String, publish: String, state: String, incarnation: UInt64)] = [
-            (hello.node.description, hello.address, hello.publishAddress, "alive (answered)", hello.incarnation),
-        ]
+        var answering = WireMessage.Peer(node: hello.node, address: hello.address, incarnation: hello.incarnation, status: .alive,
+                                         publishAddress: hello.publishAddress)
+        answering.rooms = UInt32(clamping: hello.rooms.count)
+        var members: [(peer: WireMessage.Peer, state: String, isSelf: Bool)] = [(answering, "alive (answered)", true)]
         for peer in hello.peers.sorted(by: { $0.address < $1.address }) where peer.node != hello.node {
-            members.append((peer.node.description, peer.address, peer.publishAddress, Self.state(peer.status), peer.incarnation))
+            members.append((peer, peer.status.name, false))
         }
+        let health = hello.health.isEmpty ? "unknown (an older node)" : hello.health
         if json {
-            let rows = members.map { member in
-                JSONText.object([("node", .string(member.id)), ("address", .string(member.address)), ("publish", .string(member.publish)),
-                                 ("state", .string(member.state)), ("incarnation", .int(Int64(truncatingIfNeeded: member.incarnation)))])
+            let rows = members.map { member -> JSONText in
+                var fields: [(String, JSONText)] = [("node", .string(member.peer.node.description)), ("address", .string(member.peer.address)),
+                                                     ("publish", .string(member.peer.publishAddress)), ("state", .string(member.state)),
+                                                     ("incarnation", .int(Int64(truncatingIfNeeded: member.peer.incarnation))),
+                                                     ("rooms", .int(Int64(member.peer.rooms)))]
+                if !member.isSelf {
+                    fields.append(("heard_ms_ago", .int(Int64(truncatingIfNeeded: member.peer.heardMillisAgo))))
+                    fields.append(("behind", .int(Int64(truncatingIfNeeded: member.peer.behind))))
+                }
+                return JSONText.object(fields)
             }
-            print(JSONText.object([("answered_by", .string(address)), ("members", .array(rows)),
+            print(JSONText.object([("answered_by", .string(address)), ("health", .string(health)), ("members", .array(rows)),
                                    ("peers_hidden", .bool(hello.peers.isEmpty && hello.rooms.isEmpty && token == nil))]).rendered)
             return
         }
-        let widths = [max(4, members.map(\.id.count).max() ?? 0), max(7, members.map(\.address.count).max() ?? 0),
-                      max(7, members.map(\.publish.count).max() ?? 0)]
-        func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
-        print(pad("Node", widths[0]) + "  " + pad("Address", widths[1]) + "  " + pad("Publish", widths[2]) + "  State")
-        for member in members {
-            print(pad(member.id, widths[0]) + "  " + pad(member.address, widths[1]) + "  " + pad(member.publish, widths[2]) + "  " + member.state)
+        print("\(address) answered: health \(health)")
+        let table: [[String]] = [["Node", "Address", "State", "Incarnation", "Heard", "Rooms", "Behind"]] + members.map { member in
+            let peer = member.peer
+            return [peer.node.description, peer.address, member.state, String(peer.incarnation),
+                    member.isSelf ? "now" : Self.ago(peer.heardMillisAgo), String(peer.rooms), member.isSelf ? "-" : String(peer.behind)]
         }
+        Self.printTable(table)
         if hello.peers.isEmpty && token == nil {
             print("(no peers listed: this node has none, or requires a join token to list them: add --token)")
         }
@@ -76,18 +94,53 @@ enum ClusterCommand {
             // A stranger's answer (no clock): the node requires tokens.
             throw .failure("\(address) requires join tokens and lists its rooms to no client: read them on the node's --http address (/rooms)")
         }
-        let rooms = hello.rooms.map { room in (room.roomID, room.seen.origins.values.reduce(UInt64(0)) { $0 &+ $1.highest }) }
+        let rooms = hello.rooms.map { room in (room, room.seen.origins.values.reduce(UInt64(0)) { $0 &+ $1.highest }) }
         if json {
-            print(JSONText.array(rooms.map { JSONText.object([("room", .string($0.0)), ("writes", .int(Int64(truncatingIfNeeded: $0.1)))]) }).rendered)
+            print(JSONText.array(rooms.map { room, writes in
+                JSONText.object([("room", .string(room.roomID)), ("users", .int(Int64(room.users))), ("online", .int(Int64(room.online))),
+                                 ("stage", .array(room.stage.map { .string($0) })), ("writes", .int(Int64(truncatingIfNeeded: writes)))])
+            }).rendered)
             return
         }
         if rooms.isEmpty {
             print("(no rooms on \(address) yet)")
             return
         }
-        let width = max(4, rooms.map(\.0.count).max() ?? 0)
-        print("Room" + String(repeating: " ", count: width - 4) + "  Writes")
-        for (room, writes) in rooms { print(room + String(repeating: " ", count: width - room.count) + "  \(writes)") }
+        Self.printTable([["Room", "Users", "Online", "Stage", "Writes"]] + rooms.map { room, writes in
+            [room.roomID, String(room.users), String(room.online), Self.names(room.stage), String(writes)]
+        })
+    }
+
+    /// Columns padded to their widest cell, two spaces apart.
+    static func printTable(_ rows: [[String]]) {
+        guard let columns = rows.first?.count else { return }
+        let widths = (0..<columns).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        for row in rows {
+            let cells = row.enumerated().map { column, text in
+                column == columns - 1 ? text : text + String(repeating: " ", count: widths[column] - text.count)
+            }
+            print(cells.joined(separator: "  "))
+        }
+    }
+
+    /// "0.2 s ago", "3 min ago": when a member was last heard from.
+    static func ago(_ millis: UInt64) -> String {
+        if millis < 60_000 { return "\(millis / 1000).\(millis % 1000 / 100) s ago" }
+        if millis < 3_600_000 { return "\(millis / 60_000) min ago" }
+        return "\(millis / 3_600_000) h ago"
+    }
+
+    /// Stage names, at most 40 characters ("-" for none).
+    static func names(_ users: [String]) -> String {
+        guard !users.isEmpty else { return "-" }
+        var shown: [String] = []
+        var length = 0
+        for user in users {
+            if length + user.count + 2 > 40 && !shown.isEmpty { return shown.joined(separator: ", ") + " (+\(users.count - shown.count))" }
+            shown.append(user)
+            length += user.count + 2
+        }
+        return shown.joined(separator: ", ")
     }
 
     private static func common(_ reader: inout ArgumentReader) throws(CommandLineError) -> (String, String?, UInt64, Bool) {
@@ -110,14 +163,6 @@ enum ClusterCommand {
             return try NodeProbe.hello(address, token: token, timeoutMillis: timeout)
         } catch {
             throw .failure("cannot ask \(address): \(error.description) [\(error.code)]")
-        }
-    }
-
-    static func state(_ status: WireMessage.PeerStatus) -> String {
-        switch status {
-        case .alive: return "alive"
-        case .suspect: return "suspect"
-        case .dead: return "down"
         }
     }
 }

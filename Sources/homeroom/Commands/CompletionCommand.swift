@@ -65,6 +65,7 @@ enum CompletionCommand {
                 theme) words_here="print check" ;;
                 completion) words_here="bash zsh" ;;
                 context) words_here="set use list delete" ;;
+                cluster) words_here="status" ;;
             esac
             # A second case: in bash only the first matching branch of a case runs.
             case "$sub" in
@@ -180,7 +181,7 @@ enum CompletionCommand {
         ("stage", "add remove clear"), ("board", "grant revoke"), ("camera mic", "on off allow deny"), ("hand", "up down"),
         ("class", "start end"), ("room", "name type stage-limit hand-limit one-to-one small-classroom lecture-hall"),
         ("prop", "room me get set unset"), ("history", "limit clear"), ("presence", "set unset"), ("mute unmute", "all"),
-        ("theme", "print check"), ("completion", "bash zsh fish"), ("context", "set use list delete"), ("token", "create"),
+        ("theme", "print check"), ("completion", "bash zsh fish"), ("context", "set use list delete"), ("cluster", "status"), ("token", "create"),
         ("keys", "generate"),
     ]
 

@@ -1512,7 +1512,7 @@ const ProtobufCMessageDescriptor homeroom__v1__write_ack__descriptor =
   (ProtobufCMessageInit) homeroom__v1__write_ack__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__room_digest__field_descriptors[2] =
+static const ProtobufCFieldDescriptor homeroom__v1__room_digest__field_descriptors[5] =
 {
   {
     "room_id",
@@ -1538,15 +1538,54 @@ static const ProtobufCFieldDescriptor homeroom__v1__room_digest__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "users",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RoomDigest, users),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "online",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RoomDigest, online),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stage",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Homeroom__V1__RoomDigest, n_stage),
+    offsetof(Homeroom__V1__RoomDigest, stage),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__room_digest__field_indices_by_name[] = {
+  3,   /* field[3] = online */
   0,   /* field[0] = room_id */
   1,   /* field[1] = seen */
+  4,   /* field[4] = stage */
+  2,   /* field[2] = users */
 };
 static const ProtobufCIntRange homeroom__v1__room_digest__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__room_digest__descriptor =
 {
@@ -1556,14 +1595,14 @@ const ProtobufCMessageDescriptor homeroom__v1__room_digest__descriptor =
   "Homeroom__V1__RoomDigest",
   "homeroom.v1",
   sizeof(Homeroom__V1__RoomDigest),
-  2,
+  5,
   homeroom__v1__room_digest__field_descriptors,
   homeroom__v1__room_digest__field_indices_by_name,
   1,  homeroom__v1__room_digest__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__room_digest__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[6] =
+static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[9] =
 {
   {
     "node",
@@ -1637,19 +1676,58 @@ static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[6] =
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "heard_ms_ago",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Peer, heard_ms_ago),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "behind",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Peer, behind),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "rooms",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Peer, rooms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__peer__field_indices_by_name[] = {
   1,   /* field[1] = address */
+  7,   /* field[7] = behind */
   5,   /* field[5] = cluster_publish_address */
+  6,   /* field[6] = heard_ms_ago */
   2,   /* field[2] = incarnation */
   0,   /* field[0] = node */
   4,   /* field[4] = publish_address */
+  8,   /* field[8] = rooms */
   3,   /* field[3] = status */
 };
 static const ProtobufCIntRange homeroom__v1__peer__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__peer__descriptor =
 {
@@ -1659,14 +1737,14 @@ const ProtobufCMessageDescriptor homeroom__v1__peer__descriptor =
   "Homeroom__V1__Peer",
   "homeroom.v1",
   sizeof(Homeroom__V1__Peer),
-  6,
+  9,
   homeroom__v1__peer__field_descriptors,
   homeroom__v1__peer__field_indices_by_name,
   1,  homeroom__v1__peer__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__peer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[8] =
+static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[10] =
 {
   {
     "node",
@@ -1764,11 +1842,37 @@ static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "health",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Heartbeat, health),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "listing",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Heartbeat, listing),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
   2,   /* field[2] = address */
   6,   /* field[6] = cluster_publish_address */
+  8,   /* field[8] = health */
   1,   /* field[1] = incarnation */
+  9,   /* field[9] = listing */
   0,   /* field[0] = node */
   4,   /* field[4] = peers */
   5,   /* field[5] = publish_address */
@@ -1778,7 +1882,7 @@ static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__heartbeat__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
 {
@@ -1788,7 +1892,7 @@ const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
   "Homeroom__V1__Heartbeat",
   "homeroom.v1",
   sizeof(Homeroom__V1__Heartbeat),
-  8,
+  10,
   homeroom__v1__heartbeat__field_descriptors,
   homeroom__v1__heartbeat__field_indices_by_name,
   1,  homeroom__v1__heartbeat__number_ranges,

@@ -312,10 +312,27 @@ struct  Homeroom__V1__RoomDigest
   ProtobufCMessage base;
   char *room_id;
   Homeroom__V1__VersionVector *seen;
+  /*
+   * Set only in a node's answer to a client's hello (an operator's listing,
+   * `homeroom rooms`); node heartbeats leave them out.
+   */
+  /*
+   * user records the room holds
+   */
+  uint32_t users;
+  /*
+   * users online now
+   */
+  uint32_t online;
+  /*
+   * users on stage now, in stage order
+   */
+  size_t n_stage;
+  char **stage;
 };
 #define HOMEROOM__V1__ROOM_DIGEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__room_digest__descriptor) \
-    , (char *)protobuf_c_empty_string, NULL }
+    , (char *)protobuf_c_empty_string, NULL, 0, 0, 0,NULL }
 
 
 struct  Homeroom__V1__Peer
@@ -333,10 +350,25 @@ struct  Homeroom__V1__Peer
    * the peer's node-only PUB socket, if it has one (use it instead)
    */
   char *cluster_publish_address;
+  /*
+   * Set only in a node's answer to a client's hello (`homeroom cluster`):
+   */
+  /*
+   * since the answering node last heard from the peer
+   */
+  uint64_t heard_ms_ago;
+  /*
+   * writes the answering node has that the peer's last heartbeat lacked
+   */
+  uint64_t behind;
+  /*
+   * rooms the peer's last heartbeat listed
+   */
+  uint32_t rooms;
 };
 #define HOMEROOM__V1__PEER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__peer__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, 0, HOMEROOM__V1__PEER_STATUS__PEER_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , 0, (char *)protobuf_c_empty_string, 0, HOMEROOM__V1__PEER_STATUS__PEER_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0 }
 
 
 /*
@@ -370,10 +402,20 @@ struct  Homeroom__V1__Heartbeat
    * hello. A node refuses a node heartbeat far from its own clock (a replay).
    */
   uint64_t sent_at_ms;
+  /*
+   * Set only in a node's answer to a client's hello: "ok", or what is wrong
+   * ("wedged: ...", "quarantined: room, room").
+   */
+  char *health;
+  /*
+   * Set by a client's hello that asks for the operator listing (`homeroom rooms`,
+   * `homeroom cluster`): the answer then carries the fields marked above.
+   */
+  protobuf_c_boolean listing;
 };
 #define HOMEROOM__V1__HEARTBEAT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__heartbeat__descriptor) \
-    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Homeroom__V1__JoinRequest
