@@ -3,7 +3,7 @@
 set -euo pipefail
 
 packages=(libnng-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsodium-dev libsqlite3-dev pkg-config
-          python3 python3-venv python3-pip iproute2 iptables fish)
+          python3 python3-venv python3-pip iproute2 iptables fish zsh)
 
 missing=()
 for package in "${packages[@]}"; do

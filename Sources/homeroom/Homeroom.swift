@@ -21,7 +21,7 @@ enum Homeroom {
           token       Create a signed join token.
           simulate    Seeded simulations of a replicated room, checked for convergence.
           theme       Print the default theme (UI config), or check a theme file.
-          completion  Print a bash or zsh completion script.
+          completion  Print a bash, zsh or fish completion script.
 
         ONE-SHOT ACTIONS (join, act once, print the result, leave; for scripts):
           stage       Put users on stage or take them off.
@@ -48,12 +48,13 @@ enum Homeroom {
           -h, --help  Show help information.
           --version   Show the version and the wire protocol version.
 
-        See 'homeroom <subcommand> --help' for a subcommand's options.
+        See 'homeroom <subcommand> --help' for a subcommand's options, and docs/CLI.md
+        for all of them ('homeroom help --reference' prints it).
         """
 
     /// This build's version (`homeroom --version`).
     static let version = "0.5.0"
-    static let subcommands = ["demo", "join", "roster", "rooms", "cluster", "context", "node", "keys", "token", "simulate", "theme", "completion", "help"]
+    static var subcommands: [String] { CommandCatalog.commands.map(\.name).filter { !Action.verbs.contains($0) } + ["help"] }
 
     static func main() {
         let arguments = CommandLine.arguments.dropFirst()
@@ -63,7 +64,9 @@ enum Homeroom {
         let rest = arguments.dropFirst()
         do {
             switch subcommand {
-            case "-h", "--help", "help": print(usage)
+            case "-h", "--help", "help":
+                // docs/CLI.md is this, checked by a test.
+                if rest.first == "--reference" { print(CommandCatalog.reference, terminator: "") } else { print(usage) }
             case "--version", "version": print("homeroom \(Self.version) (wire protocol \(WireProtocol.version))")
             case "simulate": try SimulateCommand.run(rest)
             case "demo": try DemoCommand.run(rest)

@@ -1,8 +1,12 @@
+@preconcurrency import Glibc
+
 /// Reads `--name value` options and flags from a list of arguments, in the
 /// manner of swift-argument-parser (which cannot be fetched here).
 struct ArgumentReader {
     private var remaining: [String]
     let usage: String
+    /// Every option the command asked for, given or not (`checkUsage`).
+    private var asked: Set<String> = []
 
     init(_ arguments: ArraySlice<String>, usage: String) {
         self.remaining = Array(arguments)
@@ -19,6 +23,7 @@ struct ArgumentReader {
     }
 
     mutating func flag(_ name: String) -> Bool {
+        asked.insert(name)
         guard let index = remaining.firstIndex(of: name) else { return false }
         remaining.remove(at: index)
         return true
@@ -31,6 +36,7 @@ struct ArgumentReader {
 
     /// Every value of a repeatable option, in order.
     mutating func strings(_ name: String) throws(CommandLineError) -> [String] {
+        asked.insert(name)
         var values: [String] = []
         while let index = remaining.firstIndex(of: name) {
             guard index + 1 < remaining.count, !remaining[index + 1].hasPrefix("--") else {
@@ -52,6 +58,7 @@ struct ArgumentReader {
 
     /// Takes every argument left that is not an option (call after reading the options).
     mutating func positionals() throws(CommandLineError) -> [String] {
+        checkUsage()
         if let option = remaining.first(where: { $0.hasPrefix("--") && $0.count > 2 }) {
             throw .usage("unknown option '\(option)'" + suggestion(for: option), usage: usage)
         }
@@ -61,6 +68,7 @@ struct ArgumentReader {
 
     /// Fails on anything not consumed, so a typo never passes silently.
     func finish() throws(CommandLineError) {
+        checkUsage()
         if let first = remaining.first {
             throw .usage("unknown argument '\(first)'" + suggestion(for: first), usage: usage)
         }
@@ -74,5 +82,16 @@ struct ArgumentReader {
             options.insert(String(token))
         }
         return Suggestion.nearest(word, among: options.sorted()).map { ": did you mean '\($0)'?" } ?? ""
+    }
+
+    /// With HOMEROOM_CHECK_USAGE=1, once every option is read: print the options the
+    /// help documents and those the command asked for, as one JSON line, and exit 0
+    /// before doing anything (the test that keeps help, completion and parsers in step).
+    func checkUsage() {
+        guard ProcessEnvironment.current["HOMEROOM_CHECK_USAGE"] == "1" else { return }
+        let documented = CommandCatalog.options(in: usage).map(\.name).filter { $0 != "--help" }
+        func list(_ names: [String]) -> String { "[" + names.sorted().map { "\"\($0)\"" }.joined(separator: ",") + "]" }
+        print("{\"usage_check\":{\"documented\":\(list(documented)),\"asked\":\(list(Array(asked)))}}")
+        exit(0)
     }
 }

@@ -26,6 +26,23 @@ enum ActionCommand {
         "unmute": "Unmute a user's chat, or every student's (teacher, assistant).",
     ]
 
+    /// The options of one verb beyond the room options and --json.
+    static let verbOptions: [String: [(name: String, line: String)]] = {
+        let file = ("--file", "--file <path>          The message body from a file (\"-\": standard input; 32 KiB at most).")
+        let type = ("--type", "--type <type>          The message type (default chat; e.g. poll, quiz).")
+        let mute = [("--all", "--all                  Every student's chat, not one user's (the same as the word all)."),
+                    ("--off", "--off                  Unmute instead.")]
+        return [
+            "reward": [("--amount", "--amount <n>           How much to reward each user, 1-1000 (default 1).")],
+            "prop": [("--if-revision", "--if-revision <n>      Only if the key is still at revision n (0: never written), else revision-mismatch.")],
+            "send": [type, file],
+            "whisper": [type, file],
+            "history": [("--limit", "--limit <n>            How many of the newest messages to print, 1-10000 (default 20).")],
+            "mute": mute,
+            "unmute": mute,
+        ]
+    }()
+
     static func usage(_ verb: String) -> String {
         let lines = Action.grammar.split(separator: "\n").filter { line in
             let text = line.drop { $0 == " " }
@@ -33,6 +50,7 @@ enum ActionCommand {
                 || (verb == "mic" && text.hasPrefix("camera")) || (verb == "unmute" && text.hasPrefix("mute "))
                 || (verb == "mute" && text.hasPrefix("unmute ")) || (verb == "prop" && text.hasPrefix("is still"))
         }
+        let extra = verbOptions[verb, default: []].map { "  " + $0.line + "\n" }.joined()
         return """
             OVERVIEW: \(summaries[verb] ?? "") Joins the room, acts once, prints the result, and leaves.
 
@@ -43,8 +61,7 @@ enum ActionCommand {
 
             OPTIONS:
             \(RoomOptions.help)
-              --file <path>          send, whisper: the message body from a file ("-": standard input; 32 KiB at most).
-              --json                 Print the result as one JSON object.
+            \(extra)  --json                 Print the result as one JSON object.
               -h, --help             Show help information.
 
             --as defaults to student for your own hand, camera, microphone and name, to teacher otherwise;
@@ -58,13 +75,15 @@ enum ActionCommand {
         var reader = ArgumentReader(arguments, usage: usage)
         if reader.wantsHelp { print(usage); return }
         let json = reader.flag("--json")
-        let amount = try reader.integer("--amount", in: 1...1_000)
-        let ifRevision = try reader.integer("--if-revision", in: UInt64(0)...UInt64.max)
-        let messageType = try reader.string("--type")
-        let bodyFile = try reader.string("--file")
-        let limit = try reader.integer("--limit", in: 1...10_000)
-        let all = reader.flag("--all")
-        let off = reader.flag("--off")
+        // Each verb takes its own options only (the ones its help lists).
+        let own = Set(verbOptions[verb, default: []].map(\.name))
+        let amount = own.contains("--amount") ? try reader.integer("--amount", in: 1...1_000) : nil
+        let ifRevision = own.contains("--if-revision") ? try reader.integer("--if-revision", in: UInt64(0)...UInt64.max) : nil
+        let messageType = own.contains("--type") ? try reader.string("--type") : nil
+        let bodyFile = own.contains("--file") ? try reader.string("--file") : nil
+        let limit = own.contains("--limit") ? try reader.integer("--limit", in: 1...10_000) : nil
+        let all = own.contains("--all") && reader.flag("--all")
+        let off = own.contains("--off") && reader.flag("--off")
         var options = try RoomOptions.read(&reader, defaultRole: .teacher)
         var words = [verb] + (try reader.positionals())
         if all { words.append("all") }

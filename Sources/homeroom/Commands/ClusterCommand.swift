@@ -88,7 +88,7 @@ enum ClusterCommand {
     static func runRooms(_ arguments: ArraySlice<String>) throws(CommandLineError) {
         var reader = ArgumentReader(arguments, usage: roomsUsage)
         if reader.wantsHelp { print(roomsUsage); return }
-        let (address, _, timeout, json) = try common(&reader)
+        let (address, _, timeout, json) = try common(&reader, readsToken: false)
         let hello = try ask(address, token: nil, timeout: timeout)
         if hello.rooms.isEmpty && hello.peers.isEmpty && hello.sentAtMillis == 0 {
             // A stranger's answer (no clock): the node requires tokens.
@@ -143,7 +143,8 @@ enum ClusterCommand {
         return shown.joined(separator: ", ")
     }
 
-    private static func common(_ reader: inout ArgumentReader) throws(CommandLineError) -> (String, String?, UInt64, Bool) {
+    /// The node, token (`readsToken`: a closed node's rooms are listed to no token), timeout and --json.
+    private static func common(_ reader: inout ArgumentReader, readsToken: Bool = true) throws(CommandLineError) -> (String, String?, UInt64, Bool) {
         let environment = ProcessEnvironment.current
         let given = try reader.string("--node")
         let fromEnvironment = environment["HOMEROOM_NODES"]?.split(separator: ",").first.map { String($0).trimmed }
@@ -151,7 +152,7 @@ enum ClusterCommand {
         guard let address = given ?? fromEnvironment ?? saved?.nodes.first, !address.isEmpty else {
             throw .usage("missing --node (or HOMEROOM_NODES): a node's address, e.g. tcp://127.0.0.1:7100", usage: reader.usage)
         }
-        let token = try reader.string("--token") ?? environment["HOMEROOM_TOKEN"] ?? saved?.token
+        let token = readsToken ? try reader.string("--token") ?? environment["HOMEROOM_TOKEN"] ?? saved?.token : nil
         let timeout = try reader.integer("--timeout-ms", in: UInt64(50)...UInt64(60_000)) ?? 1_000
         let json = reader.flag("--json")
         try reader.finish()

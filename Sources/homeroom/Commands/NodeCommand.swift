@@ -45,6 +45,7 @@ enum NodeCommand {
           --joins-per-second <n>   Per-user join limit in a room (default 20, 3 s burst).
           --syncs-per-second <n>   Per-user sync and digest limit in a room (default 20, 3 s burst);
                                  their replies may carry 8 MiB/s (--sync-bytes-per-second).
+          --sync-bytes-per-second <n>  Per-user sync reply bytes in a room (default 8388608).
           --max-rooms <n>        Rooms this node accepts (default 10000).
           --max-users <n>        Users per room (default 200000).
           --permanent-down-ms <n>  Forget a peer down this long: no more dialling (default 300000;

@@ -16,7 +16,8 @@ enum RosterCommand {
                                  (or JSON line) after each change, at most once a second.
           --duration <s>         With --watch: leave after this many seconds.
           --json                 The roster as JSON (with --watch: one line per change).
-          --page <n>             Only page n (1-based) of the students; --page-size <n> rows (default 50).
+          --page <n>             Only page n (1-based) of the students.
+          --page-size <n>        Students per page (default 50).
           --messages <n>         Show the room's latest n messages under the roster (default 5; 0 hides them).
           --theme <file>         Theme (UI config) to draw with.                  (HOMEROOM_THEME)
           -h, --help             Show help information.
