@@ -45,7 +45,7 @@ import Testing
         #expect(try run(["reward", "alice", "bob", "2"]).stdout == "alice +2 (now 5), bob +2 (now 2)\n")
         #expect(try run(["board", "grant", "alice"]).status == 0)
         #expect(try run(["prop", "room", "set", "topic", "long", "division"]).stdout == "room topic = long division (revision 1)\n")
-        #expect(try run(["prop", "room"]).stdout == "room topic = long division (revision 1, by teacher)\n")
+        #expect(try run(["prop", "room"]).stdout == "room topic = long division (revision 1, by @operator)\n")
         #expect(try run(["hand", "down", "bob"]).stdout == "bob's hand is down\n")
         #expect(try run(["class", "start"]).status == 0)
         #expect(try run(["class", "end"]).status == 0)
@@ -79,10 +79,10 @@ import Testing
         let node = try NodeChild(name: "cli-invisible", extra: ["--http", "http://127.0.0.1:0"])
         let room = ["--room", "invisible", "--node", node.listen]
         #expect(try Self.run(["hand", "up", "--user", "bob"] + room).status == 0)   // bob joins once
-        #expect(try Self.run(["reward", "bob"] + room).status == 0)                 // so does the teacher
+        #expect(try Self.run(["reward", "bob", "--user", "tess"] + room).status == 0)   // so does teacher tess
         let joinsBefore = node.metric("homeroom_joins_total") ?? -1
         for _ in 0..<3 {
-            #expect(try Self.run(["reward", "bob"] + room).status == 0)
+            #expect(try Self.run(["reward", "bob", "--user", "tess"] + room).status == 0)
             #expect(try Self.run(["hand", "down", "--user", "bob"] + room).status == 0)
         }
         let roster = try Self.run(["roster", "--json"] + room)
@@ -98,6 +98,57 @@ import Testing
         // Presence state needs a session: `presence set` joins (and leaves again).
         #expect(try Self.run(["presence", "set", "mood", "calm", "--user", "bob"] + room).status == 0)
         #expect((node.metric("homeroom_joins_total") ?? -1) == joinsAfter + 1)
+    }
+
+    /// Without --user or a token, one-shots are the operator's: written without joining,
+    /// as the role claimed, leaving no user, no session and no join in anyone's feed.
+    @Test func oneShotsWithoutAUserAreTheOperatorsAndLeaveNoUser() throws {
+        let node = try NodeChild(name: "cli-operator", extra: ["--http", "http://127.0.0.1:0"])
+        defer { node.stop() }
+        let room = ["--room", "operated", "--node", node.listen]
+        #expect(try Self.run(["hand", "up", "--user", "bob"] + room).status == 0)
+        let joinsBefore = node.metric("homeroom_joins_total") ?? -1
+        for words in [["stage", "add", "bob"], ["camera", "allow", "bob"], ["reward", "bob", "--amount", "2"], ["send", "quiz at ten"],
+                      ["whisper", "bob", "well done"], ["prop", "room", "set", "topic", "fractions"], ["mute", "bob"], ["history"]] {
+            let result = try Self.run(words + room)
+            #expect(result.status == 0, "\(words): \(result.stderr)")
+        }
+        #expect(node.metric("homeroom_joins_total") == joinsBefore, "the operator joined")
+        let roster = try Self.run(["roster", "--json"] + room)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(roster.stdout.utf8)) as? [String: Any])
+        let users = ((json["students"] as? [[String: Any]] ?? []) + (json["moderators"] as? [[String: Any]] ?? [])).compactMap { $0["user"] as? String }
+        #expect(users == ["bob"], "only bob is in the room: \(users)")
+        #expect(json["stage"] as? [String] == ["bob"])
+        let bob = (json["students"] as? [[String: Any]])?.first
+        #expect(bob?["rewards"] as? Int == 2 && bob?["camera"] as? String != "inoperable", "\(String(describing: bob))")
+        // Its messages name it; bob reads the whisper from it.
+        let history = try Self.run(["history", "--user", "bob"] + room).stdout
+        #expect(history.contains("@operator: quiz at ten") && history.contains("well done"), "\(history)")
+        #expect(try Self.run(["prop", "room", "get", "topic"] + room).stdout.contains("by @operator"))
+        // Authorised like its role: as a student it may not put anyone on stage.
+        let asStudent = try Self.run(["stage", "add", "bob", "--as", "student"] + room)
+        #expect(asStudent.status == 1 && asStudent.stderr.contains("[not-allowed]"), "\(asStudent.stderr)")
+        // It never joins, and its own hand or presence are refused.
+        let join = try CLI.run(["join", "--user", "@operator", "--as", "teacher"] + room, stdin: "quit\n")
+        #expect(join.status == 1 && join.stderr.contains("[invalid]") && join.stderr.contains("cannot join"), "\(join.stderr)")
+        let ownHand = try Self.run(["hand", "up", "--user", "@operator"] + room)
+        #expect(ownHand.status == 1, "\(ownHand.stdout)")
+    }
+
+    /// On a node that requires tokens, the operator needs a token for @operator.
+    @Test func aClosedNodeTakesOperatorWritesWithAnOperatorToken() throws {
+        let keys = FileManager.default.temporaryDirectory.appendingPathComponent("homeroom-operator-keys-\(UInt32.random(in: 0...UInt32.max))").path
+        defer { try? FileManager.default.removeItem(atPath: keys) }
+        #expect(try CLI.run(["keys", "generate", "--out", keys]).status == 0)
+        let node = try NodeChild(name: "cli-operator-closed", extra: ["--token-key", keys + "/token-signing.pub", "--cluster-key", keys + "/cluster.key"])
+        defer { node.stop() }
+        let created = try CLI.run(["token", "create", "--key", keys + "/token-signing.key", "--room", "closed-op", "--user", "@operator", "--role", "teacher"])
+        let token = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(created.status == 0 && !token.isEmpty, "\(created.stderr)")
+        let without = try Self.run(["room", "stage-limit", "3", "--room", "closed-op", "--node", node.listen])
+        #expect(without.status == 1 && without.stderr.contains("[token-missing]"), "\(without.stderr)")
+        let with = try Self.run(["room", "stage-limit", "3", "--token", token, "--node", node.listen])
+        #expect(with.status == 0 && with.stdout.contains("3 seats"), "\(with.stdout) \(with.stderr)")
     }
 
     @Test func aPipedJoinExitsOneWhenALineWasRefused() throws {
@@ -183,7 +234,7 @@ import Testing
         #expect(stale.status == 1 && stale.stderr.contains("[revision-mismatch]"), "\(stale.stderr)")
         #expect(try run(["prop", "room", "set", "quiz", "q2", "--if-revision", "1"]).status == 0)
         let got = try json(try run(["prop", "room", "get", "quiz", "--json"]))
-        #expect(got["value"] as? String == "q2" && got["revision"] as? Int == 2 && got["operator"] as? String == "teacher")
+        #expect(got["value"] as? String == "q2" && got["revision"] as? Int == 2 && got["operator"] as? String == "@operator")
         let missing = try run(["prop", "room", "get", "nothing"])
         #expect(missing.status == 1 && missing.stderr.contains("[not-found]"))
         // The roster shows the latest messages.

@@ -114,3 +114,11 @@ public struct Schedule: Hashable, Sendable {
 
 public typealias UserID = String
 public typealias SessionID = String
+
+/// The administrative identity (docs/PROTOCOL.md, "Operator writes"): a script or an
+/// operator acting on a room without being in it. It writes without joining, as the
+/// role it claims (a token for it, on a node that requires tokens), leaves no user
+/// record, no session and nothing in anyone's feed, and can never join.
+public enum OperatorIdentity {
+    public static let user: UserID = "@operator"
+}

@@ -187,7 +187,12 @@ extension ClusterNode {
             }
             var room = state.rooms.removeValue(forKey: roomID) ?? RoomState(roomID: roomID)
             defer { if existed || room.seen.count > 0 { state.rooms[roomID] = room } }
-            if case .joinSession = write.operation {
+            if write.author == OperatorIdentity.user {
+                // The operator writes without joining, as the role it claims; it never joins.
+                if case .joinSession = write.operation {
+                    return (ack(request, .rejected, "invalid", "\(OperatorIdentity.user) writes without joining: it cannot join a room"), nil)
+                }
+            } else if case .joinSession = write.operation {
                 // Until signed tokens bind roles, a user keeps the role it first joined with.
                 if let record = room.users[write.author], record.isKnown, record.role.value != write.authorRole {
                     return (ack(request, .rejected, "role-mismatch", "\(write.author) joined this room as \(record.role.value), not \(write.authorRole)"), nil)

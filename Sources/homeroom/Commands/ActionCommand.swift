@@ -1,4 +1,5 @@
 import HomeroomContext
+import HomeroomCore
 
 /// The one-shot subcommands for scripts: each joins the room, performs one action,
 /// prints what happened, and leaves. `homeroom stage add bob --room maths --node tcp://...`
@@ -64,9 +65,12 @@ enum ActionCommand {
             \(extra)  --json                 Print the result as one JSON object.
               -h, --help             Show help information.
 
-            --as defaults to student for your own hand, camera, microphone and name, to teacher otherwise;
-            --user defaults to the role's name. Refused actions exit 1 with the refusal code,
-            for example: Error: refused [stage-full]: the stage is full (6 seats): take someone off the stage first
+            Without --user or a token, an action on others (and send, whisper) is the operator's
+            (@operator, teacher unless --as says otherwise): written without joining, so no user
+            appears in the room. With --user, the user acts in the role it has in the room; a new
+            user is a teacher, or a student for its own hand, camera, microphone, name, messages and
+            presence. Refused actions exit 1 with the refusal code, for example:
+            Error: refused [stage-full]: the stage is full (6 seats): take someone off the stage first
             """
     }
 
@@ -102,7 +106,16 @@ enum ActionCommand {
             guard !text.isEmpty else { throw .usage("the message in \(bodyFile == "-" ? "standard input" : bodyFile) is empty", usage: usage) }
             words.append(text)
         }
-        if Action.actsOnSelf(words) { options.defaultRole(.student) }
+        // Without a token or --user, an action on others (and a message) is the operator's:
+        // written without joining, so no "teacher" user appears and nobody's feed shows a
+        // join. Your own hand, camera, microphone, name and presence need a user.
+        let asOperator = options.token == nil && !options.userGiven
+            && (!Action.actsOnSelf(words) || verb == "send" || verb == "whisper")
+        if asOperator {
+            options.actAsOperator()
+        } else if Action.actsOnSelf(words) {
+            options.defaultRole(.student)
+        }
         let action: Action
         do {
             action = try Action.parse(words, local: options.user)
@@ -112,7 +125,8 @@ enum ActionCommand {
         // Presence state lives with a session; everything else needs none.
         let needsSession: Bool
         if case .presenceSet = action { needsSession = true } else { needsSession = false }
-        let pool = try options.join(needsSession ? .joined : .invisibleIfKnown)
+        // The operator (no --user, or a token for @operator) never joins.
+        let pool = try options.join(needsSession ? .joined : options.user == OperatorIdentity.user ? .invisible : .invisibleIfKnown)
         defer { pool.close() }
         do {
             let outcome = try action.perform(on: pool)

@@ -1,4 +1,5 @@
 import HomeroomContext
+import HomeroomCore
 import HomeroomNode
 
 /// Where and as whom a room command joins: shared by join, roster and the one-shot actions.
@@ -106,6 +107,12 @@ struct RoomOptions {
         if !nameGiven { name = user }
     }
 
+    /// Acts as the operator identity (`OperatorIdentity`): writes without joining.
+    mutating func actAsOperator() {
+        user = OperatorIdentity.user
+        if !nameGiven { name = user }
+    }
+
     var config: ClassroomConfig {
         var config = ClassroomConfig(room: room, user: user, name: name, role: role, nodes: nodes)
         config.requestTimeoutMillis = timeoutMillis
@@ -137,6 +144,14 @@ struct RoomOptions {
                 throw .failure("cannot join room \(room) as \(user) (\(role)): \(error.message) [\(error.code)]")
             }
             if visibility == .invisible || pool.user.row(user)?.info.role == role { return pool }
+            // A user the room knows keeps the role it joined with, unless --as says otherwise
+            // (then the node answers role-mismatch): `send --user ada` for a teacher ada.
+            if !roleGiven, let known = pool.user.row(user)?.info.role, known != .system {
+                pool.close()
+                var asKnown = self
+                asKnown.role = known
+                return try asKnown.join(.invisible)
+            }
             pool.close()
         }
         let pool: ContextPool
