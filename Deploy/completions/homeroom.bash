@@ -15,7 +15,7 @@ _homeroom() {
                     --transport) COMPREPLY=( $(compgen -W "tcp ipc" -- "$cur") ); return ;;
                     --theme) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                 esac
-                options="--students --seconds --transport --theme --help --help"
+                options="--students --seconds --transport --theme --help"
                 ;;
             join)
                 case "$prev" in
@@ -30,7 +30,7 @@ _homeroom() {
                     --type) return ;;
                     --theme) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --type --theme --quiet --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --type --theme --quiet --help"
                 ;;
             roster)
                 case "$prev" in
@@ -48,14 +48,14 @@ _homeroom() {
                     --messages) return ;;
                     --theme) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --watch --duration --json --page --page-size --messages --theme --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --watch --duration --json --page --page-size --messages --theme --help"
                 ;;
             rooms)
                 case "$prev" in
                     --node) return ;;
                     --timeout-ms) return ;;
                 esac
-                options="--node --timeout-ms --json --help --help"
+                options="--node --timeout-ms --json --help"
                 ;;
             cluster)
                 case "$prev" in
@@ -63,7 +63,7 @@ _homeroom() {
                     --token) return ;;
                     --timeout-ms) return ;;
                 esac
-                options="--node --token --timeout-ms --json --help --help"
+                options="--node --token --timeout-ms --json --help"
                 words_here="status"
                 ;;
             context)
@@ -72,7 +72,7 @@ _homeroom() {
                     --token) return ;;
                     --room) return ;;
                 esac
-                options="--node --token --room --json --help --help"
+                options="--node --token --room --json --help"
                 words_here="set use list delete"
                 ;;
             node)
@@ -116,13 +116,13 @@ _homeroom() {
                     --fault-jitter-ms) return ;;
                     --clock-skew-ms) return ;;
                 esac
-                options="--name --listen --publish --seed --cluster-publish --message-retention --session-timeout-ms --config --heartbeat-ms --suspect-ms --down-ms --workers --data-dir --sync --http --token-key --app --revoked --token-max-lifetime --cluster-key --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --max-users --permanent-down-ms --reward-window-ms --max-connections --wedge-descriptors --log-level --log-format --help --fault-seed --fault-drop-percent --fault-duplicate-percent --fault-delay-ms --fault-jitter-ms --clock-skew-ms --help"
+                options="--name --listen --publish --seed --cluster-publish --message-retention --session-timeout-ms --config --heartbeat-ms --suspect-ms --down-ms --workers --data-dir --sync --http --token-key --app --revoked --token-max-lifetime --cluster-key --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --max-users --permanent-down-ms --reward-window-ms --max-connections --wedge-descriptors --log-level --log-format --fault-seed --fault-drop-percent --fault-duplicate-percent --fault-delay-ms --fault-jitter-ms --clock-skew-ms --help"
                 ;;
             keys)
                 case "$prev" in
                     --out) COMPREPLY=( $(compgen -d -- "$cur") ); return ;;
                 esac
-                options="--out --help --help"
+                options="--out --help"
                 words_here="generate"
                 ;;
             token)
@@ -135,7 +135,7 @@ _homeroom() {
                     --ttl) return ;;
                     --privilege) return ;;
                 esac
-                options="--key --room --user --role --app --ttl --privilege --json --help --help"
+                options="--key --room --user --role --app --ttl --privilege --json --help"
                 words_here="create"
                 ;;
             simulate)
@@ -146,14 +146,14 @@ _homeroom() {
                     --students) return ;;
                     --steps) return ;;
                 esac
-                options="--seed --schedules --replicas --students --steps --json --help --help"
+                options="--seed --schedules --replicas --students --steps --json --help"
                 ;;
             theme)
-                options="--help --help"
+                options="--help"
                 words_here="print check"
                 ;;
             completion)
-                options="--help --help"
+                options="--help"
                 words_here="bash zsh fish"
                 ;;
             stage)
@@ -167,7 +167,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
                 words_here="add remove clear"
                 ;;
             board)
@@ -181,7 +181,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
                 words_here="grant revoke"
                 ;;
             camera)
@@ -195,7 +195,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
                 words_here="on off allow deny"
                 ;;
             mic)
@@ -209,7 +209,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
                 words_here="on off allow deny"
                 ;;
             mute-all)
@@ -223,7 +223,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
                 ;;
             reward)
                 case "$prev" in
@@ -237,7 +237,7 @@ _homeroom() {
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                     --amount) return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --amount --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --amount --json --help"
                 ;;
             kick)
                 case "$prev" in
@@ -250,7 +250,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
                 ;;
             ban)
                 case "$prev" in
@@ -263,7 +263,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
                 ;;
             hand)
                 case "$prev" in
@@ -276,7 +276,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
                 words_here="up down"
                 ;;
             class)
@@ -290,7 +290,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
                 words_here="start end"
                 ;;
             schedule)
@@ -304,7 +304,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
                 ;;
             room)
                 case "$prev" in
@@ -317,7 +317,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
                 words_here="name type stage-limit hand-limit"
                 ;;
             prop)
@@ -332,7 +332,7 @@ _homeroom() {
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                     --if-revision) return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --if-revision --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --if-revision --json --help"
                 words_here="room me get set unset"
                 ;;
             name)
@@ -346,7 +346,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
                 ;;
             send)
                 case "$prev" in
@@ -361,7 +361,7 @@ _homeroom() {
                     --type) return ;;
                     --file) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --type --file --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --type --file --json --help"
                 ;;
             whisper)
                 case "$prev" in
@@ -376,7 +376,7 @@ _homeroom() {
                     --type) return ;;
                     --file) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --type --file --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --type --file --json --help"
                 ;;
             history)
                 case "$prev" in
@@ -390,7 +390,7 @@ _homeroom() {
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                     --limit) return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --limit --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --limit --json --help"
                 words_here="limit clear"
                 ;;
             presence)
@@ -404,7 +404,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
                 words_here="set unset"
                 ;;
             mute)
@@ -418,7 +418,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --all --off --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --all --off --json --help"
                 words_here="all"
                 ;;
             unmute)
@@ -432,7 +432,7 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --all --off --json --help --help"
+                options="--room --node --as --user --name --token --timeout-ms --log-level --all --off --json --help"
                 words_here="all"
                 ;;
     esac

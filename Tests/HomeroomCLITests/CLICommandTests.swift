@@ -77,7 +77,7 @@ import Testing
         // dave stays joined (a piped join whose input stays open) while the rooms are listed.
         let dave = Process()
         dave.executableURL = URL(fileURLWithPath: try #require(CLI.binary))
-        dave.arguments = ["join", "--user", "dave", "--as", "student", "--room", "list-me", "--node", first.listen]
+        dave.arguments = ["join", "--user", "dave", "--as", "student", "--room", "list-me", "--node", first.listen, "--timeout-ms", "5000"]
         var environment = ProcessInfo.processInfo.environment
         environment["HOMEROOM_CONFIG_DIR"] = CLI.noContexts
         dave.environment = environment
@@ -123,7 +123,13 @@ import Testing
         let text = try CLI.run(["rooms", "--node", first.listen]).stdout
         #expect(text.contains("Online") && text.contains("list-me") && text.contains("carol"), "\(text)")
         // Operators read the same on the HTTP address.
-        let http = first.get("/rooms")?.body ?? ""
+        // (A listing is up to a second old: read until it shows dave.)
+        var http = ""
+        for _ in 0..<100 {
+            http = first.get("/rooms")?.body ?? ""
+            if http.contains("\"online\":1") { break }
+            usleep(100_000)
+        }
         #expect(http.contains("\"room\":\"list-me\"") && http.contains("\"online\":1") && http.contains("\"stage\":[\"carol\"]"), "\(http)")
         #expect(first.get("/cluster")?.body.contains("\"state\":\"self\"") == true)
         #expect(first.get("/cluster")?.body.contains("\"behind\":") == true)

@@ -88,7 +88,7 @@ import Testing
         }
     }
 
-    /// Runs `script` in `shell` and returns what it printed.
+    /// Runs a shell with `arguments` (killed after 60 s) and returns what it printed.
     static func shell(_ path: String, _ arguments: [String]) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
@@ -97,11 +97,20 @@ import Testing
         process.standardOutput = out
         process.standardError = errors
         try process.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let complaints = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        // Both pipes drained beside the wait, so a chatty shell never blocks on a full pipe.
+        let collected = CLI.Collected()
+        let group = DispatchGroup()
+        for (handle, isOut) in [(out.fileHandleForReading, true), (errors.fileHandleForReading, false)] {
+            DispatchQueue.global().async(group: group) { collected.set(handle.readDataToEndOfFile(), isOut: isOut) }
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        let timedOut = process.isRunning
+        if timedOut { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0 && complaints.isEmpty, "\(path) \(arguments): \(complaints)")
-        return text
+        _ = group.wait(timeout: .now() + 5)
+        #expect(!timedOut && process.terminationStatus == 0 && collected.err.isEmpty, "\(path) \(arguments): \(collected.err)")
+        return collected.out
     }
 
     @Test func everyOptionOfEveryCommandCompletesInBashZshAndFish() throws {

@@ -12,6 +12,8 @@ struct PeerTable {
         var clusterPublishAddress = ""
         var incarnation: UInt64
         var lastHeardMillis: UInt64
+        /// Whether this node has heard from it itself (not only of it, from another's list).
+        var heardDirectly = false
         var status: WireMessage.PeerStatus
         var rooms: [String: VersionVector] = [:]
         var connected = false
@@ -68,6 +70,7 @@ struct PeerTable {
             entry.clusterPublishAddress = heartbeat.clusterPublishAddress
             entry.incarnation = max(entry.incarnation, heartbeat.incarnation)
             entry.lastHeardMillis = nowMillis
+            entry.heardDirectly = true
             entry.status = .alive
             for room in heartbeat.rooms { entry.rooms[room.roomID] = room.seen }
             entry.noteCheckpoints(heartbeat)
@@ -76,7 +79,7 @@ struct PeerTable {
         }
         var entry = Entry(node: heartbeat.node, address: heartbeat.address, publishAddress: heartbeat.publishAddress,
                           clusterPublishAddress: heartbeat.clusterPublishAddress,
-                          incarnation: heartbeat.incarnation, lastHeardMillis: nowMillis, status: .alive)
+                          incarnation: heartbeat.incarnation, lastHeardMillis: nowMillis, heardDirectly: true, status: .alive)
         for room in heartbeat.rooms { entry.rooms[room.roomID] = room.seen }
         entry.noteCheckpoints(heartbeat)
         entries[heartbeat.node] = entry

@@ -79,8 +79,9 @@ extension ClusterNode {
                 }
                 heard(hello)
             }
-            let answer = asNode || config.tokenVerifier == nil ? ownHeartbeat() : strangerHeartbeat(credential: request.credential)
-            reply = .heartbeat(hello.listing && !claimsToBeNode ? listingHeartbeat(answer) : answer)
+            let open = asNode || config.tokenVerifier == nil
+            let answer = open ? ownHeartbeat() : strangerHeartbeat(credential: request.credential)
+            reply = .heartbeat(hello.listing && !claimsToBeNode ? listingHeartbeat(answer, stranger: !open) : answer)
         case let .writeRequest(write):
             if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
             if let claims, write.write.author != claims.user || write.write.authorRole != claims.parsedRole {

@@ -43,6 +43,9 @@ struct NodeState {
     /// Users with sessions over whose fold is not due yet (fewer than the threshold,
     /// ended too recently): looked at again every second or so.
     var foldLater: [String: Set<UserID>] = [:]
+    /// The operators' room listing and when it was made (monotonic ms): made at most
+    /// once a second, however many listing hellos arrive (`ClusterNode.roomSummaries`).
+    var roomListing: (madeAtMillis: UInt64, rooms: [ClusterNode.RoomSummary])?
     /// Per room, users with rewards this node sequenced that are not folded yet
     /// (`RoomState.rewardFoldPlan`); those whose fold is not due stay.
     var rewardFoldCandidates: [String: Set<UserID>] = [:]

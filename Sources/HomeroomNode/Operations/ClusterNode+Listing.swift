@@ -22,17 +22,23 @@ extension ClusterNode {
         var isSelf: Bool
     }
 
-    /// The rooms, summarised off the state lock: the lock only copies the rooms (shared
-    /// storage), so counting who is online in a lecture hall never stalls writes.
+    /// The rooms, summarised under the state lock one room at a time, copying nothing
+    /// (a copy would make the next write copy the whole room), and at most once a second
+    /// however many listing hellos come: a lecture hall's count costs a scan of its users.
     func roomSummaries() -> [RoomSummary] {
-        let rooms = state.withLock { $0.rooms }
-        return rooms.keys.sorted().map { id in
-            let room = rooms[id]!
-            let dead = room.deadIncarnations
-            return RoomSummary(id: id, writes: room.seen.origins.values.reduce(UInt64(0)) { $0 &+ $1.highest },
-                               users: room.users.count,
-                               online: room.users.values.reduce(0) { $0 + ($1.isOnline(deadIncarnations: dead) ? 1 : 0) },
-                               stage: room.stageWinners)
+        let now = WallClock.monotonicMillis()
+        return state.withLock { state in
+            if let listing = state.roomListing, now &- listing.madeAtMillis < 1_000 { return listing.rooms }
+            let rooms = state.rooms.keys.sorted().map { id in
+                let room = state.rooms[id]!
+                let dead = room.deadIncarnations
+                return RoomSummary(id: id, writes: room.seen.origins.values.reduce(UInt64(0)) { $0 &+ $1.highest },
+                                   users: room.users.count,
+                                   online: room.users.values.reduce(0) { $0 + ($1.isOnline(deadIncarnations: dead) ? 1 : 0) },
+                                   stage: room.stageWinners)
+            }
+            state.roomListing = (now, rooms)
+            return rooms
         }
     }
 
@@ -50,7 +56,8 @@ extension ClusterNode {
         for entry in entries where entry.node != replica {
             var peer = WireMessage.Peer(node: entry.node, address: entry.address, incarnation: entry.incarnation, status: entry.status,
                                         publishAddress: entry.publishAddress, clusterPublishAddress: entry.clusterPublishAddress)
-            peer.heardMillisAgo = now &- min(now, entry.lastHeardMillis)
+            // Known only from another node's list: never heard from (UInt64.max).
+            peer.heardMillisAgo = entry.heardDirectly ? now &- min(now, entry.lastHeardMillis) : .max
             peer.rooms = UInt32(clamping: entry.rooms.count)
             var behind: UInt64 = 0
             for (room, seen) in mine {
@@ -67,18 +74,21 @@ extension ClusterNode {
     }
 
     /// "ok", or what is wrong with this node (a wedged node answers no hello at all).
-    func healthSummary() -> String {
+    /// A stranger (a node that requires tokens, a client) learns only "ok" or "degraded",
+    /// never a room id; operators read the details on --http (/healthz).
+    func healthSummary(forStranger stranger: Bool) -> String {
         let (wedged, quarantined) = state.withLock { ($0.wedged, $0.quarantined.keys.sorted()) }
+        if wedged == nil && quarantined.isEmpty { return "ok" }
+        if stranger { return "degraded" }
         if let wedged { return "wedged: \(wedged)" }
-        if !quarantined.isEmpty { return "quarantined: " + quarantined.joined(separator: ", ") }
-        return "ok"
+        return "quarantined: " + quarantined.joined(separator: ", ")
     }
 
     /// The answer to a client's listing hello: `base` (what any hello gets) with the
     /// summaries filled in, as far as `base` shows rooms and peers at all.
-    func listingHeartbeat(_ base: WireMessage.Heartbeat) -> WireMessage.Heartbeat {
+    func listingHeartbeat(_ base: WireMessage.Heartbeat, stranger: Bool) -> WireMessage.Heartbeat {
         var listing = base
-        listing.health = healthSummary()
+        listing.health = healthSummary(forStranger: stranger)
         if !base.rooms.isEmpty {
             let summaries = Dictionary(uniqueKeysWithValues: roomSummaries().map { ($0.id, $0) })
             for index in listing.rooms.indices {
@@ -115,7 +125,8 @@ extension ClusterNode {
             let peer = member.peer
             let state = member.isSelf ? "self" : peer.status.name
             return "{\"node\":\(jsonString(peer.node.description)),\"address\":\(jsonString(peer.address)),\"publish\":\(jsonString(peer.publishAddress)),"
-                + "\"state\":\(jsonString(state)),\"incarnation\":\(peer.incarnation),\"heard_ms_ago\":\(peer.heardMillisAgo),"
+                + "\"state\":\(jsonString(state)),\"incarnation\":\(peer.incarnation),"
+                + "\"heard_ms_ago\":\(peer.heardMillisAgo == .max ? "null" : String(peer.heardMillisAgo)),"
                 + "\"rooms\":\(peer.rooms),\"behind\":\(peer.behind)}"
         }
         return "[" + rows.joined(separator: ",") + "]\n"

@@ -20,7 +20,8 @@ enum CommandCatalog {
             return paragraph.joined(separator: " ")
         }
 
-        var options: [Option] { CommandCatalog.options(in: usage) }
+        /// Its options, --help aside (every command has it; the scripts add it once).
+        var options: [Option] { CommandCatalog.options(in: usage).filter { $0.name != "--help" } }
     }
 
     /// One option as a help text documents it.

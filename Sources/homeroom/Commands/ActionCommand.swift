@@ -67,7 +67,8 @@ enum ActionCommand {
 
             Without --user or a token, an action on others (and send, whisper) is the operator's
             (@operator, teacher unless --as says otherwise): written without joining, so no user
-            appears in the room. With --user, the user acts in the role it has in the room; a new
+            appears in the room. Acting on yourself (me, your hand, camera, microphone, name,
+            presence) needs --user. With --user, the user acts in the role it has in the room; a new
             user is a teacher, or a student for its own hand, camera, microphone, name, messages and
             presence. Refused actions exit 1 with the refusal code, for example:
             Error: refused [stage-full]: the stage is full (6 seats): take someone off the stage first
@@ -89,6 +90,7 @@ enum ActionCommand {
         let all = own.contains("--all") && reader.flag("--all")
         let off = own.contains("--off") && reader.flag("--off")
         var options = try RoomOptions.read(&reader, defaultRole: .teacher)
+        options.oneShot = true
         var words = [verb] + (try reader.positionals())
         if all { words.append("all") }
         if off { words.append("--off") }
@@ -109,7 +111,7 @@ enum ActionCommand {
         // Without a token or --user, an action on others (and a message) is the operator's:
         // written without joining, so no "teacher" user appears and nobody's feed shows a
         // join. Your own hand, camera, microphone, name and presence need a user.
-        let asOperator = options.token == nil && !options.userGiven
+        let asOperator = options.token == nil && !options.userGiven && !words.contains("me")
             && (!Action.actsOnSelf(words) || verb == "send" || verb == "whisper")
         if asOperator {
             options.actAsOperator()

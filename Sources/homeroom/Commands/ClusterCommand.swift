@@ -57,15 +57,19 @@ enum ClusterCommand {
             members.append((peer, peer.status.name, false))
         }
         let health = hello.health.isEmpty ? "unknown (an older node)" : hello.health
+        // A stranger's answer (no clock): the node requires tokens.
+        let closed = hello.sentAtMillis == 0
         if json {
             let rows = members.map { member -> JSONText in
                 var fields: [(String, JSONText)] = [("node", .string(member.peer.node.description)), ("address", .string(member.peer.address)),
                                                      ("publish", .string(member.peer.publishAddress)), ("state", .string(member.state)),
                                                      ("incarnation", .int(Int64(truncatingIfNeeded: member.peer.incarnation))),
-                                                     ("rooms", .int(Int64(member.peer.rooms)))]
+                                                     ("rooms", member.isSelf && closed ? .null : .int(Int64(member.peer.rooms)))]
                 if !member.isSelf {
-                    fields.append(("heard_ms_ago", .int(Int64(truncatingIfNeeded: member.peer.heardMillisAgo))))
-                    fields.append(("behind", .int(Int64(truncatingIfNeeded: member.peer.behind))))
+                    // Known only from another node's list: never heard from, nothing to compare.
+                    let heard = member.peer.heardMillisAgo
+                    fields.append(("heard_ms_ago", heard == .max ? .null : .int(Int64(truncatingIfNeeded: heard))))
+                    fields.append(("behind", heard == .max ? .null : .int(Int64(truncatingIfNeeded: member.peer.behind))))
                 }
                 return JSONText.object(fields)
             }
@@ -76,8 +80,12 @@ enum ClusterCommand {
         print("\(address) answered: health \(health)")
         let table: [[String]] = [["Node", "Address", "State", "Incarnation", "Heard", "Rooms", "Behind"]] + members.map { member in
             let peer = member.peer
+            let never = !member.isSelf && peer.heardMillisAgo == .max
+            // A node that requires tokens lists its own rooms to no client.
+            let rooms = member.isSelf && closed ? "-" : String(peer.rooms)
             return [peer.node.description, peer.address, member.state, String(peer.incarnation),
-                    member.isSelf ? "now" : Self.ago(peer.heardMillisAgo), String(peer.rooms), member.isSelf ? "-" : String(peer.behind)]
+                    member.isSelf ? "now" : never ? "never" : Self.ago(peer.heardMillisAgo), rooms,
+                    member.isSelf || never ? "-" : String(peer.behind)]
         }
         Self.printTable(table)
         if hello.peers.isEmpty && token == nil {

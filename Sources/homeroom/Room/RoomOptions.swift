@@ -15,6 +15,8 @@ struct RoomOptions {
     var roleGiven = false
     var userGiven = false
     var nameGiven = false
+    /// A one-shot action (it acts once and leaves), not `join` or `roster`.
+    var oneShot = false
 
     static let help = """
           --room <id>            Room to join.                                   (HOMEROOM_ROOM)
@@ -133,6 +135,19 @@ struct RoomOptions {
     /// Joins (or reads, see `Visibility`), or fails with the context's code (exit 1).
     func join(_ visibility: Visibility = .joined) throws(CommandLineError) -> ContextPool {
         let logger = Logger(label: "homeroom", level: logLevel)
+        // A one-shot that must join (presence set) as a user the room knows, without --as:
+        // in the role the user has there (a sessionless read says which).
+        if visibility == .joined, userGiven, !roleGiven, token == nil, user != OperatorIdentity.user, oneShot {
+            let probe = try join(.invisible)
+            let known = probe.user.row(user)?.info.role
+            probe.close()
+            if let known, known != role, known != .system {
+                var asKnown = self
+                asKnown.role = known
+                asKnown.oneShot = false
+                return try asKnown.join(.joined)
+            }
+        }
         if visibility != .joined {
             var quiet = config
             quiet.joinsWithSession = false
