@@ -746,6 +746,22 @@ def run(args, hw, pynng, checks):
         checks.check("a write by a user who never joined: not-joined", rejected(reply, "not-joined"), show(reply))
         reply, _ = teacher.write("set_board", target="nobody", granted=True)
         checks.check("a write about a user who never joined: user-not-found", rejected(reply, "user-not-found"), show(reply))
+        # Operator writes (PROTOCOL.md, Flow 6 "Operator writes"): no join, the role claimed.
+        reply, _ = teacher.write("set_board", target="stu-1", granted=True, author="@operator", role=C.ROLE_TEACHER)
+        op_dot = reply.write_ack.dot if accepted(reply) else None
+        reply2, _ = teacher.write("set_stage", target="stu-1", on=False, author="@operator", role=C.ROLE_STUDENT)
+        # Once both replicas hold the operator's write, neither has a record for it.
+        no_record = (op_dot is not None and teacher.wait_for(lambda: teacher.seen_dot(op_dot))
+                     and student.wait_for(lambda: student.seen_dot(op_dot)) and "@operator" not in teacher.room.users)
+        checks.check("an operator write (author @operator, never joined) is ACCEPTED as its role; as a student it is not-allowed; "
+                     "no user record appears", accepted(reply) and rejected(reply2, "not-allowed") and no_record
+                     and "@operator" not in student.room.users, f"{show(reply)} / {show(reply2)}")
+        listing = teacher.request(lambda e: setattr(e.heartbeat, "listing", True), room=False).heartbeat
+        mine = [r for r in listing.rooms if r.room_id == room_id]
+        checks.check("a listing hello (listing = true) carries health ok and the room's users, online count and stage",
+                     listing.health == "ok" and len(mine) == 1 and mine[0].users >= 2 and mine[0].online >= 1
+                     and list(mine[0].stage) == ["stu-1"] and all(p.heard_ms_ago < 60_000 for p in listing.peers),
+                     f"health {listing.health!r}, rooms {[(r.room_id, r.users, r.online, list(r.stage)) for r in mine]}")
         reply, _ = teacher.write("set_stage_limit", limit=1)
         ok = accepted(reply)
         reply2, _ = teacher.write("set_stage", target="teach", on=True)
