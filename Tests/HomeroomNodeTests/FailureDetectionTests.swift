@@ -1,6 +1,7 @@
 import HomeroomTestSupport
 import Foundation
 import HomeroomCore
+import HomeroomWire
 import Synchronization
 import Testing
 @testable import HomeroomNode
@@ -91,5 +92,56 @@ import Testing
         usleep(2_000_000)
         let second = b.metric("homeroom_sync_bytes_total") ?? -2
         #expect(first == second, "sync traffic still flowing 10 s after the restart (\(first) -> \(second) bytes)")
+    }
+}
+
+/// The tick never waits on the network: pulls from a peer that never answers (cut off,
+/// paused) run off it, so this node's heartbeats keep their period and its other
+/// peers never take it for down.
+@Suite struct PullsOffTheTickTests {
+    @Test func aPeerThatNeverAnswersAPullDoesNotHoldUpHeartbeats() throws {
+        // A black hole: a TCP listener that never accepts, so a request to it is sent
+        // and never answered (each waits the node's whole request timeout).
+        let hole = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(hole >= 0)
+        defer { close(hole) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(hole, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        #expect(bound == 0 && listen(hole, 64) == 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(hole, $0, &length) } }
+        let port = UInt16(bigEndian: address.sin_port)
+
+        let cluster = try TestCluster(size: 1, label: "pull-off-tick", heartbeatMillis: 50) { _, config in
+            config.requestTimeoutMillis = 1_000
+            config.downMillis = 60_000        // the silent peer stays "alive": its pulls keep coming back
+            config.suspectMillis = 30_000
+        }
+        let node = cluster.nodes[0]
+        let sniffer = try Sniffer(node.publishAddress, topic: Topics.heartbeat)
+        defer { sniffer.close() }
+        // The silent peer advertised newer state for eight rooms: eight pulls wait on it.
+        let silent = ReplicaID(name: "silent-peer")
+        node.state.withLock { state in
+            _ = state.peers.heard(WireMessage.Heartbeat(node: silent, incarnation: 1, address: "tcp://127.0.0.1:\(port)",
+                                                        publishAddress: "tcp://127.0.0.1:\(port)"), nowMillis: WallClock.monotonicMillis())
+            for index in 0..<8 { state.pendingSyncs.insert(NodeState.SyncKey(peer: silent, room: "waiting-\(index)")) }
+        }
+        let start = sniffer.messages.count
+        usleep(3_000_000)
+        // Heartbeats as they were sent (their own clock), across those 3 s.
+        let sent = sniffer.messages.dropFirst(start).compactMap { message -> UInt64? in
+            guard let envelope = try? WireCodec.decode(Array(message.dropFirst(Topics.heartbeat.count)), limits: .default),
+                  case let .heartbeat(heartbeat) = envelope.message else { return nil }
+            return heartbeat.sentAtMillis
+        }
+        let gaps = zip(sent.dropFirst(), sent).map { $0 &- $1 }
+        // At a 50 ms period, 3 s holds about 60; a tick held by pulls sends one per 8 s.
+        #expect(sent.count >= 20, "\(sent.count) heartbeats in 3 s")
+        #expect((gaps.max() ?? .max) < 900, "the longest silence between heartbeats was \(gaps.max() ?? 0) ms")
+        // The pulls did happen (and wait): one at a time, the rest put back.
+        #expect(node.state.withLock { $0.pulling.contains(silent) || !$0.pendingSyncs.isEmpty })
     }
 }

@@ -380,97 +380,134 @@ extension ClusterNode {
         }
     }
 
-    /// Pulls from peers what this node lacks: compact patches, merged and relayed to clients.
+    /// Pulls from peers what this node lacks: compact patches, merged and relayed to
+    /// clients. Off the tick: each peer's pulls run on a thread of their own, one request
+    /// in flight per peer, so a peer that answers slowly or not at all (cut off, paused)
+    /// holds up neither this node's heartbeats nor its pulls from the others.
     func runPendingSyncs() {
-        let (pending, addresses) = state.withLock { state -> ([NodeState.SyncKey], [ReplicaID: String]) in
-            let pending = Array(state.pendingSyncs)
-            state.pendingSyncs.removeAll()
-            var addresses: [ReplicaID: String] = [:]
-            for key in pending where !state.faults.cuts(key.peer) {
-                if let entry = state.peers.entries[key.peer], entry.status != .dead { addresses[key.peer] = entry.address }
+        let batches = state.withLock { state -> [(peer: ReplicaID, address: String, keys: [NodeState.SyncKey])] in
+            var byPeer: [ReplicaID: [NodeState.SyncKey]] = [:]
+            var dropped: [NodeState.SyncKey] = []
+            for key in state.pendingSyncs where !state.pulling.contains(key.peer) {
+                if !state.faults.cuts(key.peer), let entry = state.peers.entries[key.peer], entry.status != .dead {
+                    byPeer[key.peer, default: []].append(key)
+                } else {
+                    dropped.append(key)   // a cut or dead peer: its digests ask again once it is back
+                }
             }
-            return (pending, addresses)
+            for key in dropped { state.pendingSyncs.remove(key) }
+            var batches: [(peer: ReplicaID, address: String, keys: [NodeState.SyncKey])] = []
+            for (peer, keys) in byPeer {
+                for key in keys { state.pendingSyncs.remove(key) }
+                state.pulling.insert(peer)
+                batches.append((peer, state.peers.entries[peer]!.address, keys.sorted { $0.room < $1.room }))
+            }
+            return batches
         }
-        for key in pending {
-            guard let address = addresses[key.peer], let requester = link(address) else { continue }
-            let seen = state.withLock { $0.rooms[key.room]?.seen ?? VersionVector() }
-            let request = framing.seal(WireCodec.encode(envelope(room: key.room, .syncRequest(WireMessage.SyncRequest(seen: seen)))))
-            guard let reply = try? requester.request(request, timeout: .milliseconds(Int64(config.requestTimeoutMillis))) else {
-                state.withLock { _ = $0.pendingSyncs.insert(key) }
-                continue
-            }
-            metrics.add("sync_bytes_total", UInt64(reply.count + request.count))
-            guard let body = openReply(reply) else { continue }
-            let decoded: WireEnvelope
+        for batch in batches {
             do {
-                decoded = try WireCodec.decode(Array(body), limits: config.replyLimits)
+                _ = try NNGThread(name: "hr-pull") { [weak self] in self?.pull(batch.keys, from: batch.address, peer: batch.peer) }
             } catch {
-                // Never silent: a patch this node cannot read would otherwise be pulled again
-                // and again. Counted each time, logged once a minute per peer and room.
-                metrics.add("sync_decode_failures_total")
-                let now = WallClock.monotonicMillis()
-                let due = state.withLock { state -> Bool in
-                    if let last = state.decodeFailureLogged[key], now &- last < 60_000 { return false }
-                    state.decodeFailureLogged[key] = now
-                    return true
+                // No thread: ask again next tick.
+                state.withLock { state in
+                    state.pulling.remove(batch.peer)
+                    for key in batch.keys { state.pendingSyncs.insert(key) }
                 }
-                if due {
-                    logger.error("a peer's repair patch does not decode: this room stays behind that peer until one side is fixed",
-                                 ["room": key.room, "peer": "\(key.peer)", "bytes": "\(body.count)", "error": "\(error)"])
-                }
-                continue
-            }
-            state.withLock { state in
-                if !state.decodeFailureLogged.isEmpty { state.decodeFailureLogged[key] = nil }
-            }
-            guard case let .syncResponse(response) = decoded.message, let patch = response.patch, patch.roomID == key.room else { continue }
-            let changed = state.withLock { state -> Bool in
-                var room = state.rooms.removeValue(forKey: key.room) ?? RoomState(roomID: key.room)
-                let before = room.seen
-                var messaging: [MessagingChange] = []
-                let removals = room.removals(in: patch)
-                room.merge(patch, messaging: &messaging)
-                if room.removals(in: patch) != removals { state.rotateTopicKeys(room: key.room) }
-                state.note(room: key.room, messaging)
-                state.noteSessions(room: key.room, patch: patch)
-                // A peer holds writes under this node's own id that this node never made
-                // in this life (its store was restored from an old copy, or another node
-                // runs on a copy of it): never number a write at or below them.
-                let ownHighest = room.seen.origins[replica]?.highest ?? 0
-                if let why = state.quarantined.removeValue(forKey: key.room) {
-                    // A quarantined room, rebuilt from a peer's full state (its sync asked
-                    // from nothing): back in service. Its sequence numbers continue from
-                    // what the peers hold of this node's; the broken rows are replaced.
-                    state.roomSequences[key.room] = max(state.roomSequences[key.room] ?? 0, ownHighest)
-                    let privateOrigin = NodeState.privateOrigin(of: replica)
-                    state.privateSequences[key.room] = max(state.privateSequences[key.room] ?? 0, room.seen.origins[privateOrigin]?.highest ?? 0)
-                    if let store = state.store {
-                        do { try store.compact(room: key.room, state: room) } catch {
-                            logger.error("a recovered room could not be stored; it stays served from memory", ["room": key.room, "error": "\(error)"])
-                        }
-                    }
-                    metrics.add("rooms_recovered_total")
-                    logger.notice("quarantined room recovered from a peer: back in service", ["room": key.room, "peer": "\(key.peer)", "was": why])
-                    state.rooms[key.room] = room
-                    return true
-                }
-                if ownHighest > state.roomSequences[key.room] ?? 0 {
-                    logger.error("peers hold writes of this node's own id above its last sequence: was its store restored from an old copy? Numbering from above them",
-                                 ["room": key.room, "peer": "\(key.peer)", "ours": "\(state.roomSequences[key.room] ?? 0)", "theirs": "\(ownHighest)"])
-                    metrics.add("own_sequence_behind_total")
-                    state.roomSequences[key.room] = ownHighest
-                }
-                let changed = room.seen != before
-                if changed, let store = state.store {
-                    if (try? store.append(room: key.room, patch: patch)) != nil { state.dirtyRooms[key.room, default: 0] += 1 }
-                }
-                state.rooms[key.room] = room
-                return changed
-            }
-            if changed {
-                metrics.add("gaps_repaired_total")
-                publishPatch(room: key.room, patch)
             }
         }
+    }
+
+    /// One peer's pulls, in turn; the first that gets no answer puts it and the rest
+    /// back for a later tick (a silent peer costs one timeout, not one per room).
+    func pull(_ keys: [NodeState.SyncKey], from address: String, peer: ReplicaID) {
+        defer { state.withLock { _ = $0.pulling.remove(peer) } }
+        for (index, key) in keys.enumerated() {
+            if state.withLock({ $0.stopping }) { return }
+            guard pull(key, from: address) else {
+                state.withLock { state in for waiting in keys[index...] { state.pendingSyncs.insert(waiting) } }
+                return
+            }
+        }
+    }
+
+    /// Pulls one room from one peer; false when the peer did not answer.
+    func pull(_ key: NodeState.SyncKey, from address: String) -> Bool {
+        guard let requester = link(address) else { return false }
+        let seen = state.withLock { $0.rooms[key.room]?.seen ?? VersionVector() }
+        let request = framing.seal(WireCodec.encode(envelope(room: key.room, .syncRequest(WireMessage.SyncRequest(seen: seen)))))
+        guard let reply = try? requester.request(request, timeout: .milliseconds(Int64(config.requestTimeoutMillis))) else { return false }
+        metrics.add("sync_bytes_total", UInt64(reply.count + request.count))
+        guard let body = openReply(reply) else { return true }
+        let decoded: WireEnvelope
+        do {
+            decoded = try WireCodec.decode(Array(body), limits: config.replyLimits)
+        } catch {
+            // Never silent: a patch this node cannot read would otherwise be pulled again
+            // and again. Counted each time, logged once a minute per peer and room.
+            metrics.add("sync_decode_failures_total")
+            let now = WallClock.monotonicMillis()
+            let due = state.withLock { state -> Bool in
+                if let last = state.decodeFailureLogged[key], now &- last < 60_000 { return false }
+                state.decodeFailureLogged[key] = now
+                return true
+            }
+            if due {
+                logger.error("a peer's repair patch does not decode: this room stays behind that peer until one side is fixed",
+                             ["room": key.room, "peer": "\(key.peer)", "bytes": "\(body.count)", "error": "\(error)"])
+            }
+            return true
+        }
+        state.withLock { state in
+            if !state.decodeFailureLogged.isEmpty { state.decodeFailureLogged[key] = nil }
+        }
+        guard case let .syncResponse(response) = decoded.message, let patch = response.patch, patch.roomID == key.room else { return true }
+        let changed = state.withLock { state -> Bool in
+            var room = state.rooms.removeValue(forKey: key.room) ?? RoomState(roomID: key.room)
+            let before = room.seen
+            var messaging: [MessagingChange] = []
+            let removals = room.removals(in: patch)
+            room.merge(patch, messaging: &messaging)
+            if room.removals(in: patch) != removals { state.rotateTopicKeys(room: key.room) }
+            state.note(room: key.room, messaging)
+            state.noteSessions(room: key.room, patch: patch)
+            // A peer holds writes under this node's own id that this node never made
+            // in this life (its store was restored from an old copy, or another node
+            // runs on a copy of it): never number a write at or below them.
+            let ownHighest = room.seen.origins[replica]?.highest ?? 0
+            if let why = state.quarantined.removeValue(forKey: key.room) {
+                // A quarantined room, rebuilt from a peer's full state (its sync asked
+                // from nothing): back in service. Its sequence numbers continue from
+                // what the peers hold of this node's; the broken rows are replaced.
+                state.roomSequences[key.room] = max(state.roomSequences[key.room] ?? 0, ownHighest)
+                let privateOrigin = NodeState.privateOrigin(of: replica)
+                state.privateSequences[key.room] = max(state.privateSequences[key.room] ?? 0, room.seen.origins[privateOrigin]?.highest ?? 0)
+                if let store = state.store {
+                    do { try store.compact(room: key.room, state: room) } catch {
+                        logger.error("a recovered room could not be stored; it stays served from memory", ["room": key.room, "error": "\(error)"])
+                    }
+                }
+                metrics.add("rooms_recovered_total")
+                logger.notice("quarantined room recovered from a peer: back in service", ["room": key.room, "peer": "\(key.peer)", "was": why])
+                state.rooms[key.room] = room
+                return true
+            }
+            if ownHighest > state.roomSequences[key.room] ?? 0 {
+                logger.error("peers hold writes of this node's own id above its last sequence: was its store restored from an old copy? Numbering from above them",
+                             ["room": key.room, "peer": "\(key.peer)", "ours": "\(state.roomSequences[key.room] ?? 0)", "theirs": "\(ownHighest)"])
+                metrics.add("own_sequence_behind_total")
+                state.roomSequences[key.room] = ownHighest
+            }
+            let changed = room.seen != before
+            if changed, let store = state.store {
+                if (try? store.append(room: key.room, patch: patch)) != nil { state.dirtyRooms[key.room, default: 0] += 1 }
+            }
+            state.rooms[key.room] = room
+            return changed
+        }
+        if changed {
+            metrics.add("gaps_repaired_total")
+            publishPatch(room: key.room, patch)
+        }
+        return true
     }
 }

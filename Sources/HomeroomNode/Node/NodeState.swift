@@ -26,6 +26,8 @@ struct NodeState {
     var decodeFailureLogged: [SyncKey: UInt64] = [:]
     /// (peer, room) pairs to pull from at the next tick.
     var pendingSyncs: Set<SyncKey> = []
+    /// Peers with a pull in flight (`ClusterNode.runPendingSyncs`): one at a time each.
+    var pulling: Set<ReplicaID> = []
     var stopping = false
     /// Why this node stepped aside (descriptors exhausted, a stuck event loop), or nil.
     /// While set it sends no heartbeats and refuses every request `unavailable`.
