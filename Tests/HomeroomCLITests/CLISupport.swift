@@ -15,24 +15,32 @@ enum CLI {
     /// Where the tests' CLI looks for saved contexts: nowhere, unless a test says so.
     static let noContexts = "/nonexistent/homeroom-test-contexts"
 
-    static func run(_ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
-                    timeout: Double = 20) throws -> Result {
-        guard let binary else { throw CLIError("no homeroom binary: run `swift build` first (or set HOMEROOM_BIN)") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        env["NO_COLOR"] = "1"
-        env["COLUMNS"] = "100"
-        env.removeValue(forKey: "HOMEROOM_NODES")
-        env.removeValue(forKey: "HOMEROOM_ROOM")
-        env.removeValue(forKey: "HOMEROOM_THEME")
-        env.removeValue(forKey: "HOMEROOM_TOKEN")
-        env.removeValue(forKey: "HOMEROOM_CONTEXT")
+    /// The environment a child gets: the test's own without any HOMEROOM_ setting (the
+    /// developer's nodes, room, token or context never leak in), saved contexts nowhere,
+    /// then `extra`. On a terminal it keeps colours and takes the terminal's size.
+    static func childEnvironment(_ extra: [String: String], terminal: Bool = false) -> [String: String] {
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HOMEROOM_") }
+        if terminal {
+            env["TERM"] = "xterm-256color"
+            for key in ["NO_COLOR", "COLUMNS", "LINES"] { env.removeValue(forKey: key) }
+        } else {
+            env["NO_COLOR"] = "1"
+            env["COLUMNS"] = "100"
+        }
         // Never the developer's saved contexts (homeroom context): a folder that does not exist.
         env["HOMEROOM_CONFIG_DIR"] = CLI.noContexts
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
+        return env.merging(extra) { $1 }
+    }
+
+    /// Runs the `homeroom` binary (or `executable`) with a bounded wait, both pipes drained.
+    static func run(_ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
+                    timeout: Double = 20, directory: URL? = nil, executable: String? = nil) throws -> Result {
+        guard let program = executable ?? binary else { throw CLIError("no homeroom binary: run `swift build` first (or set HOMEROOM_BIN)") }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
+        process.environment = childEnvironment(environment)
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -77,9 +85,12 @@ typealias NodeChild = NodeProcess
 final class TerminalSession {
     let process = Process()
     private let master: Int32
+    /// The parent's own copy of the terminal's other end: while it is open, what a child
+    /// wrote before it exited stays readable (with no slave open, Linux answers EIO).
+    private var slaveCopy: Int32 = -1
     private var output = Data()
 
-    init(_ arguments: [String], columns: Int = 100, rows: Int = 40, environment: [String: String] = [:]) throws {
+    init(_ arguments: [String], columns: Int = 100, rows: Int = 40, environment: [String: String] = [:], directory: URL? = nil) throws {
         guard let binary = CLI.binary else { throw CLIError("no homeroom binary: run `swift build` first (or set HOMEROOM_BIN)") }
         // posix_openpt by hand (glibc's declaration is not imported): /dev/ptmx, unlock, number.
         master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
@@ -91,21 +102,14 @@ final class TerminalSession {
         }
         let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
         guard slave >= 0 else { throw CLIError("cannot open /dev/pts/\(number): \(String(cString: strerror(errno)))") }
+        slaveCopy = dup(slave)
         var size = winsize(ws_row: UInt16(rows), ws_col: UInt16(columns), ws_xpixel: 0, ws_ypixel: 0)
         _ = ioctl(slave, UInt(TIOCSWINSZ), &size)
         let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        env["TERM"] = "xterm-256color"
-        env.removeValue(forKey: "NO_COLOR")
-        env.removeValue(forKey: "COLUMNS")
-        env.removeValue(forKey: "LINES")
-        env.removeValue(forKey: "HOMEROOM_TOKEN")
-        env.removeValue(forKey: "HOMEROOM_CONTEXT")
-        env["HOMEROOM_CONFIG_DIR"] = CLI.noContexts
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
+        if let directory { process.currentDirectoryURL = directory }
+        process.environment = CLI.childEnvironment(environment, terminal: true)
         process.standardInput = handle
         process.standardOutput = handle
         process.standardError = handle
@@ -120,24 +124,37 @@ final class TerminalSession {
     /// Everything shown so far, escapes included.
     var shown: String { String(decoding: output, as: UTF8.self) }
 
-    /// Reads until `text` has been shown (after `from` characters), or `timeout` passes.
+    /// The last of what it showed, escapes removed (for failure messages).
+    var plainTail: String {
+        let plain = shown.replacingOccurrences(of: "\u{1B}\\[[0-9;?]*[A-Za-z]", with: "", options: .regularExpression)
+        return String(plain.suffix(1_500))
+    }
+
+    /// Reads until `text` has been shown, the process ends, or `timeout` passes.
     @discardableResult
     func waitFor(_ text: String, timeout: Double = 10) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if shown.contains(text) { return true }
+            if !process.isRunning { drain(); return shown.contains(text) }
             pump(millis: 50)
         }
         return shown.contains(text)
     }
 
-    func pump(millis: Int32) {
+    /// Reads what is there (waiting up to `millis`); false when nothing was.
+    @discardableResult
+    func pump(millis: Int32) -> Bool {
         var poll = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
-        guard Glibc.poll(&poll, 1, millis) > 0 else { return }
+        guard Glibc.poll(&poll, 1, millis) > 0 else { return false }
         var buffer = [UInt8](repeating: 0, count: 8192)
         let count = read(master, &buffer, buffer.count)
         if count > 0 { output.append(contentsOf: buffer[0..<count]) }
+        return count > 0
     }
+
+    /// Everything left once the process is gone.
+    func drain() { while pump(millis: 50) {} }
 
     /// Waits (bounded) for the process to end; its status, or nil if it had to be killed.
     func waitForExit(timeout: Double = 10) -> Int32? {
@@ -146,9 +163,10 @@ final class TerminalSession {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
+            drain()
             return nil
         }
-        pump(millis: 20)
+        drain()
         return process.terminationStatus
     }
 
@@ -157,6 +175,7 @@ final class TerminalSession {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        if slaveCopy >= 0 { close(slaveCopy) }
         close(master)
     }
 }

@@ -90,27 +90,9 @@ import Testing
 
     /// Runs a shell with `arguments` (killed after 60 s) and returns what it printed.
     static func shell(_ path: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let out = Pipe(), errors = Pipe()
-        process.standardOutput = out
-        process.standardError = errors
-        try process.run()
-        // Both pipes drained beside the wait, so a chatty shell never blocks on a full pipe.
-        let collected = CLI.Collected()
-        let group = DispatchGroup()
-        for (handle, isOut) in [(out.fileHandleForReading, true), (errors.fileHandleForReading, false)] {
-            DispatchQueue.global().async(group: group) { collected.set(handle.readDataToEndOfFile(), isOut: isOut) }
-        }
-        let deadline = Date().addingTimeInterval(60)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        let timedOut = process.isRunning
-        if timedOut { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        _ = group.wait(timeout: .now() + 5)
-        #expect(!timedOut && process.terminationStatus == 0 && collected.err.isEmpty, "\(path) \(arguments): \(collected.err)")
-        return collected.out
+        let result = try CLI.run(arguments, timeout: 60, executable: path)
+        #expect(!result.timedOut && result.status == 0 && result.stderr.isEmpty, "\(path) \(arguments): \(result.stderr)")
+        return result.stdout
     }
 
     @Test func everyOptionOfEveryCommandCompletesInBashZshAndFish() throws {

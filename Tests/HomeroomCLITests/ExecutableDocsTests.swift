@@ -62,10 +62,6 @@ import Testing
     /// Lines that are not run at all, with the reason (keyed by the command as written).
     static let notRun: [String: String] = [:]
 
-    /// Lines that fail because the CLI misbehaves (not the doc), with what is wrong: they
-    /// run as known issues, and the test fails once they work, to be taken off this list.
-    static let knownCLIBugs: [String: String] = [:]
-
     // MARK: - Reading the docs
 
     struct DocCommand: CustomStringConvertible {
@@ -463,7 +459,7 @@ import Testing
             for problem in Self.problems(of: command, exported: exported) { Issue.record("\(command)\n  \(problem)") }
         }
         let texts = Set(extraction.commands.map(\.text))
-        for key in Array(Self.adaptations.keys) + Array(Self.notRun.keys) + Array(Self.knownCLIBugs.keys) where !texts.contains(key) {
+        for key in Array(Self.adaptations.keys) + Array(Self.notRun.keys) where !texts.contains(key) {
             Issue.record("'\(key)' is listed in ExecutableDocsTests but is no longer a command line of the docs: update the list")
         }
     }
@@ -471,7 +467,7 @@ import Testing
     /// Every command line, verbatim and in order, against a real node: exit 0, or refused
     /// with the code its comment names.
     @Test func everyCommandLineOfTheDocsRunsAsDocumented() throws {
-        guard let binary = CLI.binary else { throw CLIError("no homeroom binary: run `swift build` first (or set HOMEROOM_BIN)") }
+        guard CLI.binary != nil else { throw CLIError("no homeroom binary: run `swift build` first (or set HOMEROOM_BIN)") }
         let started = Date()
         let extraction = try Self.extract()
         let fileManager = FileManager.default
@@ -486,9 +482,8 @@ import Testing
 
         // $TOK: a real join token (README: `homeroom token create`).
         let keys = work.appendingPathComponent(".keys").path
-        let runner = DocRunner(binary: binary, directory: work)
-        _ = try runner.run(["keys", "generate", "--out", keys], environment: [:])
-        let token = try runner.run(["token", "create", "--key", keys + "/token-signing.key", "--room", "*", "--user", "ada", "--role", "teacher"], environment: [:])
+        _ = try CLI.run(["keys", "generate", "--out", keys], timeout: 30, directory: work)
+        let token = try CLI.run(["token", "create", "--key", keys + "/token-signing.key", "--room", "*", "--user", "ada", "--role", "teacher"], timeout: 30, directory: work)
         try #require(token.status == 0, "token create: \(token.stderr)")
         var variables = ["TOK": token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)]
         var exported: [String: String] = [:]
@@ -559,9 +554,9 @@ import Testing
 
                 switch kind {
                 case .join, .watch:
-                    let terminal: DocTerminal
+                    let terminal: TerminalSession
                     do {
-                        terminal = try DocTerminal(binary: binary, arguments: step.arguments, environment: environment, directory: work)
+                        terminal = try TerminalSession(step.arguments, environment: environment, directory: work)
                     } catch {
                         fail(shown, "\(error)")
                         continue
@@ -582,9 +577,9 @@ import Testing
                         fail(shown, "on a terminal: exit \(status.map(String.init) ?? "none (killed after \(Int(timeout)) s)"); it showed:\n\(terminal.plainTail)")
                     }
                 case .plain, .context, .node:
-                    let result: DocRunner.Result
+                    let result: CLI.Result
                     do {
-                        result = try runner.run(step.arguments, environment: environment, timeout: timeout)
+                        result = try CLI.run(step.arguments, environment: environment, timeout: timeout, directory: work)
                     } catch {
                         fail(shown, "\(error)")
                         continue
@@ -612,7 +607,7 @@ import Testing
                         try Data(result.stdout.utf8).write(to: file)
                         if result.stdout.isEmpty { fail(shown, "printed nothing into \(target)") }
                         if adaptation?.bashSyntax == true, let bash = ["/bin/bash", "/usr/bin/bash"].first(where: fileManager.isExecutableFile) {
-                            let check = try runner.run(["-n", file.path], environment: [:], executable: bash)
+                            let check = try CLI.run(["-n", file.path], timeout: 30, directory: work, executable: bash)
                             if check.status != 0 { fail(shown, "bash -n refuses the script: \(check.stderr)") }
                         }
                     }
@@ -630,11 +625,7 @@ import Testing
                     }
                 }
             }
-            if let bug = Self.knownCLIBugs[command.text] {
-                withKnownIssue("\(bug)") { for problem in problems { Issue.record("\(problem)") } }
-            } else {
-                for problem in problems { Issue.record("\(problem)") }
-            }
+            for problem in problems { Issue.record("\(problem)") }
         }
         let seconds = Date().timeIntervalSince(started)
         print("ExecutableDocsTests: ran \(ran) command lines from \(Set(extraction.commands.map(\.file)).count) docs in \(String(format: "%.1f", seconds)) s")
@@ -666,146 +657,5 @@ import Testing
         addresses[listen] = node.listen
         addresses[publish] = node.publish
         return node
-    }
-}
-
-/// Runs the `homeroom` binary (or another program) in the docs' working directory, with
-/// the environment cleaned as `CLI.run` cleans it, a bounded wait and both pipes drained.
-struct DocRunner {
-    typealias Result = CLI.Result
-    var binary: String
-    var directory: URL
-
-    static func baseEnvironment() -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HOMEROOM_") }
-        environment["NO_COLOR"] = "1"
-        environment["COLUMNS"] = "100"
-        environment["HOMEROOM_CONFIG_DIR"] = CLI.noContexts
-        return environment
-    }
-
-    func run(_ arguments: [String], environment: [String: String], timeout: Double = 30, executable: String? = nil) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable ?? binary)
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.environment = Self.baseEnvironment().merging(environment) { $1 }
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        try? input.fileHandleForWriting.close()
-        let collected = CLI.Collected()
-        let group = DispatchGroup()
-        for (handle, isOut) in [(out.fileHandleForReading, true), (err.fileHandleForReading, false)] {
-            DispatchQueue.global().async(group: group) { collected.set(handle.readDataToEndOfFile(), isOut: isOut) }
-        }
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        let timedOut = process.isRunning
-        if timedOut { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        _ = group.wait(timeout: .now() + 5)
-        return Result(status: process.terminationStatus, stdout: collected.out, stderr: collected.err, timedOut: timedOut)
-    }
-}
-
-/// The `homeroom` binary on a pseudo-terminal in the docs' working directory (as
-/// `TerminalSession`, which always runs in the test's directory). Killed on deinit.
-final class DocTerminal {
-    let process = Process()
-    private let master: Int32
-    /// The parent's own copy of the terminal's other end: while it is open, what a child
-    /// wrote before it exited stays readable (with no slave open, Linux answers EIO).
-    private var slaveCopy: Int32 = -1
-    private var output = Data()
-
-    init(binary: String, arguments: [String], environment: [String: String], directory: URL) throws {
-        master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
-        var unlock: Int32 = 0
-        var number: UInt32 = 0
-        guard master >= 0, ioctl(master, 0x4004_5431 /* TIOCSPTLCK */, &unlock) == 0,
-              ioctl(master, 0x8004_5430 /* TIOCGPTN */, &number) == 0 else {
-            throw CLIError("cannot open a pseudo-terminal: \(String(cString: strerror(errno)))")
-        }
-        let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
-        guard slave >= 0 else { throw CLIError("cannot open /dev/pts/\(number): \(String(cString: strerror(errno)))") }
-        slaveCopy = dup(slave)
-        var size = winsize(ws_row: 40, ws_col: 100, ws_xpixel: 0, ws_ypixel: 0)
-        _ = ioctl(slave, UInt(TIOCSWINSZ), &size)
-        let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        var env = DocRunner.baseEnvironment()
-        env["TERM"] = "xterm-256color"
-        for key in ["NO_COLOR", "COLUMNS", "LINES"] { env.removeValue(forKey: key) }
-        process.environment = env.merging(environment) { $1 }
-        process.standardInput = handle
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-    }
-
-    func send(_ text: String) {
-        let bytes = Array(text.utf8)
-        _ = bytes.withUnsafeBytes { write(master, $0.baseAddress, $0.count) }
-    }
-
-    var shown: String { String(decoding: output, as: UTF8.self) }
-
-    /// The last of what it showed, escapes removed (for failure messages).
-    var plainTail: String {
-        let plain = shown.replacingOccurrences(of: "\u{1B}\\[[0-9;?]*[A-Za-z]", with: "", options: .regularExpression)
-        return String(plain.suffix(1_500))
-    }
-
-    @discardableResult
-    func waitFor(_ text: String, timeout: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if shown.contains(text) { return true }
-            if !process.isRunning { drain(); return shown.contains(text) }
-            pump(millis: 50)
-        }
-        return shown.contains(text)
-    }
-
-    /// Reads what is there (waiting up to `millis`); false when nothing was.
-    @discardableResult
-    func pump(millis: Int32) -> Bool {
-        var poll = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
-        guard Glibc.poll(&poll, 1, millis) > 0 else { return false }
-        var buffer = [UInt8](repeating: 0, count: 8192)
-        let count = read(master, &buffer, buffer.count)
-        if count > 0 { output.append(contentsOf: buffer[0..<count]) }
-        return count > 0
-    }
-
-    /// Everything left once the process is gone.
-    func drain() { while pump(millis: 50) {} }
-
-    /// Its exit status, or nil if it had to be killed after `timeout`.
-    func waitForExit(timeout: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { pump(millis: 20) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            drain()
-            return nil
-        }
-        drain()
-        return process.terminationStatus
-    }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        if slaveCopy >= 0 { close(slaveCopy) }
-        close(master)
     }
 }
