@@ -24,6 +24,7 @@ let package = Package(
         .systemLibrary(name: "CLinuxEvents", path: "Sources/CLinuxEvents"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         .systemLibrary(name: "CSodium", path: "Sources/CSodium"),
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         .target(
             name: "CHomeroomProto",
             path: "Sources/CHomeroomProto",
@@ -36,7 +37,7 @@ let package = Package(
         // Swift <-> protobuf mapping, limits and validation of untrusted bytes.
         .target(name: "HomeroomWire", dependencies: ["HomeroomCore", "CHomeroomProto"], swiftSettings: strict),
         // nng transport, cluster membership, anti-entropy.
-        .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomWire", "CNNG", "CLinuxEvents", "CSQLite", "CSodium"], swiftSettings: strict),
+        .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomWire", "CNNG", "CLinuxEvents", "CSQLite", "CSodium", "COpenSSL"], swiftSettings: strict),
         // The only door between a UI and the engine: room, user, stream, message, monitor contexts.
         .target(name: "HomeroomContext", dependencies: ["HomeroomCore", "HomeroomNode"], swiftSettings: strict),
         // Terminal scenes and components, themed by a JSON config.

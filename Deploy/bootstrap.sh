@@ -2,7 +2,7 @@
 # Installs what Homeroom needs on Debian 12 and is missing; safe to run again.
 set -euo pipefail
 
-packages=(libnng-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsodium-dev libsqlite3-dev pkg-config
+packages=(libnng-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsodium-dev libsqlite3-dev libssl-dev openssl pkg-config
           python3 python3-venv python3-pip iproute2 iptables fish zsh)
 
 missing=()

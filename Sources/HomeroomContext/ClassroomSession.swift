@@ -12,7 +12,7 @@ public struct ClassroomConfig: Sendable, Equatable {
     public var user: UserID
     public var name: String
     public var role: Role
-    /// REP addresses of nodes (tcp://, ipc://, inproc://); the first that answers is used,
+    /// REP addresses of nodes (tcp://, tls+tcp://, ipc://, inproc://); the first that answers is used,
     /// the others are where the pool reconnects when it is lost.
     public var nodes: [String]
     /// A join token (`homeroom token create`) for nodes that require one.
@@ -49,8 +49,8 @@ public struct ClassroomConfig: Sendable, Equatable {
         if name.utf8.count > 128 { throw .invalidArgument("a display name is at most 128 bytes") }
         if role == .system { throw .invalidArgument("no one joins as the system role: use teacher, assistant, student or observer") }
         if nodes.isEmpty { throw .invalidArgument("no node address given: pass at least one, e.g. tcp://127.0.0.1:7100") }
-        for node in nodes where !["tcp://", "ipc://", "inproc://"].contains(where: { node.hasPrefix($0) }) {
-            throw .invalidArgument("node address '\(node)' must start with tcp://, ipc:// or inproc://")
+        for node in nodes where !["tcp://", "tls+tcp://", "ipc://", "inproc://"].contains(where: { node.hasPrefix($0) }) {
+            throw .invalidArgument("node address '\(node)' must start with tcp://, tls+tcp://, ipc:// or inproc://")
         }
     }
 }

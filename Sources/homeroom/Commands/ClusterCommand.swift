@@ -19,6 +19,8 @@ enum ClusterCommand {
           --node <address>     A node's listen address (HOMEROOM_NODES: the first one).
           --token <token>      A join token: a node started with --token-key lists its
                                peers only to a valid one.                 (HOMEROOM_TOKEN)
+          --tls-ca <file>      The authority that signed the node's certificate, for a
+                               tls+tcp:// address.                        (HOMEROOM_TLS_CA)
           --timeout-ms <n>     How long to wait for the node (default 1000).
           --json               One JSON object.
           -h, --help           Show help information.
@@ -35,6 +37,8 @@ enum ClusterCommand {
 
         OPTIONS:
           --node <address>     A node's listen address (HOMEROOM_NODES: the first one).
+          --tls-ca <file>      The authority that signed the node's certificate, for a
+                               tls+tcp:// address.                        (HOMEROOM_TLS_CA)
           --timeout-ms <n>     How long to wait for the node (default 1000).
           --json               One JSON array.
           -h, --help           Show help information.
@@ -161,9 +165,11 @@ enum ClusterCommand {
             throw .usage("missing --node (or HOMEROOM_NODES): a node's address, e.g. tcp://127.0.0.1:7100", usage: reader.usage)
         }
         let token = readsToken ? try reader.string("--token") ?? environment["HOMEROOM_TOKEN"] ?? saved?.token : nil
+        let authority = try reader.string("--tls-ca") ?? environment["HOMEROOM_TLS_CA"]
         let timeout = try reader.integer("--timeout-ms", in: UInt64(50)...UInt64(60_000)) ?? 1_000
         let json = reader.flag("--json")
         try reader.finish()
+        try ClientTLS.configure(authority: authority, nodes: [address], usage: reader.usage)
         return (address, token, timeout, json)
     }
 

@@ -36,8 +36,8 @@ enum ContextCommand {
             let token = try reader.string("--token"), room = try reader.string("--room")
             let name = try self.name(&reader)
             guard !nodes.isEmpty else { throw .usage("missing --node: a context needs at least one node address", usage: usage) }
-            for node in nodes where !["tcp://", "ipc://", "inproc://"].contains(where: { node.hasPrefix($0) }) {
-                throw .usage("node address '\(node)' must start with tcp://, ipc:// or inproc://", usage: usage)
+            for node in nodes where !["tcp://", "tls+tcp://", "ipc://", "inproc://"].contains(where: { node.hasPrefix($0) }) {
+                throw .usage("node address '\(node)' must start with tcp://, tls+tcp://, ipc:// or inproc://", usage: usage)
             }
             saved.contexts[name] = SavedContexts.Context(nodes: nodes, token: token, room: room)
             if saved.current == nil { saved.current = name }

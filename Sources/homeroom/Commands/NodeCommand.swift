@@ -25,7 +25,8 @@ enum NodeCommand {
           --config <file>        JSON file with any of: name, listen, publish, seeds, heartbeat_ms,
                                  suspect_ms, down_ms, workers, log_level, log_format, data_dir, sync,
                                  http, token_keys, app, revoked, cluster_key, cluster_publish,
-                                 message_retention_s, session_timeout_ms.     (HOMEROOM_CONFIG)
+                                 message_retention_s, session_timeout_ms, tls_cert, tls_key,
+                                 tls_ca.                                      (HOMEROOM_CONFIG)
           --heartbeat-ms <n>     Heartbeat period (default 200).             (HOMEROOM_HEARTBEAT_MS)
           --suspect-ms <n>       Silence before a node is suspect (default 1000).
           --down-ms <n>          Silence before a node is down (default 2000, at least twice the heartbeat).
@@ -41,6 +42,10 @@ enum NodeCommand {
                                  (and on SIGHUP), ending the sessions of users added to it.
           --token-max-lifetime <s>  Refuse tokens valid for longer than this (default 86400).
           --cluster-key <file>   Accept only node messages sealed with this shared key (mode 600).  (HOMEROOM_CLUSTER_KEY)
+          --tls-cert <file>      This node's TLS certificate chain (PEM), for tls+tcp:// addresses.  (HOMEROOM_TLS_CERT)
+          --tls-key <file>       Its private key (PEM, mode 600).             (HOMEROOM_TLS_KEY)
+          --tls-ca <file>        The authority that signed the nodes' certificates: peers on
+                                 tls+tcp:// must present one for their address.  (HOMEROOM_TLS_CA)
           --writes-per-second <n>  Per-user write limit (default 60).
           --joins-per-second <n>   Per-user join limit in a room (default 20, 3 s burst).
           --syncs-per-second <n>   Per-user sync and digest limit in a room (default 20, 3 s burst);
@@ -95,6 +100,9 @@ enum NodeCommand {
         var cluster_publish: String?
         var message_retention_s: UInt64?
         var session_timeout_ms: UInt64?
+        var tls_cert: String?
+        var tls_key: String?
+        var tls_ca: String?
     }
 
     static func run(_ arguments: ArraySlice<String>) throws(CommandLineError) {
@@ -149,6 +157,9 @@ enum NodeCommand {
         let app = try pick("--app", "HOMEROOM_APP", file.app) ?? "homeroom"
         let revokedFile = try pick("--revoked", "HOMEROOM_REVOKED", file.revoked)
         let clusterKeyFile = try pick("--cluster-key", "HOMEROOM_CLUSTER_KEY", file.cluster_key)
+        let tls = TLSSettings(certificateFile: try pick("--tls-cert", "HOMEROOM_TLS_CERT", file.tls_cert),
+                              keyFile: try pick("--tls-key", "HOMEROOM_TLS_KEY", file.tls_key),
+                              authorityFile: try pick("--tls-ca", "HOMEROOM_TLS_CA", file.tls_ca))
         let writesPerSecond = try reader.integer("--writes-per-second", in: 1...1_000_000)
         let joinsPerSecond = try reader.integer("--joins-per-second", in: 1...1_000_000)
         let syncsPerSecond = try reader.integer("--syncs-per-second", in: 1...1_000_000)
@@ -224,6 +235,14 @@ enum NodeCommand {
             try config.validate()
         } catch {
             throw .usage(error.description, usage: usage)
+        }
+        // A node on tls+tcp:// is dialed by its peers and dials theirs: it needs all three.
+        let secure = ([listen, publish] + [clusterPublish].compactMap { $0 }).contains { $0.hasPrefix("tls+tcp://") }
+        if secure && (tls.certificateFile == nil || tls.keyFile == nil || tls.authorityFile == nil) {
+            throw .usage("a node on tls+tcp:// needs --tls-cert, --tls-key and --tls-ca (its peers dial it, and it dials them); docs/SECURITY.md shows how to make them", usage: usage)
+        }
+        if !tls.isEmpty {
+            do { try TransportTLS.configure(tls) } catch { throw .failure(error.description) }
         }
 
         // Signals are taken by sigwait on this thread; every thread started later inherits the mask.

@@ -27,6 +27,8 @@ struct RoomOptions {
           --name <name>          Display name (default: the user id).
           --token <token>        Join token, for nodes started with --token-key: it says the room,
                                  user and role (flags that disagree are refused).  (HOMEROOM_TOKEN)
+          --tls-ca <file>        The authority that signed the node's certificate, for tls+tcp://
+                                 addresses.                                       (HOMEROOM_TLS_CA)
           --timeout-ms <n>       How long to wait for a node's answer (default 1000).
           --log-level <level>    trace, debug, info, notice, warning, error (default warning).
         """
@@ -48,6 +50,7 @@ struct RoomOptions {
         let timeout = try reader.integer("--timeout-ms", in: UInt64(50)...UInt64(60_000)) ?? 1_000
         let levelName = try reader.string("--log-level") ?? "warning"
         let token = try reader.string("--token") ?? environment["HOMEROOM_TOKEN"] ?? saved?.token
+        let authority = try reader.string("--tls-ca") ?? environment["HOMEROOM_TLS_CA"]
 
         // A token says who you are: its user, role and room are the defaults, and a flag
         // that says otherwise is a mistake to point out, not a request to honour.
@@ -80,9 +83,10 @@ struct RoomOptions {
         guard !nodes.isEmpty else {
             throw .usage("missing --node (or HOMEROOM_NODES): a node's address, e.g. tcp://127.0.0.1:7100", usage: reader.usage)
         }
-        for node in nodes where !["tcp://", "ipc://", "inproc://"].contains(where: { node.hasPrefix($0) }) {
-            throw .usage("node address '\(node)' must start with tcp://, ipc:// or inproc://", usage: reader.usage)
+        for node in nodes where !["tcp://", "tls+tcp://", "ipc://", "inproc://"].contains(where: { node.hasPrefix($0) }) {
+            throw .usage("node address '\(node)' must start with tcp://, tls+tcp://, ipc:// or inproc://", usage: reader.usage)
         }
+        try ClientTLS.configure(authority: authority, nodes: nodes, usage: reader.usage)
         var role = claims?.parsedRole ?? defaultRole
         if claims == nil, let roleName {
             guard let parsed = Role(name: roleName), parsed != .system else {

@@ -2,8 +2,8 @@
 import CLinuxEvents
 
 /// A parsed transport URL: `tcp://host:port` (IPv4, `[IPv6]`, a name, or `*` to listen
-/// on every address), `ipc:///path/to/socket`, or `inproc://name` (within one process,
-/// over a socket pair).
+/// on every address), `tls+tcp://host:port` (the same under TLS, as nng names it),
+/// `ipc:///path/to/socket`, or `inproc://name` (within one process, over a socket pair).
 struct SPAddress: Sendable, Hashable, CustomStringConvertible {
     enum Kind: Sendable, Hashable {
         case tcp(host: String, port: UInt16)
@@ -13,6 +13,8 @@ struct SPAddress: Sendable, Hashable, CustomStringConvertible {
 
     let kind: Kind
     let url: String
+    /// `tls+tcp://`: the stream runs TLS, with SP's framing inside it.
+    let secure: Bool
 
     var framing: SPFraming {
         if case .ipc = kind { return .ipc }
@@ -23,6 +25,7 @@ struct SPAddress: Sendable, Hashable, CustomStringConvertible {
 
     init(_ url: String) throws(TransportError) {
         self.url = url
+        secure = url.hasPrefix("tls+tcp://")
         if url.hasPrefix("inproc://") {
             let name = String(url.dropFirst("inproc://".count))
             guard !name.isEmpty else { throw TransportError(.addressInvalid, "parse \(url)", reason: "an inproc address needs a name") }
@@ -37,8 +40,8 @@ struct SPAddress: Sendable, Hashable, CustomStringConvertible {
             kind = .ipc(path: path)
             return
         }
-        guard url.hasPrefix("tcp://") || url.hasPrefix("tcp4://") else {
-            throw TransportError(.addressInvalid, "parse \(url)", reason: "unknown scheme (this transport speaks tcp://, ipc:// and inproc://)")
+        guard url.hasPrefix("tcp://") || url.hasPrefix("tcp4://") || secure else {
+            throw TransportError(.addressInvalid, "parse \(url)", reason: "unknown scheme (this transport speaks tcp://, tls+tcp://, ipc:// and inproc://)")
         }
         let rest = url.drop(while: { $0 != "/" }).dropFirst(2)
         guard let colon = rest.lastIndex(of: ":") else {

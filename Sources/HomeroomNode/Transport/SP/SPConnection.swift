@@ -29,6 +29,10 @@ final class SPConnection {
     var starved = false
     /// Requests read but not yet answered (REP), or anything else a role counts.
     var pending = 0
+    /// TLS (`tls+tcp://`): frames are encrypted into `sealed`, which is what the socket gets.
+    var tls: TLSChannel?
+    var sealed: [UInt8] = []
+    var sealedOffset = 0
     /// The epoll interest currently registered.
     var interest: UInt32 = 0
     var closed = false

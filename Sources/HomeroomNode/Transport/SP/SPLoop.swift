@@ -44,9 +44,15 @@ final class SPLoopStats: Sendable {
     /// The SP protocol the last refused peer spoke (0xffff: not SP at all; 0: none
     /// refused yet), so a request that times out can say it dialed the wrong socket.
     let lastWrongPeer = Atomic<UInt16>(0)
+    /// `lastWrongPeer` for a peer that closed a dialed connection before its SP header.
+    static let closedBeforeHeader: UInt16 = 0xfffe
     let oversized = Atomic<Int>(0)
     let open = Atomic<Int>(0)
     let dialFailures = Atomic<Int>(0)
+    /// TLS sessions that failed (handshake or later), and why the last one did, so a
+    /// request that times out can say the certificate did not verify.
+    let tlsFailures = Atomic<Int>(0)
+    let lastTLSFailure = Mutex<String?>(nil)
     /// Times a connection was not read because the loop held too many unparsed bytes.
     let starved = Atomic<Int>(0)
     /// When the loop last turned (monotonic ms): it turns at least once a second.
@@ -81,6 +87,7 @@ final class SPLoop: @unchecked Sendable {
     private var listeners: [UInt64: Listener] = [:]
     private var dialers: [UInt64: Dialer] = [:]
     private var readBuffer = [UInt8](repeating: 0, count: 64 << 10)
+    private var plainBuffer = [UInt8](repeating: 0, count: 64 << 10)
     private var inprocNames: [String] = []
     /// Unix socket files this loop listens on, removed when it stops (as nng does).
     private var socketFiles: [String] = []
@@ -95,11 +102,13 @@ final class SPLoop: @unchecked Sendable {
     private struct Listener {
         let fd: Int32
         let framing: SPFraming
+        let tls: TLSContext?
         var pausedUntil: UInt64?
     }
 
     private struct Dialer {
         let address: SPAddress
+        let tls: TLSContext?
         var connection: UInt64?
         var nextAttemptMillis: UInt64
         var backoffMillis: UInt64
@@ -175,6 +184,7 @@ final class SPLoop: @unchecked Sendable {
             post { loop in loop.inprocNames.append(name) }
             return url
         }
+        let tls = address.secure ? try TransportTLS.server(for: url) : nil
         var lastError = TransportError(.addressInvalid, "listen on \(url)")
         for candidate in try address.resolve(passive: true) {
             let fd = socket(candidate.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -193,7 +203,7 @@ final class SPLoop: @unchecked Sendable {
             let id = nextID() | Self.listenerBit
             let framing = address.framing
             if case .ipc(let path) = address.kind { post { loop in loop.socketFiles.append(path) } }
-            post { loop in loop.addListener(id: id, fd: fd, framing: framing) }
+            post { loop in loop.addListener(id: id, fd: fd, framing: framing, tls: tls) }
             return address.withPort(Self.boundPort(fd) ?? 0)
         }
         throw lastError
@@ -206,9 +216,10 @@ final class SPLoop: @unchecked Sendable {
         if case .tcp(let host, _) = address.kind, host.isEmpty || host == "*" {
             throw TransportError(.addressInvalid, "dial \(url)", reason: "a dial needs a host")
         }
+        let tls = address.secure ? try TransportTLS.client(for: url) : nil
         let id = nextID()
         post { loop in
-            loop.dialers[id] = Dialer(address: address, connection: nil, nextAttemptMillis: 0, backoffMillis: loop.limits.reconnectMinMillis)
+            loop.dialers[id] = Dialer(address: address, tls: tls, connection: nil, nextAttemptMillis: 0, backoffMillis: loop.limits.reconnectMinMillis)
         }
         return id
     }
@@ -416,9 +427,9 @@ final class SPLoop: @unchecked Sendable {
         return next
     }
 
-    private func addListener(id: UInt64, fd: Int32, framing: SPFraming) {
+    private func addListener(id: UInt64, fd: Int32, framing: SPFraming, tls: TLSContext?) {
         if stopping.load(ordering: .acquiring) { Glibc.close(fd); return }
-        listeners[id] = Listener(fd: fd, framing: framing, pausedUntil: nil)
+        listeners[id] = Listener(fd: fd, framing: framing, tls: tls, pausedUntil: nil)
         var event = epoll_event()
         clinux_event_set(&event, EPOLLIN.rawValue, id)
         _ = epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event)
@@ -448,6 +459,9 @@ final class SPLoop: @unchecked Sendable {
             let c = SPConnection(id: nextID(), fd: fd, framing: listener.framing, origin: .accepted(listener: id),
                                  peerName: Self.peerName(fd), phase: .handshaking,
                                  deadlineMillis: WallClock.monotonicMillis() + limits.handshakeMillis)
+            if let context = listener.tls {
+                do { c.tls = try context.channel(host: nil) } catch { Glibc.close(fd); continue }
+            }
             register(c)
             c.outbound.append(SPOutFrame(prefix: protocolKind.header, body: []))
             c.outboundBytes = SPProtocol.headerSize
@@ -521,6 +535,17 @@ final class SPLoop: @unchecked Sendable {
         }
         let c = SPConnection(id: nextID(), fd: fd, framing: dialer.address.framing, origin: .dialed(dialer: id),
                              peerName: dialer.address.url, phase: .connecting, deadlineMillis: now + limits.handshakeMillis)
+        if let context = dialer.tls {
+            do {
+                if case .tcp(let host, _) = dialer.address.kind { c.tls = try context.channel(host: host) }
+            } catch {
+                Glibc.close(fd)
+                dialer.nextAttemptMillis = now + limits.reconnectMaxMillis
+                dialers[id] = dialer
+                stats.dialFailures.add(1, ordering: .relaxed)
+                return
+            }
+        }
         dialer.connection = c.id
         dialers[id] = dialer
         register(c)
@@ -543,7 +568,12 @@ final class SPLoop: @unchecked Sendable {
         var interest: UInt32 = 0
         if c.phase == .connecting { return EPOLLOUT.rawValue }
         if !c.readPaused && !c.starved { interest |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
-        if !c.outbound.isEmpty { interest |= EPOLLOUT.rawValue }
+        if let tls = c.tls {
+            // Frames wait for the handshake without asking for writability.
+            if c.sealedOffset < c.sealed.count || (tls.established && !c.outbound.isEmpty) { interest |= EPOLLOUT.rawValue }
+        } else if !c.outbound.isEmpty {
+            interest |= EPOLLOUT.rawValue
+        }
         return interest
     }
 
@@ -590,13 +620,24 @@ final class SPLoop: @unchecked Sendable {
             if buffered >= bufferBudget && starve(c) { break }
             let n = readBuffer.withUnsafeMutableBytes { Glibc.read(c.fd, $0.baseAddress, $0.count) }
             if n > 0 {
+                total += n
+                if let tls = c.tls {
+                    receiveSealed(c, count: n, tls: tls)
+                    continue
+                }
                 c.inbound.append(contentsOf: readBuffer[0..<n])
                 buffered += n
-                total += n
                 parse(c)
                 continue
             }
-            if n == 0 { drop(c); return }
+            if n == 0 {
+                if c.phase == .handshaking, c.tls == nil, case .dialed = c.origin, c.inbound.isEmpty {
+                    // Closed before saying anything: what a TLS listener does to a plain dial.
+                    stats.lastWrongPeer.store(SPLoopStats.closedBeforeHeader, ordering: .relaxed)
+                }
+                drop(c)
+                return
+            }
             let e = Glibc.errno
             if e == EAGAIN || e == EWOULDBLOCK { break }
             if e == EINTR { continue }
@@ -652,6 +693,7 @@ final class SPLoop: @unchecked Sendable {
             }
             c.phase = .open
             stats.lastWrongPeer.store(0, ordering: .relaxed)
+            if c.tls != nil { stats.lastTLSFailure.withLock { $0 = nil } }
             unopened.remove(c.id)
             stats.open.add(1, ordering: .relaxed)
             if case .dialed(let dialerID) = c.origin { dialers[dialerID]?.backoffMillis = limits.reconnectMinMillis }
@@ -680,9 +722,93 @@ final class SPLoop: @unchecked Sendable {
         if !starved.isEmpty { feedStarvedIfDue() }
     }
 
+    /// Decrypts what the socket gave, answers the handshake, and parses the plaintext.
+    private func receiveSealed(_ c: SPConnection, count: Int, tls: TLSChannel) {
+        readBuffer.withUnsafeBytes { tls.receive(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+        reading: while true {
+            switch plainBuffer.withUnsafeMutableBytes({ tls.read(into: $0) }) {
+            case .data(let n):
+                c.inbound.append(contentsOf: plainBuffer[0..<n])
+                buffered += n
+            case .wouldBlock:
+                break reading
+            case .closed:
+                drop(c)
+                return
+            case .failed(let why):
+                failTLS(c, why)
+                return
+            }
+        }
+        flush(c) // handshake answers, and frames that waited for the handshake
+        if !c.closed { parse(c) }
+    }
+
+    private func failTLS(_ c: SPConnection, _ why: String) {
+        stats.tlsFailures.add(1, ordering: .relaxed)
+        stats.lastTLSFailure.withLock { $0 = why }
+        drop(c)
+    }
+
+    /// TLS: encrypts queued frames (up to 256 KiB ahead of the socket) and writes the
+    /// ciphertext until the socket would block.
+    private func flushSealed(_ c: SPConnection, tls: TLSChannel) {
+        if !tls.established, case .failed(let why) = tls.handshake() {
+            failTLS(c, why)
+            return
+        }
+        if tls.established {
+            encrypting: while let head = c.outbound.first, c.sealed.count - c.sealedOffset < 256 << 10 {
+                let result: TLSChannel.WriteResult
+                if c.outboundOffset < head.prefix.count {
+                    result = head.prefix.withUnsafeBytes { tls.write(UnsafeRawBufferPointer(rebasing: $0[c.outboundOffset...])) }
+                } else if c.outboundOffset < head.count {
+                    let start = c.outboundOffset - head.prefix.count
+                    result = head.body.withUnsafeBytes { tls.write(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+                } else {
+                    result = .wrote(0)
+                }
+                switch result {
+                case .wrote(let n): c.outboundOffset += n
+                case .wouldBlock: break encrypting
+                case .failed(let why): failTLS(c, why); return
+                }
+                if c.outboundOffset >= head.count {
+                    c.outbound.removeFirst()
+                    c.outboundBytes -= head.count
+                    c.outboundOffset = 0
+                }
+            }
+        }
+        tls.takeOutput(into: &c.sealed)
+        while c.sealedOffset < c.sealed.count {
+            let n = c.sealed.withUnsafeBytes { Glibc.send(c.fd, $0.baseAddress! + c.sealedOffset, $0.count - c.sealedOffset, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                let e = Glibc.errno
+                if e == EAGAIN || e == EWOULDBLOCK { break }
+                if e == EINTR { continue }
+                drop(c)
+                return
+            }
+            c.sealedOffset += n
+        }
+        if c.sealedOffset == c.sealed.count {
+            c.sealed.removeAll(keepingCapacity: c.sealed.capacity <= 1 << 20)
+            c.sealedOffset = 0
+        } else if c.sealedOffset >= 1 << 20 {
+            c.sealed.removeFirst(c.sealedOffset)
+            c.sealedOffset = 0
+        }
+        updateInterest(c)
+    }
+
     /// Writes queued bytes until the socket would block.
     private func flush(_ c: SPConnection) {
         guard !c.closed, c.phase != .connecting else { return }
+        if let tls = c.tls {
+            flushSealed(c, tls: tls)
+            return
+        }
         while let head = c.outbound.first {
             let n = Self.write(head, from: c.outboundOffset, to: c.fd)
             if n < 0 {

@@ -177,9 +177,16 @@ final class RequestRole: SPRole, @unchecked Sendable {
 
     /// A timeout at an address that answered in another protocol names the mix-up.
     private func explained(_ failure: TransportError, loop: SPLoop) -> TransportError {
+        if let why = loop.stats.lastTLSFailure.withLock({ $0 }) {
+            return TransportError(.timedOut, failure.operation, reason: "TLS failed: \(why)")
+        }
         let spoken = loop.stats.lastWrongPeer.load(ordering: .relaxed)
         guard spoken != 0 else { return failure }
         let what: String
+        if spoken == SPLoopStats.closedBeforeHeader {
+            return TransportError(.timedOut, failure.operation,
+                                  reason: "the address is closing connections before the SP header: a tls+tcp:// node (dial it as tls+tcp://), or one at its connection limit")
+        }
         switch SPProtocol(rawValue: spoken) {
         case .pub?: what = "a PUB socket (a node's --publish address?); a node's requests go to its --listen address"
         case .req?: what = "a REQ socket, not a node"

@@ -17,6 +17,8 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case canceled
         /// The connection dropped after the request was sent: it may have been handled.
         case connectionLost
+        /// TLS files missing or unusable, or a TLS address without them.
+        case tls
         /// Any other system error.
         case other
     }
@@ -56,6 +58,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case .messageTooLarge: return "Message too large"
         case .canceled: return "Operation canceled"
         case .connectionLost: return "Connection lost after the request was sent"
+        case .tls: return "TLS is not set up"
         case .other: return "Failed"
         }
     }
@@ -64,13 +67,14 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         switch code {
         case .timedOut:
             // A timeout at an address that spoke another protocol already says what to fix.
-            if reason.hasPrefix("the address is") { return nil }
+            if reason.hasPrefix("the address is") || reason.hasPrefix("TLS ") { return nil }
             return "the peer did not answer in time; check that it runs and is connected, or raise the timeout"
         case .closed: return "the socket was closed; open a new one"
         case .addressInUse: return "pick another port or stop the process using it"
         case .addressInvalid: return "use a URL such as tcp://127.0.0.1:7000, ipc:///tmp/name or inproc://name"
         case .messageTooLarge: return "raise the receiver's maximum message size or send smaller messages"
         case .connectionLost: return "the replier may have handled it: retry only what is safe to do twice (Homeroom writes are, by their author counter)"
+        case .tls: return "docs/SECURITY.md (\"TLS\") shows how to make the certificates and which flags take them"
         case .canceled, .other: return nil
         }
     }
