@@ -25,12 +25,13 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                     --type) return ;;
                     --theme) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --type --theme --quiet --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --type --theme --quiet --help"
                 ;;
             roster)
                 case "$prev" in
@@ -40,6 +41,7 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                     --duration) return ;;
@@ -48,22 +50,24 @@ _homeroom() {
                     --messages) return ;;
                     --theme) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --watch --duration --json --page --page-size --messages --theme --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --watch --duration --json --page --page-size --messages --theme --help"
                 ;;
             rooms)
                 case "$prev" in
                     --node) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                 esac
-                options="--node --timeout-ms --json --help"
+                options="--node --tls-ca --timeout-ms --json --help"
                 ;;
             cluster)
                 case "$prev" in
                     --node) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                 esac
-                options="--node --token --timeout-ms --json --help"
+                options="--node --token --tls-ca --timeout-ms --json --help"
                 words_here="status"
                 ;;
             context)
@@ -97,6 +101,9 @@ _homeroom() {
                     --revoked) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --token-max-lifetime) return ;;
                     --cluster-key) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
+                    --tls-cert) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
+                    --tls-key) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --writes-per-second) return ;;
                     --joins-per-second) return ;;
                     --syncs-per-second) return ;;
@@ -116,7 +123,7 @@ _homeroom() {
                     --fault-jitter-ms) return ;;
                     --clock-skew-ms) return ;;
                 esac
-                options="--name --listen --publish --seed --cluster-publish --message-retention --session-timeout-ms --config --heartbeat-ms --suspect-ms --down-ms --workers --data-dir --sync --http --token-key --app --revoked --token-max-lifetime --cluster-key --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --max-users --permanent-down-ms --reward-window-ms --max-connections --wedge-descriptors --log-level --log-format --fault-seed --fault-drop-percent --fault-duplicate-percent --fault-delay-ms --fault-jitter-ms --clock-skew-ms --help"
+                options="--name --listen --publish --seed --cluster-publish --message-retention --session-timeout-ms --config --heartbeat-ms --suspect-ms --down-ms --workers --data-dir --sync --http --token-key --app --revoked --token-max-lifetime --cluster-key --tls-cert --tls-key --tls-ca --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --max-users --permanent-down-ms --reward-window-ms --max-connections --wedge-descriptors --log-level --log-format --fault-seed --fault-drop-percent --fault-duplicate-percent --fault-delay-ms --fault-jitter-ms --clock-skew-ms --help"
                 ;;
             keys)
                 case "$prev" in
@@ -164,10 +171,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
                 words_here="add remove clear"
                 ;;
             board)
@@ -178,10 +186,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
                 words_here="grant revoke"
                 ;;
             camera)
@@ -192,10 +201,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
                 words_here="on off allow deny"
                 ;;
             mic)
@@ -206,10 +216,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
                 words_here="on off allow deny"
                 ;;
             mute-all)
@@ -220,10 +231,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
                 ;;
             reward)
                 case "$prev" in
@@ -233,11 +245,12 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                     --amount) return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --amount --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --amount --json --help"
                 ;;
             kick)
                 case "$prev" in
@@ -247,10 +260,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
                 ;;
             ban)
                 case "$prev" in
@@ -260,10 +274,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
                 ;;
             hand)
                 case "$prev" in
@@ -273,10 +288,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
                 words_here="up down"
                 ;;
             class)
@@ -287,10 +303,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
                 words_here="start end"
                 ;;
             schedule)
@@ -301,10 +318,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
                 ;;
             room)
                 case "$prev" in
@@ -314,10 +332,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
                 words_here="name type stage-limit hand-limit"
                 ;;
             prop)
@@ -328,11 +347,12 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                     --if-revision) return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --if-revision --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --if-revision --json --help"
                 words_here="room me get set unset"
                 ;;
             name)
@@ -343,10 +363,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
                 ;;
             send)
                 case "$prev" in
@@ -356,12 +377,13 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                     --type) return ;;
                     --file) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --type --file --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --type --file --json --help"
                 ;;
             whisper)
                 case "$prev" in
@@ -371,12 +393,13 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                     --type) return ;;
                     --file) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --type --file --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --type --file --json --help"
                 ;;
             history)
                 case "$prev" in
@@ -386,11 +409,12 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                     --limit) return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --limit --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --limit --json --help"
                 words_here="limit clear"
                 ;;
             presence)
@@ -401,10 +425,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
                 words_here="set unset"
                 ;;
             mute)
@@ -415,10 +440,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --all --off --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --all --off --json --help"
                 words_here="all"
                 ;;
             unmute)
@@ -429,10 +455,11 @@ _homeroom() {
                     --user) return ;;
                     --name) return ;;
                     --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --timeout-ms --log-level --all --off --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --all --off --json --help"
                 words_here="all"
                 ;;
     esac

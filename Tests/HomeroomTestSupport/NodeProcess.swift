@@ -26,7 +26,8 @@ public final class NodeProcess {
 
     /// Starts a node on 127.0.0.1 ephemeral ports and waits (10 s at most) for its ready line.
     public init(name: String, seeds: [String] = [], heartbeatMillis: Int = 100, suspectMillis: Int? = nil, downMillis: Int? = nil,
-                logLevel: String = "notice", extra: [String] = []) throws {
+                logLevel: String = "notice", listen: String = "tcp://127.0.0.1:0", publish: String = "tcp://127.0.0.1:0",
+                extra: [String] = []) throws {
         guard let binary = Self.binary else {
             throw NodeProcessError("no homeroom binary: run `swift build` first (or set HOMEROOM_BIN)")
         }
@@ -34,7 +35,7 @@ public final class NodeProcess {
         stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent("homeroom-\(name)-\(UInt32.random(in: 0...UInt32.max)).log")
         FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         process.executableURL = binary
-        process.arguments = ["node", "--name", name, "--listen", "tcp://127.0.0.1:0", "--publish", "tcp://127.0.0.1:0",
+        process.arguments = ["node", "--name", name, "--listen", listen, "--publish", publish,
                              "--heartbeat-ms", "\(heartbeatMillis)", "--suspect-ms", "\(suspectMillis ?? heartbeatMillis * 5)",
                              "--down-ms", "\(downMillis ?? heartbeatMillis * 15)", "--log-level", logLevel]
             + seeds.flatMap { ["--seed", $0] } + extra
