@@ -192,6 +192,53 @@ import Testing
         #expect(carol.finalRefusal == nil && carol.connectionState == .connected)
     }
 
+    @Test func anExpiredTokensKeysOpenNothingPublishedAfterItIsRefused() throws {
+        let cluster = try SecuredCluster(label: "closed-expiry")
+        defer { cluster.stop() }
+        let room = "geo-5"
+        let made = try CLI.run(["token", "create", "--key", cluster.directory + "/token-signing.key", "--room", room, "--user", "ed",
+                                "--role", "student", "--ttl", "2"])
+        #expect(made.status == 0)
+        var options = RoomClient.Options()
+        options.token = made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        options.syncIntervalMillis = 30_000
+        let (logger, _) = Logger.capturing(label: "ed", level: .error)
+        let ed = RoomClient(room: room, user: "ed", role: .student, name: "Ed", endpoints: [NodeEndpoint(cluster.first.listen)], options: options, logger: logger)
+        let tina = try cluster.client("tina", .teacher, room: room, through: cluster.first)
+        let carol = try cluster.client("carol", .student, room: room, through: cluster.first)
+        defer { for client in [ed, carol, tina] { client.close() } }
+        for client in [tina, carol, ed] { try client.connect() }
+        let recorder = try Eavesdropper(topics: [Topics.clientRoom(room)], addresses: [cluster.first.publish])
+        defer { recorder.close() }
+        func key(_ client: RoomClient) throws -> TopicKeyring.Key {
+            let keys = try #require(client.state.withLock { $0.topicKeys }, "no topic keys")
+            return TopicKeyring.Key(id: keys.roomKeyID, secret: keys.roomKey)
+        }
+        func opens(_ key: TopicKeyring.Key, _ text: String) -> Bool {
+            recorder.messages.contains { message in
+                guard let (_, payload) = Topics.split(message),
+                      case let .opened(plain) = TopicSeal.open(payload, topic: message[..<payload.startIndex], keys: [key]) else { return false }
+                return Self.contains(plain, text)
+            }
+        }
+        let before = "before-\(UInt32.random(in: 0...UInt32.max))"
+        _ = try tina.send(Array(before.utf8))
+        let edsKey = try key(ed)
+        #expect(Self.waitUntil(10) { opens(edsKey, before) }, "ed's key never opened the room's messages")
+        // The token is refused 30 s (the clock leeway) after it expires; then the keys rotate.
+        #expect(Self.waitUntil(60) { (cluster.first.metric("homeroom_topic_key_expiry_rotations_total") ?? 0) >= 1 }, "the keys never rotated")
+        recorder.clear()
+        let after = "after-\(UInt32.random(in: 0...UInt32.max))"
+        _ = try tina.send(Array(after.utf8))
+        #expect(Self.waitUntil(10) { Self.text(carol).contains(after) }, "carol (a valid token) never read it: \(Self.text(carol))")
+        #expect(Self.waitUntil(5) { opens(try! key(carol), after) }, "the recording never carried the message")
+        #expect(!opens(edsKey, after), "the expired token's key opened a message sent after it was refused")
+        #expect(!Self.text(ed).contains(after))
+        // One rotation per expiry, not one a second: carol's syncs do not bring it back.
+        sleep(3)
+        #expect((cluster.first.metric("homeroom_topic_key_expiry_rotations_total") ?? 0) == 1)
+    }
+
     @Test func aStudentBannedInAClosedRoomSeesItAndTheirJoinEnds() throws {
         let cluster = try SecuredCluster(label: "closed-cli-ban")
         defer { cluster.stop() }

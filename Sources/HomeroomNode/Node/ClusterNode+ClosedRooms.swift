@@ -16,9 +16,32 @@ extension ClusterNode {
         try? publisher.send(topic: topic, payload: TopicSeal.seal(message, topic: topic, key: key))
     }
 
-    /// The keys a client with a verified token gets in its join or sync reply.
-    func topicKeys(room: String, user: UserID) -> WireMessage.TopicKeys? {
-        topicKeyring?.keys(room: room, user: user, epoch: topicEpoch(room))
+    /// The keys a client with a verified token gets in its join or sync reply; the
+    /// token's expiry is noted, so the keys rotate when it passes.
+    func topicKeys(room: String, user: UserID, expiresAt: Int64) -> WireMessage.TopicKeys? {
+        guard let keyring = topicKeyring else { return nil }
+        // The token is refused from `exp + leeway` on: rotating before would hand it the new keys.
+        let refusedFrom = expiresAt + (config.tokenVerifier?.leewaySeconds ?? 0) + 1
+        let epoch = state.withLock { state -> UInt64 in
+            state.keyExpiries[room] = min(state.keyExpiries[room] ?? .max, refusedFrom)
+            return state.topicEpochs[room] ?? 0
+        }
+        return keyring.keys(room: room, user: user, epoch: epoch)
+    }
+
+    /// Rotates the keys of rooms where a token that got them is now refused (every second).
+    func rotateKeysOfExpiredTokens() {
+        guard topicKeyring != nil else { return }
+        let now = Int64(wallMillis() / 1000)
+        let rotated = state.withLock { state -> Int in
+            let rotated = state.rotateExpiredKeys(nowSeconds: now)
+            state.topicRotations -= UInt64(rotated) // counted here, not again at the next publish
+            return rotated
+        }
+        if rotated > 0 {
+            metrics.add("topic_key_rotations_total", UInt64(rotated))
+            metrics.add("topic_key_expiry_rotations_total", UInt64(rotated))
+        }
     }
 
     func topicEpoch(_ room: String) -> UInt64 {

@@ -254,6 +254,7 @@ extension ClusterNode {
             let started = WallClock.monotonicMillis()
             if tick % 5 == 0 { checkHealth() }
             if tick % 5 == 0 { reloadRevoked() }
+            if tick % 5 == 0 { rotateKeysOfExpiredTokens() }
             let (isolated, wedged) = state.withLock { ($0.faults.isolated, $0.wedged != nil) }
             if !isolated && !wedged {
                 let message = WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat())))

@@ -97,7 +97,7 @@ extension ClusterNode {
             }
             reply = handleJoin(room: room, join)
             if let claims, case var .joinResponse(response) = reply {
-                response.keys = topicKeys(room: room, user: claims.user)
+                response.keys = topicKeys(room: room, user: claims.user, expiresAt: claims.exp)
                 reply = .joinResponse(response)
             }
         case let .syncRequest(sync):
@@ -131,7 +131,7 @@ extension ClusterNode {
                 let missing = current.missing(since: sync.seen)
                 return (asNode ? missing : missing.visible(to: reader), current.seen)
             }
-            let keys = asNode ? nil : claims.flatMap { topicKeys(room: room, user: $0.user) }
+            let keys = asNode ? nil : claims.flatMap { topicKeys(room: room, user: $0.user, expiresAt: $0.exp) }
             reply = .syncResponse(WireMessage.SyncResponse(patch: patch, seen: seen, keys: keys))
             if !asNode { chargedSync = limitKey }
         case .digest:

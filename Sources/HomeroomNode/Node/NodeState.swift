@@ -57,6 +57,11 @@ struct NodeState {
     var topicEpochs: [String: UInt64] = [:]
     /// Rooms whose topic keys rotated since the metric was last counted.
     var topicRotations: UInt64 = 0
+    /// Per closed room, the earliest expiry (Unix seconds) of the tokens that were given
+    /// the current epoch's keys: once it passes, the keys rotate, so an expired token's
+    /// keys open nothing published after its expiry (the members' next sync brings the new
+    /// keys; the expired token's sync is refused).
+    var keyExpiries: [String: Int64] = [:]
 
     /// Whether this node seals client topics (it requires tokens): only then are epochs kept.
     var sealsTopics = false
@@ -65,6 +70,14 @@ struct NodeState {
         guard sealsTopics else { return }
         topicEpochs[room, default: 0] += 1
         topicRotations += 1
+        keyExpiries[room] = nil
+    }
+
+    /// Rotates the keys of every room whose earliest holder's token expired by `nowSeconds`.
+    mutating func rotateExpiredKeys(nowSeconds: Int64) -> Int {
+        let due = keyExpiries.filter { $0.value <= nowSeconds }.map(\.key)
+        for room in due { rotateTopicKeys(room: room) }
+        return due.count
     }
 
     struct SessionLease {
