@@ -196,6 +196,34 @@ import Testing
         }
     }
 
+    @Test func aTokenlessHelloFloodIsLimitedPerConnectionWhileAnotherConnectionIsAnswered() throws {
+        let nodes = try SecurityTests.secureCluster(1, label: "helloflood")
+        defer { for node in nodes { node.stop() } }
+        let flooder = try SPRequester(), neighbour = try SPRequester()
+        defer { flooder.close(); neighbour.close() }
+        try flooder.dial(nodes[0].listenAddress)
+        try neighbour.dial(nodes[0].listenAddress)
+        let hello = WireCodec.encode(WireEnvelope(roomID: "", sender: ReplicaID(0), sequence: 0, clock: .zero,
+                                                  message: .heartbeat(WireMessage.Heartbeat(node: ReplicaID(0), incarnation: 0, address: ""))))
+        func ask(_ requester: SPRequester) throws -> WireMessage {
+            try WireCodec.decode(try requester.request(hello, timeout: .seconds(5)), limits: .largeReplies).message
+        }
+        var answered = 0, limited = 0
+        for _ in 0..<200 {
+            switch try ask(flooder) {
+            case .heartbeat: answered += 1
+            case let .error(error) where error.code == "rate-limited": limited += 1
+            case let other: Issue.record("unexpected reply \(other.kind)")
+            }
+        }
+        #expect(limited > 100, "a flood of hellos on one connection was answered \(answered) times")
+        #expect(answered >= 20, "the first hellos (the burst) must be answered: \(answered)")
+        guard case .heartbeat = try ask(neighbour) else {
+            Issue.record("another connection's hello was refused during the flood")
+            return
+        }
+    }
+
     @Test func theStoreIsPrivateWhateverItsModesWere() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("modes-\(UInt32.random(in: 0...UInt32.max))").path
         defer { try? FileManager.default.removeItem(atPath: directory) }

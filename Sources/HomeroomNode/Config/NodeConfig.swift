@@ -50,6 +50,8 @@ public struct NodeConfig: Sendable, Equatable {
     /// Syncs and digests per user and room per second (clients sync about 3 times a
     /// second), and the bytes per second their replies may carry, both with a 3 s burst.
     public var syncsPerSecond = 20
+    /// Client hellos (tokenless) per connection per second, with a 3 s burst.
+    public var hellosPerSecond = 20
     public var syncBytesPerSecond = 8 << 20
     public var maxRooms = 10_000
     public var maxUsersPerRoom = 200_000

@@ -287,6 +287,7 @@ extension ClusterNode {
             state.limiter.prune(nowMillis: now)
             state.joinLimiter.prune(nowMillis: now)
             state.syncLimiter.prune(nowMillis: now)
+            state.helloLimiter.prune(nowMillis: now)
         }
     }
 

@@ -4,7 +4,8 @@ import HomeroomWire
 extension ClusterNode {
     /// One request on the REP socket: decode, dispatch, encode the reply. Never throws,
     /// never crashes on bad input: every failure is an `ErrorReply` with a code.
-    func handleRequest(_ bytes: [UInt8]) -> [UInt8] {
+    /// `connection` is the REP connection's id (0 in tests that call this directly).
+    func handleRequest(_ bytes: [UInt8], connection: UInt64 = 0) -> [UInt8] {
         // Node messages are sealed with the cluster key (when the cluster has one).
         let body: ArraySlice<UInt8>
         var fromNode = false
@@ -78,6 +79,12 @@ extension ClusterNode {
                     return errorReply("stale", "this hello is older than one already heard from \(request.sender) (a replay?)", room)
                 }
                 heard(hello)
+            }
+            // A client's hello needs no token, so it is limited per connection (as syncs are
+            // per user): a stranger's hello flood costs one bucket, not the node.
+            if !asNode, !state.withLock({ $0.helloLimiter.allow(String(connection), size: 0, nowMillis: WallClock.monotonicMillis()) }) {
+                metrics.add("requests_rejected_total{reason=\"rate-limited\"}")
+                return errorReply("rate-limited", "too many hellos on this connection (\(config.hellosPerSecond) a second): slow down", room)
             }
             let open = asNode || config.tokenVerifier == nil
             let answer = open ? ownHeartbeat() : strangerHeartbeat(credential: request.credential)

@@ -129,6 +129,7 @@ public final class ClusterNode: Sendable {
         initial.store = store
         initial.limiter = RateLimiter(messagesPerSecond: config.writesPerSecond, bytesPerSecond: config.writeBytesPerSecond)
         initial.joinLimiter = RateLimiter(messagesPerSecond: config.joinsPerSecond, bytesPerSecond: 1 << 30, burstSeconds: 3)
+        initial.helloLimiter = RateLimiter(messagesPerSecond: config.hellosPerSecond, bytesPerSecond: 1 << 30, burstSeconds: 3)
         initial.syncLimiter = RateLimiter(messagesPerSecond: config.syncsPerSecond, bytesPerSecond: config.syncBytesPerSecond, burstSeconds: 3)
         // Never reuse a sequence number this replica already gave out.
         for (id, room) in rooms {
@@ -183,8 +184,8 @@ public final class ClusterNode: Sendable {
             throw .bind(address: "cluster subscriber", error)
         }
         do {
-            try replier.serve(workers: config.workers) { [weak self] request in
-                self?.handleRequest(request) ?? WireCodec.encode(Self.errorEnvelope(code: "unavailable", message: "the node is stopping"))
+            try replier.serveConnections(workers: config.workers) { [weak self] request, connection in
+                self?.handleRequest(request, connection: connection) ?? WireCodec.encode(Self.errorEnvelope(code: "unavailable", message: "the node is stopping"))
             }
         } catch {
             subscriber.close()

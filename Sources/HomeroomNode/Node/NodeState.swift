@@ -93,6 +93,8 @@ struct NodeState {
     var limiter = RateLimiter(messagesPerSecond: 60, bytesPerSecond: 256 * 1024)
     /// Joins (new sessions) per user: each costs a snapshot, and a session record.
     var joinLimiter = RateLimiter(messagesPerSecond: 20, bytesPerSecond: 1 << 30, burstSeconds: 3)
+    /// Client hellos per REP connection (they need no token, so no user to count).
+    var helloLimiter = RateLimiter(messagesPerSecond: 20, bytesPerSecond: 1 << 30, burstSeconds: 3)
     /// Syncs and digests per user and room, and the bytes their replies carry.
     var syncLimiter = RateLimiter(messagesPerSecond: 20, bytesPerSecond: 8 << 20, burstSeconds: 3)
 

@@ -32,6 +32,12 @@ public final class SPReplier: Sendable {
     /// so it must be thread-safe) and send back what it returns. Requests that came
     /// before wait in the queue.
     public func serve(workers count: Int = 2, handler: @escaping @Sendable ([UInt8]) -> [UInt8]) throws(TransportError) {
+        try serveConnections(workers: count) { body, _ in handler(body) }
+    }
+
+    /// `serve`, with the id of the connection each request came on (unique for the
+    /// replier's life), so the handler can keep per-connection limits.
+    public func serveConnections(workers count: Int = 2, handler: @escaping @Sendable ([UInt8], UInt64) -> [UInt8]) throws(TransportError) {
         precondition(count > 0, "serve needs at least one worker")
         for index in 0..<count {
             let queue = self.queue
@@ -41,7 +47,7 @@ public final class SPReplier: Sendable {
             do {
                 thread = try NNGThread(name: "hr-rep-\(index)") {
                     while let job = queue.take() {
-                        let reply = handler(job.body)
+                        let reply = handler(job.body, job.connection)
                         loop.post { loop in role.answer(job, reply: reply, loop: loop) }
                     }
                 }
