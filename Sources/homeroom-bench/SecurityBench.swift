@@ -12,7 +12,59 @@ import Synchronization
 enum SecurityBench {
     static func run(quick: Bool, emit: (BenchRow) -> Void) {
         sealing(quick: quick, emit: emit)
+        transportTLS(quick: quick, emit: emit)
         floods(quick: quick, emit: emit)
+    }
+
+    // MARK: - TLS
+
+    /// Request/reply round trips over tls+tcp:// against tcp:// (the baseline), in the same
+    /// run, same sizes: what TLS costs a client request, and a whole-room reply's transfer.
+    static func transportTLS(quick: Bool, emit: (BenchRow) -> Void) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("homeroom-bench-tls-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let script = Process()
+        script.executableURL = URL(fileURLWithPath: "/bin/bash")
+        script.arguments = ["Deploy/tls-certs.sh", directory]
+        script.standardError = FileHandle.nullDevice
+        guard (try? script.run()) != nil else { return }
+        script.waitUntilExit()
+        guard script.terminationStatus == 0,
+              (try? TransportTLS.configure(TLSSettings(certificateFile: directory + "/node.pem", keyFile: directory + "/node.key",
+                                                        authorityFile: directory + "/ca.pem"))) != nil else {
+            FileHandle.standardError.write(Data("bench: TLS rows skipped (run from the repository root: Deploy/tls-certs.sh makes the certificates)\n".utf8))
+            return
+        }
+        let rounds = quick ? 500 : 3_000
+        let request = [UInt8](repeating: 0x61, count: 1_024)
+        let reply = [UInt8](repeating: 0x62, count: 16 << 10)
+        let room = [UInt8](repeating: 0x63, count: 16 << 20)
+        var baseline: (p50: Double, p99: Double, transfer: Double)?
+        for scheme in ["tcp", "tls+tcp"] {
+            guard let replier = try? SPReplier(limits: SPLimitsConfig(maxMessageBytes: 1 << 20)),
+                  let requester = try? SPRequester(limits: SPLimitsConfig(maxMessageBytes: 64 << 20)),
+                  let bound = try? replier.listen("\(scheme)://127.0.0.1:0"),
+                  (try? replier.serve(workers: 2, handler: { body in body.count == 1 ? room : reply })) != nil,
+                  (try? requester.dial(bound)) != nil else { continue }
+            defer { requester.close(); replier.close() }
+            _ = try? requester.request(request, timeout: .seconds(10)) // connected, handshake done
+            var latencies: [Double] = []
+            for _ in 0..<rounds {
+                latencies.append(measure { _ = try? requester.request(request, timeout: .seconds(10)) } * 1e6)
+            }
+            latencies.sort()
+            let p50 = latencies[latencies.count / 2], p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)]
+            var transfer = Double.infinity
+            for _ in 0..<3 { transfer = min(transfer, measure { _ = try? requester.request([1], timeout: .seconds(30)) }) }
+            let tls = scheme == "tls+tcp"
+            emit(BenchRow(suite: "security", name: "\(scheme)-request-1KiB-reply-16KiB", n: rounds, p50Micros: p50, p99Micros: p99,
+                          ratioVsRaw: baseline.map { $0.p50 / p50 }, target: tls ? "p50 within 2x of tcp://" : nil,
+                          note: tls ? "vs the tcp:// row of this run (ratio = tcp p50 / tls p50)" : "baseline"))
+            emit(BenchRow(suite: "security", name: "\(scheme)-reply-16MiB", n: 3, opsPerSecond: Double(room.count) / transfer,
+                          bytesPerOp: Double(room.count), seconds: transfer, ratioVsRaw: baseline.map { $0.transfer / transfer },
+                          note: tls ? "bytes/s; vs the tcp:// row of this run" : "bytes/s; baseline"))
+            if !tls { baseline = (p50, p99, transfer) }
+        }
     }
 
     // MARK: - Sealing
