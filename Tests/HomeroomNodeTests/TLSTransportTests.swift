@@ -24,6 +24,8 @@ struct TLSTransportTests {
         } catch {
             return nil
         }
+        // The contexts hold what they loaded: the files can go now.
+        try? FileManager.default.removeItem(atPath: directory)
         return directory
     }()
 

@@ -10,6 +10,10 @@ a closed-room phase follows on nodes started with --token-key and --cluster-key
 ("Authentication", "Closed rooms"): joins with and without tokens, TopicKeys,
 sealed client topics opened with homeroom_wire.open_topic, what a SUB socket
 subscribed to everything sees, forgeries, and the key change after a ban.
+With --tls-node, a TLS phase follows on a node listening and publishing on
+tls+tcp:// ("TLS"): pynng (nng with mbedtls) joins, writes and follows live
+deltas over TLS, and a client with another CA, a plain tcp:// dial to the TLS
+port and a TLS dial to a plain port get no reply.
 
 The reference module `homeroom_wire` is loaded from the ```python block of the
 section "A Python client" in docs/PROTOCOL.md, so that code is tested too; the
@@ -47,6 +51,7 @@ PERIODIC_SYNC_SECONDS = 1.0
 MIN_SYNC_INTERVAL = 0.1
 RUN_DEADLINE_SECONDS = 25.0           # without the wait for reward folds (fold_wait(), below)
 CLOSED_DEADLINE_SECONDS = 20.0        # the closed-room phase (run_closed), when it runs
+TLS_DEADLINE_SECONDS = 15.0           # the TLS phase (run_tls), when it runs
 
 
 def fold_wait(reward_window):
@@ -115,8 +120,9 @@ class Unavailable(Exception):
 class Peer:
     """One user in one room through one node: Flows 1 to 7 of docs/PROTOCOL.md."""
 
-    def __init__(self, hw, pynng, room_id, user, role, name, label, token=None):
+    def __init__(self, hw, pynng, room_id, user, role, name, label, token=None, tls_config=None):
         self.hw, self.pynng = hw, pynng
+        self.tls_config = tls_config    # a pynng.TLSConfig for tls+tcp:// nodes ("TLS"): on every socket this peer opens
         self.env = hw.envelope_pb2
         self.room = hw.Room(room_id)
         self.user, self.role, self.name, self.label = user, role, name, label
@@ -134,6 +140,7 @@ class Peer:
         self.repairs = []               # why each sync after a possible loss was made
         self.hold_sync = False          # test hook: no sync until released
         self.topic_patches = 0
+        self.live_batches = 0           # delta batches taken from the SUB socket
         self.lease = False              # name the session in syncs (Flow 5, "Session leases")
         # Closed rooms ("Authentication", "Closed rooms"): with a token, every request carries it in
         # `credential`, and every client-topic message goes through homeroom_wire.open_topic.
@@ -173,23 +180,29 @@ class Peer:
             return reply
         raise Unavailable(f"no reply from the node after {attempts} attempts")
 
-    def hello(self, sock):
-        reply = self.request(lambda e: e.heartbeat.SetInParent(), room=False, sock=sock)
+    def hello(self, sock, attempts=2):
+        reply = self.request(lambda e: e.heartbeat.SetInParent(), room=False, sock=sock, attempts=attempts)
         if reply.WhichOneof("body") != "heartbeat":
             raise Unavailable(f"hello answered with {reply.WhichOneof('body')}")
         return reply.heartbeat
 
     # -- connecting (Flows 1 to 3, and 7)
 
+    def socket(self, kind, **options):
+        """A new pynng socket (kind: pynng.Req0 or pynng.Sub0), with this peer's TLS configuration if it has one."""
+        if self.tls_config is not None:
+            options["tls_config"] = self.tls_config
+        return kind(**options)
+
     def connect(self, address, resume=False):
         """Hello, subscribe, join. Returns the join reply envelope."""
         self.close_sockets()
-        self.req = self.pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS,
-                                   reconnect_time_min=50, reconnect_time_max=500)
+        self.req = self.socket(self.pynng.Req0, recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS,
+                               reconnect_time_min=50, reconnect_time_max=500)
         self.req.dial(address, block=True)
         self.node = self.hello(self.req)                                         # Flow 1
-        self.sub = self.pynng.Sub0(recv_max_size=0, recv_buffer_size=8192, recv_timeout=20,
-                                   reconnect_time_min=50, reconnect_time_max=500)
+        self.sub = self.socket(self.pynng.Sub0, recv_max_size=0, recv_buffer_size=8192, recv_timeout=20,
+                               reconnect_time_min=50, reconnect_time_max=500)
         self.sub.subscribe(self.room.id.encode() + b"\x00")                      # Flow 2: before the join
         self.sub.subscribe(self.private_topic())                                  # ... and the private stream (Flow 8)
         self.sub.dial(self.node.publish_address, block=True)
@@ -286,6 +299,7 @@ class Peer:
             return
         kind = env.WhichOneof("body")
         if kind == "delta_batch":
+            self.live_batches += 1
             ops = {d.WhichOneof("op") for d in env.delta_batch.deltas}
             if ops & self.drop_ops:
                 self.drop_ops -= ops
@@ -356,7 +370,7 @@ class Peer:
             edit(getattr(env.write_request.write, op))
         if via is None:
             return self.call(env), counter
-        sock = self.pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS)
+        sock = self.socket(self.pynng.Req0, recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS)
         try:
             sock.dial(via, block=True)
             return self.call(env, sock=sock), counter
@@ -1184,6 +1198,115 @@ def run_closed(args, hw, pynng, checks):
             peer.close_sockets()
 
 
+def run_tls(args, hw, pynng, checks):
+    """TLS (docs/PROTOCOL.md, "TLS"; docs/SECURITY.md, "TLS"): node T listens and publishes on tls+tcp://.
+    pynng's nng verifies T's certificate against --tls-ca for --tls-server-name ("localhost", a DNS name
+    the certificate lists, as the section advises), while the URLs keep T's 127.0.0.1. A teacher and a student join
+    a room over TLS, write and follow live deltas; a client with another CA, a plain tcp:// dial to T's
+    port and a TLS dial to plain node A get no reply, while the same request with the right CA gets one."""
+    E, C = hw.envelope_pb2, hw.common_pb2
+    room_id = f"tls-{os.getpid()}-{int(time.time())}"
+    node_t = args.tls_node
+    print(f"== tls room {room_id}: node T {node_t} (verified as {args.tls_server_name!r} against {args.tls_ca})")
+
+    show, accepted = (lambda reply: describe_reply(E, reply)), (lambda reply: is_accepted(E, reply))
+
+    def tls_config(ca_file):
+        # Keep the returned object referenced while a socket uses it: with pynng 0.8.0 a TLSConfig that is
+        # garbage-collected right after the socket is made (passed inline) leaves dial(block=True) hanging.
+        with open(ca_file, encoding="ascii") as f:
+            return pynng.TLSConfig(pynng.TLSConfig.MODE_CLIENT, ca_string=f.read(), server_name=args.tls_server_name)
+
+    right = tls_config(args.tls_ca)
+    probe = Peer(hw, pynng, room_id, "probe", C.ROLE_OBSERVER, "probe", "probe@T")
+
+    def hello_over(address, config):
+        """(Heartbeat or None, what happened): one hello, one attempt, on a fresh REQ socket."""
+        sock = pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS,
+                          reconnect_time_min=50, reconnect_time_max=200,
+                          **({"tls_config": config} if config is not None else {}))
+        events = []
+        try:
+            try:
+                sock.dial(address, block=True)
+            except pynng.NNGException as e:                                       # e.g. CryptoError: the handshake failed
+                events.append(f"dial: {type(e).__name__}: {e}")
+                sock.dial(address, block=False)                                   # keep dialing: the request is still sent
+            try:
+                info = probe.hello(sock, attempts=1)
+            except Unavailable as e:
+                events.append(str(e))
+                return None, "; ".join(events)
+            events.append(f"hello from node {info.node:x}")
+            return info, "; ".join(events)
+        finally:
+            sock.close()
+
+    teacher = Peer(hw, pynng, room_id, "teach", C.ROLE_TEACHER, "Grace", "teacher@T", tls_config=right)
+    student = Peer(hw, pynng, room_id, "stu-1", C.ROLE_STUDENT, "Ada", "student@T", tls_config=right)
+    try:
+        reply = teacher.connect(node_t)
+        checks.require("tls: hello over tls+tcp:// (certificate verified against the CA) names T's publish address, "
+                       "also tls+tcp://", teacher.node.node != 0 and teacher.node.publish_address.startswith("tls+tcp://"),
+                       f"node {teacher.node.node:x}, publish {teacher.node.publish_address}")
+        node_id = teacher.node.node
+        checks.require("tls: the teacher joins over tls+tcp:// and gets a snapshot",
+                       reply.WhichOneof("body") == "join_response" and reply.join_response.WhichOneof("state") == "snapshot"
+                       and reply.join_response.host == node_id and (teacher.row("teach") or {}).get("online") is True,
+                       show(reply))
+        teacher.pump()
+        teacher.hold_sync = True                                                  # live only: no sync may bring it
+        batches_before = teacher.live_batches
+        reply = student.connect(node_t)
+        checks.require("tls: the student joins over tls+tcp:// and gets a snapshot showing the teacher",
+                       reply.WhichOneof("body") == "join_response" and (student.row("teach") or {}).get("online") is True,
+                       show(reply))
+        live = teacher.wait_for(lambda: (teacher.row("stu-1") or {}).get("online") is True)
+        teacher.hold_sync = False
+        checks.check("tls: the teacher sees the student's join live on its SUB socket dialed to T's tls+tcp:// publish address",
+                     live and teacher.live_batches > batches_before,
+                     f"{teacher.live_batches - batches_before} live batches")
+
+        student.pump()
+        student.hold_sync = True
+        batches_before = student.live_batches
+        reply, _ = teacher.write("set_stage", target="stu-1", on=True)
+        checks.require("tls: the teacher puts the student on stage over tls+tcp://: ACCEPTED with a dot from T",
+                       accepted(reply) and reply.write_ack.dot.origin == node_id, show(reply))
+        dot = reply.write_ack.dot
+        live = student.wait_for(lambda: student.seen_dot(dot) and (student.row("stu-1") or {}).get("stage") is True)
+        student.hold_sync = False
+        checks.check("tls: the student receives it as a live delta on its tls+tcp:// SUB socket (syncs held) and is on stage",
+                     live and student.live_batches > batches_before,
+                     f"{student.live_batches - batches_before} live batches; {student.row('stu-1')}")
+
+        print("== tls: refused connections")
+        wrong, wrong_detail = hello_over(node_t, tls_config(args.tls_wrong_ca))
+        good, good_detail = hello_over(node_t, right)
+        checks.check("tls: a client verifying against another CA gets no reply from T; with T's CA the same hello is answered",
+                     wrong is None and good is not None and good.node == node_id,
+                     f"other CA: {wrong_detail}; T's CA: {good_detail}")
+        plain_t = "tcp://" + node_t[len("tls+tcp://"):]
+        plain, plain_detail = hello_over(plain_t, None)
+        checks.check("tls: a plain tcp:// REQ to T's TLS port gets no reply",
+                     plain is None and good is not None, f"{plain_t}: {plain_detail}")
+        if args.node_a.startswith("tcp://"):
+            tls_a = "tls+tcp://" + args.node_a[len("tcp://"):]
+            over_tls, tls_detail = hello_over(tls_a, right)
+            over_plain, plain_a_detail = hello_over(args.node_a, None)
+            checks.check("tls: a tls+tcp:// REQ to plain node A's port gets no reply (the handshake fails); "
+                         "plain tcp:// there is answered",
+                         over_tls is None and over_plain is not None,
+                         f"{tls_a}: {tls_detail}; {args.node_a}: {plain_a_detail}")
+
+        for peer in (student, teacher):
+            reply, _ = peer.write("leave_session", target=peer.user, session=peer.session)
+            checks.check(f"tls: {peer.label} leaves over tls+tcp://: ACCEPTED", accepted(reply), show(reply))
+    finally:
+        teacher.close_sockets()
+        student.close_sockets()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--node-a", required=True, help="listen (REP) address of node A")
@@ -1208,10 +1331,19 @@ def main():
     closed.add_argument("--student2-token", help="token for user stu-2, role student")
     closed.add_argument("--wrong-room-token", help="token for user stu-1, role student, in another room")
     closed.add_argument("--cluster-key", help="the nodes' cluster.key: checks the HRX1 node-to-node messages")
+    tls = parser.add_argument_group("TLS", "a node on tls+tcp:// (Tests/interop/run.sh starts one: T, with "
+                                    "certificates from Deploy/tls-certs.sh)")
+    tls.add_argument("--tls-node", help="tls+tcp:// listen address of node T: enables the TLS phase")
+    tls.add_argument("--tls-ca", help="the CA (PEM) that signed T's certificate")
+    tls.add_argument("--tls-wrong-ca", help="another CA (PEM): a client verifying against it must get no reply")
+    tls.add_argument("--tls-server-name", default="localhost",
+                     help="the DNS name T's certificate lists, checked by mbedtls (default: localhost)")
     parser.add_argument("--result", help="write {passed, failed, failures} as JSON to this file")
     args = parser.parse_args()
     if args.closed_node and not (args.closed_room and args.teacher_token and args.student_token and args.student2_token):
         parser.error("--closed-node needs --closed-room, --teacher-token, --student-token and --student2-token")
+    if args.tls_node and not (args.tls_node.startswith("tls+tcp://") and args.tls_ca and args.tls_wrong_ca):
+        parser.error("--tls-node needs a tls+tcp:// address, --tls-ca and --tls-wrong-ca")
 
     checks = Checks()
     started = time.monotonic()
@@ -1223,17 +1355,18 @@ def main():
 
         def overtime(signum, frame):
             raise TimeoutError(f"the run took more than {deadline:.0f} s")
-        deadline = RUN_DEADLINE_SECONDS + fold_wait(args.reward_window) + (CLOSED_DEADLINE_SECONDS if args.closed_node else 0)
+        deadline = (RUN_DEADLINE_SECONDS + fold_wait(args.reward_window) + (CLOSED_DEADLINE_SECONDS if args.closed_node else 0)
+                    + (TLS_DEADLINE_SECONDS if args.tls_node else 0))
         signal.signal(signal.SIGALRM, overtime)
         signal.alarm(int(deadline) + 1)
         try:
             aborted = None
-            try:
-                run(args, hw, pynng, checks)
-            except Abort as e:                                                    # the closed-room phase still runs
-                aborted = e
-            if args.closed_node:
-                run_closed(args, hw, pynng, checks)
+            phases = [run] + ([run_closed] if args.closed_node else []) + ([run_tls] if args.tls_node else [])
+            for phase in phases:
+                try:
+                    phase(args, hw, pynng, checks)
+                except Abort as e:                                                # the later phases still run
+                    aborted = aborted or e
             if aborted is not None:
                 raise aborted
         finally:

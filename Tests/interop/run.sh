@@ -9,8 +9,10 @@
 # them), starts two nodes on free ports (with a 1 s reward window, so they fold
 # rewards within seconds), and two closed nodes C and D (--token-key and
 # --cluster-key, keys from `homeroom keys generate`, D seeded from C) with join
-# tokens for their room, runs Tests/interop/python_client.py, and always stops
-# the nodes. Exit status: the client's (2 for a setup problem).
+# tokens for their room, and a TLS node T (tls+tcp:// listen and publish
+# addresses, certificates from Deploy/tls-certs.sh, plus a second CA the client
+# must not accept), runs Tests/interop/python_client.py, and always stops the
+# nodes. Exit status: the client's (2 for a setup problem).
 #
 # Environment: HOMEROOM_BIN, PYTHON (default python3), INTEROP_VENV,
 # INTEROP_PIP (the pip requirements, default below), INTEROP_KEEP_LOGS=1 (print
@@ -108,9 +110,9 @@ trap 'exit 130' INT TERM
 # A short reward window, so the nodes fold rewards within seconds (the client's reward-fold check).
 REWARD_WINDOW_MS=1000
 start_node() {  # name, [seed], [node flags...]: starts a node (in this shell, so the trap knows its pid) and waits for its ready line
-  local name=$1 seed=${2:-} pid
+  local name=$1 seed=${2:-} scheme=${NODE_SCHEME:-tcp} pid  # NODE_SCHEME=tls+tcp: TLS on both sockets
   shift $(( $# < 2 ? $# : 2 ))
-  "$BIN" node --name "$name" --listen tcp://127.0.0.1:0 --publish tcp://127.0.0.1:0 ${seed:+--seed "$seed"} --session-timeout-ms 2000 \
+  "$BIN" node --name "$name" --listen "$scheme://127.0.0.1:0" --publish "$scheme://127.0.0.1:0" ${seed:+--seed "$seed"} --session-timeout-ms 2000 \
     --reward-window-ms "$REWARD_WINDOW_MS" "$@" \
     >"$WORK/$name.ready" 2>"$WORK/$name.log" &
   pid=$!
@@ -152,6 +154,17 @@ STUDENT_TOKEN=$(token "$CLOSED_ROOM" stu-1 student)
 STUDENT2_TOKEN=$(token "$CLOSED_ROOM" stu-2 student)
 WRONG_ROOM_TOKEN=$(token "elsewhere-$$" stu-1 student)
 
+# --- A TLS node (docs/PROTOCOL.md and docs/SECURITY.md, "TLS"): T on tls+tcp://, with a CA and a
+# node certificate (SANs localhost and 127.0.0.1) from Deploy/tls-certs.sh, and a second, unrelated CA.
+TLS="$WORK/tls"
+OTHER_CA="$WORK/tls-other"
+for dir in "$TLS" "$OTHER_CA"; do
+  "$ROOT/Deploy/tls-certs.sh" "$dir" 2>>"$WORK/tls-certs.log" || fail "Deploy/tls-certs.sh $dir failed"
+done
+NODE_SCHEME=tls+tcp start_node t "" --tls-cert "$TLS/node.pem" --tls-key "$TLS/node.key" --tls-ca "$TLS/ca.pem"
+LISTEN_T=$(listen_of t)
+case "$LISTEN_T" in tls+tcp://*) ;; *) fail "node t listens on $LISTEN_T, not tls+tcp://" ;; esac
+
 # --- The client.
 set +e
 timeout 90 "$PY" Tests/interop/python_client.py --node-a "$LISTEN_A" --node-b "$LISTEN_B" \
@@ -159,6 +172,7 @@ timeout 90 "$PY" Tests/interop/python_client.py --node-a "$LISTEN_A" --node-b "$
   --closed-node "$LISTEN_C" --closed-node-b "$LISTEN_D" --closed-room "$CLOSED_ROOM" \
   --teacher-token "$TEACHER_TOKEN" --student-token "$STUDENT_TOKEN" --student2-token "$STUDENT2_TOKEN" \
   --wrong-room-token "$WRONG_ROOM_TOKEN" --cluster-key "$KEYS/cluster.key" \
+  --tls-node "$LISTEN_T" --tls-ca "$TLS/ca.pem" --tls-wrong-ca "$OTHER_CA/ca.pem" \
   --result "$WORK/result.json"
 status=$?
 set -e
