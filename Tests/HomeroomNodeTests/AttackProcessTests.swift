@@ -164,6 +164,56 @@ import Testing
         #expect((first.metric("homeroom_cluster_rejected_total{reason=\"replay\"}") ?? 0) >= 5, "replays were not counted")
     }
 
+    @Test func aWhisperReachesNobodyElseByAnyRoute() throws {
+        let fortress = try Fortress("whispers")
+        defer { fortress.stop() }
+        let node = fortress.nodes[0]
+        let tina = try fortress.victim()
+        defer { tina.close() }
+        let mallory = fortress.token("mallory", .student), bob = fortress.token("bob", .student)
+        guard case let .joinResponse(joined) = try Self.ask(node.listen, Self.join("mallory", .student, session: "m1"), credential: mallory),
+              let keys = joined.keys else {
+            Issue.record("mallory could not join")
+            return
+        }
+        guard case .joinResponse = try Self.ask(node.listen, Self.join("bob", .student, session: "b1"), credential: bob) else {
+            Issue.record("bob could not join")
+            return
+        }
+        // Mallory records bob's private topic and the room topic from the publish socket.
+        let recorded = Recorder()
+        let sniffer = try SPSubscriber { recorded.add($0) }
+        defer { sniffer.close() }
+        sniffer.subscribe(Topics.clientUser("fort", "bob"))
+        sniffer.subscribe(Topics.clientRoom("fort"))
+        try sniffer.dial(node.publish)
+        usleep(300_000)
+        let secret = "whisper-\(UInt32.random(in: 0...UInt32.max))"
+        _ = try tina.sendPeer(to: "bob", Array(secret.utf8))
+        let bobsTopic = Topics.clientUser("fort", "bob")
+        #expect(ClosedWaiting.until(5) { recorded.all.contains { $0.starts(with: bobsTopic) } }, "nothing recorded on bob's private topic")
+        let mine = [TopicKeyring.Key(id: keys.roomKeyID, secret: keys.roomKey), TopicKeyring.Key(id: keys.userKeyID, secret: keys.userKey)]
+        for message in recorded.all {
+            #expect(!ByteSearch.contains(message, secret), "a whisper in clear on the publish socket")
+            guard let (_, payload) = Topics.split(message), case let .opened(plain) = TopicSeal.open(payload, topic: message[..<payload.startIndex], keys: mine) else { continue }
+            #expect(!ByteSearch.contains(plain, secret), "mallory's keys opened bob's whisper")
+        }
+        // Her own sync and digest carry none of it; a sync naming bob is refused.
+        let sync = WireEnvelope(roomID: "fort", sender: ReplicaID(0), sequence: 0, clock: .zero, credential: Array(mallory.utf8),
+                                message: .syncRequest(WireMessage.SyncRequest(seen: VersionVector(), user: "mallory", session: "m1")))
+        let requester = try SPRequester()
+        defer { requester.close() }
+        try requester.dial(node.listen)
+        let reply = try requester.request(WireCodec.encode(sync), timeout: .seconds(5))
+        #expect(!ByteSearch.contains(reply, secret), "mallory's sync carried bob's whisper")
+        let asBob = WireMessage.syncRequest(WireMessage.SyncRequest(seen: VersionVector(), user: "bob", session: "m1"))
+        #expect(Self.code(try Self.ask(node.listen, asBob, credential: mallory)) == "token-identity-mismatch")
+        // Bob's own sync does carry it: the check above can fail.
+        let bobsSync = WireEnvelope(roomID: "fort", sender: ReplicaID(0), sequence: 0, clock: .zero, credential: Array(bob.utf8),
+                                    message: .syncRequest(WireMessage.SyncRequest(seen: VersionVector(), user: "bob", session: "b1")))
+        #expect(ByteSearch.contains(try requester.request(WireCodec.encode(bobsSync), timeout: .seconds(5)), secret), "bob's own sync lacks his whisper")
+    }
+
     @Test func floodsOfEveryRequestKindAreRateLimitedWhileTheVictimIsServed() throws {
         let fortress = try Fortress("floods")
         defer { fortress.stop() }
@@ -253,5 +303,16 @@ enum ClosedWaiting {
             usleep(50_000)
         }
         return condition()
+    }
+}
+
+enum ByteSearch {
+    static func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
+        let bytes = Array(needle.utf8)
+        guard !bytes.isEmpty, haystack.count >= bytes.count else { return false }
+        for start in 0...(haystack.count - bytes.count) where haystack[start] == bytes[0] && haystack[start..<(start + bytes.count)].elementsEqual(bytes) {
+            return true
+        }
+        return false
     }
 }
