@@ -8,9 +8,15 @@ static inline int homeroom_ssl_ctx_min_tls12(SSL_CTX *ctx) {
     return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 }
 
+static inline void homeroom_ssl_ctx_no_renegotiation(SSL_CTX *ctx) {
+    // A TLS 1.2 renegotiation would stall writes until the peer answers: none, either way.
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+}
+
 static inline void homeroom_ssl_modes(SSL *ssl) {
     // The loop may retry a write from a moved buffer, and takes partial writes.
-    SSL_set_mode(ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_ENABLE_PARTIAL_WRITE);
+    // Idle sessions give their record buffers back.
+    SSL_set_mode(ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_RELEASE_BUFFERS);
 }
 
 static inline int homeroom_ssl_server_name(SSL *ssl, const char *name) {

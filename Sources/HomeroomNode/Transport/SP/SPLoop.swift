@@ -570,7 +570,7 @@ final class SPLoop: @unchecked Sendable {
         if !c.readPaused && !c.starved { interest |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
         if let tls = c.tls {
             // Frames wait for the handshake without asking for writability.
-            if c.sealedOffset < c.sealed.count || (tls.established && !c.outbound.isEmpty) { interest |= EPOLLOUT.rawValue }
+            if c.sealedOffset < c.sealed.count || (tls.established && !tls.writeBlocked && !c.outbound.isEmpty) { interest |= EPOLLOUT.rawValue }
         } else if !c.outbound.isEmpty {
             interest |= EPOLLOUT.rawValue
         }
@@ -733,6 +733,8 @@ final class SPLoop: @unchecked Sendable {
             case .wouldBlock:
                 break reading
             case .closed:
+                // close_notify: what came before it is still the peer's to be heard.
+                parse(c)
                 drop(c)
                 return
             case .failed(let why):
@@ -740,13 +742,19 @@ final class SPLoop: @unchecked Sendable {
                 return
             }
         }
+        parse(c)
         flush(c) // handshake answers, and frames that waited for the handshake
-        if !c.closed { parse(c) }
     }
 
     private func failTLS(_ c: SPConnection, _ why: String) {
         stats.tlsFailures.add(1, ordering: .relaxed)
         stats.lastTLSFailure.withLock { $0 = why }
+        // The alert OpenSSL queued tells the peer why (best effort, one send).
+        if let tls = c.tls, !c.closed {
+            var alert: [UInt8] = []
+            tls.takeOutput(into: &alert)
+            if !alert.isEmpty { _ = alert.withUnsafeBytes { Glibc.send(c.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) } }
+        }
         drop(c)
     }
 
@@ -758,7 +766,9 @@ final class SPLoop: @unchecked Sendable {
             return
         }
         if tls.established {
-            encrypting: while let head = c.outbound.first, c.sealed.count - c.sealedOffset < 256 << 10 {
+            // What waits inside OpenSSL counts too: at most 256 KiB is encrypted ahead of
+            // the socket, so a slow reader's queue stays plaintext (shared, droppable).
+            encrypting: while let head = c.outbound.first, c.sealed.count - c.sealedOffset + tls.pendingOutput < 256 << 10 {
                 let result: TLSChannel.WriteResult
                 if c.outboundOffset < head.prefix.count {
                     result = head.prefix.withUnsafeBytes { tls.write(UnsafeRawBufferPointer(rebasing: $0[c.outboundOffset...])) }
@@ -793,7 +803,7 @@ final class SPLoop: @unchecked Sendable {
             c.sealedOffset += n
         }
         if c.sealedOffset == c.sealed.count {
-            c.sealed.removeAll(keepingCapacity: c.sealed.capacity <= 1 << 20)
+            c.sealed.removeAll(keepingCapacity: c.sealed.capacity <= 64 << 10)
             c.sealedOffset = 0
         } else if c.sealedOffset >= 1 << 20 {
             c.sealed.removeFirst(c.sealedOffset)

@@ -16,12 +16,22 @@ final class TLSChannel {
     private let host: String?
     /// The handshake is done: application bytes flow.
     private(set) var established = false
+    /// A write waits for the peer (OpenSSL asked to read first): do not ask for writability.
+    private(set) var writeBlocked = false
+
+    /// Ciphertext made but not taken yet.
+    var pendingOutput: Int { Int(BIO_ctrl_pending(output)) }
 
     init(ssl: OpaquePointer, side: TLSContext.Side, host: String?) throws(TransportError) {
         self.ssl = ssl
         self.side = side
         self.host = host
-        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem()) else {
+        guard let input = BIO_new(BIO_s_mem()) else {
+            SSL_free(ssl)
+            throw TransportError(.other, "start TLS", reason: "out of memory")
+        }
+        guard let output = BIO_new(BIO_s_mem()) else {
+            BIO_free(input)
             SSL_free(ssl)
             throw TransportError(.other, "start TLS", reason: "out of memory")
         }
@@ -31,11 +41,16 @@ final class TLSChannel {
         homeroom_ssl_modes(ssl)
         if side == .client {
             if let host, !host.isEmpty {
+                // Without the name check only the CA would be checked: fail rather than dial so.
                 if Self.isAddressLiteral(host) {
-                    _ = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
+                    guard X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 else {
+                        throw TransportError(.tls, "start TLS", reason: "cannot check the certificate for \(host)")
+                    }
                 } else {
                     _ = homeroom_ssl_server_name(ssl, host)
-                    _ = SSL_set1_host(ssl, host)
+                    guard SSL_set1_host(ssl, host) == 1 else {
+                        throw TransportError(.tls, "start TLS", reason: "cannot check the certificate for \(host)")
+                    }
                 }
             }
             SSL_set_connect_state(ssl)
@@ -49,6 +64,7 @@ final class TLSChannel {
     /// Ciphertext the socket delivered.
     func receive(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        writeBlocked = false
         // A memory buffer takes everything it is given.
         _ = BIO_write(input, base, Int32(bytes.count))
     }
@@ -79,7 +95,9 @@ final class TLSChannel {
         if rv > 0 { return .wrote(Int(rv)) }
         switch outcome(rv) {
         case .failed(let why): return .failed(why)
-        default: return .wouldBlock
+        default:
+            writeBlocked = true
+            return .wouldBlock
         }
     }
 

@@ -39,6 +39,7 @@ final class TLSContext: @unchecked Sendable {
         context = made
         // TLS 1.2 is the floor: nng's own tls+tcp (mbedtls 2.28, as in Debian 12 and pynng) speaks no 1.3.
         _ = homeroom_ssl_ctx_min_tls12(context)
+        homeroom_ssl_ctx_no_renegotiation(context)
         if let certificate = settings.certificateFile {
             guard let key = settings.keyFile else {
                 throw TransportError(.tls, "set up TLS", reason: "a certificate needs its key: give --tls-key with --tls-cert")
