@@ -375,6 +375,23 @@ struct CDecoder {
             try count(op.n_keep, max: RewardFloor.maxKept, "\(path).keep")
             let keep = op.n_keep == 0 ? [] : (0..<op.n_keep).map { op.keep[$0] }
             return .foldRewards(user: try user(op.user, author: author, strings: strings, path), upTo: op.up_to, sum: op.sum, keep: keep)
+        case 35:
+            let op = d.retire_predecessors!.pointee
+            let path = "\(field()).retire_predecessors"
+            try count(op.n_reward_floors, max: limits.maxUsersPerPatch, "\(path).reward_floors")
+            var floors: [RetiredRewardFloor] = []
+            floors.reserveCapacity(op.n_reward_floors)
+            for index in 0..<op.n_reward_floors {
+                let entry = op.reward_floors[index]!.pointee
+                guard entry.sum >= 0 else {
+                    throw .invalidValue(field: "\(path).reward_floors[\(index)].sum", reason: "a floor's sum is never negative, not \(entry.sum)")
+                }
+                try count(entry.n_keep, max: RewardFloor.maxKept, "\(path).reward_floors[\(index)].keep")
+                let keep = entry.n_keep == 0 ? [] : (0..<entry.n_keep).map { entry.keep[$0] }
+                floors.append(RetiredRewardFloor(user: try user(entry.user, author: author, strings: strings, "\(path).reward_floors[\(index)]"),
+                                                 upTo: entry.up_to, sum: entry.sum, keep: keep))
+            }
+            return .retirePredecessors(generation: op.generation, rewardFloors: floors)
         default:
             throw .missingField("\(field()).op (no operation this version knows)")
         }

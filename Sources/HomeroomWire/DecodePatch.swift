@@ -59,6 +59,16 @@ extension CDecoder {
                 throw .invalidValue(field: "\(field).dead_incarnations[\(index)]", reason: "node \(ReplicaID(entry.replica)) appears twice")
             }
         }
+        try count(patch.n_retired, max: limits.maxOrigins, "\(field).retired")
+        for index in 0..<patch.n_retired {
+            let entry = patch.retired[index]!.pointee
+            guard entry.name_hash <= 0xFF_FFFF else {
+                throw .invalidValue(field: "\(field).retired[\(index)].name_hash", reason: "a name hash has 24 bits, not \(entry.name_hash)")
+            }
+            if state.retiredGenerations.updateValue(entry.generation, forKey: entry.name_hash) != nil {
+                throw .invalidValue(field: "\(field).retired[\(index)]", reason: "name hash \(entry.name_hash) appears twice")
+            }
+        }
         state.properties = try properties(patch.n_properties, patch.properties, tables, "\(field).properties")
         state.seen = try versionVector(patch.seen, "\(field).seen")
         try bool(patch.chat_muted, &state.chatMuted, tables, "\(field).chat_muted")

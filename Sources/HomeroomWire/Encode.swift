@@ -341,6 +341,22 @@ struct CEncoder {
             op.pointee.incarnation = incarnation
             delta.pointee.replica_down = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_REPLICA_DOWN
+        case let .retirePredecessors(generation, floors):
+            let op = make(homeroom__v1__retire_predecessors__init)
+            op.pointee.generation = generation
+            let list = arena.pointers(Homeroom__V1__RetiredRewardFloor.self, count: floors.count)
+            for (index, floor) in floors.enumerated() {
+                let entry = make(homeroom__v1__retired_reward_floor__init)
+                entry.pointee.user = target(floor.user, author: author, &interner)
+                entry.pointee.up_to = floor.upTo
+                entry.pointee.sum = floor.sum
+                (entry.pointee.n_keep, entry.pointee.keep) = arena.uint64s(floor.keep)
+                list[index] = entry
+            }
+            op.pointee.n_reward_floors = floors.count
+            op.pointee.reward_floors = list
+            delta.pointee.retire_predecessors = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_RETIRE_PREDECESSORS
         case let .kick(user):
             let op = make(homeroom__v1__kick__init)
             op.pointee.user = target(user, author: author, &interner)

@@ -92,6 +92,17 @@ struct PatchEncoder {
         patch.pointee.n_dead_incarnations = dead.count
         patch.pointee.dead_incarnations = deadList
 
+        let retired = state.retiredGenerations.sorted { $0.key < $1.key }
+        let retiredList = encoder.arena.pointers(Homeroom__V1__RetiredName.self, count: retired.count)
+        for (index, (hash, generation)) in retired.enumerated() {
+            let entry = encoder.make(homeroom__v1__retired_name__init)
+            entry.pointee.name_hash = hash
+            entry.pointee.generation = generation
+            retiredList[index] = entry
+        }
+        patch.pointee.n_retired = retired.count
+        patch.pointee.retired = retiredList
+
         let (count, list) = properties(state.properties)
         patch.pointee.n_properties = count
         patch.pointee.properties = list

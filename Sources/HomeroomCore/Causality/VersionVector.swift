@@ -106,6 +106,9 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
 
     public func contiguous(_ origin: ReplicaID) -> UInt64 { origins[origin]?.contiguous ?? 0 }
 
+    /// Forgets an origin (a retired one: its later deltas are refused at the door).
+    public mutating func remove(_ origin: ReplicaID) { origins[origin] = nil }
+
     /// True when this vector has seen every dot `other` has.
     public func dominates(_ other: VersionVector) -> Bool {
         for (origin, progress) in other.origins {

@@ -25,6 +25,10 @@ public enum Operation: Hashable, Sendable {
     case foldRewards(user: UserID, upTo: UInt64, sum: Int64, keep: [UInt64] = [])
     /// Every session hosted by `replica` in an incarnation up to `incarnation` is over.
     case replicaDown(replica: ReplicaID, incarnation: UInt64)
+    /// System, written by the newest store of a node name: every older replica id of that
+    /// name up to `generation` is retired, and what their rewards counted moves into the
+    /// origin's floors, given whole (see `RoomState.retirementPlan`).
+    case retirePredecessors(generation: UInt64, rewardFloors: [RetiredRewardFloor])
 
     // A user for itself
     case setName(user: UserID, name: String)
@@ -62,7 +66,7 @@ public enum Operation: Hashable, Sendable {
     public var target: UserID? {
         switch self {
         case .setRoomName, .setRoomType, .setStageLimit, .setHandLimit, .setSchedule, .setClassState,
-             .muteAll, .setRoomProperty, .replicaDown, .sendMessage, .trimHistory, .setHistoryLimit:
+             .muteAll, .setRoomProperty, .replicaDown, .retirePredecessors, .sendMessage, .trimHistory, .setHistoryLimit:
             return nil
         case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _), let .foldSessions(user, _, _), let .foldRewards(user, _, _, _), let .setName(user, _),
              let .setDevice(user, _, _), let .setHand(user, _), let .setStage(user, _), let .setBoard(user, _),
@@ -104,6 +108,7 @@ public enum Operation: Hashable, Sendable {
         case .foldSessions: return "fold-sessions"
         case .foldRewards: return "fold-rewards"
         case .replicaDown: return "replica-down"
+        case .retirePredecessors: return "retire-predecessors"
         case .setName: return "set-name"
         case .setDevice: return "set-device"
         case .setHand: return "set-hand"
@@ -121,5 +126,21 @@ public enum Operation: Hashable, Sendable {
         case .setHistoryLimit: return "set-history-limit"
         case .setPresenceState: return "set-presence-state"
         }
+    }
+}
+
+/// One user's reward floor of the retiring origin after a retirement absorbed what its
+/// predecessors counted (as a `foldRewards` would write it).
+public struct RetiredRewardFloor: Hashable, Sendable {
+    public var user: UserID
+    public var upTo: UInt64
+    public var sum: Int64
+    public var keep: [UInt64]
+
+    public init(user: UserID, upTo: UInt64, sum: Int64, keep: [UInt64]) {
+        self.user = user
+        self.upTo = upTo
+        self.sum = sum
+        self.keep = keep
     }
 }

@@ -117,6 +117,14 @@ public enum Authority {
             if keep.count > RewardFloor.maxKept { return .invalidValue(operation: name, reason: "a fold keeps at most \(RewardFloor.maxKept) rewards") }
             return sum >= 0 ? nil : .invalidValue(operation: name, reason: "a fold's sum is never negative")
 
+        case let .retirePredecessors(_, floors):
+            guard role == .system else { return .requiresSystem(operation: name) }
+            if floors.contains(where: { $0.keep.count > RewardFloor.maxKept }) {
+                return .invalidValue(operation: name, reason: "a floor keeps at most \(RewardFloor.maxKept) rewards")
+            }
+            if Set(floors.map(\.user)).count != floors.count { return .invalidValue(operation: name, reason: "a user appears twice") }
+            return floors.allSatisfy { $0.sum >= 0 } ? nil : .invalidValue(operation: name, reason: "a floor's sum is never negative")
+
         case let .setName(user, _), let .setDevice(user, _, _):
             return user == author || role == .system ? nil : .notOwnUser(operation: name, author: author, target: user)
 

@@ -9,6 +9,8 @@ extension RoomState {
     /// Applies one delta and also reports what it changed in messaging (messages,
     /// presence state, chat mutes, property conflicts) into `messaging`.
     public mutating func apply(_ delta: Delta, messaging: inout [MessagingChange]) -> ApplyOutcome {
+        // A retired id's writes are all here already (or were dropped with it).
+        if !retiredGenerations.isEmpty && isRetired(delta.origin) { return .duplicate }
         guard seen.insert(delta.dot) else { return .duplicate }
         if let rejection = Authority.check(author: delta.author, role: delta.authorRole, operation: delta.operation) {
             return .rejected(rejection)
@@ -66,6 +68,7 @@ extension RoomState {
         case let .setName(user, name):
             return updateUser(user, keepsRanks: true) { record in record.name.write(name, at: stamp) }
         case let .leaveSession(user, session, started):
+            if let started, isRetired(started.clock.replica) { return [] }
             return updateUser(user, keepsRanks: true) { record in record.endSession(session, at: stamp, started: started) }
         case let .foldSessions(user, upTo, keep):
             // Kept even for a user unknown here yet: the sessions it covers may come later.
@@ -137,6 +140,7 @@ extension RoomState {
 
         // Paths that may move someone on or off the stage or the hand list.
         case let .joinSession(user, session, name, role, host, incarnation):
+            if isRetired(host) { return [] }
             return updateUser(user, keepsRanks: type.value != .oneToOne) { record in
                 record.role.write(role, at: stamp)
                 record.name.write(name, at: stamp)
@@ -174,7 +178,10 @@ extension RoomState {
             var changes = roomWide { $0.muteAll = stamp }
             changes.insert(.allMicrophonesMuted, at: 0)
             return changes
+        case let .retirePredecessors(generation, floors):
+            return performRetirement(origin: delta.origin, stamp: stamp, generation: generation, floors: floors)
         case let .replicaDown(replica, incarnation):
+            guard !isRetired(replica) else { return [] }
             guard deadIncarnations[replica].map({ $0 < incarnation }) ?? true else { return [] }
             return roomWide(presenceOnHost: replica) { state in
                 state.deadIncarnations[replica] = max(state.deadIncarnations[replica] ?? 0, incarnation)

@@ -22,7 +22,10 @@ extension RoomState {
         }
         take(chatMuted, &patch.chatMuted)
         take(historyLimit, &patch.historyLimit)
-        patch.messages = messages.missing(from: other)
+        patch.retiredGenerations = retiredGenerations
+        // A retired id's messages stay in the history, but every replica has them.
+        let retired = Self.retiredTest(retiredGenerations)
+        patch.messages = messages.missing(from: other, skipping: retiredGenerations.isEmpty ? nil : { retired($0.clock.replica) })
         for (user, record) in users {
             if let missing = record.missing(from: check) { patch.users[user] = missing }
         }
@@ -62,12 +65,29 @@ extension RoomState {
 
     /// Joins a patch and also reports what it changed in messaging into `messaging`.
     @discardableResult
-    public mutating func merge(_ patch: RoomState, messaging: inout [MessagingChange]) -> [RoomChange] {
-        precondition(patch.roomID == roomID, "merging room \(patch.roomID) into \(roomID)")
+    public mutating func merge(_ incoming: RoomState, messaging: inout [MessagingChange]) -> [RoomChange] {
+        precondition(incoming.roomID == roomID, "merging room \(incoming.roomID) into \(roomID)")
+        // Retired ids (see `retiredGenerations`): the patch's retirements are taken first,
+        // and nothing of a retired id is taken from it.
+        var patch = incoming
+        var purgeHere: [UserID] = []
+        if incoming.retiredGenerations.contains(where: { hash, generation in retiredGenerations[hash].map { $0 < generation } ?? true }) {
+            for (hash, generation) in incoming.retiredGenerations { retiredGenerations[hash] = max(retiredGenerations[hash] ?? 0, generation) }
+            purgeHere = usersHoldingRetired(Self.retiredTest(retiredGenerations))
+        }
+        if !retiredGenerations.isEmpty {
+            let retired = Self.retiredTest(retiredGenerations)
+            if patch.seen.origins.keys.contains(where: retired) || patch.deadIncarnations.keys.contains(where: retired)
+                || patch.users.values.contains(where: { $0.holdsRetired(retired) }) {
+                patch.retiredGenerations = retiredGenerations
+                patch.purgeRetired(users: Array(patch.users.keys))
+            }
+        }
         var touched = Array(patch.users.keys)
         var hostedOnDeadReplica: [UserID] = []
         // A set beside the list: a node declared down in a lecture hall hosts tens of thousands.
         var hostedSet = Set<UserID>()
+        for user in purgeHere where patch.users[user] == nil && hostedSet.insert(user).inserted { hostedOnDeadReplica.append(user) }
         for (replica, incarnation) in patch.deadIncarnations where deadIncarnations[replica].map({ $0 < incarnation }) ?? true {
             for (user, record) in users where patch.users[user] == nil && record.sessions.contains(where: { $0.host == replica })
                 && hostedSet.insert(user).inserted {
@@ -152,6 +172,7 @@ extension RoomState {
             }
         }
         seen.formUnion(patch.seen)
+        if !purgeHere.isEmpty || !retiredGenerations.isEmpty { purgeRetired(users: purgeHere) }
         beforeFacts.append(contentsOf: hostedBefore)
         var changes = reportChanges(touched: touched, beforeFacts: beforeFacts, contextBefore: contextBefore, isTouched: isTouched)
         // Messaging, in a fixed order: limit, mutes, history, presence, timeouts, conflicts.

@@ -26,6 +26,9 @@ public struct RoomState: Sendable {
     public var users: [UserID: UserRecord] = [:]
     /// Every delta this state contains, rejected ones included.
     public var seen = VersionVector()
+    /// Per node name (its hash), the highest generation of its replica ids that is
+    /// retired (max-merge): replicas keep nothing of those ids and take nothing from them.
+    public var retiredGenerations: [UInt32: UInt64] = [:]
 
     // Derived, rebuilt from the fields above; not part of equality.
     var stageQueue = CandidateQueue()
@@ -45,7 +48,7 @@ extension RoomState: Equatable {
             && a.handLimit == b.handLimit && a.schedule == b.schedule && a.classState == b.classState
             && a.muteAll == b.muteAll && a.deadIncarnations == b.deadIncarnations
             && a.properties == b.properties && a.users == b.users && a.seen == b.seen
-            && a.chatMuted == b.chatMuted && a.historyLimit == b.historyLimit && a.messages == b.messages
+            && a.retiredGenerations == b.retiredGenerations && a.chatMuted == b.chatMuted && a.historyLimit == b.historyLimit && a.messages == b.messages
     }
 }
 

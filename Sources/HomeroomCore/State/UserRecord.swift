@@ -189,6 +189,36 @@ public struct UserActivity: Hashable, Sendable {
     }
 }
 
+extension UserActivity {
+    /// Whether anything here belongs to an origin `retired` says is retired.
+    func holdsRetired(_ retired: (ReplicaID) -> Bool) -> Bool {
+        rewardFloors.keys.contains(where: retired) || sessionFloors.keys.contains(where: retired)
+            || rewards.values.contains { retired($0.stamp.clock.replica) || $0.copies.contains { retired($0.clock.replica) } }
+    }
+
+    /// Drops what retired origins left: their floors (what they counted moved into the
+    /// retiring node's floor), rewards whose earliest copy they sequenced (counted
+    /// there too), and their copies of other rewards. Returns how the total changed.
+    @discardableResult
+    mutating func dropRetired(_ retired: (ReplicaID) -> Bool) -> Int64 {
+        let before = rewardTotal
+        for origin in rewardFloors.keys where retired(origin) {
+            rewardTotal -= rewardFloors[origin]!.sum
+            rewardFloors[origin] = nil
+        }
+        for (key, entry) in rewards {
+            if retired(entry.stamp.clock.replica) {
+                rewards[key] = nil
+                rewardTotal -= Int64(entry.amount)
+            } else if entry.copies.contains(where: { retired($0.clock.replica) }) {
+                rewards[key]!.copies.removeAll { retired($0.clock.replica) }
+            }
+        }
+        for origin in sessionFloors.keys where retired(origin) { sessionFloors[origin] = nil }
+        return rewardTotal - before
+    }
+}
+
 /// Everything the room knows about one user, each field with its own lattice.
 public struct UserRecord: Hashable, Sendable {
     public var name = Register("", stamp: .origin)
@@ -373,6 +403,19 @@ public struct UserRecord: Hashable, Sendable {
         if let otherActivity = other.activityStorage.first { modifyActivity { $0.merge(otherActivity) } }
         for session in other.sessions { upsertSession(session) }
         if sessionFloors != floorsBefore { dropFoldedSessions() }
+    }
+
+    /// Whether anything of this record belongs to a retired origin (see `RoomState.retiredGenerations`).
+    func holdsRetired(_ retired: (ReplicaID) -> Bool) -> Bool {
+        sessions.contains { retired($0.host) || ($0.started != Stamp.maxedOut && retired($0.started.clock.replica)) }
+            || (!activityStorage.isEmpty && activityStorage[0].holdsRetired(retired))
+    }
+
+    /// Drops what retired origins left in this record: the sessions they hosted or
+    /// started (all over: their stores are gone) and their reward and session floors.
+    mutating func dropRetired(_ retired: (ReplicaID) -> Bool) {
+        sessions.removeAll { retired($0.host) || ($0.started != Stamp.maxedOut && retired($0.started.clock.replica)) }
+        if !activityStorage.isEmpty && activityStorage[0].holdsRetired(retired) { activityStorage[0].dropRetired(retired) }
     }
 
     /// Raises the floor of `origin` (a `foldSessions` delta) and drops what it covers.

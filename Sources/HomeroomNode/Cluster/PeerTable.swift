@@ -155,6 +155,18 @@ struct PeerTable {
         return gone.sorted { $0.node < $1.node }
     }
 
+    /// Removes the entries of older stores of a node name whose newest store is this
+    /// node (`own`) or a live peer (see `ReplicaID.supersedes`): that node is the name
+    /// now, so they are waited for by no fold or retirement, and dialled no more.
+    mutating func forgetSuperseded(own: ReplicaID) -> [Entry] {
+        let live = entries.values.filter { $0.status == .alive }.map(\.node) + [own]
+        let gone = entries.values.filter { entry in
+            entry.status != .alive && live.contains { $0.supersedes(entry.node) }
+        }
+        for entry in gone { entries.removeValue(forKey: entry.node) }
+        return gone.sorted { $0.node < $1.node }
+    }
+
     /// Moves silent nodes to suspect, then dead; returns the nodes newly dead.
     mutating func sweep(nowMillis: UInt64, suspectMillis: UInt64, downMillis: UInt64) -> [Entry] {
         var died: [Entry] = []

@@ -174,16 +174,22 @@ extension ClusterNode {
     /// links close, and they are no longer dialled or gossiped. A forgotten peer that
     /// comes back is greeted like a new one.
     func forgetPermanentlyDownPeers() {
-        guard config.permanentDownMillis > 0 else { return }
         let now = WallClock.monotonicMillis()
-        let forgotten = state.withLock { $0.peers.forget(downForMillis: config.permanentDownMillis, nowMillis: now) }
-        for entry in forgotten {
+        let own = replica
+        let superseded = state.withLock { $0.peers.forgetSuperseded(own: own) }
+        for entry in superseded {
+            logger.notice("peer forgotten: a newer store of its node name is running", ["peer": entry.node.description, "address": entry.address])
+        }
+        let down = config.permanentDownMillis == 0 ? [] : state.withLock { $0.peers.forget(downForMillis: config.permanentDownMillis, nowMillis: now) }
+        for entry in down {
+            logger.notice("peer forgotten: down for longer than the permanent-down period", ["peer": entry.node.description, "address": entry.address])
+        }
+        for entry in superseded + down {
             state.withLock { _ = $0.heartbeatsSeen.removeValue(forKey: entry.node) }
             if let dialer = entry.subscriberDialer { subscriber.removeDialer(dialer) }
             let stillUsed = state.withLock { state in state.peers.entries.values.contains { $0.address == entry.address } }
             if !stillUsed, let requester = links.withLock({ $0.removeValue(forKey: entry.address) }) { requester.close() }
             metrics.add("peers_forgotten_total")
-            logger.notice("peer forgotten: down for longer than the permanent-down period", ["peer": entry.node.description, "address": entry.address])
         }
     }
 

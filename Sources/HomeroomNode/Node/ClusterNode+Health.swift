@@ -22,7 +22,7 @@ extension ClusterNode {
         let rule = wedgeRule
         let (before, after) = state.withLock { state -> (String?, String?) in
             let before = state.wedged
-            state.wedged = rule.verdict(reading, wedgedNow: before != nil)
+            state.wedged = state.superseded ?? rule.verdict(reading, wedgedNow: before != nil)
             return (before, state.wedged)
         }
         if let after, before == nil {

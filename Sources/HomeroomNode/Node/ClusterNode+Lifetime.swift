@@ -78,6 +78,59 @@ extension ClusterNode {
         }
     }
 
+    /// Retires the older replica ids of this node's name (stores it had before this one)
+    /// in every room that holds something of them, once every known node holds all their
+    /// writes (`RoomState.retirementPlan`; the decision is Core's, pure). Not while one of
+    /// them is alive: an old store running at the same time is a misconfiguration, and
+    /// its writes must not be dropped.
+    func retirePredecessors() {
+        let now = wallMillis()
+        let window = config.rewardWindowMillis
+        let own = replica
+        let writes = state.withLock { state -> [(room: String, operation: HomeroomCore.Operation)] in
+            guard !state.stopping, state.superseded == nil else { return [] }
+            if state.peers.entries.values.contains(where: { $0.status == .alive && own.supersedes($0.node) }) { return [] }
+            var writes: [(room: String, operation: HomeroomCore.Operation)] = []
+            for (roomID, room) in state.rooms where !room.predecessors(of: own).isEmpty {
+                let peers = state.peers.entries.values.filter { !own.supersedes($0.node) }.map { $0.rooms[roomID] ?? VersionVector() }
+                let before = state.peers.rewardsCompleteBefore(room: roomID, seen: room.seen, nowMillis: now, windowMillis: window)
+                switch room.retirementPlan(successor: own, peers: peers, completeBeforeMillis: before) {
+                case let .due(operation): writes.append((roomID, operation))
+                case .waiting, .nothing: break
+                }
+            }
+            return writes
+        }
+        for write in writes {
+            let system = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0, operation: write.operation)
+            if sequenceSystemWrite(room: write.room, system) {
+                metrics.add("replica_retirements_total")
+                if case let .retirePredecessors(generation, floors) = write.operation {
+                    logger.info("older stores of this node retired", ["room": write.room, "up_to_generation": "\(generation)",
+                                                                       "reward_floors": "\(floors.count)"])
+                }
+            }
+        }
+    }
+
+    /// Steps aside for good once a room shows this node's own replica id retired: a
+    /// newer store of its name runs elsewhere, and every replica drops this one's writes.
+    func stepAsideIfRetired() {
+        let own = replica
+        let found = state.withLock { state -> String? in
+            guard state.superseded == nil, let room = state.rooms.values.first(where: { $0.isRetired(own) }) else { return nil }
+            let why = "a newer store of node \(name) retired this one's replica id \(own) (seen in room \(room.roomID)): "
+                + "this is an old store started again; stop this node and start it on a new data directory"
+            state.superseded = why
+            state.wedged = why
+            return why
+        }
+        if let found {
+            metrics.add("wedged_total")
+            logger.error("node superseded: stepping aside for good (no heartbeats, requests refused unavailable, /healthz 503)", ["why": found])
+        }
+    }
+
     /// Every user of every room is a candidate once, at start: a store written before
     /// folds existed (or while this node was down) is folded too.
     func noteEveryUserForFolding() {

@@ -16,6 +16,8 @@ extension ClusterNode {
             endReincarnationsOfLeftSessions()
             foldEndedSessions(recheckLater: round % 5 == 0)
             if round % 5 == 0 { foldCompleteRewards() }
+            if round % 5 == 0 { stepAsideIfRetired() }
+            if round % 5 == 2 { retirePredecessors() }
             var slept: UInt64 = 0
             while slept < config.heartbeatMillis && !state.withLock({ $0.stopping }) {
                 NNGSleep.milliseconds(20)

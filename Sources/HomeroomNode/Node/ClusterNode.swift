@@ -59,6 +59,21 @@ public final class ClusterNode: Sendable {
     public var httpPort: UInt16 { http.withLock { $0?.port ?? 0 } }
     let stopped = Atomic<Bool>(false)
 
+    /// The last generation given out in this process: two stores of one name made within
+    /// one 10 ms step (tests restart nodes in memory) still get distinct, increasing ids.
+    private static let lastGeneration = Mutex<UInt64>(0)
+
+    /// The replica id of a new store: the name's hash and a generation from the clock
+    /// (see `ReplicaID(node:generation:)`), so the newest store of a name is the one
+    /// that retires the others.
+    static func freshReplicaID(name: String) -> ReplicaID {
+        let generation = lastGeneration.withLock { last -> UInt64 in
+            last = max(last + 1, ReplicaID.generation(atMillis: WallClock.nowMillis()))
+            return last
+        }
+        return ReplicaID(node: name, generation: generation)
+    }
+
     /// Starts a node: opens its store (if it has a data directory), binds its
     /// sockets, then gossips with its seeds in the background.
     public init(config: NodeConfig, logger: Logger, incarnation requestedIncarnation: UInt64? = nil) throws(NodeError) {
@@ -102,7 +117,7 @@ public final class ClusterNode: Sendable {
                 }
                 previousIncarnation = try opened.meta("incarnation").map { UInt64(bitPattern: $0) }
                 if let previousIncarnation, incarnation <= previousIncarnation { incarnation = previousIncarnation + 1 }
-                let replica = storedReplica.map { ReplicaID(UInt64(bitPattern: $0)) } ?? ReplicaID(name: "\(config.name)#\(incarnation)")
+                let replica = storedReplica.map { ReplicaID(UInt64(bitPattern: $0)) } ?? Self.freshReplicaID(name: config.name)
                 storeReplica = replica
                 try opened.setMeta("name", nameKey)
                 try opened.setMeta("replica", Int64(bitPattern: replica.rawValue))
@@ -120,7 +135,7 @@ public final class ClusterNode: Sendable {
         self.descriptorLimit = ProcessResources.raiseDescriptorLimit()
         self.revocation = Mutex(RevocationState(users: config.tokenVerifier?.revokedUsers ?? []))
         self.incarnationBox = Mutex(incarnation)
-        let replica = storeReplica ?? ReplicaID(name: "\(config.name)#\(incarnation)")
+        let replica = storeReplica ?? Self.freshReplicaID(name: config.name)
         self.replica = replica
         var initial = NodeState(replica: replica, maxClockDriftMillis: config.maxClockDriftMillis)
         initial.sealsTopics = config.tokenVerifier != nil

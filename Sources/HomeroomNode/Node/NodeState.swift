@@ -32,6 +32,9 @@ struct NodeState {
     /// Why this node stepped aside (descriptors exhausted, a stuck event loop), or nil.
     /// While set it sends no heartbeats and refuses every request `unavailable`.
     var wedged: String?
+    /// Set once this node learns that a newer store of its name retired its replica id
+    /// (an old store started again): it steps aside for good, as `wedged` does.
+    var superseded: String?
     /// The durable store, if the node has a data directory.
     var store: NodeStore?
     /// Rooms whose stored state does not load (room -> why): out of service here,
@@ -153,7 +156,7 @@ struct NodeState {
     }
 
     /// A node's private origin: its id with the top bit flipped.
-    static func privateOrigin(of replica: ReplicaID) -> ReplicaID { ReplicaID(replica.rawValue ^ 0x8000_0000_0000_0000) }
+    static func privateOrigin(of replica: ReplicaID) -> ReplicaID { replica.privateForm }
 
     /// Remembers the messages a change set removed from a room's history.
     mutating func note(room: String, _ messaging: [MessagingChange]) {

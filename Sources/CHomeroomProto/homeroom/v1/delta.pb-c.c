@@ -547,6 +547,96 @@ void   homeroom__v1__fold_rewards__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__fold_rewards__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__retire_predecessors__init
+                     (Homeroom__V1__RetirePredecessors         *message)
+{
+  static const Homeroom__V1__RetirePredecessors init_value = HOMEROOM__V1__RETIRE_PREDECESSORS__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__retire_predecessors__get_packed_size
+                     (const Homeroom__V1__RetirePredecessors *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__retire_predecessors__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__retire_predecessors__pack
+                     (const Homeroom__V1__RetirePredecessors *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__retire_predecessors__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__retire_predecessors__pack_to_buffer
+                     (const Homeroom__V1__RetirePredecessors *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__retire_predecessors__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__RetirePredecessors *
+       homeroom__v1__retire_predecessors__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__RetirePredecessors *)
+     protobuf_c_message_unpack (&homeroom__v1__retire_predecessors__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__retire_predecessors__free_unpacked
+                     (Homeroom__V1__RetirePredecessors *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__retire_predecessors__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__retired_reward_floor__init
+                     (Homeroom__V1__RetiredRewardFloor         *message)
+{
+  static const Homeroom__V1__RetiredRewardFloor init_value = HOMEROOM__V1__RETIRED_REWARD_FLOOR__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__retired_reward_floor__get_packed_size
+                     (const Homeroom__V1__RetiredRewardFloor *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__retired_reward_floor__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__retired_reward_floor__pack
+                     (const Homeroom__V1__RetiredRewardFloor *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__retired_reward_floor__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__retired_reward_floor__pack_to_buffer
+                     (const Homeroom__V1__RetiredRewardFloor *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__retired_reward_floor__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__RetiredRewardFloor *
+       homeroom__v1__retired_reward_floor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__RetiredRewardFloor *)
+     protobuf_c_message_unpack (&homeroom__v1__retired_reward_floor__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__retired_reward_floor__free_unpacked
+                     (Homeroom__V1__RetiredRewardFloor *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__retired_reward_floor__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__set_name__init
                      (Homeroom__V1__SetName         *message)
 {
@@ -1556,7 +1646,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta_batch__descriptor =
   (ProtobufCMessageInit) homeroom__v1__delta_batch__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[35] =
+static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[36] =
 {
   {
     "clock_delta",
@@ -1967,6 +2057,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[35]
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "retire_predecessors",
+    35,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, retire_predecessors),
+    &homeroom__v1__retire_predecessors__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "origin",
     40,
     PROTOBUF_C_LABEL_NONE,
@@ -1991,8 +2093,9 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   24,   /* field[24] = kick */
   12,   /* field[12] = leave_session */
   21,   /* field[21] = mute_all */
-  34,   /* field[34] = origin */
+  35,   /* field[35] = origin */
   23,   /* field[23] = replica_down */
+  34,   /* field[34] = retire_predecessors */
   10,   /* field[10] = reward */
   26,   /* field[26] = send_message */
   27,   /* field[27] = send_peer_message */
@@ -2019,8 +2122,8 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__delta__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 40, 34 },
-  { 0, 35 }
+  { 40, 35 },
+  { 0, 36 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
 {
@@ -2030,7 +2133,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
   "Homeroom__V1__Delta",
   "homeroom.v1",
   sizeof(Homeroom__V1__Delta),
-  35,
+  36,
   homeroom__v1__delta__field_descriptors,
   homeroom__v1__delta__field_indices_by_name,
   2,  homeroom__v1__delta__number_ranges,
@@ -2714,6 +2817,134 @@ const ProtobufCMessageDescriptor homeroom__v1__fold_rewards__descriptor =
   homeroom__v1__fold_rewards__field_indices_by_name,
   1,  homeroom__v1__fold_rewards__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__fold_rewards__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__retire_predecessors__field_descriptors[2] =
+{
+  {
+    "generation",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RetirePredecessors, generation),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reward_floors",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__RetirePredecessors, n_reward_floors),
+    offsetof(Homeroom__V1__RetirePredecessors, reward_floors),
+    &homeroom__v1__retired_reward_floor__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__retire_predecessors__field_indices_by_name[] = {
+  0,   /* field[0] = generation */
+  1,   /* field[1] = reward_floors */
+};
+static const ProtobufCIntRange homeroom__v1__retire_predecessors__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__retire_predecessors__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.RetirePredecessors",
+  "RetirePredecessors",
+  "Homeroom__V1__RetirePredecessors",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__RetirePredecessors),
+  2,
+  homeroom__v1__retire_predecessors__field_descriptors,
+  homeroom__v1__retire_predecessors__field_indices_by_name,
+  1,  homeroom__v1__retire_predecessors__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__retire_predecessors__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__retired_reward_floor__field_descriptors[4] =
+{
+  {
+    "user",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RetiredRewardFloor, user),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "up_to",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RetiredRewardFloor, up_to),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sum",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RetiredRewardFloor, sum),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "keep",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Homeroom__V1__RetiredRewardFloor, n_keep),
+    offsetof(Homeroom__V1__RetiredRewardFloor, keep),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__retired_reward_floor__field_indices_by_name[] = {
+  3,   /* field[3] = keep */
+  2,   /* field[2] = sum */
+  1,   /* field[1] = up_to */
+  0,   /* field[0] = user */
+};
+static const ProtobufCIntRange homeroom__v1__retired_reward_floor__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__retired_reward_floor__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.RetiredRewardFloor",
+  "RetiredRewardFloor",
+  "Homeroom__V1__RetiredRewardFloor",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__RetiredRewardFloor),
+  4,
+  homeroom__v1__retired_reward_floor__field_descriptors,
+  homeroom__v1__retired_reward_floor__field_indices_by_name,
+  1,  homeroom__v1__retired_reward_floor__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__retired_reward_floor__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__set_name__field_descriptors[2] =

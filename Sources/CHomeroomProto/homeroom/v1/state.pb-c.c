@@ -772,6 +772,51 @@ void   homeroom__v1__dead_incarnation__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__dead_incarnation__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__retired_name__init
+                     (Homeroom__V1__RetiredName         *message)
+{
+  static const Homeroom__V1__RetiredName init_value = HOMEROOM__V1__RETIRED_NAME__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__retired_name__get_packed_size
+                     (const Homeroom__V1__RetiredName *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__retired_name__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__retired_name__pack
+                     (const Homeroom__V1__RetiredName *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__retired_name__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__retired_name__pack_to_buffer
+                     (const Homeroom__V1__RetiredName *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__retired_name__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__RetiredName *
+       homeroom__v1__retired_name__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__RetiredName *)
+     protobuf_c_message_unpack (&homeroom__v1__retired_name__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__retired_name__free_unpacked
+                     (Homeroom__V1__RetiredName *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__retired_name__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__room_patch__init
                      (Homeroom__V1__RoomPatch         *message)
 {
@@ -2256,7 +2301,58 @@ const ProtobufCMessageDescriptor homeroom__v1__dead_incarnation__descriptor =
   (ProtobufCMessageInit) homeroom__v1__dead_incarnation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptors[18] =
+static const ProtobufCFieldDescriptor homeroom__v1__retired_name__field_descriptors[2] =
+{
+  {
+    "name_hash",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RetiredName, name_hash),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "generation",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RetiredName, generation),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__retired_name__field_indices_by_name[] = {
+  1,   /* field[1] = generation */
+  0,   /* field[0] = name_hash */
+};
+static const ProtobufCIntRange homeroom__v1__retired_name__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__retired_name__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.RetiredName",
+  "RetiredName",
+  "Homeroom__V1__RetiredName",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__RetiredName),
+  2,
+  homeroom__v1__retired_name__field_descriptors,
+  homeroom__v1__retired_name__field_indices_by_name,
+  1,  homeroom__v1__retired_name__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__retired_name__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptors[19] =
 {
   {
     "room_id",
@@ -2474,6 +2570,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "retired",
+    19,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__RoomPatch, n_retired),
+    offsetof(Homeroom__V1__RoomPatch, retired),
+    &homeroom__v1__retired_name__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
   14,   /* field[14] = chat_muted */
@@ -2487,6 +2595,7 @@ static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
   4,   /* field[4] = name */
   12,   /* field[12] = properties */
   2,   /* field[2] = replicas */
+  18,   /* field[18] = retired */
   0,   /* field[0] = room_id */
   8,   /* field[8] = schedule */
   13,   /* field[13] = seen */
@@ -2498,7 +2607,7 @@ static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__room_patch__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 18 }
+  { 0, 19 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor =
 {
@@ -2508,7 +2617,7 @@ const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor =
   "Homeroom__V1__RoomPatch",
   "homeroom.v1",
   sizeof(Homeroom__V1__RoomPatch),
-  18,
+  19,
   homeroom__v1__room_patch__field_descriptors,
   homeroom__v1__room_patch__field_indices_by_name,
   1,  homeroom__v1__room_patch__number_ranges,

@@ -28,6 +28,8 @@ typedef struct Homeroom__V1__JoinSession Homeroom__V1__JoinSession;
 typedef struct Homeroom__V1__LeaveSession Homeroom__V1__LeaveSession;
 typedef struct Homeroom__V1__FoldSessions Homeroom__V1__FoldSessions;
 typedef struct Homeroom__V1__FoldRewards Homeroom__V1__FoldRewards;
+typedef struct Homeroom__V1__RetirePredecessors Homeroom__V1__RetirePredecessors;
+typedef struct Homeroom__V1__RetiredRewardFloor Homeroom__V1__RetiredRewardFloor;
 typedef struct Homeroom__V1__SetName Homeroom__V1__SetName;
 typedef struct Homeroom__V1__SetUserProperty Homeroom__V1__SetUserProperty;
 typedef struct Homeroom__V1__RevisionCondition Homeroom__V1__RevisionCondition;
@@ -106,7 +108,8 @@ typedef enum {
   HOMEROOM__V1__DELTA__OP_SET_HISTORY_LIMIT = 31,
   HOMEROOM__V1__DELTA__OP_SET_PRESENCE_STATE = 32,
   HOMEROOM__V1__DELTA__OP_FOLD_SESSIONS = 33,
-  HOMEROOM__V1__DELTA__OP_FOLD_REWARDS = 34
+  HOMEROOM__V1__DELTA__OP_FOLD_REWARDS = 34,
+  HOMEROOM__V1__DELTA__OP_RETIRE_PREDECESSORS = 35
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HOMEROOM__V1__DELTA__OP__CASE)
 } Homeroom__V1__Delta__OpCase;
 
@@ -171,6 +174,7 @@ struct  Homeroom__V1__Delta
      */
     Homeroom__V1__FoldSessions *fold_sessions;
     Homeroom__V1__FoldRewards *fold_rewards;
+    Homeroom__V1__RetirePredecessors *retire_predecessors;
   };
 };
 #define HOMEROOM__V1__DELTA__INIT \
@@ -341,6 +345,47 @@ struct  Homeroom__V1__FoldRewards
 };
 #define HOMEROOM__V1__FOLD_REWARDS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__fold_rewards__descriptor) \
+    , 0, 0, 0, 0,NULL }
+
+
+/*
+ * System only. The delta's origin (a structured replica id: docs/PROTOCOL.md,
+ * "Replica ids") retires every replica id of its own node name whose generation is
+ * at most `generation`: stores of that name that are gone for good. Every replica
+ * then drops what it keeps for them (version-vector entries, dead-incarnation
+ * marks, sessions they hosted, their session and reward floors, rewards whose
+ * earliest copy they sequenced, their copies of other rewards) and ignores any
+ * later data from them. What their rewards counted moves into the origin's own
+ * reward floor of each user, given whole in `reward_floors` (it replaces that
+ * floor, as a later FoldRewards would), so every user's total stays the same.
+ */
+struct  Homeroom__V1__RetirePredecessors
+{
+  ProtobufCMessage base;
+  uint64_t generation;
+  size_t n_reward_floors;
+  Homeroom__V1__RetiredRewardFloor **reward_floors;
+};
+#define HOMEROOM__V1__RETIRE_PREDECESSORS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__retire_predecessors__descriptor) \
+    , 0, 0,NULL }
+
+
+/*
+ * The origin's reward floor of one user after a retirement absorbed its
+ * predecessors' rewards: as FoldRewards.
+ */
+struct  Homeroom__V1__RetiredRewardFloor
+{
+  ProtobufCMessage base;
+  uint32_t user;
+  uint64_t up_to;
+  int64_t sum;
+  size_t n_keep;
+  uint64_t *keep;
+};
+#define HOMEROOM__V1__RETIRED_REWARD_FLOOR__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__retired_reward_floor__descriptor) \
     , 0, 0, 0, 0,NULL }
 
 
@@ -883,6 +928,44 @@ Homeroom__V1__FoldRewards *
 void   homeroom__v1__fold_rewards__free_unpacked
                      (Homeroom__V1__FoldRewards *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__RetirePredecessors methods */
+void   homeroom__v1__retire_predecessors__init
+                     (Homeroom__V1__RetirePredecessors         *message);
+size_t homeroom__v1__retire_predecessors__get_packed_size
+                     (const Homeroom__V1__RetirePredecessors   *message);
+size_t homeroom__v1__retire_predecessors__pack
+                     (const Homeroom__V1__RetirePredecessors   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__retire_predecessors__pack_to_buffer
+                     (const Homeroom__V1__RetirePredecessors   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__RetirePredecessors *
+       homeroom__v1__retire_predecessors__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__retire_predecessors__free_unpacked
+                     (Homeroom__V1__RetirePredecessors *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__RetiredRewardFloor methods */
+void   homeroom__v1__retired_reward_floor__init
+                     (Homeroom__V1__RetiredRewardFloor         *message);
+size_t homeroom__v1__retired_reward_floor__get_packed_size
+                     (const Homeroom__V1__RetiredRewardFloor   *message);
+size_t homeroom__v1__retired_reward_floor__pack
+                     (const Homeroom__V1__RetiredRewardFloor   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__retired_reward_floor__pack_to_buffer
+                     (const Homeroom__V1__RetiredRewardFloor   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__RetiredRewardFloor *
+       homeroom__v1__retired_reward_floor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__retired_reward_floor__free_unpacked
+                     (Homeroom__V1__RetiredRewardFloor *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__SetName methods */
 void   homeroom__v1__set_name__init
                      (Homeroom__V1__SetName         *message);
@@ -1320,6 +1403,12 @@ typedef void (*Homeroom__V1__FoldSessions_Closure)
 typedef void (*Homeroom__V1__FoldRewards_Closure)
                  (const Homeroom__V1__FoldRewards *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__RetirePredecessors_Closure)
+                 (const Homeroom__V1__RetirePredecessors *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__RetiredRewardFloor_Closure)
+                 (const Homeroom__V1__RetiredRewardFloor *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__SetName_Closure)
                  (const Homeroom__V1__SetName *message,
                   void *closure_data);
@@ -1401,6 +1490,8 @@ extern const ProtobufCMessageDescriptor homeroom__v1__join_session__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__leave_session__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__fold_sessions__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__fold_rewards__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__retire_predecessors__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__retired_reward_floor__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_name__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_user_property__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__revision_condition__descriptor;

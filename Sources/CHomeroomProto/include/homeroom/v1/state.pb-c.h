@@ -33,6 +33,7 @@ typedef struct Homeroom__V1__UserPatch Homeroom__V1__UserPatch;
 typedef struct Homeroom__V1__RewardFloor Homeroom__V1__RewardFloor;
 typedef struct Homeroom__V1__SessionFloor Homeroom__V1__SessionFloor;
 typedef struct Homeroom__V1__DeadIncarnation Homeroom__V1__DeadIncarnation;
+typedef struct Homeroom__V1__RetiredName Homeroom__V1__RetiredName;
 typedef struct Homeroom__V1__RoomPatch Homeroom__V1__RoomPatch;
 
 
@@ -397,6 +398,21 @@ struct  Homeroom__V1__DeadIncarnation
     , 0, 0 }
 
 
+/*
+ * Every replica id of one node name (its 24-bit name hash) whose generation is at
+ * most `generation` is retired (merge by maximum; see RetirePredecessors).
+ */
+struct  Homeroom__V1__RetiredName
+{
+  ProtobufCMessage base;
+  uint32_t name_hash;
+  uint64_t generation;
+};
+#define HOMEROOM__V1__RETIRED_NAME__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__retired_name__descriptor) \
+    , 0, 0 }
+
+
 struct  Homeroom__V1__RoomPatch
 {
   ProtobufCMessage base;
@@ -445,10 +461,15 @@ struct  Homeroom__V1__RoomPatch
   Homeroom__V1__Stamp *history_floor;
   size_t n_messages;
   Homeroom__V1__MessageRecord **messages;
+  /*
+   * always sent whole (one entry per node name)
+   */
+  size_t n_retired;
+  Homeroom__V1__RetiredName **retired;
 };
 #define HOMEROOM__V1__ROOM_PATCH__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__room_patch__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, 0,NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL }
 
 
 /* Homeroom__V1__Stamp methods */
@@ -774,6 +795,25 @@ Homeroom__V1__DeadIncarnation *
 void   homeroom__v1__dead_incarnation__free_unpacked
                      (Homeroom__V1__DeadIncarnation *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__RetiredName methods */
+void   homeroom__v1__retired_name__init
+                     (Homeroom__V1__RetiredName         *message);
+size_t homeroom__v1__retired_name__get_packed_size
+                     (const Homeroom__V1__RetiredName   *message);
+size_t homeroom__v1__retired_name__pack
+                     (const Homeroom__V1__RetiredName   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__retired_name__pack_to_buffer
+                     (const Homeroom__V1__RetiredName   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__RetiredName *
+       homeroom__v1__retired_name__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__retired_name__free_unpacked
+                     (Homeroom__V1__RetiredName *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__RoomPatch methods */
 void   homeroom__v1__room_patch__init
                      (Homeroom__V1__RoomPatch         *message);
@@ -846,6 +886,9 @@ typedef void (*Homeroom__V1__SessionFloor_Closure)
 typedef void (*Homeroom__V1__DeadIncarnation_Closure)
                  (const Homeroom__V1__DeadIncarnation *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__RetiredName_Closure)
+                 (const Homeroom__V1__RetiredName *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__RoomPatch_Closure)
                  (const Homeroom__V1__RoomPatch *message,
                   void *closure_data);
@@ -872,6 +915,7 @@ extern const ProtobufCMessageDescriptor homeroom__v1__user_patch__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__reward_floor__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__session_floor__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__dead_incarnation__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__retired_name__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor;
 
 PROTOBUF_C__END_DECLS

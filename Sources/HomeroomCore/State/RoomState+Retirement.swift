@@ -1,0 +1,134 @@
+/// Retiring replica ids (docs/ARCHITECTURE.md, "Lifetime"): a node takes a new replica
+/// id with each new store, and every room keeps something per id (its version-vector
+/// entry, its dead-incarnation mark, the sessions it hosted, its session and reward
+/// floors of each user). Without retirement those grow by one set per store a node
+/// ever had. The newest store of a node name retires the older ones once every node
+/// holds all their writes; every replica then drops what it kept for them and refuses
+/// anything later from them, and what their rewards counted moves into the retiring
+/// node's own floors, so no total changes.
+///
+/// Why it is exact: only the newest store of a name writes the retirement (one writer,
+/// applied once per replica by its dot); it waits until every known node's version
+/// vector holds every write of the retired ids (so no replica can learn one later)
+/// and until their rewards are complete (as a reward fold waits); and the floors it
+/// writes are given whole, so a replica that applies it before or after its other
+/// folds ends with the same totals.
+extension RoomState {
+    /// Whether `replica` (a node id or a private-topic origin) is retired here.
+    public func isRetired(_ replica: ReplicaID) -> Bool {
+        guard replica.isStructured, let generation = retiredGenerations[replica.nameHash] else { return false }
+        return replica.generation <= generation
+    }
+
+    static func retiredTest(_ table: [UInt32: UInt64]) -> (ReplicaID) -> Bool {
+        { replica in
+            guard replica.isStructured, let generation = table[replica.nameHash] else { return false }
+            return replica.generation <= generation
+        }
+    }
+
+    /// Drops what retired ids left: version-vector entries, dead-incarnation marks, and
+    /// in the records of `subset` their sessions, floors and rewards.
+    mutating func purgeRetired<Users: Sequence>(users subset: Users) where Users.Element == UserID {
+        guard !retiredGenerations.isEmpty else { return }
+        let retired = Self.retiredTest(retiredGenerations)
+        for origin in Array(seen.origins.keys) where retired(origin) { seen.remove(origin) }
+        for replica in Array(deadIncarnations.keys) where retired(replica) { deadIncarnations[replica] = nil }
+        for user in subset where users[user]?.holdsRetired(retired) == true {
+            users[user]!.dropRetired(retired)
+            reindex(user)
+        }
+    }
+
+    /// Users whose records hold something of a retired id (see `purgeRetired`).
+    func usersHoldingRetired(_ retired: (ReplicaID) -> Bool) -> [UserID] {
+        users.compactMap { user, record in record.holdsRetired(retired) ? user : nil }
+    }
+
+    /// Applies a `retirePredecessors` written by `origin`: its own name's ids up to
+    /// `generation` are retired, and the floors it gives become its floors.
+    mutating func performRetirement(origin: ReplicaID, stamp: Stamp, generation: UInt64, floors: [RetiredRewardFloor]) -> [RoomChange] {
+        // Only a structured node id retires, and only older ids of its own name.
+        guard origin.isStructured, origin.nodeForm == origin, generation < origin.generation else { return [] }
+        var table = retiredGenerations
+        table[origin.nameHash] = max(table[origin.nameHash] ?? 0, generation)
+        let retired = Self.retiredTest(table)
+        var touched = usersHoldingRetired(retired)
+        let holding = Set(touched)
+        touched.append(contentsOf: floors.map(\.user).filter { !holding.contains($0) })
+        return reportingChanges(touched: touched) { state in
+            for floor in floors {
+                state.users[floor.user, default: UserRecord()]
+                    .foldRewards(origin: origin, RewardFloor(upTo: floor.upTo, sum: floor.sum, keep: floor.keep, stamp: stamp))
+            }
+            state.retiredGenerations = table
+            state.purgeRetired(users: touched)
+        }
+    }
+}
+
+extension RoomState {
+    /// What `retirementPlan` decides.
+    public enum RetirementPlan: Equatable, Sendable {
+        /// This room holds nothing of an older id of the successor's name.
+        case nothing
+        /// Not yet, and why (for logs and tests).
+        case waiting(String)
+        case due(Operation)
+    }
+
+    /// The older replica ids of `successor`'s node name this room holds something of.
+    public func predecessors(of successor: ReplicaID) -> [ReplicaID] {
+        var found = Set<ReplicaID>()
+        for origin in seen.origins.keys where successor.supersedes(origin) && !isRetired(origin) { found.insert(origin.nodeForm) }
+        for replica in deadIncarnations.keys where successor.supersedes(replica) && !isRetired(replica) { found.insert(replica.nodeForm) }
+        return found.sorted()
+    }
+
+    /// The `retirePredecessors` the node `successor` should write now, if any.
+    ///
+    /// `peers` are the version vectors of this room that every other node it knows last
+    /// advertised (down ones included: they may hold writes no one else has);
+    /// `completeBeforeMillis` is the same promise a reward fold takes (every copy of
+    /// every reward issued before it is here, and no node will make another), nil when
+    /// there is none yet. Due once this replica and every peer hold every write of the
+    /// older ids without a gap, and each of their rewards is complete and counted once
+    /// (a copy retried through another node is covered by that node's fold).
+    public func retirementPlan(successor: ReplicaID, peers: [VersionVector], completeBeforeMillis: UInt64?) -> RetirementPlan {
+        let olderIDs = predecessors(of: successor)
+        guard !olderIDs.isEmpty else { return .nothing }
+        let isOlder: (ReplicaID) -> Bool = { successor.supersedes($0) }
+        var origins = Set(seen.origins.keys.filter(isOlder))
+        for peer in peers { origins.formUnion(peer.origins.keys.filter(isOlder)) }
+        for origin in origins.sorted() {
+            let own = seen.origins[origin] ?? OriginProgress()
+            guard own.early.isEmpty else { return .waiting("this node misses writes of \(origin)") }
+            for peer in peers {
+                let theirs = peer.origins[origin] ?? OriginProgress()
+                if theirs.highest > own.contiguous { return .waiting("this node misses writes of \(origin) a peer has") }
+                if theirs.contiguous < own.contiguous { return .waiting("a peer misses writes of \(origin)") }
+            }
+        }
+        var floors: [RetiredRewardFloor] = []
+        for (user, record) in users where record.hasActivity {
+            var absorbed: Int64 = 0
+            for (origin, floor) in record.rewardFloors where isOlder(origin) { absorbed += floor.sum }
+            for entry in record.rewards.values where isOlder(entry.stamp.clock.replica) {
+                guard let before = completeBeforeMillis, entry.issuedAtMillis < before else {
+                    return .waiting("a reward of \(user) is not complete yet")
+                }
+                let counted = entry.copies.allSatisfy { copy in
+                    isOlder(copy.clock.replica) || record.rewardFloors[copy.clock.replica]?.covers(sequence: copy.sequence) == true
+                }
+                guard counted else { return .waiting("a reward of \(user) waits for another node's fold") }
+                absorbed += Int64(entry.amount)
+            }
+            guard absorbed != 0 else { continue }
+            let current = record.rewardFloors[successor]
+            floors.append(RetiredRewardFloor(user: user, upTo: current?.upTo ?? 0, sum: (current?.sum ?? 0) + absorbed,
+                                             keep: current?.keep ?? []))
+        }
+        let generation = olderIDs.map(\.generation).max()!
+        return .due(.retirePredecessors(generation: generation, rewardFloors: floors.sorted { $0.user < $1.user }))
+    }
+}
