@@ -114,6 +114,42 @@ import Testing
         #expect(eventually(10) { bob.replica.users["bob"]?.rewardTotal == 10 },
                 "acknowledged writes of the rebuilt node are missing at its peer: \(bob.replica.users["bob"]?.rewardTotal ?? -1) of 10")
     }
+
+    /// The rebuilt node's new store retires the old one's replica id; that old store,
+    /// started again (a backup put back), must not serve: its writes would be dropped.
+    @Test func anOldStoreStartedAgainAfterItWasRetiredStepsAside() throws {
+        let first = Self.temporaryDirectory("retired-a"), second = Self.temporaryDirectory("retired-b")
+        defer { for path in [first, second, first + ".old"] { try? FileManager.default.removeItem(atPath: path) } }
+        let window = ["--reward-window-ms", "1000", "--http", "http://127.0.0.1:0"]
+        let peer = try NodeProcess(name: "rt-b", extra: ["--data-dir", second] + window)
+        var node = try NodeProcess(name: "rt-a", seeds: [peer.listen], extra: ["--data-dir", first] + window)
+        defer { node.stop(); peer.stop() }
+        let bob = Self.client("bob", .student, [peer], room: "old-store")
+        defer { bob.close() }
+        try bob.connect()
+        do {
+            let teacher = Self.client("teacher", .teacher, [node], room: "old-store")
+            defer { teacher.close() }
+            try teacher.connect()
+            #expect(eventually(10) { teacher.replica.users["bob"]?.isKnown == true }, "the teacher's node never heard of bob")
+            for _ in 0..<3 { _ = try teacher.write(.reward(user: "bob", amount: 1)) }
+        }
+        #expect(eventually(10) { bob.replica.users["bob"]?.rewardTotal == 3 })
+
+        node.stop()
+        try FileManager.default.moveItem(atPath: first, toPath: first + ".old")
+        node = try NodeProcess(name: "rt-a", seeds: [peer.listen], extra: ["--data-dir", first] + window)
+        #expect(eventually(30) { (node.metric("homeroom_replica_retirements_total") ?? 0) >= 1 }, "the new store never retired the old one")
+        node.stop()
+
+        try FileManager.default.removeItem(atPath: first)
+        try FileManager.default.moveItem(atPath: first + ".old", toPath: first)
+        node = try NodeProcess(name: "rt-a", seeds: [peer.listen], extra: ["--data-dir", first] + window)
+        #expect(eventually(20) { node.get("/healthz")?.status == 503 }, "the retired store still serves: \(node.get("/healthz")?.body ?? "no answer")")
+        #expect(node.log.contains("superseded"))
+        #expect(bob.replica.users["bob"]?.rewardTotal == 3)
+        #expect(peer.get("/healthz")?.status == 200)
+    }
 }
 
 /// The rate limiters forget what has refilled: their tables stay as large as the
@@ -272,5 +308,59 @@ import Testing
             }
             #expect(code == "duplicate-counter")
         }
+    }
+}
+
+/// A node that restarts without a store gets a new replica id each time; the newest
+/// retires the older ones, so a room keeps nothing per store a node ever had.
+@Suite(.serialized) struct ReplicaRetirementTests {
+    @Test func restartsWithoutAStoreLeaveNothingBehindAndLoseNoReward() throws {
+        let tune: (inout NodeConfig) -> Void = { $0.rewardWindowMillis = 1_000 }
+        let cluster = try TestCluster(size: 3, label: "retire") { _, config in tune(&config) }
+        #expect(cluster.meshed())
+        let bob = cluster.client("bob", .student, node: 0, room: "semester")
+        defer { bob.close() }
+        try bob.connect()
+        var acknowledged: Int64 = 0
+        var earlier: [ReplicaID] = []
+        for _ in 0..<4 {
+            let node = cluster.nodes[2]
+            let teacher = cluster.client("tina", .teacher, node: 2, room: "semester")
+            try teacher.connect()
+            #expect(eventually(10) { teacher.replica.users["bob"]?.isKnown == true }, "the teacher's node never heard of bob")
+            for _ in 0..<3 {
+                _ = try teacher.write(.reward(user: "bob", amount: 1))
+                acknowledged += 1
+            }
+            #expect(eventually(10) { cluster.nodes.allSatisfy { $0.room("semester")?.users["bob"]?.rewardTotal == acknowledged } })
+            teacher.close()
+            earlier.append(node.replica)
+            node.stop()
+            cluster.nodes.remove(at: 2)
+            try cluster.add(name: node.name, configure: tune)
+        }
+        let newest = cluster.nodes[2].replica
+        #expect(earlier.allSatisfy { newest.supersedes($0) })
+        let live = Set(cluster.nodes.map(\.replica))
+        func leftovers(_ room: RoomState) -> [String] {
+            var found: [String] = []
+            for origin in room.seen.origins.keys where !live.contains(origin.nodeForm) { found.append("seen \(origin)") }
+            for replica in room.deadIncarnations.keys where !live.contains(replica) { found.append("dead mark \(replica)") }
+            for (user, record) in room.users {
+                for session in record.sessions where !live.contains(session.host) { found.append("\(user) session on \(session.host)") }
+                for origin in record.rewardFloors.keys where !live.contains(origin) { found.append("\(user) reward floor of \(origin)") }
+                for origin in record.sessionFloors.keys where !live.contains(origin) { found.append("\(user) session floor of \(origin)") }
+            }
+            return found
+        }
+        let clean = eventually(40) {
+            cluster.nodes.allSatisfy { node in node.room("semester").map { leftovers($0).isEmpty } ?? false }
+        }
+        #expect(clean, "state of retired stores is left: \(cluster.nodes.map { $0.room("semester").map(leftovers) ?? ["no room"] }); the retirement: \(cluster.nodes[2].retirementPlans())")
+        #expect(cluster.nodes.allSatisfy { $0.room("semester")?.users["bob"]?.rewardTotal == acknowledged },
+                "reward totals after the retirements: \(cluster.nodes.map { $0.room("semester")?.users["bob"]?.rewardTotal ?? -1 }) of \(acknowledged)")
+        #expect(eventually(10) { bob.replica.users["bob"]?.rewardTotal == acknowledged })
+        #expect((cluster.nodes[2].metrics["replica_retirements_total"] ?? 0) >= 1)
+        #expect(cluster.converged(room: "semester"))
     }
 }

@@ -89,6 +89,8 @@ struct PeerTable {
     /// Learns of a node second-hand (from another's peer list): never marks it alive.
     mutating func learn(_ peer: WireMessage.Peer, nowMillis: UInt64) -> Bool {
         guard entries[peer.node] == nil, peer.status != .dead, !peer.publishAddress.isEmpty else { return false }
+        // An older store of a node whose newer store is known is gone: not met again.
+        guard !entries.keys.contains(where: { $0.supersedes(peer.node) }) else { return false }
         entries[peer.node] = Entry(node: peer.node, address: peer.address, publishAddress: peer.publishAddress,
                                    clusterPublishAddress: peer.clusterPublishAddress,
                                    incarnation: peer.incarnation, lastHeardMillis: nowMillis, status: .suspect)
@@ -197,7 +199,9 @@ struct PeerTable {
     /// `seen` is this node's version vector of the room; `nowMillis` its own clock.
     mutating func rewardsCompleteBefore(room: String, seen: VersionVector, nowMillis: UInt64, windowMillis: UInt64) -> UInt64? {
         var before = nowMillis &- windowMillis
-        for node in entries.keys {
+        // An older store of a node whose newer store is known makes no more copies: its
+        // writes are all in (a retirement waits for that), and it is forgotten soon.
+        for node in entries.keys where !entries.keys.contains(where: { $0.supersedes(node) }) {
             var checkpoint = entries[node]!.rewardCheckpoints[room] ?? RewardCheckpoint()
             checkpoint.confirm(seen: seen.contiguous(node))
             entries[node]!.rewardCheckpoints[room] = checkpoint

@@ -111,7 +111,8 @@ extension ClusterNode {
         let toConnect = state.withLock { state -> [PeerTable.Entry] in
             var connect: [ReplicaID] = []
             if state.peers.heard(heartbeat, nowMillis: now) { connect.append(heartbeat.node) }
-            for peer in heartbeat.peers where peer.node != replica {
+            // Never an older store of this node's own name: this node is that name now.
+            for peer in heartbeat.peers where peer.node != replica && !replica.supersedes(peer.node) {
                 if state.peers.learn(peer, nowMillis: now) { connect.append(peer.node) }
             }
             for digest in heartbeat.rooms where RoomID.validate(digest.roomID) == nil {

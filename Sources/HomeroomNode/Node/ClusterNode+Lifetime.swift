@@ -84,22 +84,9 @@ extension ClusterNode {
     /// them is alive: an old store running at the same time is a misconfiguration, and
     /// its writes must not be dropped.
     func retirePredecessors() {
-        let now = wallMillis()
-        let window = config.rewardWindowMillis
-        let own = replica
-        let writes = state.withLock { state -> [(room: String, operation: HomeroomCore.Operation)] in
-            guard !state.stopping, state.superseded == nil else { return [] }
-            if state.peers.entries.values.contains(where: { $0.status == .alive && own.supersedes($0.node) }) { return [] }
-            var writes: [(room: String, operation: HomeroomCore.Operation)] = []
-            for (roomID, room) in state.rooms where !room.predecessors(of: own).isEmpty {
-                let peers = state.peers.entries.values.filter { !own.supersedes($0.node) }.map { $0.rooms[roomID] ?? VersionVector() }
-                let before = state.peers.rewardsCompleteBefore(room: roomID, seen: room.seen, nowMillis: now, windowMillis: window)
-                switch room.retirementPlan(successor: own, peers: peers, completeBeforeMillis: before) {
-                case let .due(operation): writes.append((roomID, operation))
-                case .waiting, .nothing: break
-                }
-            }
-            return writes
+        let writes = retirementPlans().compactMap { room, plan -> (room: String, operation: HomeroomCore.Operation)? in
+            if case let .due(operation) = plan { return (room, operation) }
+            return nil
         }
         for write in writes {
             let system = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0, operation: write.operation)
@@ -110,6 +97,29 @@ extension ClusterNode {
                                                                        "reward_floors": "\(floors.count)"])
                 }
             }
+        }
+    }
+
+    /// What the retirement of older stores of this node's name waits for, per room that
+    /// holds something of them (for `retirePredecessors`, logs and tests).
+    func retirementPlans() -> [String: RoomState.RetirementPlan] {
+        let now = wallMillis()
+        let window = config.rewardWindowMillis
+        let own = replica
+        return state.withLock { state -> [String: RoomState.RetirementPlan] in
+            guard !state.stopping, state.superseded == nil else { return [:] }
+            var plans: [String: RoomState.RetirementPlan] = [:]
+            let aliveOlder = state.peers.entries.values.first { $0.status == .alive && own.supersedes($0.node) }
+            for (roomID, room) in state.rooms where !room.predecessors(of: own).isEmpty {
+                if let aliveOlder {
+                    plans[roomID] = .waiting("an older store of this node's name is alive (\(aliveOlder.node) at \(aliveOlder.address))")
+                    continue
+                }
+                let peers = state.peers.entries.values.filter { !own.supersedes($0.node) }.map { $0.rooms[roomID] ?? VersionVector() }
+                let before = state.peers.rewardsCompleteBefore(room: roomID, seen: room.seen, nowMillis: now, windowMillis: window)
+                plans[roomID] = room.retirementPlan(successor: own, peers: peers, completeBeforeMillis: before)
+            }
+            return plans
         }
     }
 

@@ -58,7 +58,8 @@ extension ClusterNode {
         "history_trims_total": "Trims of a room's message history this node wrote (the age limit, --message-retention).",
         "wedged_total": "Times this node stepped aside (descriptors exhausted, a stuck event loop).",
         "reward_folds_total": "Reward folds this node wrote (rewards it sequenced, counted into a floor; docs/ARCHITECTURE.md, Lifetime).",
-        "peers_forgotten_total": "Peers forgotten after the permanent-down period (--permanent-down-ms).",
+        "replica_retirements_total": "Retirements this node wrote: older stores of its name retired in a room (docs/ARCHITECTURE.md, Lifetime).",
+        "peers_forgotten_total": "Peers forgotten after the permanent-down period (--permanent-down-ms), or superseded by a newer store of their name.",
         "links_renewed_total": "Reconnections of the links to down peers (every suspect period while they are down).",
     ]
 
