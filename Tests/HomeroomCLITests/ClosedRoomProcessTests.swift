@@ -221,10 +221,13 @@ import Testing
                 return Self.contains(plain, text)
             }
         }
-        let before = "before-\(UInt32.random(in: 0...UInt32.max))"
-        _ = try tina.send(Array(before.utf8))
         let edsKey = try key(ed)
-        #expect(Self.waitUntil(10) { opens(edsKey, before) }, "ed's key never opened the room's messages")
+        // The recorder's subscription takes a moment to reach the node: send until it records one.
+        #expect(Self.waitUntil(15) {
+            let before = "before-\(UInt32.random(in: 0...UInt32.max))"
+            _ = try? tina.send(Array(before.utf8))
+            return Self.waitUntil(1) { opens(edsKey, before) }
+        }, "ed's key never opened the room's messages")
         // The token is refused 30 s (the clock leeway) after it expires; then the keys rotate.
         #expect(Self.waitUntil(60) { (cluster.first.metric("homeroom_topic_key_expiry_rotations_total") ?? 0) >= 1 }, "the keys never rotated")
         recorder.clear()
