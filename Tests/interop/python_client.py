@@ -52,6 +52,7 @@ MIN_SYNC_INTERVAL = 0.1
 RUN_DEADLINE_SECONDS = 25.0           # without the wait for reward folds (fold_wait(), below)
 CLOSED_DEADLINE_SECONDS = 20.0        # the closed-room phase (run_closed), when it runs
 TLS_DEADLINE_SECONDS = 15.0           # the TLS phase (run_tls), when it runs
+RETIRE_DEADLINE_SECONDS = 40.0        # the retirement phase (run_retire), when it runs
 
 
 def fold_wait(reward_window):
@@ -1307,6 +1308,97 @@ def run_tls(args, hw, pynng, checks):
         student.close_sockets()
 
 
+def start_node(binary, name, seed=None, reward_window=1.0):
+    """Starts `homeroom node` (no data directory: a new replica id at each start); returns (process, listen)."""
+    command = [binary, "node", "--name", name, "--listen", "tcp://127.0.0.1:0", "--publish", "tcp://127.0.0.1:0",
+               "--heartbeat-ms", "100", "--suspect-ms", "500", "--down-ms", "1500", "--session-timeout-ms", "2000",
+               "--reward-window-ms", str(int(reward_window * 1000)), "--log-level", "warning"]
+    if seed:
+        command += ["--seed", seed]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = process.stdout.readline()
+    try:
+        return process, json.loads(line)["listen"]
+    except (ValueError, KeyError):
+        process.kill()
+        process.wait()
+        raise SetupError(f"node {name} printed no ready line: {line!r}")
+
+
+def stop_node(process):
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def run_retire(args, hw, pynng, checks):
+    """Replica ids (docs/PROTOCOL.md): a node restarted without a store takes a new id; once the cluster
+    holds the old id's writes, the new one retires it with retire_predecessors. This client's replica must
+    drop the old id as the nodes do and keep every reward counted once."""
+    C = hw.common_pb2
+    room_id = f"retire-{os.getpid()}-{int(time.time())}"
+    print(f"== retirement (room {room_id}): node R2 restarted without a store")
+    nodes = []
+    student = Peer(hw, pynng, room_id, "stu-1", C.ROLE_STUDENT, "Ada", "student@R1")
+    teacher = None
+    try:
+        r1, listen_r1 = start_node(args.homeroom_bin, f"ret-a-{os.getpid()}", reward_window=args.reward_window)
+        nodes.append(r1)
+        r2, listen_r2 = start_node(args.homeroom_bin, f"ret-b-{os.getpid()}", seed=listen_r1, reward_window=args.reward_window)
+        nodes.append(r2)
+        student.connect(listen_r1)
+        expected = 0
+        old_ids = []
+        for store in range(2):
+            teacher = Peer(hw, pynng, room_id, "teach", C.ROLE_TEACHER, "Grace", f"teacher@R2#{store + 1}")
+            teacher.connect(listen_r2)
+            old_ids.append(teacher.node.node)
+            teacher.wait_for(lambda: teacher.row("stu-1") is not None, seconds=5)
+            for _ in range(3):
+                reply, _ = teacher.write("reward", target="stu-1", amount=2)
+                if is_accepted(hw.envelope_pb2, reply):
+                    expected += 2
+            teacher.close_sockets()
+            if store == 0:
+                stop_node(r2)
+                r2, listen_r2 = start_node(args.homeroom_bin, f"ret-b-{os.getpid()}", seed=listen_r1, reward_window=args.reward_window)
+                nodes.append(r2)
+        old, new = old_ids
+        checks.check("the restarted node has a new structured replica id of the same name, a later generation",
+                     hw.structured_parts(old) is not None and hw.structured_parts(new) is not None
+                     and hw.structured_parts(old)[0] == hw.structured_parts(new)[0] and hw.structured_parts(old)[1] < hw.structured_parts(new)[1],
+                     f"{old:x} then {new:x}")
+
+        def retired():
+            total = next((r["rewards"] for r in student.room.roster() if r["user"] == "stu-1"), None)
+            return student.room.is_retired(old) and old not in student.room.seen.origins and total == expected
+        checks.check("this client's replica takes the retirement: the old id is retired, its dots are gone, every reward is still counted",
+                     student.wait_for(retired, seconds=25),
+                     f"retired {student.room.retired}, origins {[f'{o:x}' for o in student.room.seen.origins]}, "
+                     f"rewards {next((r['rewards'] for r in student.room.roster() if r['user'] == 'stu-1'), None)} of {expected}")
+        fresh = Peer(hw, pynng, room_id, "late", C.ROLE_OBSERVER, "Late", "observer@R1")
+        try:
+            fresh.connect(listen_r1)
+            snapshot_total = next((r["rewards"] for r in fresh.room.roster() if r["user"] == "stu-1"), None)
+            leftovers = [u for u, user in fresh.room.users.items()
+                         if any(fresh.room.is_retired(s["host"]) for s in user.sessions.values()) or any(fresh.room.is_retired(o) for o in user.reward_floors)]
+            checks.check("a join after the retirement gets a snapshot without the old id and with the same total",
+                         snapshot_total == expected and old not in fresh.room.seen.origins and not leftovers,
+                         f"total {snapshot_total} of {expected}, origins {[f'{o:x}' for o in fresh.room.seen.origins]}, leftovers {leftovers}")
+        finally:
+            fresh.close_sockets()
+    finally:
+        student.close_sockets()
+        if teacher is not None:
+            teacher.close_sockets()
+        for process in nodes:
+            stop_node(process)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--node-a", required=True, help="listen (REP) address of node A")
@@ -1338,6 +1430,8 @@ def main():
     tls.add_argument("--tls-wrong-ca", help="another CA (PEM): a client verifying against it must get no reply")
     tls.add_argument("--tls-server-name", default="localhost",
                      help="the DNS name T's certificate lists, checked by mbedtls (default: localhost)")
+    parser.add_argument("--homeroom-bin", help="the homeroom binary: enables the retirement phase, which starts "
+                        "two nodes of its own and restarts one without a store")
     parser.add_argument("--result", help="write {passed, failed, failures} as JSON to this file")
     args = parser.parse_args()
     if args.closed_node and not (args.closed_room and args.teacher_token and args.student_token and args.student2_token):
@@ -1356,12 +1450,13 @@ def main():
         def overtime(signum, frame):
             raise TimeoutError(f"the run took more than {deadline:.0f} s")
         deadline = (RUN_DEADLINE_SECONDS + fold_wait(args.reward_window) + (CLOSED_DEADLINE_SECONDS if args.closed_node else 0)
-                    + (TLS_DEADLINE_SECONDS if args.tls_node else 0))
+                    + (TLS_DEADLINE_SECONDS if args.tls_node else 0) + (RETIRE_DEADLINE_SECONDS if args.homeroom_bin else 0))
         signal.signal(signal.SIGALRM, overtime)
         signal.alarm(int(deadline) + 1)
         try:
             aborted = None
-            phases = [run] + ([run_closed] if args.closed_node else []) + ([run_tls] if args.tls_node else [])
+            phases = [run] + ([run_closed] if args.closed_node else []) + ([run_tls] if args.tls_node else []) \
+                + ([run_retire] if args.homeroom_bin else [])
             for phase in phases:
                 try:
                     phase(args, hw, pynng, checks)

@@ -11,8 +11,9 @@
 # --cluster-key, keys from `homeroom keys generate`, D seeded from C) with join
 # tokens for their room, and a TLS node T (tls+tcp:// listen and publish
 # addresses, certificates from Deploy/tls-certs.sh, plus a second CA the client
-# must not accept), runs Tests/interop/python_client.py, and always stops the
-# nodes. Exit status: the client's (2 for a setup problem).
+# must not accept), runs Tests/interop/python_client.py (which also starts two
+# nodes of its own and restarts one without a store, for the retirement of replica
+# ids), and always stops the nodes. Exit status: the client's (2 for a setup problem).
 #
 # Environment: HOMEROOM_BIN, PYTHON (default python3), INTEROP_VENV,
 # INTEROP_PIP (the pip requirements, default below), INTEROP_KEEP_LOGS=1 (print
@@ -167,12 +168,13 @@ case "$LISTEN_T" in tls+tcp://*) ;; *) fail "node t listens on $LISTEN_T, not tl
 
 # --- The client.
 set +e
-timeout 90 "$PY" Tests/interop/python_client.py --node-a "$LISTEN_A" --node-b "$LISTEN_B" \
+timeout 150 "$PY" Tests/interop/python_client.py --node-a "$LISTEN_A" --node-b "$LISTEN_B" \
   --node-a-pid "$(cat "$WORK/a.pid")" --session-timeout 2 --reward-window "$((REWARD_WINDOW_MS / 1000))" \
   --closed-node "$LISTEN_C" --closed-node-b "$LISTEN_D" --closed-room "$CLOSED_ROOM" \
   --teacher-token "$TEACHER_TOKEN" --student-token "$STUDENT_TOKEN" --student2-token "$STUDENT2_TOKEN" \
   --wrong-room-token "$WRONG_ROOM_TOKEN" --cluster-key "$KEYS/cluster.key" \
   --tls-node "$LISTEN_T" --tls-ca "$TLS/ca.pem" --tls-wrong-ca "$OTHER_CA/ca.pem" \
+  --homeroom-bin "$BIN" \
   --result "$WORK/result.json"
 status=$?
 set -e
@@ -181,7 +183,7 @@ if [ -s "$WORK/result.json" ]; then
   if [ "$status" = 0 ] && [ "$failed" != 0 ]; then status=1; fi
   echo "interop: $passed passed, $failed failed"
 else
-  say "the client stopped before reporting its checks (exit status $status; 124 means it ran over 90 s)"
+  say "the client stopped before reporting its checks (exit status $status; 124 means it ran over 150 s)"
   [ "$status" != 0 ] || status=1
 fi
 exit "$status"
