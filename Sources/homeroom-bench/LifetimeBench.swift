@@ -4,7 +4,8 @@ import HomeroomNode
 import HomeroomWire
 
 /// A room through a simulated semester over real nodes (two in-process nodes, the
-/// first with a store, restarted twice per tenth): 60 users x 500 sessions each,
+/// first with a store, restarted twice per tenth; the second without one, restarted
+/// once per tenth, so it has a new replica id each time): 60 users x 500 sessions each,
 /// 20,000 messages, 10,000 rewards, 1,000 property writes, 20 restarts. Rows at 10%
 /// and at 100% of it: the join reply a newcomer downloads, the snapshot the store
 /// keeps, the node's start (load) time and the process's resident bytes. The target
@@ -23,6 +24,9 @@ enum LifetimeBench {
         var residentBytes = 0
         var sessionRecords = 0
         var rewardRecords = 0
+        /// Version-vector entries plus dead-incarnation marks: what the room keeps per replica id.
+        var replicaEntries = 0
+        var peerStores = 0
     }
 
     static let room = "semester"
@@ -45,7 +49,7 @@ enum LifetimeBench {
             config.rewardWindowMillis = 1_000
             return config
         }
-        guard let peer = try? ClusterNode(config: config("life-b", seeds: [], data: nil), logger: logger) else {
+        guard var peer = try? ClusterNode(config: config("life-b", seeds: [], data: nil), logger: logger) else {
             fputs("lifetime: the peer node did not start\n", stderr)
             return
         }
@@ -109,12 +113,27 @@ enum LifetimeBench {
                 if restart == 0 { checkpoint.startSeconds = seconds }
                 joinTeacher()
             }
+            // The peer has no store: each start is a new replica id, which the next one retires.
+            peer.stop()
+            guard let restartedPeer = try? ClusterNode(config: config("life-b", seeds: [node.listenAddress], data: nil), logger: logger) else {
+                fputs("lifetime: the peer node did not restart\n", stderr)
+                return
+            }
+            peer = restartedPeer
             guard phase == 1 || phase == phases else { continue }
+            let newest = peer.replica
+            let retired = ClusterBench.waitUntil(seconds: 20) {
+                guard let state = node.room(room), let copy = peer.room(room) else { return false }
+                return state.predecessors(of: newest).isEmpty && copy.seen == state.seen
+            }
+            if !retired { fputs("lifetime: the peer's older replica ids were not retired within 20 s\n", stderr) }
+            checkpoint.peerStores = phase + 1
             checkpoint.joinReplyBytes = joinReplyBytes(node.listenAddress, user: "newcomer-\(phase)")
             if let state = node.room(room) {
                 checkpoint.snapshotBytes = WireCodec.encodePatch(state.snapshot()).count
                 checkpoint.sessionRecords = state.users.values.reduce(0) { $0 + $1.sessions.count }
                 checkpoint.rewardRecords = state.users.values.reduce(0) { $0 + $1.rewards.count }
+                checkpoint.replicaEntries = state.seen.origins.count + state.deadIncarnations.count
             }
             checkpoint.residentBytes = HeapUsage.bytesInUse()
             checkpoints[phase] = checkpoint
@@ -138,6 +157,11 @@ enum LifetimeBench {
             emit(BenchRow(suite: "lifetime", name: "semester-\(label)-session-records", n: value,
                           target: "at most \(plan.users * RoomState.sessionFoldThreshold + 2) (users x the fold threshold)",
                           note: "session records in the room (n), after \(label == "10%" ? plan.sessionsPerUser / 10 : plan.sessionsPerUser) sessions per user"))
+        }
+        for (label, checkpoint) in [("10%", first), ("100%", last)] {
+            emit(BenchRow(suite: "lifetime", name: "semester-\(label)-replica-entries", n: checkpoint.replicaEntries,
+                          target: "at most 6 (two nodes: their own and private-topic origins, and a dead-incarnation mark each)",
+                          note: "version-vector entries plus dead-incarnation marks in the room (n), after the storeless peer's \(checkpoint.peerStores) replica ids"))
         }
         for (label, value) in [("10%", first.rewardRecords), ("100%", last.rewardRecords)] {
             emit(BenchRow(suite: "lifetime", name: "semester-\(label)-reward-records", n: value,

@@ -341,6 +341,11 @@ import Testing
         }
         let newest = cluster.nodes[2].replica
         #expect(earlier.allSatisfy { newest.supersedes($0) })
+        // What the old stores wrote last stands (tina's name and role, from her joins through
+        // them) and keeps their version-vector entries: her last join is through the newest.
+        let last = cluster.client("tina", .teacher, node: 2, room: "semester")
+        defer { last.close() }
+        try last.connect()
         let live = Set(cluster.nodes.map(\.replica))
         func leftovers(_ room: RoomState) -> [String] {
             var found: [String] = []

@@ -1373,21 +1373,26 @@ def run_retire(args, hw, pynng, checks):
                      and hw.structured_parts(old)[0] == hw.structured_parts(new)[0] and hw.structured_parts(old)[1] < hw.structured_parts(new)[1],
                      f"{old:x} then {new:x}")
 
+        def left_of_old(room):
+            return [u for u, user in room.users.items()
+                    if any(room.is_retired(s["host"]) for s in user.sessions.values())
+                    or any(room.is_retired(o) for o in list(user.reward_floors) + list(user.session_floors))
+                    or any(room.is_retired(r[1][1]) for r in user.rewards.values())]
+
         def retired():
             total = next((r["rewards"] for r in student.room.roster() if r["user"] == "stu-1"), None)
-            return student.room.is_retired(old) and old not in student.room.seen.origins and total == expected
-        checks.check("this client's replica takes the retirement: the old id is retired, its dots are gone, every reward is still counted",
+            return student.room.is_retired(old) and not left_of_old(student.room) and total == expected
+        checks.check("this client's replica takes the retirement: the old id is retired, nothing of it is left, every reward is still counted",
                      student.wait_for(retired, seconds=25),
-                     f"retired {student.room.retired}, origins {[f'{o:x}' for o in student.room.seen.origins]}, "
+                     f"retired {student.room.retired}, left in {left_of_old(student.room)}, "
                      f"rewards {next((r['rewards'] for r in student.room.roster() if r['user'] == 'stu-1'), None)} of {expected}")
         fresh = Peer(hw, pynng, room_id, "late", C.ROLE_OBSERVER, "Late", "observer@R1")
         try:
             fresh.connect(listen_r1)
             snapshot_total = next((r["rewards"] for r in fresh.room.roster() if r["user"] == "stu-1"), None)
-            leftovers = [u for u, user in fresh.room.users.items()
-                         if any(fresh.room.is_retired(s["host"]) for s in user.sessions.values()) or any(fresh.room.is_retired(o) for o in user.reward_floors)]
-            checks.check("a join after the retirement gets a snapshot without the old id and with the same total",
-                         snapshot_total == expected and old not in fresh.room.seen.origins and not leftovers,
+            leftovers = left_of_old(fresh.room)
+            checks.check("a join after the retirement gets a snapshot with nothing of the old id and the same total",
+                         snapshot_total == expected and fresh.room.is_retired(old) and not leftovers,
                          f"total {snapshot_total} of {expected}, origins {[f'{o:x}' for o in fresh.room.seen.origins]}, leftovers {leftovers}")
         finally:
             fresh.close_sockets()

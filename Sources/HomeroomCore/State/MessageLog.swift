@@ -139,10 +139,10 @@ public struct MessageLog: Sendable {
 
     /// The part another replica lacks: messages whose stamp's dot `seen` lacks, and
     /// always the floor (one stamp).
-    func missing(from seen: VersionVector, skipping skip: ((Stamp) -> Bool)? = nil) -> MessageLog {
+    func missing(from seen: VersionVector) -> MessageLog {
         var patch = MessageLog()
         patch.floor = floor
-        for position in order where !seen.contains(position.stamp.dot) && !(skip?(position.stamp) ?? false) {
+        for position in order where !seen.contains(position.stamp.dot) {
             patch.entries[position.key] = entries[position.key]
             patch.totalBytes += Self.bytes(entries[position.key]!)
             patch.order.append(position)

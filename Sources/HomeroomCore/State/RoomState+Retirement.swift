@@ -29,15 +29,66 @@ extension RoomState {
 
     /// Drops what retired ids left: version-vector entries, dead-incarnation marks, and
     /// in the records of `subset` their sessions, floors and rewards.
-    mutating func purgeRetired<Users: Sequence>(users subset: Users) where Users.Element == UserID {
+    ///
+    /// What they wrote that still stands (a register they wrote last, a message in the
+    /// history) stays, and so does their version-vector entry while anything in the
+    /// room is stamped by them: a replica that missed such a write still gets it from
+    /// a patch, and replicas that have it are not sent it again. The entry goes once
+    /// nothing carries their stamp (`dropsEntries`: with the whole room scanned; a
+    /// patch merge leaves entries to the next retirement).
+    mutating func purgeRetired<Users: Sequence>(users subset: Users, dropsEntries: Bool = true) where Users.Element == UserID {
         guard !retiredGenerations.isEmpty else { return }
         let retired = Self.retiredTest(retiredGenerations)
-        for origin in Array(seen.origins.keys) where retired(origin) { seen.remove(origin) }
         for replica in Array(deadIncarnations.keys) where retired(replica) { deadIncarnations[replica] = nil }
         for user in subset where users[user]?.holdsRetired(retired) == true {
             users[user]!.dropRetired(retired)
             reindex(user)
         }
+        if dropsEntries { dropRetiredEntries() }
+    }
+
+    /// Drops the version-vector entries of retired ids that nothing in the room is
+    /// stamped by any more (their last register was written over, their last message
+    /// left the history). Returns whether it dropped any. Scans the whole room.
+    @discardableResult
+    public mutating func dropRetiredEntries() -> Bool {
+        let retired = Self.retiredTest(retiredGenerations)
+        guard !retiredGenerations.isEmpty, seen.origins.keys.contains(where: retired) else { return false }
+        let standing = stampOrigins(where: retired)
+        let gone = seen.origins.keys.filter { retired($0) && !standing.contains($0) }
+        for origin in gone { seen.remove(origin) }
+        return !gone.isEmpty
+    }
+
+    /// The origins, among those `matching` accepts, of every stamp the room holds.
+    func stampOrigins(where matching: (ReplicaID) -> Bool) -> Set<ReplicaID> {
+        var found = Set<ReplicaID>()
+        func note(_ stamp: Stamp?) {
+            guard let stamp, stamp.sequence != 0, stamp != Stamp.maxedOut else { return }
+            let origin = stamp.clock.replica
+            if matching(origin) { found.insert(origin) }
+        }
+        for stamp in [name.stamp, type.stamp, stageLimit.stamp, handLimit.stamp, schedule.stamp, classState.stamp, muteAll,
+                      chatMuted.stamp, historyLimit.stamp, messages.floor] { note(stamp) }
+        for register in properties.values { note(register.stamp) }
+        for message in messages.entries.values { note(message.stamp) }
+        for record in users.values {
+            note(record.name.stamp)
+            note(record.role.stamp)
+            for session in record.sessions { note(session.started); note(session.ended) }
+            guard record.hasActivity else { continue }
+            let activity = record.activity
+            for register in [activity.stage, activity.board, activity.cameraDevice, activity.cameraPrivilege, activity.microphoneDevice,
+                             activity.microphonePrivilege, activity.hand, activity.chatMuted] { note(register.stamp) }
+            note(activity.kicked)
+            note(activity.banned)
+            for entry in activity.rewards.values { note(entry.stamp); entry.copies.forEach { note($0) } }
+            for floor in activity.rewardFloors.values { note(floor.stamp) }
+            for floor in activity.sessionFloors.values { note(floor.stamp) }
+            for register in activity.properties.values { note(register.stamp) }
+            for register in activity.presence.values { note(register.stamp) }
+        }
+        return found
     }
 
     /// Users whose records hold something of a retired id (see `purgeRetired`).

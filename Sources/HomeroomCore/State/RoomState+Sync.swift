@@ -23,9 +23,7 @@ extension RoomState {
         take(chatMuted, &patch.chatMuted)
         take(historyLimit, &patch.historyLimit)
         patch.retiredGenerations = retiredGenerations
-        // A retired id's messages stay in the history, but every replica has them.
-        let retired = Self.retiredTest(retiredGenerations)
-        patch.messages = messages.missing(from: other, skipping: retiredGenerations.isEmpty ? nil : { retired($0.clock.replica) })
+        patch.messages = messages.missing(from: other)
         for (user, record) in users {
             if let missing = record.missing(from: check) { patch.users[user] = missing }
         }
@@ -71,7 +69,8 @@ extension RoomState {
         // and nothing of a retired id is taken from it.
         var patch = incoming
         var purgeHere: [UserID] = []
-        if incoming.retiredGenerations.contains(where: { hash, generation in retiredGenerations[hash].map { $0 < generation } ?? true }) {
+        let retiredRaised = incoming.retiredGenerations.contains { hash, generation in retiredGenerations[hash].map { $0 < generation } ?? true }
+        if retiredRaised {
             for (hash, generation) in incoming.retiredGenerations { retiredGenerations[hash] = max(retiredGenerations[hash] ?? 0, generation) }
             purgeHere = usersHoldingRetired(Self.retiredTest(retiredGenerations))
         }
@@ -80,7 +79,7 @@ extension RoomState {
             if patch.seen.origins.keys.contains(where: retired) || patch.deadIncarnations.keys.contains(where: retired)
                 || patch.users.values.contains(where: { $0.holdsRetired(retired) }) {
                 patch.retiredGenerations = retiredGenerations
-                patch.purgeRetired(users: Array(patch.users.keys))
+                patch.purgeRetired(users: Array(patch.users.keys))   // the patch's own items decide its entries
             }
         }
         var touched = Array(patch.users.keys)
@@ -172,7 +171,8 @@ extension RoomState {
             }
         }
         seen.formUnion(patch.seen)
-        if !purgeHere.isEmpty || !retiredGenerations.isEmpty { purgeRetired(users: purgeHere) }
+        // Entries are dropped with the room scanned only when this patch retired something here.
+        if !retiredGenerations.isEmpty { purgeRetired(users: purgeHere, dropsEntries: !purgeHere.isEmpty || retiredRaised) }
         beforeFacts.append(contentsOf: hostedBefore)
         var changes = reportChanges(touched: touched, beforeFacts: beforeFacts, contextBefore: contextBefore, isTouched: isTouched)
         // Messaging, in a fixed order: limit, mutes, history, presence, timeouts, conflicts.

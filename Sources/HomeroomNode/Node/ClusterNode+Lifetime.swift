@@ -100,6 +100,16 @@ extension ClusterNode {
         }
     }
 
+    /// Drops the version-vector entries of retired ids once nothing in a room carries
+    /// their stamp any more (`RoomState.dropRetiredEntries`); every 30 s by default.
+    func dropRetiredEntries() {
+        state.withLock { state in
+            for roomID in Array(state.rooms.keys) where !state.rooms[roomID]!.retiredGenerations.isEmpty {
+                _ = state.rooms[roomID]!.dropRetiredEntries()
+            }
+        }
+    }
+
     /// What the retirement of older stores of this node's name waits for, per room that
     /// holds something of them (for `retirePredecessors`, logs and tests).
     func retirementPlans() -> [String: RoomState.RetirementPlan] {

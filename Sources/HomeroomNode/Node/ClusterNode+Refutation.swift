@@ -18,6 +18,7 @@ extension ClusterNode {
             if round % 5 == 0 { foldCompleteRewards() }
             if round % 5 == 0 { stepAsideIfRetired() }
             if round % 5 == 2 { retirePredecessors() }
+            if round % 150 == 3 { dropRetiredEntries() }
             var slept: UInt64 = 0
             while slept < config.heartbeatMillis && !state.withLock({ $0.stopping }) {
                 NNGSleep.milliseconds(20)
