@@ -1,3 +1,4 @@
+import class Foundation.ProcessInfo
 import Testing
 @testable import HomeroomCore
 
@@ -193,5 +194,117 @@ import Testing
             return
         }
         #expect(RoomState(roomID: "r").retirementPlan(successor: Self.new, peers: [], completeBeforeMillis: nil) == .nothing)
+    }
+}
+
+/// Retirement in any delivery order: three replicas get the old store's writes, the
+/// peer's, the retirement and stale or fresh patches in a random order, with
+/// duplicates; all end equal, with every reward counted once and nothing of the old
+/// store left in any record.
+@Suite struct RetirementOrderTests {
+    typealias T = RetirementTests
+
+    @Test(arguments: Array(0..<UInt64(ProcessInfo.processInfo.environment["HOMEROOM_RETIREMENT_SEEDS"].flatMap(UInt64.init) ?? 60)))
+    func anyDeliveryOrderConverges(seed: UInt64) {
+        var random = SplitMix64(seed: seed &+ 0x2E71)
+        func pick(_ bound: Int) -> Int { Int(random.next() % UInt64(bound)) }
+        let replay = "replay: HOMEROOM_RETIREMENT_SEEDS=\(seed + 1) swift test --filter 'RetirementOrderTests' (seed \(seed))"
+
+        // The history, as the peer holds it.
+        var oldOrigin = T.Origin(T.old), peerOrigin = T.Origin(T.peer)
+        var reference = RoomState(roomID: "r")
+        var history: [Delta] = []
+        func record(_ delta: Delta) { history.append(delta); _ = reference.apply(delta) }
+        let students = (0..<(2 + pick(3))).map { "s\($0)" }
+        record(oldOrigin.stamp("tina", .teacher, counter: 1, .joinSession(user: "tina", session: "t1", name: "Tina", role: .teacher, host: T.old, incarnation: 3)))
+        for user in students {
+            record(oldOrigin.stamp(user, .student, counter: 1, .joinSession(user: user, session: "\(user)-1", name: user, role: .student, host: T.old, incarnation: 3)))
+        }
+        var counter: UInt64 = 1
+        var retriable: [(UserID, Int32, UInt64)] = []
+        for _ in 0..<(3 + pick(10)) {
+            counter += 1
+            let user = students[pick(students.count)], amount = Int32(1 + pick(5))
+            record(oldOrigin.stamp("tina", .teacher, counter: counter, .reward(user: user, amount: amount, issuedAtMillis: T.now)))
+            retriable.append((user, amount, counter))
+            if pick(4) == 0 {
+                record(oldOrigin.stamp("tina", .teacher, counter: counter, .sendMessage(type: "chat", payload: [UInt8(counter)], previous: 0)))
+            }
+        }
+        for (user, amount, retried) in retriable where pick(3) == 0 {
+            record(peerOrigin.stamp("tina", .teacher, counter: retried, .reward(user: user, amount: amount, issuedAtMillis: T.now), at: T.now + 50))
+        }
+        for _ in 0..<pick(3) {
+            counter += 1
+            record(peerOrigin.stamp("tina", .teacher, counter: counter, .reward(user: students[pick(students.count)], amount: 2, issuedAtMillis: T.now), at: T.now + 60))
+        }
+        for user in students where pick(2) == 0 {
+            if case let .due(fold) = reference.rewardFoldPlan(for: user, origin: T.old, completeBeforeMillis: T.now + 100, nowMillis: T.now + 100_000) {
+                record(oldOrigin.stamp("node", .system, counter: 0, fold, at: T.now + 70))
+            }
+        }
+        record(peerOrigin.stamp("node", .system, counter: 0, .replicaDown(replica: T.old, incarnation: 3), at: T.now + 80))
+        for user in students {
+            if case let .due(fold) = reference.rewardFoldPlan(for: user, origin: T.peer, completeBeforeMillis: T.now + 100, nowMillis: T.now + 100_000) {
+                record(peerOrigin.stamp("node", .system, counter: 0, fold, at: T.now + 90))
+            }
+        }
+        let totals = Dictionary(uniqueKeysWithValues: students.map { ($0, reference.users[$0]?.rewardTotal ?? 0) })
+
+        // The new store catches up and retires the old one.
+        var newest = RoomState(roomID: "r")
+        newest.merge(reference.missing(since: .empty))
+        var newOrigin = T.Origin(T.new)
+        guard case let .due(retirement) = newest.retirementPlan(successor: T.new, peers: [reference.seen], completeBeforeMillis: T.now + 100) else {
+            Issue.record("the retirement is not due: \(newest.retirementPlan(successor: T.new, peers: [reference.seen], completeBeforeMillis: T.now + 100)); \(replay)")
+            return
+        }
+        let retire = newOrigin.stamp("node", .system, counter: 0, retirement, at: T.now + 200)
+        _ = newest.apply(retire)
+        let everything = history + [retire]
+
+        // Three replicas, any order, duplicates, stale and fresh patches.
+        var replicas = [RoomState](repeating: RoomState(roomID: "r"), count: 3)
+        for _ in 0..<(40 + pick(200)) {
+            let target = pick(3)
+            switch pick(10) {
+            case 0..<5: _ = replicas[target].apply(everything[pick(everything.count)])
+            case 5..<8:
+                let source = replicas[pick(3)]
+                replicas[target].merge(source.missing(since: replicas[target].seen))
+            case 8: replicas[target].merge(reference.missing(since: replicas[target].seen))   // from a replica without the retirement
+            default: replicas[target].merge(newest.missing(since: replicas[target].seen))
+            }
+        }
+        for index in replicas.indices { for delta in everything.shuffledBy(&random) { _ = replicas[index].apply(delta) } }
+        for _ in 0..<3 {
+            for target in replicas.indices {
+                for source in replicas.indices where source != target { replicas[target].merge(replicas[source].missing(since: replicas[target].seen)) }
+                replicas[target].merge(newest.missing(since: replicas[target].seen))
+                newest.merge(replicas[target].missing(since: newest.seen))
+            }
+        }
+        _ = newest.dropRetiredEntries()
+        for index in replicas.indices { _ = replicas[index].dropRetiredEntries() }
+
+        for (index, replica) in replicas.enumerated() {
+            #expect(replica == newest, "replica \(index) differs from the retiring node; \(replay)")
+            for user in students {
+                #expect(replica.users[user]?.rewardTotal == totals[user], "replica \(index), \(user): \(replica.users[user]?.rewardTotal ?? -1) of \(totals[user]!); \(replay)")
+            }
+            #expect(!replica.users.values.contains { $0.holdsRetired(replica.isRetired) }, "replica \(index) keeps state of the old store; \(replay)")
+            #expect(replica.isRetired(T.old) && replica.deadIncarnations[T.old] == nil, "\(replay)")
+        }
+    }
+}
+
+extension Array {
+    /// A seeded shuffle (Fisher-Yates), so a failing schedule replays.
+    func shuffledBy(_ random: inout SplitMix64) -> [Element] {
+        var copy = self
+        for index in stride(from: copy.count - 1, to: 0, by: -1) {
+            copy.swapAt(index, Int(random.next() % UInt64(index + 1)))
+        }
+        return copy
     }
 }
