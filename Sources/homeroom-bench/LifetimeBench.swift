@@ -73,6 +73,7 @@ enum LifetimeBench {
         var checkpoints: [Int: Checkpoint] = [:]
         var previousMessage: UInt64 = 0
         var sessionNumber = 0
+        var peerRewards: Int64 = 0
         let phases = 10
         for phase in 1...phases {
             for user in 0..<plan.users {
@@ -120,6 +121,14 @@ enum LifetimeBench {
                 return
             }
             peer = restartedPeer
+            // Each of the peer's stores hosts a visitor's session and sequences a reward, so it
+            // leaves state in the room (a version-vector entry, a session, a reward record).
+            _ = ClusterBench.waitUntil(seconds: 10) { peer.room(room) != nil }
+            _ = peer.join(room: room, user: "visitor", role: .student, session: "visitor-\(phase)", name: "Visitor")
+            counter += 1
+            _ = peer.submit(room: room, Write(author: "teacher", authorRole: .teacher, authorCounter: counter,
+                                              operation: .reward(user: "visitor", amount: 1, issuedAtMillis: WallClock.nowMillis())))
+            peerRewards += 1
             guard phase == 1 || phase == phases else { continue }
             let newest = peer.replica
             let retired = ClusterBench.waitUntil(seconds: 20) {
@@ -128,6 +137,9 @@ enum LifetimeBench {
             }
             if !retired { fputs("lifetime: the peer's older replica ids were not retired within 20 s\n", stderr) }
             checkpoint.peerStores = phase + 1
+            if let total = node.room(room)?.users["visitor"]?.rewardTotal, total != peerRewards {
+                fputs("lifetime: the visitor's rewards are \(total), not \(peerRewards)\n", stderr)
+            }
             checkpoint.joinReplyBytes = joinReplyBytes(node.listenAddress, user: "newcomer-\(phase)")
             if let state = node.room(room) {
                 checkpoint.snapshotBytes = WireCodec.encodePatch(state.snapshot()).count
