@@ -78,6 +78,7 @@ extension CEncoder {
             body.pointee.publish_address = string(heartbeat.publishAddress)
             body.pointee.cluster_publish_address = string(heartbeat.clusterPublishAddress)
             body.pointee.sent_at_ms = heartbeat.sentAtMillis
+            body.pointee.node_name = string(heartbeat.nodeName)
             body.pointee.health = string(heartbeat.health)
             body.pointee.listing = heartbeat.listing ? 1 : 0
             let rooms = arena.pointers(Homeroom__V1__RoomDigest.self, count: heartbeat.rooms.count)
@@ -109,6 +110,7 @@ extension CEncoder {
                 entry.pointee.heard_ms_ago = peer.heardMillisAgo
                 entry.pointee.behind = peer.behind
                 entry.pointee.rooms = peer.rooms
+                entry.pointee.node_name = string(peer.nodeName)
                 peers[index] = entry
             }
             body.pointee.n_peers = heartbeat.peers.count
@@ -320,6 +322,7 @@ extension CDecoder {
             entry.heardMillisAgo = peer.heard_ms_ago
             entry.behind = peer.behind
             entry.rooms = peer.rooms
+            entry.nodeName = try string(peer.node_name, "envelope.heartbeat.peers[\(index)].node_name")
             peers.append(entry)
         }
         var decoded = WireMessage.Heartbeat(node: ReplicaID(heartbeat.node), incarnation: heartbeat.incarnation,
@@ -329,6 +332,7 @@ extension CDecoder {
                                             sentAtMillis: heartbeat.sent_at_ms)
         decoded.health = try string(heartbeat.health, "envelope.heartbeat.health")
         decoded.listing = heartbeat.listing != 0
+        decoded.nodeName = try string(heartbeat.node_name, "envelope.heartbeat.node_name")
         return decoded
     }
 

@@ -235,6 +235,8 @@ extension WireMessage {
         public var heardMillisAgo: UInt64 = 0
         public var behind: UInt64 = 0
         public var rooms: UInt32 = 0
+        /// The peer's node name, as its own heartbeats give it; empty while not known.
+        public var nodeName = ""
 
         public init(node: ReplicaID, address: String, incarnation: UInt64, status: PeerStatus, publishAddress: String = "",
                     clusterPublishAddress: String = "") {
@@ -280,6 +282,8 @@ extension WireMessage {
         public var health: String = ""
         /// A client's hello asking for the operator listing (room summaries, peer lag, health).
         public var listing = false
+        /// The sender's node name (`--name`); empty in a client's hello.
+        public var nodeName = ""
 
         public init(node: ReplicaID, incarnation: UInt64, address: String, rooms: [RoomDigest] = [], peers: [Peer] = [],
                     publishAddress: String = "", clusterPublishAddress: String = "", sentAtMillis: UInt64 = 0) {

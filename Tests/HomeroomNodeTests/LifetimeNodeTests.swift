@@ -145,10 +145,79 @@ import Testing
         try FileManager.default.removeItem(atPath: first)
         try FileManager.default.moveItem(atPath: first + ".old", toPath: first)
         node = try NodeProcess(name: "rt-a", seeds: [peer.listen], extra: ["--data-dir", first] + window)
-        #expect(eventually(20) { node.get("/healthz")?.status == 503 }, "the retired store still serves: \(node.get("/healthz")?.body ?? "no answer")")
+        // Writes from the moment it listens: it takes none before it has heard the peer,
+        // whose heartbeat names the newer store, so it acknowledges nothing that every
+        // replica would drop.
+        let raw = try RawClient(node.listen)
+        var acknowledged = 0, refusals: [String: Int] = [:]
+        for attempt in 0..<20 {
+            let write = Write(author: OperatorIdentity.user, authorRole: .teacher, authorCounter: UInt64(1_000 + attempt),
+                              operation: .reward(user: "bob", amount: 1, issuedAtMillis: WallClock.nowMillis()))
+            let reply = try raw.send(room: "old-store", .writeRequest(WireMessage.WriteRequest(requestID: UInt64(attempt + 1), write: write)))
+            switch reply.message {
+            case let .writeAck(ack) where ack.status == .accepted: acknowledged += 1
+            case let .writeAck(ack): refusals[ack.errorCode, default: 0] += 1
+            case let .error(error): refusals[error.code, default: 0] += 1
+            default: Issue.record("a write was answered with \(reply.message.kind)")
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(acknowledged == 0, "the old store acknowledged \(acknowledged) writes that every replica drops; refusals \(refusals)")
+        #expect(refusals["unavailable"] == 20, "refusals: \(refusals)")
+        #expect(eventually(10) { node.get("/healthz")?.status == 503 }, "the retired store still serves: \(node.get("/healthz")?.body ?? "no answer")")
         #expect(node.log.contains("superseded"))
         #expect(bob.replica.users["bob"]?.rewardTotal == 3)
         #expect(peer.get("/healthz")?.status == 200)
+    }
+
+    /// A node restarted on its own store, with its peer down, waits the down period for
+    /// a peer before it takes writes, then takes them (it cannot wait for ever: the
+    /// whole cluster may be restarting). With the peer up it takes them at once.
+    @Test func aNodeRestartedOnItsStoreTakesWritesOnceItHearsAPeerOrTheDownPeriodPasses() throws {
+        let first = Self.temporaryDirectory("await-a"), second = Self.temporaryDirectory("await-b")
+        defer { for path in [first, second] { try? FileManager.default.removeItem(atPath: path) } }
+        let http = ["--http", "http://127.0.0.1:0"]
+        let peer = try NodeProcess(name: "aw-b", suspectMillis: 1_000, downMillis: 3_000, extra: ["--data-dir", second] + http)
+        var node = try NodeProcess(name: "aw-a", seeds: [peer.listen], suspectMillis: 1_000, downMillis: 3_000, extra: ["--data-dir", first] + http)
+        defer { node.stop(); peer.stop() }
+        func reward(_ raw: RawClient, _ counter: UInt64) throws -> String {
+            let write = Write(author: OperatorIdentity.user, authorRole: .teacher, authorCounter: counter,
+                              operation: .reward(user: "@none", amount: 1, issuedAtMillis: WallClock.nowMillis()))
+            let reply = try raw.send(room: "await", .writeRequest(WireMessage.WriteRequest(requestID: counter, write: write)))
+            if case let .writeAck(ack) = reply.message { return ack.status == .accepted ? "accepted" : ack.errorCode }
+            if case let .error(error) = reply.message { return error.code }
+            return "\(reply.message.kind)"
+        }
+        // A room on the store, so the restart has something to serve.
+        #expect(try reward(RawClient(node.listen), 1) != "unavailable")
+
+        // Peer up: the first hello's answer opens the door within a few heartbeats.
+        node.stop()
+        node = try NodeProcess(name: "aw-a", seeds: [peer.listen], suspectMillis: 1_000, downMillis: 3_000, extra: ["--data-dir", first] + http)
+        let started = Date()
+        var raw = try RawClient(node.listen)
+        var answer = ""
+        for counter in UInt64(10)..<60 {
+            answer = try reward(raw, counter)
+            if answer != "unavailable" { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(answer != "unavailable", "still waiting for a peer that is up")
+        #expect(Date().timeIntervalSince(started) < 2.5, "it waited \(Date().timeIntervalSince(started)) s with its peer up")
+
+        // Peer down: unavailable at first, writes taken after the down period.
+        node.stop()
+        peer.stop()
+        node = try NodeProcess(name: "aw-a", seeds: [peer.listen], suspectMillis: 1_000, downMillis: 3_000, extra: ["--data-dir", first] + http)
+        raw = try RawClient(node.listen)
+        #expect(try reward(raw, 100) == "unavailable")
+        var taken = false
+        for counter in UInt64(101)..<200 where !taken {
+            Thread.sleep(forTimeInterval: 0.1)
+            taken = try reward(raw, counter) != "unavailable"
+        }
+        #expect(taken, "never took writes with its peer down")
+        #expect((node.metric("homeroom_writes_awaiting_peers_total") ?? 0) >= 1)
     }
 }
 
@@ -367,5 +436,52 @@ import Testing
         #expect(eventually(10) { bob.replica.users["bob"]?.rewardTotal == acknowledged })
         #expect((cluster.nodes[2].metrics["replica_retirements_total"] ?? 0) >= 1)
         #expect(cluster.converged(room: "semester"))
+    }
+}
+
+/// Two node names whose replica ids share one name hash: each node reports it, and
+/// neither retires the other's store as if it were an older one of its own name.
+@Suite(.serialized) struct ReplicaNameCollisionTests {
+    static func collidingNames() -> (String, String) {
+        var seen: [UInt32: String] = [:]
+        for index in 0..<200_000 {
+            let name = "collide-\(index)"
+            let hash = ReplicaID.nameHash(of: name)
+            if let other = seen[hash] { return (other, name) }
+            seen[hash] = name
+        }
+        fatalError("no two of 200,000 names share a 24-bit hash")
+    }
+
+    @Test func collidingNamesAreReportedAndRetireNothing() throws {
+        let (first, second) = Self.collidingNames()
+        #expect(ReplicaID.nameHash(of: first) == ReplicaID.nameHash(of: second) && first != second)
+        let cluster = try TestCluster(size: 0, label: "collide")
+        try cluster.add(name: first)
+        try cluster.add(name: second)
+        #expect(cluster.meshed())
+        let teacher = cluster.client("tina", .teacher, node: 0, room: "collide")
+        try teacher.connect()
+        _ = try teacher.write(.reward(user: "tina", amount: 1))
+        teacher.close()
+        #expect(eventually(10) { cluster.nodes.allSatisfy { ($0.metrics["replica_name_collisions_total"] ?? 0) == 1 } },
+                "collisions reported: \(cluster.nodes.map { $0.metrics["replica_name_collisions_total"] ?? 0 })")
+        // The first name restarts without a store: its old id is a predecessor, and the
+        // second node's live id, made later, looks like one too by its hash.
+        let old = cluster.nodes[0]
+        old.stop()
+        cluster.nodes.remove(at: 0)
+        try cluster.add(name: first)
+        let renewed = cluster.nodes[1]
+        #expect(renewed.replica.supersedes(cluster.nodes[0].replica), "the second node's id should look older by its hash")
+        #expect(eventually(10) {
+            renewed.retirementPlans().values.contains { plan in
+                if case let .waiting(why) = plan { return why.contains("name hash") } else { return false }
+            }
+        }, "plans: \(renewed.retirementPlans())")
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect((renewed.metrics["replica_retirements_total"] ?? 0) == 0)
+        #expect(cluster.nodes.allSatisfy { node in node.room("collide").map { !$0.isRetired(cluster.nodes[0].replica) } ?? false })
+        #expect(cluster.nodes[0].metrics["wedged_total"] ?? 0 == 0)
     }
 }

@@ -6,6 +6,8 @@ import HomeroomWire
 struct PeerTable {
     struct Entry {
         var node: ReplicaID
+        /// Its node name (`--name`), from its own heartbeats or a peer's list; empty while unknown.
+        var name = ""
         var address: String
         var publishAddress: String
         /// Its node-only PUB socket, if it has one: where this node subscribes.
@@ -72,6 +74,7 @@ struct PeerTable {
             entry.lastHeardMillis = nowMillis
             entry.heardDirectly = true
             entry.status = .alive
+            if !heartbeat.nodeName.isEmpty { entry.name = heartbeat.nodeName }
             for room in heartbeat.rooms { entry.rooms[room.roomID] = room.seen }
             entry.noteCheckpoints(heartbeat)
             entries[heartbeat.node] = entry
@@ -80,6 +83,7 @@ struct PeerTable {
         var entry = Entry(node: heartbeat.node, address: heartbeat.address, publishAddress: heartbeat.publishAddress,
                           clusterPublishAddress: heartbeat.clusterPublishAddress,
                           incarnation: heartbeat.incarnation, lastHeardMillis: nowMillis, heardDirectly: true, status: .alive)
+        entry.name = heartbeat.nodeName
         for room in heartbeat.rooms { entry.rooms[room.roomID] = room.seen }
         entry.noteCheckpoints(heartbeat)
         entries[heartbeat.node] = entry
@@ -88,10 +92,11 @@ struct PeerTable {
 
     /// Learns of a node second-hand (from another's peer list): never marks it alive.
     mutating func learn(_ peer: WireMessage.Peer, nowMillis: UInt64) -> Bool {
+        if entries[peer.node]?.name.isEmpty == true, !peer.nodeName.isEmpty { entries[peer.node]!.name = peer.nodeName }
         guard entries[peer.node] == nil, peer.status != .dead, !peer.publishAddress.isEmpty else { return false }
         // An older store of a node whose newer store is known is gone: not met again.
-        guard !entries.keys.contains(where: { $0.supersedes(peer.node) }) else { return false }
-        entries[peer.node] = Entry(node: peer.node, address: peer.address, publishAddress: peer.publishAddress,
+        guard !entries.values.contains(where: { Self.supersedes($0.node, $0.name, peer.node, peer.nodeName) }) else { return false }
+        entries[peer.node] = Entry(node: peer.node, name: peer.nodeName, address: peer.address, publishAddress: peer.publishAddress,
                                    clusterPublishAddress: peer.clusterPublishAddress,
                                    incarnation: peer.incarnation, lastHeardMillis: nowMillis, status: .suspect)
         return true
@@ -160,13 +165,29 @@ struct PeerTable {
     /// Removes the entries of older stores of a node name whose newest store is this
     /// node (`own`) or a live peer (see `ReplicaID.supersedes`): that node is the name
     /// now, so they are waited for by no fold or retirement, and dialled no more.
-    mutating func forgetSuperseded(own: ReplicaID) -> [Entry] {
-        let live = entries.values.filter { $0.status == .alive }.map(\.node) + [own]
+    mutating func forgetSuperseded(own: ReplicaID, name: String) -> [Entry] {
+        let live = entries.values.filter { $0.status == .alive }.map { ($0.node, $0.name) } + [(own, name)]
         let gone = entries.values.filter { entry in
-            entry.status != .alive && live.contains { $0.supersedes(entry.node) }
+            entry.status != .alive && live.contains { Self.supersedes($0.0, $0.1, entry.node, entry.name) }
         }
         for entry in gone { entries.removeValue(forKey: entry.node) }
         return gone.sorted { $0.node < $1.node }
+    }
+
+    /// `newer` is a later store of `older`'s node name. Names, where both are known, must
+    /// match: two names may share a name hash (`nameCollision`).
+    static func supersedes(_ newer: ReplicaID, _ newerName: String, _ older: ReplicaID, _ olderName: String) -> Bool {
+        newer.supersedes(older) && (newerName.isEmpty || olderName.isEmpty || newerName == olderName)
+    }
+
+    /// A peer of another node name whose replica ids carry this node's name hash
+    /// (`ReplicaID.nameHash(of:)`): its ids would look like older stores of this name,
+    /// so nothing may be retired while it is known.
+    func nameCollision(own: ReplicaID, name: String) -> Entry? {
+        guard own.isStructured else { return nil }
+        return entries.values.sorted { $0.node < $1.node }.first {
+            !$0.name.isEmpty && $0.name != name && ReplicaID.nameHash(of: $0.name) == own.nameHash
+        }
     }
 
     /// Moves silent nodes to suspect, then dead; returns the nodes newly dead.
@@ -201,7 +222,7 @@ struct PeerTable {
         var before = nowMillis &- windowMillis
         // An older store of a node whose newer store is known makes no more copies: its
         // writes are all in (a retirement waits for that), and it is forgotten soon.
-        for node in entries.keys where !entries.keys.contains(where: { $0.supersedes(node) }) {
+        for node in entries.keys where !entries.values.contains(where: { Self.supersedes($0.node, $0.name, node, entries[node]!.name) }) {
             var checkpoint = entries[node]!.rewardCheckpoints[room] ?? RewardCheckpoint()
             checkpoint.confirm(seen: seen.contiguous(node))
             entries[node]!.rewardCheckpoints[room] = checkpoint
@@ -215,8 +236,10 @@ struct PeerTable {
 
     var wirePeers: [WireMessage.Peer] {
         entries.values.sorted { $0.node < $1.node }.map {
-            WireMessage.Peer(node: $0.node, address: $0.address, incarnation: $0.incarnation, status: $0.status,
-                             publishAddress: $0.publishAddress, clusterPublishAddress: $0.clusterPublishAddress)
+            var peer = WireMessage.Peer(node: $0.node, address: $0.address, incarnation: $0.incarnation, status: $0.status,
+                                        publishAddress: $0.publishAddress, clusterPublishAddress: $0.clusterPublishAddress)
+            peer.nodeName = $0.name
+            return peer
         }
     }
 }

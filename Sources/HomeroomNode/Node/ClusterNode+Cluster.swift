@@ -107,8 +107,15 @@ extension ClusterNode {
     /// A heartbeat or hello: liveness, addresses, peers to meet, rooms to repair.
     func heard(_ heartbeat: WireMessage.Heartbeat) {
         guard heartbeat.node != replica else { return }
+        if let newer = newerStoreOfThisName(in: heartbeat) {
+            stepAside(superseded: "node \(name) runs elsewhere on a newer store (replica id \(newer), heard from \(heartbeat.node))")
+            return
+        }
+        noteNameCollision(heartbeat)
         let now = WallClock.monotonicMillis()
         let toConnect = state.withLock { state -> [PeerTable.Entry] in
+            // A peer heard, and it knows of no newer store of this name: writes are safe now.
+            state.peersAwaitedUntil = nil
             var connect: [ReplicaID] = []
             if state.peers.heard(heartbeat, nowMillis: now) { connect.append(heartbeat.node) }
             // Never an older store of this node's own name: this node is that name now.
@@ -177,7 +184,7 @@ extension ClusterNode {
     func forgetPermanentlyDownPeers() {
         let now = WallClock.monotonicMillis()
         let own = replica
-        let superseded = state.withLock { $0.peers.forgetSuperseded(own: own) }
+        let superseded = state.withLock { $0.peers.forgetSuperseded(own: own, name: name) }
         for entry in superseded {
             logger.notice("peer forgotten: a newer store of its node name is running", ["peer": entry.node.description, "address": entry.address])
         }
@@ -243,13 +250,15 @@ extension ClusterNode {
     }
 
     func ownHeartbeat() -> WireMessage.Heartbeat {
-        state.withLock { state in
+        var heartbeat = state.withLock { state in
             WireMessage.Heartbeat(node: replica, incarnation: incarnation, address: listenAddress,
                                   rooms: state.rooms.keys.sorted().map { WireMessage.RoomDigest(roomID: $0, seen: state.rooms[$0]!.seen) },
                                   peers: state.peers.wirePeers, publishAddress: publishAddress,
                                   clusterPublishAddress: clusterPublisher == nil ? "" : clusterPublishAddress,
                                   sentAtMillis: wallMillis())
         }
+        heartbeat.nodeName = name
+        return heartbeat
     }
 
     // MARK: - The tick

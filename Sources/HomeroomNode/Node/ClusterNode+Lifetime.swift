@@ -1,4 +1,5 @@
 import HomeroomCore
+import HomeroomWire
 
 /// Lifetime (docs/ARCHITECTURE.md, "Lifetime"): the node folds away the sessions it
 /// started once enough of them are over, so a user who joins thousands of times in a
@@ -119,13 +120,18 @@ extension ClusterNode {
         return state.withLock { state -> [String: RoomState.RetirementPlan] in
             guard !state.stopping, state.superseded == nil else { return [:] }
             var plans: [String: RoomState.RetirementPlan] = [:]
-            let aliveOlder = state.peers.entries.values.first { $0.status == .alive && own.supersedes($0.node) }
+            let aliveOlder = state.peers.entries.values.first { $0.status == .alive && PeerTable.supersedes(own, name, $0.node, $0.name) }
+            let colliding = state.peers.nameCollision(own: own, name: name)?.name ?? state.collidingNames.sorted().first
             for (roomID, room) in state.rooms where !room.predecessors(of: own).isEmpty {
+                if let colliding {
+                    plans[roomID] = .waiting("node \(colliding) shares this node's replica-id name hash: rename one of them")
+                    continue
+                }
                 if let aliveOlder {
                     plans[roomID] = .waiting("an older store of this node's name is alive (\(aliveOlder.node) at \(aliveOlder.address))")
                     continue
                 }
-                let peers = state.peers.entries.values.filter { !own.supersedes($0.node) }.map { $0.rooms[roomID] ?? VersionVector() }
+                let peers = state.peers.entries.values.filter { !PeerTable.supersedes(own, name, $0.node, $0.name) }.map { $0.rooms[roomID] ?? VersionVector() }
                 let before = state.peers.rewardsCompleteBefore(room: roomID, seen: room.seen, nowMillis: now, windowMillis: window)
                 plans[roomID] = room.retirementPlan(successor: own, peers: peers, completeBeforeMillis: before)
             }
@@ -137,17 +143,60 @@ extension ClusterNode {
     /// newer store of its name runs elsewhere, and every replica drops this one's writes.
     func stepAsideIfRetired() {
         let own = replica
-        let found = state.withLock { state -> String? in
-            guard state.superseded == nil, let room = state.rooms.values.first(where: { $0.isRetired(own) }) else { return nil }
-            let why = "a newer store of node \(name) retired this one's replica id \(own) (seen in room \(room.roomID)): "
-                + "this is an old store started again; stop this node and start it on a new data directory"
+        guard let room = state.withLock({ state in state.rooms.values.first(where: { $0.isRetired(own) })?.roomID }) else { return }
+        stepAside(superseded: "a newer store of node \(name) retired this one's replica id \(own) (seen in room \(room))")
+    }
+
+    /// Steps aside for good: this is an old store of the node's name started again, and
+    /// a newer one is (or was) the name. What this store acknowledged after that is
+    /// dropped everywhere, so it acknowledges nothing more.
+    func stepAside(superseded reason: String) {
+        let why = reason + ": this is an old store started again; stop this node and start it on a new data directory"
+        let first = state.withLock { state -> Bool in
+            guard state.superseded == nil else { return false }
             state.superseded = why
             state.wedged = why
-            return why
+            return true
         }
-        if let found {
+        if first {
             metrics.add("wedged_total")
-            logger.error("node superseded: stepping aside for good (no heartbeats, requests refused unavailable, /healthz 503)", ["why": found])
+            logger.error("node superseded: stepping aside for good (no heartbeats, requests refused unavailable, /healthz 503)", ["why": why])
+        }
+    }
+
+    /// While a node restarted on its store has heard no peer yet (`NodeState.peersAwaitedUntil`):
+    /// what to tell a client whose write or join waits; nil once writes are taken.
+    func awaitingPeers() -> String? {
+        let now = WallClock.monotonicMillis()
+        let waiting = state.withLock { state -> Bool in
+            guard let until = state.peersAwaitedUntil else { return false }
+            if now >= until { state.peersAwaitedUntil = nil; return false }
+            return true
+        }
+        guard waiting else { return nil }
+        metrics.add("writes_awaiting_peers_total")
+        return "node \(name) restarted on its store and takes writes once it hears a peer (at most \(config.downMillis) ms): "
+            + "retry in a moment or use another node"
+    }
+
+    /// A newer store of this node's own name, in a heartbeat's sender or its peer list
+    /// (names must match: a name-hash collision is not a newer store).
+    func newerStoreOfThisName(in heartbeat: WireMessage.Heartbeat) -> ReplicaID? {
+        if heartbeat.nodeName == name, heartbeat.node.supersedes(replica) { return heartbeat.node }
+        return heartbeat.peers.first { $0.nodeName == name && $0.node.supersedes(replica) }?.node
+    }
+
+    /// Two node names with one replica-id name hash: reported once per name; while the
+    /// other is known, this node retires nothing (`retirementPlans`).
+    func noteNameCollision(_ heartbeat: WireMessage.Heartbeat) {
+        guard replica.isStructured else { return }
+        let names = ([heartbeat.nodeName] + heartbeat.peers.map(\.nodeName)).filter {
+            !$0.isEmpty && $0 != name && ReplicaID.nameHash(of: $0) == replica.nameHash
+        }
+        for other in Set(names) where state.withLock({ $0.collidingNames.insert(other).inserted }) {
+            metrics.add("replica_name_collisions_total")
+            logger.error("node names collide: their replica ids share one name hash, so neither node retires older stores; rename one of them",
+                         ["name": name, "other": other, "hash": String(replica.nameHash, radix: 16)])
         }
     }
 

@@ -95,13 +95,18 @@ extension ClusterNode {
                 let error = TokenError.identityMismatch("writes as \(write.write.author) (\(write.write.authorRole)), token is for \(claims.user) (\(claims.role))")
                 return errorReply(error.code, error.description, room)
             }
-            reply = .writeAck(handleWrite(room: room, write, fromClient: !fromNode, size: bytes.count))
+            if !fromNode, let wait = awaitingPeers() {
+                reply = .writeAck(ack(write, .unavailable, "unavailable", wait))
+            } else {
+                reply = .writeAck(handleWrite(room: room, write, fromClient: !fromNode, size: bytes.count))
+            }
         case let .joinRequest(join):
             if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
             if let claims, join.user != claims.user || join.role != claims.parsedRole {
                 let error = TokenError.identityMismatch("joins as \(join.user) (\(join.role)), token is for \(claims.user) (\(claims.role))")
                 return errorReply(error.code, error.description, room)
             }
+            if let wait = awaitingPeers() { return errorReply("unavailable", wait, room) }
             reply = handleJoin(room: room, join)
             if let claims, case var .joinResponse(response) = reply {
                 response.keys = topicKeys(room: room, user: claims.user, expiresAt: claims.exp)

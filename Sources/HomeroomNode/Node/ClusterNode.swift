@@ -96,6 +96,7 @@ public final class ClusterNode: Sendable {
         var previousIncarnation: UInt64?
         var incarnation = requestedIncarnation ?? WallClock.nowMillis()
         var storeReplica: ReplicaID?
+        var storedReplicaLoaded = false
         if let directory = config.dataDirectory {
             do {
                 try Self.makeDirectory(directory)
@@ -118,6 +119,7 @@ public final class ClusterNode: Sendable {
                 previousIncarnation = try opened.meta("incarnation").map { UInt64(bitPattern: $0) }
                 if let previousIncarnation, incarnation <= previousIncarnation { incarnation = previousIncarnation + 1 }
                 let replica = storedReplica.map { ReplicaID(UInt64(bitPattern: $0)) } ?? Self.freshReplicaID(name: config.name)
+                storedReplicaLoaded = storedReplica != nil
                 storeReplica = replica
                 try opened.setMeta("name", nameKey)
                 try opened.setMeta("replica", Int64(bitPattern: replica.rawValue))
@@ -141,6 +143,9 @@ public final class ClusterNode: Sendable {
         initial.sealsTopics = config.tokenVerifier != nil
         initial.rooms = rooms
         initial.quarantined = quarantined
+        if storedReplicaLoaded && !config.seeds.isEmpty {
+            initial.peersAwaitedUntil = WallClock.monotonicMillis() + config.downMillis
+        }
         initial.store = store
         initial.limiter = RateLimiter(messagesPerSecond: config.writesPerSecond, bytesPerSecond: config.writeBytesPerSecond)
         initial.joinLimiter = RateLimiter(messagesPerSecond: config.joinsPerSecond, bytesPerSecond: 1 << 30, burstSeconds: 3)

@@ -35,6 +35,13 @@ struct NodeState {
     /// Set once this node learns that a newer store of its name retired its replica id
     /// (an old store started again): it steps aside for good, as `wedged` does.
     var superseded: String?
+    /// Set when the node starts on a store it wrote before and has seeds: until a peer
+    /// is heard (or this monotonic time passes), client writes and joins are answered
+    /// `unavailable`, so an old store put back cannot acknowledge what a newer store of
+    /// its name would have every replica drop (`ClusterNode.awaitingPeers`).
+    var peersAwaitedUntil: UInt64?
+    /// Other node names heard whose replica-id name hash is this node's (reported once each).
+    var collidingNames: Set<String> = []
     /// The durable store, if the node has a data directory.
     var store: NodeStore?
     /// Rooms whose stored state does not load (room -> why): out of service here,

@@ -1602,7 +1602,7 @@ const ProtobufCMessageDescriptor homeroom__v1__room_digest__descriptor =
   (ProtobufCMessageInit) homeroom__v1__room_digest__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[9] =
+static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[10] =
 {
   {
     "node",
@@ -1712,6 +1712,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[9] =
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "node_name",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Peer, node_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__peer__field_indices_by_name[] = {
   1,   /* field[1] = address */
@@ -1720,6 +1732,7 @@ static const unsigned homeroom__v1__peer__field_indices_by_name[] = {
   6,   /* field[6] = heard_ms_ago */
   2,   /* field[2] = incarnation */
   0,   /* field[0] = node */
+  9,   /* field[9] = node_name */
   4,   /* field[4] = publish_address */
   8,   /* field[8] = rooms */
   3,   /* field[3] = status */
@@ -1727,7 +1740,7 @@ static const unsigned homeroom__v1__peer__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__peer__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__peer__descriptor =
 {
@@ -1737,14 +1750,14 @@ const ProtobufCMessageDescriptor homeroom__v1__peer__descriptor =
   "Homeroom__V1__Peer",
   "homeroom.v1",
   sizeof(Homeroom__V1__Peer),
-  9,
+  10,
   homeroom__v1__peer__field_descriptors,
   homeroom__v1__peer__field_indices_by_name,
   1,  homeroom__v1__peer__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__peer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[10] =
+static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[11] =
 {
   {
     "node",
@@ -1866,6 +1879,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "node_name",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Heartbeat, node_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
   2,   /* field[2] = address */
@@ -1874,6 +1899,7 @@ static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
   1,   /* field[1] = incarnation */
   9,   /* field[9] = listing */
   0,   /* field[0] = node */
+  10,   /* field[10] = node_name */
   4,   /* field[4] = peers */
   5,   /* field[5] = publish_address */
   3,   /* field[3] = rooms */
@@ -1882,7 +1908,7 @@ static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__heartbeat__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
 {
@@ -1892,7 +1918,7 @@ const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
   "Homeroom__V1__Heartbeat",
   "homeroom.v1",
   sizeof(Homeroom__V1__Heartbeat),
-  10,
+  11,
   homeroom__v1__heartbeat__field_descriptors,
   homeroom__v1__heartbeat__field_indices_by_name,
   1,  homeroom__v1__heartbeat__number_ranges,

@@ -365,10 +365,15 @@ struct  Homeroom__V1__Peer
    * rooms the peer's last heartbeat listed
    */
   uint32_t rooms;
+  /*
+   * The peer's node name (`--name`), as its own heartbeats give it; empty when not
+   * known yet (a peer only gossiped by a node that never heard it directly).
+   */
+  char *node_name;
 };
 #define HOMEROOM__V1__PEER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__peer__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, 0, HOMEROOM__V1__PEER_STATUS__PEER_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0 }
+    , 0, (char *)protobuf_c_empty_string, 0, HOMEROOM__V1__PEER_STATUS__PEER_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -412,10 +417,17 @@ struct  Homeroom__V1__Heartbeat
    * `homeroom cluster`): the answer then carries the fields marked above.
    */
   protobuf_c_boolean listing;
+  /*
+   * The sender's node name (`--name`; empty in a client's hello). Two stores of one
+   * name have replica ids of the same name hash: a node that hears a different name
+   * with its own hash reports the collision and retires nothing (docs/PROTOCOL.md
+   * "Replica ids").
+   */
+  char *node_name;
 };
 #define HOMEROOM__V1__HEARTBEAT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__heartbeat__descriptor) \
-    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0 }
+    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Homeroom__V1__JoinRequest
