@@ -351,8 +351,9 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                     --if-revision) return ;;
+                    --if-set-revision) return ;;
                 esac
-                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --if-revision --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --if-revision --if-set-revision --json --help"
                 words_here="room me get set unset"
                 ;;
             name)

@@ -277,6 +277,7 @@ complete -c homeroom -n '__homeroom_subcommand prop' -l tls-ca -r -F -d 'The aut
 complete -c homeroom -n '__homeroom_subcommand prop' -l timeout-ms -x -d 'How long to wait for a node\'s answer (default 1000).'
 complete -c homeroom -n '__homeroom_subcommand prop' -l log-level -x -a 'trace debug info notice warning error' -d 'trace, debug, info, notice, warning, error (default warning).'
 complete -c homeroom -n '__homeroom_subcommand prop' -l if-revision -x -d 'Only if the key is still at revision n (0: never written), else revision-mismatch.'
+complete -c homeroom -n '__homeroom_subcommand prop' -l if-set-revision -x -d 'Only if the owner\'s whole property set is still at set revision n, else revision-mismatch.'
 complete -c homeroom -n '__homeroom_subcommand prop' -l json -d 'Print the result as one JSON object.'
 complete -c homeroom -n '__homeroom_subcommand prop' -s h -l help -d 'show help'
 complete -c homeroom -n '__homeroom_subcommand name' -l room -x -d 'Room to join.'

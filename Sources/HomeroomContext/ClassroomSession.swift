@@ -208,7 +208,7 @@ final class ClassroomSession: Sendable {
         let result: PropertyWriteResult
         do { result = try body(client) } catch { throw ContextError(error) }
         waitUntilApplied(result.dot, client)
-        return PropertyWriteReceipt(key: key, owner: owner, revision: result.revision, result: result)
+        return PropertyWriteReceipt(key: key, owner: owner, revision: result.revision, setRevision: result.setRevision, result: result)
     }
 
     private func waitUntilApplied(_ dot: Dot, _ client: RoomClient) {

@@ -78,15 +78,21 @@ extension RoomContext {
 
     public func property(_ key: String) -> PropertyEntry? { propertyEntries.first { $0.key == key } }
 
+    /// The room properties' set revision (Signaling's major revision): the sum of their
+    /// keys' revisions, deleted keys included; one more with every write that stands.
+    public var propertySetRevision: UInt64 { session.replica.propertySetRevision(scope: .room) }
+
     /// Writes (value nil: deletes) one room property; with `ifRevision`, only if the key
-    /// is still at that revision (0: never written), refused with `revision-mismatch`.
+    /// is still at that revision (0: never written), with `ifSetRevision` only if the
+    /// whole set is still at that set revision; else refused with `revision-mismatch`.
     /// Under a partition two such writes can both be accepted; the merge keeps one, and
     /// the loser's pool hears `onPropertyConflict` (docs/MESSAGING.md).
     @discardableResult
-    public func updateProperty(_ key: String, value: String?, cause: String = "", ifRevision: UInt64? = nil) throws(ContextError) -> PropertyWriteReceipt {
+    public func updateProperty(_ key: String, value: String?, cause: String = "", ifRevision: UInt64? = nil,
+                               ifSetRevision: UInt64? = nil) throws(ContextError) -> PropertyWriteReceipt {
         try checkKey(key)
         return try session.writeProperty(owner: nil, key: key) { client throws(ClientError) in
-            try client.setRoomProperty(key, value: value.map { Array($0.utf8) }, cause: cause, ifRevision: ifRevision)
+            try client.setRoomProperty(key, value: value.map { Array($0.utf8) }, cause: cause, ifRevision: ifRevision, ifSetRevision: ifSetRevision)
         }
     }
 

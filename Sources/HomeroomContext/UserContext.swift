@@ -136,14 +136,19 @@ public final class UserContext: Sendable {
         ReadModel.entries(session.replica.users[user]?.properties ?? [:])
     }
 
+    /// A user's property set revision: the sum of the revisions of its keys.
+    public func propertySetRevision(of user: UserID) -> UInt64 { session.replica.propertySetRevision(scope: .user(user)) }
+
     /// Writes (value nil: deletes) one property of a user; with `ifRevision`, only if the
-    /// key is still at that revision (0: never written), refused with `revision-mismatch`.
+    /// key is still at that revision (0: never written), with `ifSetRevision` only if the
+    /// user's whole set is still at that set revision; else refused with `revision-mismatch`.
     @discardableResult
     public func updateProperty(of user: UserID, _ key: String, value: String?, cause: String = "",
-                               ifRevision: UInt64? = nil) throws(ContextError) -> PropertyWriteReceipt {
+                               ifRevision: UInt64? = nil, ifSetRevision: UInt64? = nil) throws(ContextError) -> PropertyWriteReceipt {
         try checkKey(key)
         return try session.writeProperty(owner: user, key: key) { client throws(ClientError) in
-            try client.setUserProperty(of: user, key, value: value.map { Array($0.utf8) }, cause: cause, ifRevision: ifRevision)
+            try client.setUserProperty(of: user, key, value: value.map { Array($0.utf8) }, cause: cause, ifRevision: ifRevision,
+                                       ifSetRevision: ifSetRevision)
         }
     }
 }

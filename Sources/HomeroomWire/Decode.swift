@@ -242,11 +242,12 @@ struct CDecoder {
         deleted != 0 ? nil : try bytes(value, "\(field()).value")
     }
 
-    private func revision(_ assigned: UInt64, _ condition: UnsafeMutablePointer<Homeroom__V1__RevisionCondition>?, _ count: Int,
+    private func revision(_ assigned: UInt64, _ condition: UnsafeMutablePointer<Homeroom__V1__RevisionCondition>?,
+                          _ setCondition: UnsafeMutablePointer<Homeroom__V1__RevisionCondition>?, _ count: Int,
                           _ lineage: UnsafeMutablePointer<UnsafeMutablePointer<Homeroom__V1__Dot>?>?,
                           _ field: @autoclosure () -> String) throws(WireError) -> PropertyRevision {
-        PropertyRevision(condition: condition.map { $0.pointee.revision }, assigned: assigned,
-                         lineage: try dots(count, lineage, "\(field()).lineage"))
+        PropertyRevision(condition: condition.map { $0.pointee.revision }, setCondition: setCondition.map { $0.pointee.revision },
+                         assigned: assigned, lineage: try dots(count, lineage, "\(field()).lineage"))
     }
 
     /// A list of dots, at most `maxLineage` of them.
@@ -304,7 +305,7 @@ struct CDecoder {
             let path = "\(field()).set_user_property"
             return .setUserProperty(user: try user(op.user, author: author, strings: strings, path), key: try string(op.key, "\(path).key"),
                                     value: try property(deleted: op.deleted, value: op.value, path), cause: try string(op.cause, "\(path).cause"),
-                                    revision: try revision(op.revision, op.condition, op.n_lineage, op.lineage, path))
+                                    revision: try revision(op.revision, op.condition, op.set_condition, op.n_lineage, op.lineage, path))
         case 16:
             return .setRoomName(try string(d.set_room_name!.pointee.name, "\(field()).set_room_name.name"))
         case 17:
@@ -324,7 +325,7 @@ struct CDecoder {
             let path = "\(field()).set_room_property"
             return .setRoomProperty(key: try string(op.key, "\(path).key"), value: try property(deleted: op.deleted, value: op.value, path),
                                     cause: try string(op.cause, "\(path).cause"),
-                                    revision: try revision(op.revision, op.condition, op.n_lineage, op.lineage, path))
+                                    revision: try revision(op.revision, op.condition, op.set_condition, op.n_lineage, op.lineage, path))
         case 24:
             let op = d.replica_down!.pointee
             return .replicaDown(replica: ReplicaID(op.replica), incarnation: op.incarnation)

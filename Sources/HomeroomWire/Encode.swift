@@ -274,6 +274,7 @@ struct CEncoder {
             op.pointee.cause = string(cause)
             op.pointee.revision = revision.assigned
             if let condition = revision.condition { op.pointee.condition = revisionCondition(condition) }
+            if let condition = revision.setCondition { op.pointee.set_condition = revisionCondition(condition) }
             (op.pointee.n_lineage, op.pointee.lineage) = dots(revision.lineage)
             delta.pointee.set_user_property = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_USER_PROPERTY
@@ -317,6 +318,7 @@ struct CEncoder {
             op.pointee.cause = string(cause)
             op.pointee.revision = revision.assigned
             if let condition = revision.condition { op.pointee.condition = revisionCondition(condition) }
+            if let condition = revision.setCondition { op.pointee.set_condition = revisionCondition(condition) }
             (op.pointee.n_lineage, op.pointee.lineage) = dots(revision.lineage)
             delta.pointee.set_room_property = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_ROOM_PROPERTY

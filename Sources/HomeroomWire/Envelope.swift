@@ -68,6 +68,7 @@ extension CEncoder {
             body.pointee.message = string(ack.message)
             if let value = ack.dot { body.pointee.dot = dot(value) }
             body.pointee.revision = ack.revision
+            body.pointee.set_revision = ack.setRevision
             message.pointee.write_ack = body
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_WRITE_ACK
         case let .heartbeat(heartbeat):
@@ -283,9 +284,11 @@ extension CDecoder {
             throw .invalidValue(field: "envelope.write_ack.status", reason: "status \(raw) is not one of 1-5")
         }
         let dot = ack.dot.map { Dot(origin: ReplicaID($0.pointee.origin), sequence: $0.pointee.sequence) }
-        return WireMessage.WriteAck(requestID: ack.request_id, status: status,
-                                    errorCode: try string(ack.error_code, "envelope.write_ack.error_code"),
-                                    message: try string(ack.message, "envelope.write_ack.message"), dot: dot, revision: ack.revision)
+        var decoded = WireMessage.WriteAck(requestID: ack.request_id, status: status,
+                                           errorCode: try string(ack.error_code, "envelope.write_ack.error_code"),
+                                           message: try string(ack.message, "envelope.write_ack.message"), dot: dot, revision: ack.revision)
+        decoded.setRevision = ack.set_revision
+        return decoded
     }
 
     private func heartbeat(_ heartbeat: Homeroom__V1__Heartbeat) throws(WireError) -> WireMessage.Heartbeat {

@@ -193,6 +193,8 @@ extension WireMessage {
         public var dot: Dot?
         /// For an accepted property write: the revision it created (0 otherwise).
         public var revision: UInt64
+        /// And the revision of its whole set (the room's properties, or the user's) after it.
+        public var setRevision: UInt64 = 0
 
         public init(requestID: UInt64, status: WriteStatus, errorCode: String = "", message: String = "", dot: Dot? = nil,
                     revision: UInt64 = 0) {

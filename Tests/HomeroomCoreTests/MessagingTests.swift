@@ -325,6 +325,61 @@ import Testing
         #expect(room.properties["topic"]?.value.lineage.count == 2)
     }
 
+    /// Signaling's major revision: one number for the whole set, with compare-and-set.
+    @Test func theSetRevisionCountsEveryWriteThatStandsAndGuardsTheWholeSet() {
+        var one = Origin(1), two = Origin(2)
+        var a = classroom(students: ["s"], origin: &one)
+        func write(_ key: String, _ value: String?, ifSet: UInt64? = nil, user: UserID? = nil) -> Write {
+            one.counter += 1
+            let revision = PropertyRevision(setCondition: ifSet)
+            let operation: Operation = user.map {
+                .setUserProperty(user: $0, key: key, value: value.map { Array($0.utf8) }, cause: "test", revision: revision)
+            } ?? .setRoomProperty(key: key, value: value.map { Array($0.utf8) }, cause: "test", revision: revision)
+            return Write(author: "t", authorRole: .teacher, authorCounter: one.counter, operation: operation)
+        }
+        func commit(_ write: Write, on room: inout RoomState, _ origin: inout Origin) -> Delta {
+            origin.now += 1
+            let delta = origin.sequencer.stamp(room.prepare(write), nowMillis: origin.now)
+            _ = room.apply(delta)
+            return delta
+        }
+        #expect(a.propertySetRevision(scope: .room) == 0)
+        _ = commit(write("topic", "fractions", ifSet: 0), on: &a, &one)
+        _ = commit(write("board", "A"), on: &a, &one)
+        _ = commit(write("topic", "decimals"), on: &a, &one)
+        #expect(a.propertySetRevision(scope: .room) == 3)
+        // A delete is a write: the set moves on, and the tombstone keeps its share.
+        _ = commit(write("board", nil), on: &a, &one)
+        #expect(a.propertySetRevision(scope: .room) == 4)
+        #expect(a.admit(write("quiz", "1", ifSet: 3), nowMillis: one.now) == .setRevisionMismatch(scope: .room, expected: 3, actual: 4))
+        #expect(a.admit(write("quiz", "1", ifSet: 4), nowMillis: one.now) == nil)
+        // A user's set is its own.
+        _ = commit(write("mood", "ok", user: "s"), on: &a, &one)
+        #expect(a.propertySetRevision(scope: .user("s")) == 1 && a.propertySetRevision(scope: .room) == 4)
+        #expect(a.admit(write("mood", "x", ifSet: 0, user: "s"), nowMillis: one.now) == .setRevisionMismatch(scope: .user("s"), expected: 0, actual: 1))
+
+        // A partition: both sides write on set revision 4; after the merge both replicas
+        // agree, and the set revision never went down on either.
+        var b = a
+        two.now = one.now + 10
+        two.counter = 1_000
+        _ = commit(write("topic", "left", ifSet: 4), on: &a, &one)
+        _ = commit(write("quiz", "q1", ifSet: 5), on: &a, &one)
+        let right = Write(author: "t", authorRole: .teacher, authorCounter: 2_000,
+                          operation: .setRoomProperty(key: "topic", value: Array("right".utf8), cause: "test",
+                                                      revision: PropertyRevision(setCondition: 4)))
+        #expect(b.admit(right, nowMillis: two.now) == nil)
+        _ = commit(right, on: &b, &two)
+        let beforeA = a.propertySetRevision(scope: .room), beforeB = b.propertySetRevision(scope: .room)
+        #expect(beforeA == 6 && beforeB == 5)
+        a.merge(b.missing(since: a.seen))
+        b.merge(a.missing(since: b.seen))
+        #expect(a == b)
+        // Two writes of topic at revision 5 became one: the set counts what stands.
+        #expect(a.propertySetRevision(scope: .room) == b.propertySetRevision(scope: .room))
+        #expect(a.propertySetRevision(scope: .room) >= max(beforeA, beforeB))
+    }
+
     @Test func underAPartitionBothConditionalWritesAreAcceptedAndTheLoserFindsOut() {
         var one = Origin(1), two = Origin(2)
         var a = classroom(students: ["s"], origin: &one)

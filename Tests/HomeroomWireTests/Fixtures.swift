@@ -53,7 +53,8 @@ enum Fixtures {
                                          revision: PropertyRevision(condition: 4, assigned: 5,
                                                                     lineage: [Dot(origin: nodeA, sequence: 3), Dot(origin: nodeB, sequence: 1)]))),
         ("t", .teacher, .setUserProperty(user: "s1", key: "seat", value: nil, cause: "cas",
-                                         revision: PropertyRevision(condition: 0, assigned: 1, lineage: []))),
+                                         revision: PropertyRevision(condition: 0, setCondition: 7, assigned: 1, lineage: []))),
+        ("t", .teacher, .setRoomProperty(key: "board", value: [1], cause: "set-cas", revision: PropertyRevision(setCondition: 0, assigned: 1))),
         ("a", .assistant, .trimHistory(beforeMillis: baseMillis + 1)),
         // Lifetime: a leave that names its start, and a fold.
         ("s1", .student, .leaveSession(user: "s1", session: "s1-old", started: Stamp(clock: clock(2, nodeB), sequence: 5))),

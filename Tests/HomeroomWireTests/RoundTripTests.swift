@@ -115,9 +115,19 @@ struct RoundTripTests {
                                                              operation: .setStage(user: "s1", on: true)))),
             .writeAck(.init(requestID: 77, status: .accepted, dot: Dot(origin: Fixtures.nodeA, sequence: 9))),
             .writeAck(.init(requestID: 78, status: .rejected, errorCode: "requires-moderator", message: "only a teacher")),
+            .writeAck({ var ack = WireMessage.WriteAck(requestID: 79, status: .accepted, dot: Dot(origin: Fixtures.nodeA, sequence: 10), revision: 3)
+                        ack.setRevision = 11
+                        return ack }()),
             .heartbeat(.init(node: Fixtures.nodeA, incarnation: 3, address: "tcp://127.0.0.1:7401",
                              rooms: [.init(roomID: "room-42", seen: vector)],
                              peers: [.init(node: Fixtures.nodeB, address: "tcp://127.0.0.1:7402", incarnation: 2, status: .suspect)])),
+            .heartbeat({ var named = WireMessage.Heartbeat(node: Fixtures.nodeA, incarnation: 4, address: "tcp://127.0.0.1:7401",
+                                                           peers: [{ var peer = WireMessage.Peer(node: Fixtures.nodeB, address: "tcp://127.0.0.1:7402",
+                                                                                                 incarnation: 2, status: .dead)
+                                                                     peer.nodeName = "node-b"
+                                                                     return peer }()])
+                         named.nodeName = "node-a"
+                         return named }()),
             .joinRequest(.init(user: "s9", role: .student, session: "s9-1", name: "Nine")),
             .joinRequest(.init(user: "s9", role: .student, session: "s9-2", name: "Nine", resume: vector)),
             .joinResponse(.init(session: "s9-1", host: Fixtures.nodeA, incarnation: 3, state: room.snapshot(), isSnapshot: true)),

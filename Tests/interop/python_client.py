@@ -738,6 +738,21 @@ def run(args, hw, pynng, checks):
         reply2, _ = teacher.write("set_room_property", key="quiz", value=b"q2", edit=lambda b: setattr(b.condition, "revision", 0))
         checks.check("a conditional property write creates revision 1; another conditional on revision 0 gets revision-mismatch",
                      ok and rejected(reply2, "revision-mismatch"), f"{show(reply)} / {show(reply2)}")
+        # Whole-set revisions: the sum of the keys' revisions, with compare-and-set on it.
+        teacher.wait_for(lambda: "quiz" in teacher.room.properties)
+        before = teacher.room.property_set_revision()
+        reply, _ = teacher.write("set_room_property", key="board", value=b"A",
+                                 edit=lambda b: setattr(b.set_condition, "revision", before))
+        reply2, _ = teacher.write("set_room_property", key="quiz", value=b"q9",
+                                  edit=lambda b: setattr(b.set_condition, "revision", before))
+        checks.check("a write conditional on the room's set revision is ACCEPTED with set_revision one more; "
+                     "another on the same set revision gets revision-mismatch",
+                     before >= 1 and accepted(reply) and reply.write_ack.set_revision == before + 1
+                     and rejected(reply2, "revision-mismatch"), f"set revision {before}: {show(reply)} / {show(reply2)}")
+        checks.check("the client's own replica computes the same set revision as the node acknowledged",
+                     teacher.wait_for(lambda: teacher.room.property_set_revision() == before + 1)
+                     and student.wait_for(lambda: student.room.property_set_revision() == before + 1),
+                     f"teacher {teacher.room.property_set_revision()}, student {student.room.property_set_revision()}")
         reply, _ = teacher.write("set_chat_muted", target="stu-1", muted=True)
         muted_ok = accepted(reply) and student.wait_for(lambda: student.room.users["stu-1"].chat_muted[0] is True)
         reply2, _ = student.write("send_message", type="chat", payload=b"let me talk")

@@ -92,6 +92,9 @@ public struct PropertyWriteReceipt: Hashable, Sendable {
     /// nil for a room property, else the user whose property it is.
     public var owner: UserID?
     public var revision: UInt64
+    /// The whole set's revision after the write (Signaling's major revision): pass it
+    /// as `ifSetRevision` to write again only if nothing in the set changed since.
+    public var setRevision: UInt64
     let result: PropertyWriteResult
 }
 

@@ -100,6 +100,9 @@ public struct PropertyRevision: Hashable, Sendable {
     /// "Only if the key's revision is still this" (0: only if the key was never
     /// written); nil: unconditional.
     public var condition: UInt64?
+    /// "Only if the whole set (the room's properties, or this user's) is still at this
+    /// set revision" (`RoomState.propertySetRevision`); nil: no condition on the set.
+    public var setCondition: UInt64?
     /// The revision this write creates: the key's revision at the origin, plus one.
     public var assigned: UInt64
     /// The dots of the writes this one replaced at the origin, newest first
@@ -108,8 +111,9 @@ public struct PropertyRevision: Hashable, Sendable {
 
     public static let lineageLength = 8
 
-    public init(condition: UInt64? = nil, assigned: UInt64 = 0, lineage: [Dot] = []) {
+    public init(condition: UInt64? = nil, setCondition: UInt64? = nil, assigned: UInt64 = 0, lineage: [Dot] = []) {
         self.condition = condition
+        self.setCondition = setCondition
         self.assigned = assigned
         self.lineage = lineage
     }

@@ -15,6 +15,8 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
     case chatMuted(UserID?)
     /// A conditional property write whose key has moved on.
     case revisionMismatch(key: String, expected: UInt64, actual: UInt64)
+    /// A write conditional on the whole property set, which has moved on.
+    case setRevisionMismatch(scope: PropertyScope, expected: UInt64, actual: UInt64)
     /// The user has `limit` live sessions already.
     case tooManySessions(UserID, limit: Int)
     /// A leave of a session this node does not know (or that was folded away).
@@ -36,7 +38,7 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case .classStateCannotGoBack: return "class-state-backwards"
         case .invalid: return "invalid"
         case .chatMuted: return "muted"
-        case .revisionMismatch: return "revision-mismatch"
+        case .revisionMismatch, .setRevisionMismatch: return "revision-mismatch"
         case .tooManySessions: return "too-many-sessions"
         case .sessionUnknown: return "session-unknown"
         case .limitReached: return "limit-reached"
@@ -59,6 +61,8 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
             return user.map { "chat is muted for \($0) by a teacher or an assistant" } ?? "chat is muted for the room: only teachers and assistants may send"
         case let .revisionMismatch(key, expected, actual):
             return "\(key) is at revision \(actual), not \(expected): read it again and retry"
+        case let .setRevisionMismatch(scope, expected, actual):
+            return "the \(scope)'s properties are at set revision \(actual), not \(expected): read them again and retry"
         case let .tooManySessions(user, limit):
             return "\(user) has \(limit) open sessions in this room already: leave one (or wait for an idle one to time out) first"
         case let .limitReached(what): return what
@@ -157,9 +161,15 @@ extension RoomState {
             if let expected = revision.condition, expected != propertyRevision(scope: .room, key: key) {
                 return .revisionMismatch(key: key, expected: expected, actual: propertyRevision(scope: .room, key: key))
             }
+            if let expected = revision.setCondition, expected != propertySetRevision(scope: .room) {
+                return .setRevisionMismatch(scope: .room, expected: expected, actual: propertySetRevision(scope: .room))
+            }
         case let .setUserProperty(user, key, _, _, revision):
             if let expected = revision.condition, expected != propertyRevision(scope: .user(user), key: key) {
                 return .revisionMismatch(key: key, expected: expected, actual: propertyRevision(scope: .user(user), key: key))
+            }
+            if let expected = revision.setCondition, expected != propertySetRevision(scope: .user(user)) {
+                return .setRevisionMismatch(scope: .user(user), expected: expected, actual: propertySetRevision(scope: .user(user)))
             }
         default:
             break

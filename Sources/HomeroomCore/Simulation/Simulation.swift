@@ -34,6 +34,8 @@ public struct Simulation {
         var mirrorUserMuted: [UserID: Bool] = [:]
         /// Every write a conflict report said was lost here.
         var reportedLost: Set<Dot> = []
+        /// The highest set revision seen per property set ("room", or a user id): it must never go down.
+        var highestSetRevisions: [String: UInt64] = [:]
         /// Messages that left this node's history: a retry of one is refused (the node's local marks).
         var evictedHere: Set<MessageKey> = []
         /// Peer messages are sequenced under the node's private origin.
@@ -201,6 +203,15 @@ public struct Simulation {
             default: return nil
             }
         }
+        // On the whole set (the sum of its keys' revisions): current, stale, or none.
+        func setCondition(_ scope: PropertyScope) -> UInt64? {
+            let current = state.propertySetRevision(scope: scope)
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<3: return current
+            case 3..<4: return current > 0 ? current - 1 : 0
+            default: return nil
+            }
+        }
         switch actor.role {
         case .teacher, .assistant, .system:
             switch Int.random(in: 0..<100, using: &rng) {
@@ -211,7 +222,9 @@ public struct Simulation {
             case 62..<66: return .setHistoryLimit(UInt32.random(in: 3...40, using: &rng))
             default:
                 let value: [UInt8]? = rng.chance(85) ? [UInt8.random(in: 0...255, using: &rng)] : nil
-                return .setRoomProperty(key: "cas", value: value, cause: "sim", revision: PropertyRevision(condition: condition(.room, "cas")))
+                let key = rng.chance(60) ? "cas" : "cas2"
+                return .setRoomProperty(key: key, value: value, cause: "sim",
+                                        revision: PropertyRevision(condition: condition(.room, key), setCondition: setCondition(.room)))
             }
         case .student:
             switch Int.random(in: 0..<100, using: &rng) {
@@ -226,7 +239,8 @@ public struct Simulation {
             default:
                 let value: [UInt8]? = rng.chance(85) ? [UInt8.random(in: 0...255, using: &rng)] : nil
                 return .setUserProperty(user: actor.id, key: "cas", value: value, cause: "sim",
-                                        revision: PropertyRevision(condition: condition(.user(actor.id), "cas")))
+                                        revision: PropertyRevision(condition: condition(.user(actor.id), "cas"),
+                                                                   setCondition: setCondition(.user(actor.id))))
             }
         case .observer:
             return .sendMessage(type: "chat", payload: payload, previous: 0)
@@ -312,7 +326,23 @@ public struct Simulation {
         let outcome = nodes[replica].state.apply(delta, messaging: &messaging)
         record(outcome.changes, at: replica)
         record(messaging, at: replica)
+        checkSetRevisions(at: replica)
         return outcome
+    }
+
+    /// No property set's revision ever goes down on a replica (not through a delta, a
+    /// patch, a conflict or a retry).
+    mutating func checkSetRevisions(at replica: Int) {
+        let state = nodes[replica].state
+        let scopes: [(String, PropertyScope)] = [("room", .room)] + state.users.keys.map { ($0, .user($0)) }
+        for (name, scope) in scopes {
+            let now = state.propertySetRevision(scope: scope)
+            let before = nodes[replica].highestSetRevisions[name] ?? 0
+            if now < before {
+                report.violations.append("replica \(replica + 1): the \(scope)'s set revision went down from \(before) to \(now)")
+            }
+            nodes[replica].highestSetRevisions[name] = max(before, now)
+        }
     }
 
     mutating func deliverOne() {
@@ -352,6 +382,7 @@ public struct Simulation {
         let changes = nodes[b].state.merge(patch, messaging: &messaging)
         record(changes, at: b)
         record(messaging, at: b)
+        checkSetRevisions(at: b)
     }
 
     mutating func flipPartition() {

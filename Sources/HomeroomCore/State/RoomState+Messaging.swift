@@ -204,6 +204,21 @@ extension RoomState {
         return next
     }
 
+    /// The whole set's revision (Signaling's "major revision"): the sum of its keys'
+    /// revisions, deleted keys included. Every write adds one at its origin, it never
+    /// goes down (a key's revision never does, and keys are never removed), and it is
+    /// a function of the state, so replicas that hold the same properties agree on it.
+    /// Concurrent writes to one key merge to one revision step, so after a partition
+    /// the set revision counts the writes that stand, not every write made.
+    public func propertySetRevision(scope: PropertyScope) -> UInt64 {
+        let keys: [String: Register<PropertyValue>]?
+        switch scope {
+        case .room: keys = properties
+        case let .user(user): keys = users[user]?.properties
+        }
+        return keys?.values.reduce(0) { $0 &+ $1.value.revision } ?? 0
+    }
+
     /// The revision a property key has here (0 when never written).
     public func propertyRevision(scope: PropertyScope, key: String) -> UInt64 {
         switch scope {

@@ -18,6 +18,8 @@ public struct PropertyWriteResult: Hashable, Sendable {
     public var revision: UInt64
     public var scope: PropertyScope
     public var key: String
+    /// The whole set's revision (room's or user's) at that node once the write applied.
+    public var setRevision: UInt64 = 0
 }
 
 /// Messaging for a `RoomClient` (docs/MESSAGING.md): room and peer messages delivered
@@ -141,16 +143,21 @@ extension RoomClient {
     /// be accepted on different sides; the merge keeps one, and this client is told
     /// (`onMessagingChange`, `.propertyConflict`) when its write is the one lost.
     @discardableResult
-    public func setRoomProperty(_ key: String, value: [UInt8]?, cause: String = "", ifRevision: UInt64? = nil) throws(ClientError) -> PropertyWriteResult {
-        try writeProperty(.room, key, .setRoomProperty(key: key, value: value, cause: cause, revision: PropertyRevision(condition: ifRevision)))
+    /// `ifSetRevision` conditions it on the whole set instead, or as well ("only if the
+    /// room's properties are still at this set revision", the sum of their keys'
+    /// revisions: `RoomState.propertySetRevision`).
+    public func setRoomProperty(_ key: String, value: [UInt8]?, cause: String = "", ifRevision: UInt64? = nil,
+                                ifSetRevision: UInt64? = nil) throws(ClientError) -> PropertyWriteResult {
+        try writeProperty(.room, key, .setRoomProperty(key: key, value: value, cause: cause,
+                                                       revision: PropertyRevision(condition: ifRevision, setCondition: ifSetRevision)))
     }
 
     /// Writes a user property (the user's own, or anyone's for a teacher or an assistant).
     @discardableResult
     public func setUserProperty(of target: UserID, _ key: String, value: [UInt8]?, cause: String = "",
-                                ifRevision: UInt64? = nil) throws(ClientError) -> PropertyWriteResult {
+                                ifRevision: UInt64? = nil, ifSetRevision: UInt64? = nil) throws(ClientError) -> PropertyWriteResult {
         try writeProperty(.user(target), key, .setUserProperty(user: target, key: key, value: value, cause: cause,
-                                                               revision: PropertyRevision(condition: ifRevision)))
+                                                               revision: PropertyRevision(condition: ifRevision, setCondition: ifSetRevision)))
     }
 
     private func writeProperty(_ scope: PropertyScope, _ key: String, _ operation: Operation) throws(ClientError) -> PropertyWriteResult {
@@ -162,7 +169,7 @@ extension RoomClient {
                                                                     sentAtMillis: WallClock.monotonicMillis()))
             }
         }
-        return PropertyWriteResult(dot: dot, revision: ack.revision, scope: scope, key: key)
+        return PropertyWriteResult(dot: dot, revision: ack.revision, scope: scope, key: key, setRevision: ack.setRevision)
     }
 
     // MARK: - The shell's side (called with `emitting` held)

@@ -267,7 +267,12 @@ extension ClusterNode {
             }
             var accepted = ack(request, .accepted, "", "", dot: delta.dot)
             switch prepared.operation {
-            case let .setRoomProperty(_, _, _, revision), let .setUserProperty(_, _, _, _, revision): accepted.revision = revision.assigned
+            case let .setRoomProperty(_, _, _, revision):
+                accepted.revision = revision.assigned
+                accepted.setRevision = room.propertySetRevision(scope: .room)
+            case let .setUserProperty(user, _, _, _, revision):
+                accepted.revision = revision.assigned
+                accepted.setRevision = room.propertySetRevision(scope: .user(user))
             default: break
             }
             return (accepted, delta)

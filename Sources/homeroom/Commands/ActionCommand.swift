@@ -35,7 +35,8 @@ enum ActionCommand {
                     ("--off", "--off                  Unmute instead.")]
         return [
             "reward": [("--amount", "--amount <n>           How much to reward each user, 1-1000 (default 1).")],
-            "prop": [("--if-revision", "--if-revision <n>      Only if the key is still at revision n (0: never written), else revision-mismatch.")],
+            "prop": [("--if-revision", "--if-revision <n>      Only if the key is still at revision n (0: never written), else revision-mismatch."),
+                     ("--if-set-revision", "--if-set-revision <n>  Only if the owner's whole property set is still at set revision n, else revision-mismatch.")],
             "send": [type, file],
             "whisper": [type, file],
             "history": [("--limit", "--limit <n>            How many of the newest messages to print, 1-10000 (default 20).")],
@@ -84,6 +85,7 @@ enum ActionCommand {
         let own = Set(verbOptions[verb, default: []].map(\.name))
         let amount = own.contains("--amount") ? try reader.integer("--amount", in: 1...1_000) : nil
         let ifRevision = own.contains("--if-revision") ? try reader.integer("--if-revision", in: UInt64(0)...UInt64.max) : nil
+        let ifSetRevision = own.contains("--if-set-revision") ? try reader.integer("--if-set-revision", in: UInt64(0)...UInt64.max) : nil
         let messageType = own.contains("--type") ? try reader.string("--type") : nil
         let bodyFile = own.contains("--file") ? try reader.string("--file") : nil
         let limit = own.contains("--limit") ? try reader.integer("--limit", in: 1...10_000) : nil
@@ -96,6 +98,7 @@ enum ActionCommand {
         if off { words.append("--off") }
         if let amount { words += ["--amount", String(amount)] }
         if let ifRevision { words += ["--if-revision", String(ifRevision)] }
+        if let ifSetRevision { words += ["--if-set-revision", String(ifSetRevision)] }
         if let messageType { words += ["--type", messageType] }
         if let limit { words += ["--limit", String(limit)] }
         if let bodyFile {

@@ -28,8 +28,8 @@ enum Action: Equatable {
     case roomType(RoomType)
     case stageLimit(Int)
     case handLimit(Int)
-    case propertySet(PropertyOwner, key: String, value: String, ifRevision: UInt64?)
-    case propertyUnset(PropertyOwner, key: String, ifRevision: UInt64?)
+    case propertySet(PropertyOwner, key: String, value: String, ifRevision: UInt64?, ifSetRevision: UInt64? = nil)
+    case propertyUnset(PropertyOwner, key: String, ifRevision: UInt64?, ifSetRevision: UInt64? = nil)
     case propertyList(PropertyOwner)
     case propertyGet(PropertyOwner, key: String)
     case rename(String)
@@ -89,7 +89,9 @@ enum Action: Equatable {
           prop <owner> get <key>           read one (revision, writer, cause),
           prop <owner> set <key> <value>   set one (value: the rest of the line),
           prop <owner> unset <key>         or delete one. With --if-revision <n>: only if the key
-                                           is still at revision n (0: never written), else revision-mismatch.
+                                           is still at revision n (0: never written); with
+                                           --if-set-revision <n>: only if the owner's whole set is
+                                           still at set revision n; else revision-mismatch.
           name <text>                    Your display name.
           send <text>                    Send a room message to everyone (--type <type>, default chat).
           whisper <user> <text>          Send a peer message to one user, wherever it is connected.
@@ -120,6 +122,11 @@ enum Action: Equatable {
         if let text = try option("--if-revision", "prop room set topic fractions --if-revision 3") {
             guard let value = UInt64(text) else { throw ActionError("--if-revision needs a revision (0 or more), not '\(text)'") }
             ifRevision = value
+        }
+        var ifSetRevision: UInt64?
+        if let text = try option("--if-set-revision", "prop room set topic fractions --if-set-revision 7") {
+            guard let value = UInt64(text) else { throw ActionError("--if-set-revision needs a set revision (0 or more), not '\(text)'") }
+            ifSetRevision = value
         }
         let messageType = try option("--type", "send --type poll yes") ?? "chat"
         let limitOption = try option("--limit", "history --limit 50")
@@ -219,10 +226,11 @@ enum Action: Equatable {
             case (nil, _), ("list", 2): return .propertyList(owner)
             case ("get", 3): return .propertyGet(owner, key: rest[2])
             case ("set", let count) where count >= 4:
-                return .propertySet(owner, key: rest[2], value: rest.dropFirst(3).joined(separator: " "), ifRevision: ifRevision)
-            case ("unset", 3): return .propertyUnset(owner, key: rest[2], ifRevision: ifRevision)
+                return .propertySet(owner, key: rest[2], value: rest.dropFirst(3).joined(separator: " "), ifRevision: ifRevision,
+                                    ifSetRevision: ifSetRevision)
+            case ("unset", 3): return .propertyUnset(owner, key: rest[2], ifRevision: ifRevision, ifSetRevision: ifSetRevision)
             default:
-                throw ActionError("use: prop \(ownerWord) [get <key> | set <key> <value> | unset <key>] [--if-revision <n>]")
+                throw ActionError("use: prop \(ownerWord) [get <key> | set <key> <value> | unset <key>] [--if-revision <n>] [--if-set-revision <n>]")
             }
         case "name":
             guard !rest.isEmpty else { throw ActionError("use: name <text>") }
@@ -344,28 +352,36 @@ extension Action {
         case let .handLimit(limit):
             try pool.room.setHandLimit(limit)
             return ActionOutcome(text: "up to \(limit) hands may be raised")
-        case let .propertySet(owner, key, value, ifRevision):
+        case let .propertySet(owner, key, value, ifRevision, ifSetRevision):
             let receipt: PropertyWriteReceipt
             switch owner {
-            case .room: receipt = try pool.room.updateProperty(key, value: value, ifRevision: ifRevision)
-            case let .user(user): receipt = try pool.user.updateProperty(of: user, key, value: value, ifRevision: ifRevision)
+            case .room: receipt = try pool.room.updateProperty(key, value: value, ifRevision: ifRevision, ifSetRevision: ifSetRevision)
+            case let .user(user):
+                receipt = try pool.user.updateProperty(of: user, key, value: value, ifRevision: ifRevision, ifSetRevision: ifSetRevision)
             }
-            return ActionOutcome(text: "\(Self.describe(owner, name)) \(key) = \(value) (revision \(receipt.revision))",
-                                 fields: [("revision", .int(Int64(receipt.revision)))])
-        case let .propertyUnset(owner, key, ifRevision):
+            return ActionOutcome(text: "\(Self.describe(owner, name)) \(key) = \(value) (revision \(receipt.revision), set revision \(receipt.setRevision))",
+                                 fields: [("revision", .int(Int64(receipt.revision))), ("set_revision", .int(Int64(receipt.setRevision)))])
+        case let .propertyUnset(owner, key, ifRevision, ifSetRevision):
             let receipt: PropertyWriteReceipt
             switch owner {
-            case .room: receipt = try pool.room.updateProperty(key, value: nil, ifRevision: ifRevision)
-            case let .user(user): receipt = try pool.user.updateProperty(of: user, key, value: nil, ifRevision: ifRevision)
+            case .room: receipt = try pool.room.updateProperty(key, value: nil, ifRevision: ifRevision, ifSetRevision: ifSetRevision)
+            case let .user(user):
+                receipt = try pool.user.updateProperty(of: user, key, value: nil, ifRevision: ifRevision, ifSetRevision: ifSetRevision)
             }
-            return ActionOutcome(text: "\(Self.describe(owner, name)) \(key) deleted (revision \(receipt.revision))",
-                                 fields: [("revision", .int(Int64(receipt.revision)))])
+            return ActionOutcome(text: "\(Self.describe(owner, name)) \(key) deleted (revision \(receipt.revision), set revision \(receipt.setRevision))",
+                                 fields: [("revision", .int(Int64(receipt.revision))), ("set_revision", .int(Int64(receipt.setRevision)))])
         case let .propertyList(owner):
             let entries = Self.entries(owner, pool)
-            let text = entries.isEmpty ? "\(Self.describe(owner, name)): no properties"
-                : entries.map { Self.describe($0, owner: Self.describe(owner, name)) }.joined(separator: "\n")
+            let setRevision: UInt64
+            switch owner {
+            case .room: setRevision = pool.room.propertySetRevision
+            case let .user(user): setRevision = pool.user.propertySetRevision(of: user)
+            }
+            let text = entries.isEmpty ? "\(Self.describe(owner, name)): no properties (set revision \(setRevision))"
+                : (entries.map { Self.describe($0, owner: Self.describe(owner, name)) } + ["set revision \(setRevision)"]).joined(separator: "\n")
             return ActionOutcome(text: text, fields: [("properties", .object(entries.map { ($0.key, .string($0.value)) })),
-                                                      ("revisions", .object(entries.map { ($0.key, .int(Int64($0.revision))) }))])
+                                                      ("revisions", .object(entries.map { ($0.key, .int(Int64($0.revision))) })),
+                                                      ("set_revision", .int(Int64(setRevision)))])
         case let .propertyGet(owner, key):
             guard let entry = Self.entries(owner, pool).first(where: { $0.key == key }) else {
                 throw ContextError(code: "not-found", message: "\(Self.describe(owner, name)) has no property '\(key)'; list them with: prop \(owner == .room ? "room" : "<user>")")

@@ -2998,7 +2998,7 @@ const ProtobufCMessageDescriptor homeroom__v1__set_name__descriptor =
   (ProtobufCMessageInit) homeroom__v1__set_name__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__set_user_property__field_descriptors[8] =
+static const ProtobufCFieldDescriptor homeroom__v1__set_user_property__field_descriptors[9] =
 {
   {
     "user",
@@ -3096,6 +3096,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__set_user_property__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "set_condition",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetUserProperty, set_condition),
+    &homeroom__v1__revision_condition__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__set_user_property__field_indices_by_name[] = {
   4,   /* field[4] = cause */
@@ -3104,13 +3116,14 @@ static const unsigned homeroom__v1__set_user_property__field_indices_by_name[] =
   1,   /* field[1] = key */
   7,   /* field[7] = lineage */
   5,   /* field[5] = revision */
+  8,   /* field[8] = set_condition */
   0,   /* field[0] = user */
   2,   /* field[2] = value */
 };
 static const ProtobufCIntRange homeroom__v1__set_user_property__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__set_user_property__descriptor =
 {
@@ -3120,7 +3133,7 @@ const ProtobufCMessageDescriptor homeroom__v1__set_user_property__descriptor =
   "Homeroom__V1__SetUserProperty",
   "homeroom.v1",
   sizeof(Homeroom__V1__SetUserProperty),
-  8,
+  9,
   homeroom__v1__set_user_property__field_descriptors,
   homeroom__v1__set_user_property__field_indices_by_name,
   1,  homeroom__v1__set_user_property__number_ranges,
@@ -3487,7 +3500,7 @@ const ProtobufCMessageDescriptor homeroom__v1__mute_all__descriptor =
   (ProtobufCMessageInit) homeroom__v1__mute_all__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__set_room_property__field_descriptors[7] =
+static const ProtobufCFieldDescriptor homeroom__v1__set_room_property__field_descriptors[8] =
 {
   {
     "key",
@@ -3573,6 +3586,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__set_room_property__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "set_condition",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetRoomProperty, set_condition),
+    &homeroom__v1__revision_condition__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__set_room_property__field_indices_by_name[] = {
   3,   /* field[3] = cause */
@@ -3581,12 +3606,13 @@ static const unsigned homeroom__v1__set_room_property__field_indices_by_name[] =
   0,   /* field[0] = key */
   6,   /* field[6] = lineage */
   4,   /* field[4] = revision */
+  7,   /* field[7] = set_condition */
   1,   /* field[1] = value */
 };
 static const ProtobufCIntRange homeroom__v1__set_room_property__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__set_room_property__descriptor =
 {
@@ -3596,7 +3622,7 @@ const ProtobufCMessageDescriptor homeroom__v1__set_room_property__descriptor =
   "Homeroom__V1__SetRoomProperty",
   "homeroom.v1",
   sizeof(Homeroom__V1__SetRoomProperty),
-  7,
+  8,
   homeroom__v1__set_room_property__field_descriptors,
   homeroom__v1__set_room_property__field_indices_by_name,
   1,  homeroom__v1__set_room_property__number_ranges,

@@ -1409,7 +1409,7 @@ const ProtobufCMessageDescriptor homeroom__v1__write_request__descriptor =
   (ProtobufCMessageInit) homeroom__v1__write_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__write_ack__field_descriptors[6] =
+static const ProtobufCFieldDescriptor homeroom__v1__write_ack__field_descriptors[7] =
 {
   {
     "request_id",
@@ -1483,6 +1483,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__write_ack__field_descriptors
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "set_revision",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__WriteAck, set_revision),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__write_ack__field_indices_by_name[] = {
   4,   /* field[4] = dot */
@@ -1490,12 +1502,13 @@ static const unsigned homeroom__v1__write_ack__field_indices_by_name[] = {
   3,   /* field[3] = message */
   0,   /* field[0] = request_id */
   5,   /* field[5] = revision */
+  6,   /* field[6] = set_revision */
   1,   /* field[1] = status */
 };
 static const ProtobufCIntRange homeroom__v1__write_ack__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__write_ack__descriptor =
 {
@@ -1505,7 +1518,7 @@ const ProtobufCMessageDescriptor homeroom__v1__write_ack__descriptor =
   "Homeroom__V1__WriteAck",
   "homeroom.v1",
   sizeof(Homeroom__V1__WriteAck),
-  6,
+  7,
   homeroom__v1__write_ack__field_descriptors,
   homeroom__v1__write_ack__field_indices_by_name,
   1,  homeroom__v1__write_ack__number_ranges,

@@ -428,10 +428,15 @@ struct  Homeroom__V1__SetUserProperty
    */
   size_t n_lineage;
   Homeroom__V1__Dot **lineage;
+  /*
+   * "Only if this user's whole property set is still at this set revision" (the sum
+   * of its keys' revisions, docs/MESSAGING.md); absent: no condition on the set.
+   */
+  Homeroom__V1__RevisionCondition *set_condition;
 };
 #define HOMEROOM__V1__SET_USER_PROPERTY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_user_property__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, {0,NULL}, 0, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL }
+    , 0, (char *)protobuf_c_empty_string, {0,NULL}, 0, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL, NULL }
 
 
 /*
@@ -553,10 +558,14 @@ struct  Homeroom__V1__SetRoomProperty
   Homeroom__V1__RevisionCondition *condition;
   size_t n_lineage;
   Homeroom__V1__Dot **lineage;
+  /*
+   * as in SetUserProperty, for the room's set
+   */
+  Homeroom__V1__RevisionCondition *set_condition;
 };
 #define HOMEROOM__V1__SET_ROOM_PROPERTY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_room_property__descriptor) \
-    , (char *)protobuf_c_empty_string, {0,NULL}, 0, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL }
+    , (char *)protobuf_c_empty_string, {0,NULL}, 0, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL, NULL }
 
 
 /*
