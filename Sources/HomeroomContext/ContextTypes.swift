@@ -164,10 +164,14 @@ public struct RoomSnapshot: Hashable, Sendable {
     public var waitingHands: [UserInfo]
     public var onlineCount: Int
     public var observerCount: Int
+    /// The stage carousel, while one runs: its settings and the turn shown.
+    public var carousel: CarouselStatus?
 
     public init(room: RoomInfo, classInfo: ClassInfo, localUser: UserInfo, connection: ConnectionState, latencyMicros: Double,
                 moderators: [UserRow], students: UserPage, stage: [UserRow], stageWaiting: [UserRow],
-                raisedHands: [UserInfo], waitingHands: [UserInfo], onlineCount: Int, observerCount: Int) {
+                raisedHands: [UserInfo], waitingHands: [UserInfo], onlineCount: Int, observerCount: Int,
+                carousel: CarouselStatus? = nil) {
+        self.carousel = carousel
         self.room = room
         self.classInfo = classInfo
         self.localUser = localUser
@@ -181,6 +185,29 @@ public struct RoomSnapshot: Hashable, Sendable {
         self.waitingHands = waitingHands
         self.onlineCount = onlineCount
         self.observerCount = observerCount
+    }
+}
+
+/// A running stage carousel as one replica sees it at one moment.
+public struct CarouselStatus: Hashable, Sendable {
+    public var intervalSeconds: UInt32
+    public var range: Carousel.Range
+    public var order: Carousel.Order
+    /// The current turn's number (0 first), who it puts on stage, and when the next starts.
+    public var turn: UInt64
+    public var onStage: [UserID]
+    public var nextTurnAtMillis: UInt64
+    /// False while every student taking part fits on stage: nothing rotates.
+    public var rotates: Bool
+
+    public init(_ settings: Carousel, _ turn: CarouselTurn) {
+        intervalSeconds = settings.intervalSeconds
+        range = settings.range
+        order = settings.order
+        self.turn = turn.number
+        onStage = turn.onStage
+        nextTurnAtMillis = turn.nextTurnAtMillis
+        rotates = turn.rotates
     }
 }
 

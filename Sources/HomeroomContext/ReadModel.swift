@@ -26,7 +26,7 @@ enum ReadModel {
     }
 
     static func rows(_ state: RoomState, _ query: UserQuery) -> [UserRow] {
-        state.roster(roles: query.roles, includeOffline: query.includeOffline).rows.map(row)
+        state.roster(roles: query.roles, includeOffline: query.includeOffline, nowMillis: WallClock.nowMillis()).rows.map(row)
     }
 
     static func page(_ rows: [UserRow], index: Int, size: Int) -> UserPage {
@@ -40,7 +40,7 @@ enum ReadModel {
 
     static func snapshot(_ state: RoomState, local: UserInfo, connection: ConnectionState, latencyMicros: Double,
                          page: (index: Int, size: Int)?) -> RoomSnapshot {
-        let roster = state.roster()
+        let roster = state.roster(nowMillis: WallClock.nowMillis())
         let all = roster.rows.map(row)
         var byID: [UserID: UserRow] = [:]
         byID.reserveCapacity(all.count)
@@ -56,7 +56,8 @@ enum ReadModel {
             moderators: moderators, students: studentPage,
             stage: roster.stage.compactMap { byID[$0] }, stageWaiting: roster.stageWaiting.compactMap { byID[$0] },
             raisedHands: roster.raisedHands.map(info), waitingHands: roster.waitingHands.map(info),
-            onlineCount: roster.onlineCount, observerCount: all.filter { $0.info.role == .observer && $0.online }.count)
+            onlineCount: roster.onlineCount, observerCount: all.filter { $0.info.role == .observer && $0.online }.count,
+            carousel: roster.carousel.flatMap { settings in roster.carouselTurn.map { CarouselStatus(settings, $0) } })
     }
 
     static func properties(_ registers: [String: Register<PropertyValue>]) -> [String: String] {

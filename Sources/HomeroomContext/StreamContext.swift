@@ -40,11 +40,35 @@ public final class StreamContext: Sendable {
     public func streamState(of user: UserID, device: Device) -> StreamState {
         let replica = session.replica
         guard let record = replica.users[user] else { return .inoperable }
-        let onStage = replica.isOnStage(user)
+        let onStage = replica.stage(atMillis: WallClock.nowMillis()).contains(user)
         if device == .camera {
             return .derive(onStage: onStage, deviceOn: record.cameraDevice.value, privilegeOn: record.cameraPrivilege.value)
         }
         return ReadModel.rows(replica, .everyone).first { $0.id == user }?.microphone ?? .inoperable
+    }
+
+    /// The stage carousel (Flexible Classroom's): students take turns on stage every
+    /// `intervalSeconds` (10-99), all online students or those with the camera on, in
+    /// join order or shuffled per turn. Every replica derives the same turn from the
+    /// class clock, so nobody coordinates it; with no more students than seats, all of
+    /// them are on stage and nothing rotates. Teacher, assistant.
+    public func startCarousel(intervalSeconds: UInt32 = Carousel.defaultIntervalSeconds, range: Carousel.Range = .all,
+                              order: Carousel.Order = .joinOrder) throws(ContextError) {
+        try session.write(.setCarousel(Carousel(running: true, intervalSeconds: intervalSeconds, range: range, order: order)))
+    }
+
+    /// Stops the carousel: the stage is again who was put there.
+    public func stopCarousel() throws(ContextError) {
+        var settings = session.replica.carousel.value
+        settings.running = false
+        try session.write(.setCarousel(settings))
+    }
+
+    /// The running carousel and its current turn (nil when none runs).
+    public var carousel: CarouselStatus? {
+        let replica = session.replica
+        guard let turn = replica.carouselTurn(atMillis: WallClock.nowMillis()) else { return nil }
+        return CarouselStatus(replica.carousel.value, turn)
     }
 
     /// Every stream of the users on stage.

@@ -94,6 +94,30 @@ struct CDecoder {
         return type
     }
 
+    /// Range and order are required while it runs; a stopped carousel may leave them unset.
+    func carousel(_ message: UnsafeMutablePointer<Homeroom__V1__CarouselSettings>?, _ field: @autoclosure () -> String) throws(WireError) -> Carousel {
+        guard let message else { throw .missingField(field()) }
+        let value = message.pointee
+        let running = value.running != 0
+        func known<T>(_ raw: UInt32, _ name: String, _ make: (UInt8) -> T?, _ fallback: T) throws(WireError) -> T {
+            if raw == 0 {
+                if running { throw .missingField("\(field()).\(name)") }
+                return fallback
+            }
+            guard raw <= 255, let known = make(UInt8(raw)) else {
+                throw .invalidValue(field: "\(field()).\(name)", reason: "\(raw) is not one of 1-2")
+            }
+            return known
+        }
+        if running && !Carousel.intervalRange.contains(value.interval_seconds) {
+            throw .invalidValue(field: "\(field()).interval_seconds",
+                                reason: "a carousel turns every \(Carousel.intervalRange.lowerBound) to \(Carousel.intervalRange.upperBound) s, not \(value.interval_seconds)")
+        }
+        return Carousel(running: running, intervalSeconds: value.interval_seconds,
+                        range: try known(value.range.rawValue, "range", { Carousel.Range(rawValue: $0) }, .all),
+                        order: try known(value.order.rawValue, "order", { Carousel.Order(rawValue: $0) }, .joinOrder))
+    }
+
     func classState(_ value: Homeroom__V1__ClassState, _ field: @autoclosure () -> String) throws(WireError) -> ClassState {
         if value.rawValue == 0 { throw .missingField(field()) }
         guard value.rawValue <= 3, let state = ClassState(rawValue: UInt8(value.rawValue - 1)) else {
@@ -393,6 +417,8 @@ struct CDecoder {
                                                  upTo: entry.up_to, sum: entry.sum, keep: keep))
             }
             return .retirePredecessors(generation: op.generation, rewardFloors: floors)
+        case 36:
+            return .setCarousel(try carousel(d.set_carousel!.pointee.carousel, "\(field()).set_carousel.carousel"))
         default:
             throw .missingField("\(field()).op (no operation this version knows)")
         }

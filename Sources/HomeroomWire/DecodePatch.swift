@@ -44,6 +44,10 @@ extension CDecoder {
         if let register = patch.hand_limit {
             state.handLimit = Register(register.pointee.value, stamp: try stamp(register.pointee.stamp, tables, "\(field).hand_limit.stamp"))
         }
+        if let register = patch.carousel {
+            state.carousel = Register(try carousel(register.pointee.value, "\(field).carousel.value"),
+                                      stamp: try stamp(register.pointee.stamp, tables, "\(field).carousel.stamp"))
+        }
         if let register = patch.schedule {
             state.schedule = Register(try schedule(register.pointee.value, "\(field).schedule.value"),
                                       stamp: try stamp(register.pointee.stamp, tables, "\(field).schedule.stamp"))

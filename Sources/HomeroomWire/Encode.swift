@@ -90,6 +90,15 @@ struct CEncoder {
         return message
     }
 
+    func carousel(_ carousel: Carousel) -> UnsafeMutablePointer<Homeroom__V1__CarouselSettings> {
+        let message = make(homeroom__v1__carousel_settings__init)
+        message.pointee.running = carousel.running ? 1 : 0
+        message.pointee.interval_seconds = carousel.intervalSeconds
+        message.pointee.range = Homeroom__V1__CarouselRange(rawValue: UInt32(carousel.range.rawValue))
+        message.pointee.order = Homeroom__V1__CarouselOrder(rawValue: UInt32(carousel.order.rawValue))
+        return message
+    }
+
     func schedule(_ schedule: Schedule) -> UnsafeMutablePointer<Homeroom__V1__Schedule> {
         let message = make(homeroom__v1__schedule__init)
         message.pointee.start_millis = schedule.startMillis
@@ -298,6 +307,11 @@ struct CEncoder {
             op.pointee.limit = limit
             delta.pointee.set_hand_limit = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_HAND_LIMIT
+        case let .setCarousel(value):
+            let op = make(homeroom__v1__set_carousel__init)
+            op.pointee.carousel = carousel(value)
+            delta.pointee.set_carousel = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_CAROUSEL
         case let .setSchedule(value):
             let op = make(homeroom__v1__set_schedule__init)
             op.pointee.schedule = schedule(value)

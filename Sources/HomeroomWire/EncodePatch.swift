@@ -67,6 +67,12 @@ struct PatchEncoder {
         }
         patch.pointee.stage_limit = uint32Register(state.stageLimit, default: room.stageLimit)
         patch.pointee.hand_limit = uint32Register(state.handLimit, default: room.handLimit)
+        if state.carousel != room.carousel {
+            let register = encoder.make(homeroom__v1__carousel_register__init)
+            register.pointee.value = encoder.carousel(state.carousel.value)
+            register.pointee.stamp = stamp(state.carousel.stamp)
+            patch.pointee.carousel = register
+        }
         if state.schedule != room.schedule {
             let register = encoder.make(homeroom__v1__schedule_register__init)
             register.pointee.value = encoder.schedule(state.schedule.value)

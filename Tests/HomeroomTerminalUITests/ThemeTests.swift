@@ -1,5 +1,6 @@
 import Testing
 import HomeroomContext
+import HomeroomCore
 @testable import HomeroomTerminalUI
 
 @Suite struct ThemeTests {
@@ -158,5 +159,23 @@ import HomeroomContext
             out.append(character)
         }
         return out
+    }
+}
+
+/// The stage strip says a carousel runs and when its next turn starts.
+@Suite struct CarouselDisplayTests {
+    @Test func theStageStripShowsTheCarouselAndItsNextTurn() {
+        let students = [UserRow(info: Fixtures.user("s1", "Sam"), online: true, onStage: true, camera: .live, microphone: .live)]
+        var snapshot = Fixtures.snapshot(type: .smallClassroom, name: "Maths", stageLimit: 1, moderators: [Fixtures.teacherRow], students: students)
+        let settings = Carousel(intervalSeconds: 30, range: .cameraOn, order: .random)
+        let turn = CarouselTurn(number: 3, onStage: ["s1"], candidates: ["s1", "s2"], nextTurnAtMillis: Fixtures.now + 12_000, rotates: true)
+        snapshot.carousel = CarouselStatus(settings, turn)
+        let shown = Golden.render(StageComponent(), snapshot, colors: false)
+        #expect(shown.contains("Carousel every 30 s, camera-on, random · next turn in 0:12"), "\(shown)")
+        snapshot.carousel = CarouselStatus(settings, CarouselTurn(number: 0, onStage: ["s1"], candidates: ["s1"],
+                                                                  nextTurnAtMillis: Fixtures.now + 1, rotates: false))
+        #expect(Golden.render(StageComponent(), snapshot, colors: false).contains("everyone fits on stage"))
+        snapshot.carousel = nil
+        #expect(!Golden.render(StageComponent(), snapshot, colors: false).contains("Carousel"))
     }
 }

@@ -753,6 +753,42 @@ def run(args, hw, pynng, checks):
                      teacher.wait_for(lambda: teacher.room.property_set_revision() == before + 1)
                      and student.wait_for(lambda: student.room.property_set_revision() == before + 1),
                      f"teacher {teacher.room.property_set_revision()}, student {student.room.property_set_revision()}")
+        # The stage carousel (PROTOCOL.md, "Deriving the carousel"): no coordinator, so both
+        # replicas, and the node, must derive the same turn from the register and the clock.
+        def carousel(running):
+            def edit(b):
+                b.carousel.running = running
+                b.carousel.interval_seconds = 10
+                b.carousel.range = C.CAROUSEL_RANGE_ALL
+                b.carousel.order = C.CAROUSEL_ORDER_RANDOM
+            return edit
+        seven = [f"s{i}" for i in range(1, 8)]
+        vectors = (hw.carousel_shuffle(seven, 42),
+                   hw.carousel_shuffle(seven, 1796206413242 ^ ((3 * 0x9E3779B97F4A7C15) & ((1 << 64) - 1))))
+        checks.check("the carousel shuffle reproduces PROTOCOL.md's test vectors",
+                     vectors == (["s3", "s5", "s7", "s1", "s4", "s2", "s6"], ["s7", "s1", "s4", "s2", "s3", "s5", "s6"]), f"{vectors}")
+        reply, _ = student.write("set_carousel", edit=carousel(True))
+        checks.check("a student's set_carousel is refused (teacher, assistant only)", not accepted(reply), show(reply))
+        reply, _ = teacher.write("set_carousel", edit=carousel(True))
+        both = teacher.wait_for(lambda: teacher.room.carousel[0][0]) and student.wait_for(lambda: student.room.carousel[0][0])
+        now = int(time.time() * 1000)
+        turn_t, turn_s = teacher.room.carousel_turn(now), student.room.carousel_turn(now)
+        checks.check("set_carousel is ACCEPTED; both replicas (through node A and node B) derive the same turn, with the student on stage",
+                     accepted(reply) and both and turn_t is not None and turn_t == turn_s and "stu-1" in turn_t[1]
+                     and teacher.room.stage_at(now) == student.room.stage_at(now), f"{show(reply)}: {turn_t} / {turn_s}")
+        if args.homeroom_bin:
+            shown = subprocess.run([args.homeroom_bin, "carousel", "--json", "--room", room_id, "--node", args.node_b],
+                                   capture_output=True, text=True, timeout=20)
+            node_view = json.loads(shown.stdout or "{}")
+            mine = student.room.carousel_turn(int(time.time() * 1000))
+            checks.check("the node's own derivation (homeroom carousel --json) names the same turn and stage as this client's",
+                         node_view.get("running") is True and mine is not None
+                         and node_view.get("on_stage") == mine[1] and node_view.get("next_turn_at_ms") == mine[2],
+                         f"{shown.stdout.strip()} {shown.stderr.strip()} / {mine}")
+        reply, _ = teacher.write("set_carousel", edit=carousel(False))
+        checks.check("a stopped carousel derives no turn on either replica",
+                     accepted(reply) and teacher.wait_for(lambda: teacher.room.carousel_turn(int(time.time() * 1000)) is None)
+                     and student.wait_for(lambda: student.room.carousel_turn(int(time.time() * 1000)) is None), show(reply))
         reply, _ = teacher.write("set_chat_muted", target="stu-1", muted=True)
         muted_ok = accepted(reply) and student.wait_for(lambda: student.room.users["stu-1"].chat_muted[0] is True)
         reply2, _ = student.write("send_message", type="chat", payload=b"let me talk")

@@ -6,6 +6,8 @@ public enum Operation: Hashable, Sendable {
     case setStageLimit(UInt32)
     case setHandLimit(UInt32)
     case setSchedule(Schedule)
+    /// Teacher, assistant: start (or change) the stage carousel, or stop it.
+    case setCarousel(Carousel)
     case setClassState(ClassState)
     case muteAll
     /// `revision`: a condition from the client, the assigned revision and lineage from the origin node.
@@ -65,7 +67,7 @@ public enum Operation: Hashable, Sendable {
     /// The user the operation is about, if any.
     public var target: UserID? {
         switch self {
-        case .setRoomName, .setRoomType, .setStageLimit, .setHandLimit, .setSchedule, .setClassState,
+        case .setRoomName, .setRoomType, .setStageLimit, .setHandLimit, .setSchedule, .setCarousel, .setClassState,
              .muteAll, .setRoomProperty, .replicaDown, .retirePredecessors, .sendMessage, .trimHistory, .setHistoryLimit:
             return nil
         case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _), let .foldSessions(user, _, _), let .foldRewards(user, _, _, _), let .setName(user, _),
@@ -100,6 +102,7 @@ public enum Operation: Hashable, Sendable {
         case .setStageLimit: return "set-stage-limit"
         case .setHandLimit: return "set-hand-limit"
         case .setSchedule: return "set-schedule"
+        case .setCarousel: return "set-carousel"
         case .setClassState: return "set-class-state"
         case .muteAll: return "mute-all"
         case .setRoomProperty: return "set-room-property"

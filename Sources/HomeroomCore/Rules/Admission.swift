@@ -157,6 +157,8 @@ extension RoomState {
         case let .setUserProperty(user, key, _, _, _)
         where users[user]?.properties[key] == nil && (users[user]?.properties.count ?? 0) >= Self.maxUserPropertyKeys:
             return .limitReached("\(user) has \(Self.maxUserPropertyKeys) property keys (deleted ones included): reuse a key")
+        case let .setCarousel(settings) where settings.running && type.value == .oneToOne:
+            return .invalid("a one-to-one room has no stage carousel: both parties are always on stage")
         case let .setRoomProperty(key, _, _, revision):
             if let expected = revision.condition, expected != propertyRevision(scope: .room, key: key) {
                 return .revisionMismatch(key: key, expected: expected, actual: propertyRevision(scope: .room, key: key))

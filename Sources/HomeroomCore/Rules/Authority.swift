@@ -58,6 +58,11 @@ public enum Authority {
             return revision.lineage.count <= PropertyRevision.lineageLength ? nil
                 : .invalidValue(operation: name, reason: "a lineage has at most \(PropertyRevision.lineageLength) entries")
 
+        case let .setCarousel(settings):
+            guard role.moderates else { return .requiresModerator(operation: name, role: role) }
+            return !settings.running || Carousel.intervalRange.contains(settings.intervalSeconds) ? nil
+                : .invalidValue(operation: name, reason: "a carousel turns every \(Carousel.intervalRange.lowerBound) to \(Carousel.intervalRange.upperBound) s, not \(settings.intervalSeconds)")
+
         case .setRoomName, .setRoomType, .setSchedule, .setClassState, .muteAll, .setChatMuted:
             return role.moderates ? nil : .requiresModerator(operation: name, role: role)
 

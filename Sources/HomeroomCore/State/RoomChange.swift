@@ -25,6 +25,9 @@ public enum ApplyOutcome: Hashable, Sendable {
     case applied([RoomChange])
     /// Seen before: nothing changed.
     case duplicate
+    /// Not applied and not recorded as seen: it must come after earlier deltas of its
+    /// origin this replica lacks (a reward fold); the repair of that gap brings it.
+    case deferred
     /// Refused by the authority rules; recorded as seen, so it is not asked for again.
     case rejected(Rejection)
 

@@ -11,6 +11,13 @@ extension RoomState {
     public mutating func apply(_ delta: Delta, messaging: inout [MessagingChange]) -> ApplyOutcome {
         // A retired id's writes are all here already (or were dropped with it).
         if !retiredGenerations.isEmpty && isRetired(delta.origin) { return .duplicate }
+        // A reward fold sums everything its origin counted before it, a retirement it wrote
+        // included: applied ahead of an earlier delta of its origin (a retirement still on
+        // its way), those rewards would count twice until it came. It waits, unseen, for
+        // the repair that fills the gap (a patch carries the fold's floor with the rest).
+        if case .foldRewards = delta.operation, seen.contiguous(delta.origin) &+ 1 < delta.sequence, !seen.contains(delta.dot) {
+            return .deferred
+        }
         guard seen.insert(delta.dot) else { return .duplicate }
         if let rejection = Authority.check(author: delta.author, role: delta.authorRole, operation: delta.operation) {
             return .rejected(rejection)
@@ -164,6 +171,8 @@ extension RoomState {
             return roomInfo { $0.name.write(name, at: stamp) }
         case let .setSchedule(schedule):
             return roomInfo { $0.schedule.write(schedule, at: stamp) }
+        case let .setCarousel(settings):
+            return roomInfo { $0.carousel.write(settings, at: stamp) }
         case let .setRoomType(roomType):
             return roomWide { $0.type.write(roomType, at: stamp) }
         case let .setStageLimit(limit):

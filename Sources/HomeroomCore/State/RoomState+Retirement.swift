@@ -148,7 +148,9 @@ extension RoomState {
     public func retirementPlan(successor: ReplicaID, peers: [VersionVector], completeBeforeMillis: UInt64?) -> RetirementPlan {
         let olderIDs = predecessors(of: successor)
         guard !olderIDs.isEmpty else { return .nothing }
-        let isOlder: (ReplicaID) -> Bool = { successor.supersedes($0) }
+        // Ids retired already are gone here: a peer that still lists one (until its own
+        // sweep drops the entry) holds nothing this retirement must wait for.
+        let isOlder: (ReplicaID) -> Bool = { successor.supersedes($0) && !self.isRetired($0) }
         var origins = Set(seen.origins.keys.filter(isOlder))
         for peer in peers { origins.formUnion(peer.origins.keys.filter(isOlder)) }
         for origin in origins.sorted() {

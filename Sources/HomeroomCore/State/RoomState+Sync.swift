@@ -13,6 +13,7 @@ extension RoomState {
         take(stageLimit, &patch.stageLimit)
         take(handLimit, &patch.handLimit)
         take(schedule, &patch.schedule)
+        take(carousel, &patch.carousel)
         if !other.contains(classState.stamp.dot) { patch.classState = classState }
         if !other.contains(muteAll.dot) { patch.muteAll = muteAll }
         // A handful of entries, one per node: always sent whole.
@@ -46,6 +47,7 @@ extension RoomState {
         let fresh = RoomState(roomID: roomID)
         return name.isWritten(or: fresh.name) && type.isWritten(or: fresh.type) && stageLimit.isWritten(or: fresh.stageLimit)
             && handLimit.isWritten(or: fresh.handLimit) && schedule.isWritten(or: fresh.schedule)
+            && carousel.isWritten(or: fresh.carousel)
             && (classState.stamp.sequence != 0 || classState == fresh.classState)
             && (muteAll.sequence != 0 || muteAll == .origin)
             && properties.values.allSatisfy { $0.stamp.sequence != 0 }
@@ -131,6 +133,7 @@ extension RoomState {
         roomInfoChanged = stageLimit.merge(patch.stageLimit) || roomInfoChanged
         roomInfoChanged = handLimit.merge(patch.handLimit) || roomInfoChanged
         roomInfoChanged = schedule.merge(patch.schedule) || roomInfoChanged
+        roomInfoChanged = carousel.merge(patch.carousel) || roomInfoChanged
         let classStateChanged = classState.merge(patch.classState)
         var muted = false
         if muteAll < patch.muteAll { muteAll = patch.muteAll; muted = true }

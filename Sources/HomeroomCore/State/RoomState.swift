@@ -11,6 +11,8 @@ public struct RoomState: Sendable {
     public var stageLimit = Register(UInt32(RoomState.defaultStageLimit), stamp: .origin)
     public var handLimit = Register(UInt32(RoomState.defaultHandLimit), stamp: .origin)
     public var schedule = Register(Schedule(), stamp: .origin)
+    /// The stage carousel (LWW); its start is this register's stamp.
+    public var carousel = Register(Carousel.stopped, stamp: .origin)
     public var classState = ClassStateRegister()
     /// The latest mute-all: a microphone privilege granted before it is off.
     public var muteAll: Stamp = .origin
@@ -45,7 +47,7 @@ public struct RoomState: Sendable {
 extension RoomState: Equatable {
     public static func == (a: RoomState, b: RoomState) -> Bool {
         a.roomID == b.roomID && a.name == b.name && a.type == b.type && a.stageLimit == b.stageLimit
-            && a.handLimit == b.handLimit && a.schedule == b.schedule && a.classState == b.classState
+            && a.handLimit == b.handLimit && a.schedule == b.schedule && a.carousel == b.carousel && a.classState == b.classState
             && a.muteAll == b.muteAll && a.deadIncarnations == b.deadIncarnations
             && a.properties == b.properties && a.users == b.users && a.seen == b.seen
             && a.retiredGenerations == b.retiredGenerations && a.chatMuted == b.chatMuted && a.historyLimit == b.historyLimit && a.messages == b.messages

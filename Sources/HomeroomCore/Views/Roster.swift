@@ -33,15 +33,22 @@ public struct Roster: Hashable, Sendable {
     public var raisedHands: [UserID]
     public var waitingHands: [UserID]
     public var onlineCount: Int
+    /// The running carousel's settings and current turn (when built with a moment).
+    public var carousel: Carousel? = nil
+    public var carouselTurn: CarouselTurn? = nil
 }
 
 extension RoomState {
     /// The roster: users that have joined at least once and are not banned;
     /// on-stage users first (in stage order), then by name, then by id.
     /// `roles` filters rows (the roster shows students by default in the UI).
-    public func roster(roles: Set<Role>? = nil, includeOffline: Bool = true) -> Roster {
-        let stage = stageWinners
+    /// `nowMillis`: the moment (Unix ms) a running carousel's turn is taken at; nil
+    /// shows the stage as written (`stageWinners`), without the carousel.
+    public func roster(roles: Set<Role>? = nil, includeOffline: Bool = true, nowMillis: UInt64? = nil) -> Roster {
+        let turn = nowMillis.flatMap { carouselTurn(atMillis: $0) }
+        let stage = nowMillis.map { self.stage(atMillis: $0) } ?? stageWinners
         let stageRank = Dictionary(uniqueKeysWithValues: stage.enumerated().map { ($1, $0) })
+        let stageWaiting = turn == nil ? self.stageWaiting : []
         let waiting = Set(stageWaiting)
         let hands = Set(raisedHands)
         var rows: [RosterRow] = []
@@ -74,6 +81,7 @@ extension RoomState {
         return Roster(roomID: roomID, roomName: name.value, roomType: type.value, classState: classState.state,
                       classStateSinceMillis: classState.stamp == .origin ? 0 : classState.stamp.clock.millis,
                       schedule: schedule.value, stageLimit: stageLimitValue, rows: rows, stage: stage,
-                      stageWaiting: stageWaiting, raisedHands: raisedHands, waitingHands: waitingHands, onlineCount: online)
+                      stageWaiting: stageWaiting, raisedHands: raisedHands, waitingHands: waitingHands, onlineCount: online,
+                      carousel: carousel.value.running ? carousel.value : nil, carouselTurn: turn)
     }
 }

@@ -68,6 +68,7 @@ extension ClusterNode {
         let now = wallMillis()
         var fresh: [Delta] = []
         var rejectedClock = 0
+        var deferred = 0
         state.withLock { state in
             var room = state.rooms.removeValue(forKey: roomID) ?? RoomState(roomID: roomID)
             var messaging: [MessagingChange] = []
@@ -77,7 +78,13 @@ extension ClusterNode {
                     rejectedClock += 1
                     continue
                 }
-                if case .duplicate = room.apply(delta, messaging: &messaging) { continue }
+                switch room.apply(delta, messaging: &messaging) {
+                case .duplicate: continue
+                case .deferred:
+                    deferred += 1
+                    continue
+                case .applied, .rejected: break
+                }
                 fresh.append(delta)
             }
             state.note(room: roomID, messaging)
@@ -92,7 +99,7 @@ extension ClusterNode {
                 }
             }
             outbox.enqueue(room: roomID, deltas: fresh, toNodes: false)
-            if room.seen.origins[batch.origin].map({ !$0.early.isEmpty }) ?? false {
+            if deferred > 0 || room.seen.origins[batch.origin].map({ !$0.early.isEmpty }) ?? false {
                 state.pendingSyncs.insert(NodeState.SyncKey(peer: sender, room: roomID))
             }
             state.rooms[roomID] = room
@@ -102,6 +109,7 @@ extension ClusterNode {
             for observer in appliedObservers.withLock({ $0 }) { observer(roomID, fresh) }
         }
         if rejectedClock > 0 { metrics.add("deltas_rejected_total{reason=\"clock-ahead\"}", UInt64(rejectedClock)) }
+        if deferred > 0 { metrics.add("deltas_deferred_total", UInt64(deferred)) }
     }
 
     /// A heartbeat or hello: liveness, addresses, peers to meet, rooms to repair.

@@ -58,6 +58,7 @@ extension ClusterNode {
         "history_trims_total": "Trims of a room's message history this node wrote (the age limit, --message-retention).",
         "wedged_total": "Times this node stepped aside (descriptors exhausted, a stuck event loop).",
         "reward_folds_total": "Reward folds this node wrote (rewards it sequenced, counted into a floor; docs/ARCHITECTURE.md, Lifetime).",
+        "deltas_deferred_total": "Reward folds that arrived before an earlier delta of their origin: not applied, repaired with the gap (docs/PROTOCOL.md, Applying a delta).",
         "writes_awaiting_peers_total": "Client writes and joins answered unavailable because the node restarted on its store and had heard no peer yet (at most --down-ms).",
         "replica_name_collisions_total": "Other node names heard whose replica ids carry this node's name hash: neither node retires older stores while both are known; rename one.",
         "replica_retirements_total": "Retirements this node wrote: older stores of its name retired in a room (docs/ARCHITECTURE.md, Lifetime).",

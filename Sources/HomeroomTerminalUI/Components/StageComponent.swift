@@ -12,12 +12,25 @@ public struct StageComponent: Component {
         var lines = [NameList.line(title: "Stage \(snapshot.stage.count)/\(snapshot.room.stageLimit)", titleStyle: title,
                                    names: snapshot.stage.map(\.info.displayName), nameStyle: TextStyle(foreground: theme.nameColor),
                                    emptyText: theme.emptyText, maxNames: Int.max, width: context.width)]
+        if let carousel = snapshot.carousel {
+            lines.append(StyledLine(Self.carouselText(carousel, now: context.nowMillis), TextStyle(foreground: theme.waitingColor)))
+        }
         if !snapshot.stageWaiting.isEmpty {
             lines.append(NameList.line(title: "Waiting for a seat", titleStyle: title, names: snapshot.stageWaiting.map(\.info.displayName),
                                        nameStyle: TextStyle(foreground: theme.waitingColor), emptyText: "", maxNames: Int.max,
                                        width: context.width))
         }
         return lines
+    }
+}
+
+extension StageComponent {
+    /// "Carousel every 30 s, all, join order · next turn in 0:12" (or "everyone fits").
+    static func carouselText(_ carousel: CarouselStatus, now: UInt64) -> String {
+        let settings = "Carousel every \(carousel.intervalSeconds) s, \(carousel.range.name), \(carousel.order.name.replacing("-", with: " "))"
+        guard carousel.rotates else { return settings + " · everyone fits on stage" }
+        let left = carousel.nextTurnAtMillis > now ? carousel.nextTurnAtMillis - now : 0
+        return settings + " · next turn in \(Format.duration(millis: Int64(left)))"
     }
 }
 

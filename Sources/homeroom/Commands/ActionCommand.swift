@@ -10,6 +10,7 @@ enum ActionCommand {
         "camera": "Turn your camera on or off, or allow or deny a user's camera.",
         "mic": "Turn your microphone on or off, or allow or deny a user's microphone.",
         "mute-all": "Turn off every microphone privilege granted so far.",
+        "carousel": "Start, stop or show the stage carousel: students take turns on stage.",
         "reward": "Reward one or more users.",
         "kick": "Kick a user out of the room once (they may join again).",
         "ban": "Kick a user out of the room for good.",
@@ -35,6 +36,9 @@ enum ActionCommand {
                     ("--off", "--off                  Unmute instead.")]
         return [
             "reward": [("--amount", "--amount <n>           How much to reward each user, 1-1000 (default 1).")],
+            "carousel": [("--interval", "--interval <s>         Seconds per turn, 10-99 (default 60)."),
+                         ("--range", "--range <range>        all (every online student, the default) or camera-on."),
+                         ("--order", "--order <order>        join-order (the default) or random (a shuffle per turn).")],
             "prop": [("--if-revision", "--if-revision <n>      Only if the key is still at revision n (0: never written), else revision-mismatch."),
                      ("--if-set-revision", "--if-set-revision <n>  Only if the owner's whole property set is still at set revision n, else revision-mismatch.")],
             "send": [type, file],
@@ -46,11 +50,17 @@ enum ActionCommand {
     }()
 
     static func usage(_ verb: String) -> String {
+        var keptPrevious = false
         let lines = Action.grammar.split(separator: "\n").filter { line in
             let text = line.drop { $0 == " " }
-            return text.hasPrefix(verb + " ") || text == verb || (verb == "prop" && text.hasPrefix("prop "))
-                || (verb == "mic" && text.hasPrefix("camera")) || (verb == "unmute" && text.hasPrefix("mute "))
-                || (verb == "mute" && text.hasPrefix("unmute ")) || (verb == "prop" && text.hasPrefix("is still"))
+            // A line indented past the verb column continues the one above it.
+            let continuation = line.count - text.count > 4
+            let kept = continuation ? keptPrevious
+                : text.hasPrefix(verb + " ") || text == verb || (verb == "prop" && text.hasPrefix("prop "))
+                    || (verb == "mic" && text.hasPrefix("camera")) || (verb == "unmute" && text.hasPrefix("mute "))
+                    || (verb == "mute" && text.hasPrefix("unmute "))
+            keptPrevious = kept
+            return kept
         }
         let extra = verbOptions[verb, default: []].map { "  " + $0.line + "\n" }.joined()
         return """
@@ -87,6 +97,9 @@ enum ActionCommand {
         let ifRevision = own.contains("--if-revision") ? try reader.integer("--if-revision", in: UInt64(0)...UInt64.max) : nil
         let ifSetRevision = own.contains("--if-set-revision") ? try reader.integer("--if-set-revision", in: UInt64(0)...UInt64.max) : nil
         let messageType = own.contains("--type") ? try reader.string("--type") : nil
+        let interval = own.contains("--interval") ? try reader.integer("--interval", in: 10...99) : nil
+        let range = own.contains("--range") ? try reader.string("--range") : nil
+        let order = own.contains("--order") ? try reader.string("--order") : nil
         let bodyFile = own.contains("--file") ? try reader.string("--file") : nil
         let limit = own.contains("--limit") ? try reader.integer("--limit", in: 1...10_000) : nil
         let all = own.contains("--all") && reader.flag("--all")
@@ -100,6 +113,9 @@ enum ActionCommand {
         if let ifRevision { words += ["--if-revision", String(ifRevision)] }
         if let ifSetRevision { words += ["--if-set-revision", String(ifSetRevision)] }
         if let messageType { words += ["--type", messageType] }
+        if let interval { words += ["--interval", String(interval)] }
+        if let range { words += ["--range", range] }
+        if let order { words += ["--order", order] }
         if let limit { words += ["--limit", String(limit)] }
         if let bodyFile {
             guard verb == "send" || verb == "whisper" else { throw .usage("--file goes with send and whisper", usage: usage) }

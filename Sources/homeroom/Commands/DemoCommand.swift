@@ -158,6 +158,9 @@ enum DemoCommand {
         if let kicked = facts.kicked {
             checks.append(("\(kicked) was kicked out and their client told", facts.kickNoticed))
         }
+        if let agreed = facts.carouselAgreed {
+            checks.append(("every client derived the carousel's turn alike: \(facts.carouselStage.joined(separator: ", "))", agreed))
+        }
         checks += lesson.chat.checks(active: active)
         let connected = active.filter { $0.pool.monitor.connectionState == .connected }.count
         checks.append(("clients connected at the end: \(connected) of \(active.count)", connected == active.count))

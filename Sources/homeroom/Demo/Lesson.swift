@@ -33,6 +33,9 @@ final class Lesson: Sendable {
         var concurrentRewards: (user: String, teacher: Int, assistant: Int)?
         var kicked: String?
         var kickNoticed = false
+        /// The carousel's first turn, and whether every client derived that same turn.
+        var carouselStage: [String] = []
+        var carouselAgreed: Bool?
         var seats = 0
     }
 
@@ -256,6 +259,7 @@ final class Lesson: Sendable {
             log.write("lower \(waiting.id)'s hand") { () throws(ContextError) in try t.user.lowerHand(of: waiting.id) }
             log.say("\(leaving.name) left the stage; \(waiting.name) took the seat")
         }
+        runACarousel()
         if studentCount >= 3, let kicked = students.last, let pool = pool(kicked.id) {
             let noticed = Flag()
             pool.addEventListener { event in
@@ -271,6 +275,23 @@ final class Lesson: Sendable {
         guard pace(11) else { return }
         log.write("class end") { () throws(ContextError) in try t.room.endClass() }
         log.say("class ended")
+    }
+
+    /// Flexible Classroom's stage carousel: the teacher starts one, every client derives
+    /// the same turn from the class clock with nobody coordinating, then it stops.
+    private func runACarousel() {
+        let t = teacher
+        log.write("carousel start --interval 10") { () throws(ContextError) in try t.stream.startCarousel(intervalSeconds: 10) }
+        let agreed = waitUntil(millis: 3_000) {
+            let turns = self.activePools.map { $0.pool.stream.carousel?.onStage }
+            return turns.allSatisfy { $0 != nil && $0 == turns.first! }
+        }
+        let stage = t.stream.carousel?.onStage ?? []
+        facts.withLock { $0.carouselStage = stage; $0.carouselAgreed = agreed }
+        let names = stage.map { id in Self.names.first { $0.lowercased() == id } ?? id }
+        log.say("a stage carousel (every 10 s) put \(names.isEmpty ? "nobody" : names.joined(separator: ", ")) on stage: "
+                + (agreed ? "every client derived the same turn" : "clients disagree on the turn"))
+        log.write("carousel stop") { () throws(ContextError) in try t.stream.stopCarousel() }
     }
 
     private func loseANode(onStage: [(id: String, name: String)]) {

@@ -1,3 +1,4 @@
+import HomeroomCore
 import HomeroomContext
 import HomeroomNode
 
@@ -16,6 +17,9 @@ enum Action: Equatable {
     case device(Device, on: Bool)
     case privilege(Device, UserID, allowed: Bool)
     case muteAll
+    case carouselStart(intervalSeconds: UInt32, range: Carousel.Range, order: Carousel.Order)
+    case carouselStop
+    case carouselStatus
     case reward([UserID], amount: Int)
     case kick(UserID)
     case ban(UserID)
@@ -44,7 +48,7 @@ enum Action: Equatable {
     case chatMute(UserID?, muted: Bool)
 
     /// The verbs, as subcommands and as the first word of a line.
-    static let verbs = ["stage", "board", "camera", "mic", "mute-all", "reward", "kick", "ban", "hand", "class", "schedule",
+    static let verbs = ["stage", "board", "camera", "mic", "mute-all", "carousel", "reward", "kick", "ban", "hand", "class", "schedule",
                         "room", "prop", "name", "send", "whisper", "history", "presence", "mute", "unmute"]
 
     /// The theme section whose component an action belongs to (a disabled component refuses it).
@@ -75,6 +79,10 @@ enum Action: Equatable {
           camera on|off                  Your own camera (mic on|off: your microphone).
           camera allow|deny <user>       Let a user publish the camera, or stop it (mic allow|deny: the microphone).
           mute-all                       Turn off every microphone privilege granted so far.
+          carousel                       The stage carousel: its settings, this turn, the next one.
+          carousel start                 Rotate students on stage (teacher, assistant): --interval <s>
+                                           (10-99, default 60), --range all|camera-on, --order join-order|random.
+          carousel stop                  Stop it: the stage is again who was put on it.
           reward <user>... [<n>]         Add n rewards (1-1000, default 1; or --amount <n>) to each user.
           kick <user>                    Kick a user out once (they may join again).
           ban <user>                     Kick a user out for good.
@@ -128,6 +136,9 @@ enum Action: Equatable {
             guard let value = UInt64(text) else { throw ActionError("--if-set-revision needs a set revision (0 or more), not '\(text)'") }
             ifSetRevision = value
         }
+        let intervalText = try option("--interval", "carousel start --interval 30")
+        let rangeText = try option("--range", "carousel start --range camera-on")
+        let orderText = try option("--order", "carousel start --order random")
         let messageType = try option("--type", "send --type poll yes") ?? "chat"
         let limitOption = try option("--limit", "history --limit 50")
 
@@ -175,6 +186,28 @@ enum Action: Equatable {
         case "mute-all":
             guard rest.isEmpty else { throw ActionError("mute-all takes nothing more") }
             return .muteAll
+        case "carousel":
+            switch rest.first {
+            case nil, "status": return .carouselStatus
+            case "stop": return .carouselStop
+            case "start":
+                var interval = Carousel.defaultIntervalSeconds
+                if let intervalText {
+                    guard let value = UInt32(intervalText), Carousel.intervalRange.contains(value) else {
+                        throw ActionError("--interval takes 10 to 99 seconds, not '\(intervalText)'")
+                    }
+                    interval = value
+                }
+                guard let range = Carousel.Range(name: rangeText ?? "all") else {
+                    throw ActionError("--range is all or camera-on, not '\(rangeText ?? "")'")
+                }
+                guard let order = Carousel.Order(name: orderText ?? "join-order") else {
+                    throw ActionError("--order is join-order or random, not '\(orderText ?? "")'")
+                }
+                return .carouselStart(intervalSeconds: interval, range: range, order: order)
+            default:
+                throw ActionError("use: carousel [start [--interval <s>] [--range all|camera-on] [--order join-order|random] | stop]")
+            }
         case "reward":
             var names = rest[...]
             if amount == nil, names.count > 1, let last = names.last, let value = Int(last) {
@@ -311,6 +344,14 @@ extension Action {
         case .muteAll:
             try pool.stream.muteAllMicrophones()
             return ActionOutcome(text: "every microphone privilege is off")
+        case let .carouselStart(interval, range, order):
+            try pool.stream.startCarousel(intervalSeconds: interval, range: range, order: order)
+            return Self.carouselOutcome(pool, name, started: true)
+        case .carouselStop:
+            try pool.stream.stopCarousel()
+            return ActionOutcome(text: "the carousel is stopped", fields: [("running", .bool(false))])
+        case .carouselStatus:
+            return Self.carouselOutcome(pool, name, started: false)
         case let .reward(users, amount):
             try pool.user.reward(users, amount: amount)
             let totals = users.map { (user: $0, total: pool.user.row($0)?.rewards ?? 0) }
@@ -432,6 +473,24 @@ extension Action {
     static func describe(_ entry: PropertyEntry, owner: String) -> String {
         "\(owner) \(entry.key) = \(MessageText.printable(entry.value)) (revision \(entry.revision), by \(entry.operatorID)"
             + (entry.cause.isEmpty ? "" : ", cause \(MessageText.printable(entry.cause))") + ")"
+    }
+
+    /// What the carousel does now, as this replica derives it.
+    static func carouselOutcome(_ pool: ContextPool, _ name: (UserID) -> String, started: Bool) -> ActionOutcome {
+        guard let carousel = pool.stream.carousel else {
+            return ActionOutcome(text: "no carousel runs", fields: [("running", .bool(false))])
+        }
+        let seconds = max(0, (Int64(carousel.nextTurnAtMillis) - Int64(WallClock.nowMillis()) + 999) / 1_000)
+        let who = carousel.onStage.isEmpty ? "nobody" : carousel.onStage.map(name).joined(separator: ", ")
+        let rotation = carousel.rotates ? "next turn in \(seconds) s" : "everyone fits on stage, nothing rotates"
+        let text = "\(started ? "carousel started" : "carousel"): every \(carousel.intervalSeconds) s, \(carousel.range.name), "
+            + "\(carousel.order.name); turn \(carousel.turn + 1): \(who) on stage; \(rotation)"
+        return ActionOutcome(text: text, fields: [
+            ("running", .bool(true)), ("interval_seconds", .int(Int64(carousel.intervalSeconds))),
+            ("range", .string(carousel.range.name)), ("order", .string(carousel.order.name)),
+            ("turn", .int(Int64(carousel.turn))), ("on_stage", .array(carousel.onStage.map { .string($0) })),
+            ("next_turn_at_ms", .int(Int64(carousel.nextTurnAtMillis))), ("rotates", .bool(carousel.rotates)),
+        ])
     }
 
     static func describe(_ owner: PropertyOwner, _ name: (UserID) -> String) -> String {

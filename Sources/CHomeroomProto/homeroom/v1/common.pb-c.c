@@ -187,6 +187,51 @@ void   homeroom__v1__schedule__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__schedule__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__carousel_settings__init
+                     (Homeroom__V1__CarouselSettings         *message)
+{
+  static const Homeroom__V1__CarouselSettings init_value = HOMEROOM__V1__CAROUSEL_SETTINGS__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__carousel_settings__get_packed_size
+                     (const Homeroom__V1__CarouselSettings *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__carousel_settings__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__carousel_settings__pack
+                     (const Homeroom__V1__CarouselSettings *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__carousel_settings__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__carousel_settings__pack_to_buffer
+                     (const Homeroom__V1__CarouselSettings *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__carousel_settings__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__CarouselSettings *
+       homeroom__v1__carousel_settings__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__CarouselSettings *)
+     protobuf_c_message_unpack (&homeroom__v1__carousel_settings__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__carousel_settings__free_unpacked
+                     (Homeroom__V1__CarouselSettings *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__carousel_settings__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__origin_progress__init
                      (Homeroom__V1__OriginProgress         *message)
 {
@@ -481,6 +526,83 @@ const ProtobufCMessageDescriptor homeroom__v1__schedule__descriptor =
   (ProtobufCMessageInit) homeroom__v1__schedule__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor homeroom__v1__carousel_settings__field_descriptors[4] =
+{
+  {
+    "running",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__CarouselSettings, running),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "interval_seconds",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__CarouselSettings, interval_seconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "range",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__CarouselSettings, range),
+    &homeroom__v1__carousel_range__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "order",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__CarouselSettings, order),
+    &homeroom__v1__carousel_order__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__carousel_settings__field_indices_by_name[] = {
+  1,   /* field[1] = interval_seconds */
+  3,   /* field[3] = order */
+  2,   /* field[2] = range */
+  0,   /* field[0] = running */
+};
+static const ProtobufCIntRange homeroom__v1__carousel_settings__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__carousel_settings__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.CarouselSettings",
+  "CarouselSettings",
+  "Homeroom__V1__CarouselSettings",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__CarouselSettings),
+  4,
+  homeroom__v1__carousel_settings__field_descriptors,
+  homeroom__v1__carousel_settings__field_indices_by_name,
+  1,  homeroom__v1__carousel_settings__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__carousel_settings__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor homeroom__v1__origin_progress__field_descriptors[3] =
 {
   {
@@ -711,5 +833,65 @@ const ProtobufCEnumDescriptor homeroom__v1__device__descriptor =
   homeroom__v1__device__enum_values_by_name,
   1,
   homeroom__v1__device__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue homeroom__v1__carousel_range__enum_values_by_number[3] =
+{
+  { "CAROUSEL_RANGE_UNSPECIFIED", "HOMEROOM__V1__CAROUSEL_RANGE__CAROUSEL_RANGE_UNSPECIFIED", 0 },
+  { "CAROUSEL_RANGE_ALL", "HOMEROOM__V1__CAROUSEL_RANGE__CAROUSEL_RANGE_ALL", 1 },
+  { "CAROUSEL_RANGE_CAMERA_ON", "HOMEROOM__V1__CAROUSEL_RANGE__CAROUSEL_RANGE_CAMERA_ON", 2 },
+};
+static const ProtobufCIntRange homeroom__v1__carousel_range__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex homeroom__v1__carousel_range__enum_values_by_name[3] =
+{
+  { "CAROUSEL_RANGE_ALL", 1 },
+  { "CAROUSEL_RANGE_CAMERA_ON", 2 },
+  { "CAROUSEL_RANGE_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor homeroom__v1__carousel_range__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "homeroom.v1.CarouselRange",
+  "CarouselRange",
+  "Homeroom__V1__CarouselRange",
+  "homeroom.v1",
+  3,
+  homeroom__v1__carousel_range__enum_values_by_number,
+  3,
+  homeroom__v1__carousel_range__enum_values_by_name,
+  1,
+  homeroom__v1__carousel_range__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue homeroom__v1__carousel_order__enum_values_by_number[3] =
+{
+  { "CAROUSEL_ORDER_UNSPECIFIED", "HOMEROOM__V1__CAROUSEL_ORDER__CAROUSEL_ORDER_UNSPECIFIED", 0 },
+  { "CAROUSEL_ORDER_JOIN", "HOMEROOM__V1__CAROUSEL_ORDER__CAROUSEL_ORDER_JOIN", 1 },
+  { "CAROUSEL_ORDER_RANDOM", "HOMEROOM__V1__CAROUSEL_ORDER__CAROUSEL_ORDER_RANDOM", 2 },
+};
+static const ProtobufCIntRange homeroom__v1__carousel_order__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex homeroom__v1__carousel_order__enum_values_by_name[3] =
+{
+  { "CAROUSEL_ORDER_JOIN", 1 },
+  { "CAROUSEL_ORDER_RANDOM", 2 },
+  { "CAROUSEL_ORDER_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor homeroom__v1__carousel_order__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "homeroom.v1.CarouselOrder",
+  "CarouselOrder",
+  "Homeroom__V1__CarouselOrder",
+  "homeroom.v1",
+  3,
+  homeroom__v1__carousel_order__enum_values_by_number,
+  3,
+  homeroom__v1__carousel_order__enum_values_by_name,
+  1,
+  homeroom__v1__carousel_order__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

@@ -1087,6 +1087,51 @@ void   homeroom__v1__set_schedule__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__set_schedule__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__set_carousel__init
+                     (Homeroom__V1__SetCarousel         *message)
+{
+  static const Homeroom__V1__SetCarousel init_value = HOMEROOM__V1__SET_CAROUSEL__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__set_carousel__get_packed_size
+                     (const Homeroom__V1__SetCarousel *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_carousel__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__set_carousel__pack
+                     (const Homeroom__V1__SetCarousel *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_carousel__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__set_carousel__pack_to_buffer
+                     (const Homeroom__V1__SetCarousel *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_carousel__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__SetCarousel *
+       homeroom__v1__set_carousel__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__SetCarousel *)
+     protobuf_c_message_unpack (&homeroom__v1__set_carousel__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__set_carousel__free_unpacked
+                     (Homeroom__V1__SetCarousel *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__set_carousel__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__set_class_state__init
                      (Homeroom__V1__SetClassState         *message)
 {
@@ -1646,7 +1691,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta_batch__descriptor =
   (ProtobufCMessageInit) homeroom__v1__delta_batch__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[36] =
+static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[37] =
 {
   {
     "clock_delta",
@@ -2069,6 +2114,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[36]
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "set_carousel",
+    36,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, set_carousel),
+    &homeroom__v1__set_carousel__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "origin",
     40,
     PROTOBUF_C_LABEL_NONE,
@@ -2093,7 +2150,7 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   24,   /* field[24] = kick */
   12,   /* field[12] = leave_session */
   21,   /* field[21] = mute_all */
-  35,   /* field[35] = origin */
+  36,   /* field[36] = origin */
   23,   /* field[23] = replica_down */
   34,   /* field[34] = retire_predecessors */
   10,   /* field[10] = reward */
@@ -2101,6 +2158,7 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   27,   /* field[27] = send_peer_message */
   1,   /* field[1] = sequence_delta */
   8,   /* field[8] = set_board */
+  35,   /* field[35] = set_carousel */
   28,   /* field[28] = set_chat_muted */
   20,   /* field[20] = set_class_state */
   6,   /* field[6] = set_device */
@@ -2122,8 +2180,8 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__delta__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 40, 35 },
-  { 0, 36 }
+  { 40, 36 },
+  { 0, 37 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
 {
@@ -2133,7 +2191,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
   "Homeroom__V1__Delta",
   "homeroom.v1",
   sizeof(Homeroom__V1__Delta),
-  36,
+  37,
   homeroom__v1__delta__field_descriptors,
   homeroom__v1__delta__field_indices_by_name,
   2,  homeroom__v1__delta__number_ranges,
@@ -3442,6 +3500,44 @@ const ProtobufCMessageDescriptor homeroom__v1__set_schedule__descriptor =
   homeroom__v1__set_schedule__field_indices_by_name,
   1,  homeroom__v1__set_schedule__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__set_schedule__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__set_carousel__field_descriptors[1] =
+{
+  {
+    "carousel",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetCarousel, carousel),
+    &homeroom__v1__carousel_settings__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__set_carousel__field_indices_by_name[] = {
+  0,   /* field[0] = carousel */
+};
+static const ProtobufCIntRange homeroom__v1__set_carousel__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__set_carousel__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.SetCarousel",
+  "SetCarousel",
+  "Homeroom__V1__SetCarousel",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__SetCarousel),
+  1,
+  homeroom__v1__set_carousel__field_descriptors,
+  homeroom__v1__set_carousel__field_indices_by_name,
+  1,  homeroom__v1__set_carousel__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__set_carousel__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__set_class_state__field_descriptors[1] =

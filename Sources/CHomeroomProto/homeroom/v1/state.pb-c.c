@@ -277,6 +277,51 @@ void   homeroom__v1__uint32_register__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__uint32_register__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__carousel_register__init
+                     (Homeroom__V1__CarouselRegister         *message)
+{
+  static const Homeroom__V1__CarouselRegister init_value = HOMEROOM__V1__CAROUSEL_REGISTER__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__carousel_register__get_packed_size
+                     (const Homeroom__V1__CarouselRegister *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__carousel_register__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__carousel_register__pack
+                     (const Homeroom__V1__CarouselRegister *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__carousel_register__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__carousel_register__pack_to_buffer
+                     (const Homeroom__V1__CarouselRegister *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__carousel_register__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__CarouselRegister *
+       homeroom__v1__carousel_register__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__CarouselRegister *)
+     protobuf_c_message_unpack (&homeroom__v1__carousel_register__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__carousel_register__free_unpacked
+                     (Homeroom__V1__CarouselRegister *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__carousel_register__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__schedule_register__init
                      (Homeroom__V1__ScheduleRegister         *message)
 {
@@ -1179,6 +1224,57 @@ const ProtobufCMessageDescriptor homeroom__v1__uint32_register__descriptor =
   homeroom__v1__uint32_register__field_indices_by_name,
   1,  homeroom__v1__uint32_register__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__uint32_register__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__carousel_register__field_descriptors[2] =
+{
+  {
+    "value",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__CarouselRegister, value),
+    &homeroom__v1__carousel_settings__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stamp",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__CarouselRegister, stamp),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__carousel_register__field_indices_by_name[] = {
+  1,   /* field[1] = stamp */
+  0,   /* field[0] = value */
+};
+static const ProtobufCIntRange homeroom__v1__carousel_register__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__carousel_register__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.CarouselRegister",
+  "CarouselRegister",
+  "Homeroom__V1__CarouselRegister",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__CarouselRegister),
+  2,
+  homeroom__v1__carousel_register__field_descriptors,
+  homeroom__v1__carousel_register__field_indices_by_name,
+  1,  homeroom__v1__carousel_register__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__carousel_register__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__schedule_register__field_descriptors[2] =
@@ -2352,7 +2448,7 @@ const ProtobufCMessageDescriptor homeroom__v1__retired_name__descriptor =
   (ProtobufCMessageInit) homeroom__v1__retired_name__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptors[19] =
+static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptors[20] =
 {
   {
     "room_id",
@@ -2582,8 +2678,21 @@ static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "carousel",
+    20,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RoomPatch, carousel),
+    &homeroom__v1__carousel_register__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
+  19,   /* field[19] = carousel */
   14,   /* field[14] = chat_muted */
   9,   /* field[9] = class_state */
   11,   /* field[11] = dead_incarnations */
@@ -2607,7 +2716,7 @@ static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__room_patch__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 19 }
+  { 0, 20 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor =
 {
@@ -2617,7 +2726,7 @@ const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor =
   "Homeroom__V1__RoomPatch",
   "homeroom.v1",
   sizeof(Homeroom__V1__RoomPatch),
-  19,
+  20,
   homeroom__v1__room_patch__field_descriptors,
   homeroom__v1__room_patch__field_indices_by_name,
   1,  homeroom__v1__room_patch__number_ranges,

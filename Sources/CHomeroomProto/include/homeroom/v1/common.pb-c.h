@@ -19,6 +19,7 @@ typedef struct Homeroom__V1__Timestamp Homeroom__V1__Timestamp;
 typedef struct Homeroom__V1__ReplicaRef Homeroom__V1__ReplicaRef;
 typedef struct Homeroom__V1__Dot Homeroom__V1__Dot;
 typedef struct Homeroom__V1__Schedule Homeroom__V1__Schedule;
+typedef struct Homeroom__V1__CarouselSettings Homeroom__V1__CarouselSettings;
 typedef struct Homeroom__V1__OriginProgress Homeroom__V1__OriginProgress;
 typedef struct Homeroom__V1__VersionVector Homeroom__V1__VersionVector;
 
@@ -60,6 +61,30 @@ typedef enum _Homeroom__V1__Device {
   HOMEROOM__V1__DEVICE__DEVICE_MICROPHONE = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HOMEROOM__V1__DEVICE)
 } Homeroom__V1__Device;
+typedef enum _Homeroom__V1__CarouselRange {
+  HOMEROOM__V1__CAROUSEL_RANGE__CAROUSEL_RANGE_UNSPECIFIED = 0,
+  /*
+   * every online student
+   */
+  HOMEROOM__V1__CAROUSEL_RANGE__CAROUSEL_RANGE_ALL = 1,
+  /*
+   * online students whose camera device is on
+   */
+  HOMEROOM__V1__CAROUSEL_RANGE__CAROUSEL_RANGE_CAMERA_ON = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HOMEROOM__V1__CAROUSEL_RANGE)
+} Homeroom__V1__CarouselRange;
+typedef enum _Homeroom__V1__CarouselOrder {
+  HOMEROOM__V1__CAROUSEL_ORDER__CAROUSEL_ORDER_UNSPECIFIED = 0,
+  /*
+   * join order: the earliest start of their live sessions
+   */
+  HOMEROOM__V1__CAROUSEL_ORDER__CAROUSEL_ORDER_JOIN = 1,
+  /*
+   * a SplitMix64 Fisher-Yates shuffle per turn
+   */
+  HOMEROOM__V1__CAROUSEL_ORDER__CAROUSEL_ORDER_RANDOM = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HOMEROOM__V1__CAROUSEL_ORDER)
+} Homeroom__V1__CarouselOrder;
 
 /* --- messages --- */
 
@@ -124,6 +149,29 @@ struct  Homeroom__V1__Schedule
 #define HOMEROOM__V1__SCHEDULE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__schedule__descriptor) \
     , 0, 0, 0 }
+
+
+/*
+ * The stage carousel (docs/PROTOCOL.md, "Deriving the carousel"); its start is the
+ * stamp of the write that set it.
+ */
+struct  Homeroom__V1__CarouselSettings
+{
+  ProtobufCMessage base;
+  /*
+   * false: stopped (the other fields are kept as sent)
+   */
+  protobuf_c_boolean running;
+  /*
+   * 10-99 while running
+   */
+  uint32_t interval_seconds;
+  Homeroom__V1__CarouselRange range;
+  Homeroom__V1__CarouselOrder order;
+};
+#define HOMEROOM__V1__CAROUSEL_SETTINGS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__carousel_settings__descriptor) \
+    , 0, 0, HOMEROOM__V1__CAROUSEL_RANGE__CAROUSEL_RANGE_UNSPECIFIED, HOMEROOM__V1__CAROUSEL_ORDER__CAROUSEL_ORDER_UNSPECIFIED }
 
 
 /*
@@ -237,6 +285,25 @@ Homeroom__V1__Schedule *
 void   homeroom__v1__schedule__free_unpacked
                      (Homeroom__V1__Schedule *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__CarouselSettings methods */
+void   homeroom__v1__carousel_settings__init
+                     (Homeroom__V1__CarouselSettings         *message);
+size_t homeroom__v1__carousel_settings__get_packed_size
+                     (const Homeroom__V1__CarouselSettings   *message);
+size_t homeroom__v1__carousel_settings__pack
+                     (const Homeroom__V1__CarouselSettings   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__carousel_settings__pack_to_buffer
+                     (const Homeroom__V1__CarouselSettings   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__CarouselSettings *
+       homeroom__v1__carousel_settings__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__carousel_settings__free_unpacked
+                     (Homeroom__V1__CarouselSettings *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__OriginProgress methods */
 void   homeroom__v1__origin_progress__init
                      (Homeroom__V1__OriginProgress         *message);
@@ -289,6 +356,9 @@ typedef void (*Homeroom__V1__Dot_Closure)
 typedef void (*Homeroom__V1__Schedule_Closure)
                  (const Homeroom__V1__Schedule *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__CarouselSettings_Closure)
+                 (const Homeroom__V1__CarouselSettings *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__OriginProgress_Closure)
                  (const Homeroom__V1__OriginProgress *message,
                   void *closure_data);
@@ -305,10 +375,13 @@ extern const ProtobufCEnumDescriptor    homeroom__v1__role__descriptor;
 extern const ProtobufCEnumDescriptor    homeroom__v1__room_type__descriptor;
 extern const ProtobufCEnumDescriptor    homeroom__v1__class_state__descriptor;
 extern const ProtobufCEnumDescriptor    homeroom__v1__device__descriptor;
+extern const ProtobufCEnumDescriptor    homeroom__v1__carousel_range__descriptor;
+extern const ProtobufCEnumDescriptor    homeroom__v1__carousel_order__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__timestamp__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__replica_ref__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__dot__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__schedule__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__carousel_settings__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__origin_progress__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__version_vector__descriptor;
 

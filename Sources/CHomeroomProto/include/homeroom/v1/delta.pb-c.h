@@ -40,6 +40,7 @@ typedef struct Homeroom__V1__SetRoomType Homeroom__V1__SetRoomType;
 typedef struct Homeroom__V1__SetStageLimit Homeroom__V1__SetStageLimit;
 typedef struct Homeroom__V1__SetHandLimit Homeroom__V1__SetHandLimit;
 typedef struct Homeroom__V1__SetSchedule Homeroom__V1__SetSchedule;
+typedef struct Homeroom__V1__SetCarousel Homeroom__V1__SetCarousel;
 typedef struct Homeroom__V1__SetClassState Homeroom__V1__SetClassState;
 typedef struct Homeroom__V1__MuteAll Homeroom__V1__MuteAll;
 typedef struct Homeroom__V1__SetRoomProperty Homeroom__V1__SetRoomProperty;
@@ -109,7 +110,8 @@ typedef enum {
   HOMEROOM__V1__DELTA__OP_SET_PRESENCE_STATE = 32,
   HOMEROOM__V1__DELTA__OP_FOLD_SESSIONS = 33,
   HOMEROOM__V1__DELTA__OP_FOLD_REWARDS = 34,
-  HOMEROOM__V1__DELTA__OP_RETIRE_PREDECESSORS = 35
+  HOMEROOM__V1__DELTA__OP_RETIRE_PREDECESSORS = 35,
+  HOMEROOM__V1__DELTA__OP_SET_CAROUSEL = 36
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HOMEROOM__V1__DELTA__OP__CASE)
 } Homeroom__V1__Delta__OpCase;
 
@@ -175,6 +177,10 @@ struct  Homeroom__V1__Delta
     Homeroom__V1__FoldSessions *fold_sessions;
     Homeroom__V1__FoldRewards *fold_rewards;
     Homeroom__V1__RetirePredecessors *retire_predecessors;
+    /*
+     * Flexible Classroom (issue 19).
+     */
+    Homeroom__V1__SetCarousel *set_carousel;
   };
 };
 #define HOMEROOM__V1__DELTA__INIT \
@@ -519,6 +525,16 @@ struct  Homeroom__V1__SetSchedule
 };
 #define HOMEROOM__V1__SET_SCHEDULE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_schedule__descriptor) \
+    , NULL }
+
+
+struct  Homeroom__V1__SetCarousel
+{
+  ProtobufCMessage base;
+  Homeroom__V1__CarouselSettings *carousel;
+};
+#define HOMEROOM__V1__SET_CAROUSEL__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_carousel__descriptor) \
     , NULL }
 
 
@@ -1165,6 +1181,25 @@ Homeroom__V1__SetSchedule *
 void   homeroom__v1__set_schedule__free_unpacked
                      (Homeroom__V1__SetSchedule *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__SetCarousel methods */
+void   homeroom__v1__set_carousel__init
+                     (Homeroom__V1__SetCarousel         *message);
+size_t homeroom__v1__set_carousel__get_packed_size
+                     (const Homeroom__V1__SetCarousel   *message);
+size_t homeroom__v1__set_carousel__pack
+                     (const Homeroom__V1__SetCarousel   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__set_carousel__pack_to_buffer
+                     (const Homeroom__V1__SetCarousel   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__SetCarousel *
+       homeroom__v1__set_carousel__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__set_carousel__free_unpacked
+                     (Homeroom__V1__SetCarousel *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__SetClassState methods */
 void   homeroom__v1__set_class_state__init
                      (Homeroom__V1__SetClassState         *message);
@@ -1448,6 +1483,9 @@ typedef void (*Homeroom__V1__SetHandLimit_Closure)
 typedef void (*Homeroom__V1__SetSchedule_Closure)
                  (const Homeroom__V1__SetSchedule *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__SetCarousel_Closure)
+                 (const Homeroom__V1__SetCarousel *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__SetClassState_Closure)
                  (const Homeroom__V1__SetClassState *message,
                   void *closure_data);
@@ -1511,6 +1549,7 @@ extern const ProtobufCMessageDescriptor homeroom__v1__set_room_type__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_stage_limit__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_hand_limit__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_schedule__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__set_carousel__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_class_state__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__mute_all__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_room_property__descriptor;

@@ -22,6 +22,7 @@ typedef struct Homeroom__V1__BoolRegister Homeroom__V1__BoolRegister;
 typedef struct Homeroom__V1__RoleRegister Homeroom__V1__RoleRegister;
 typedef struct Homeroom__V1__RoomTypeRegister Homeroom__V1__RoomTypeRegister;
 typedef struct Homeroom__V1__UInt32Register Homeroom__V1__UInt32Register;
+typedef struct Homeroom__V1__CarouselRegister Homeroom__V1__CarouselRegister;
 typedef struct Homeroom__V1__ScheduleRegister Homeroom__V1__ScheduleRegister;
 typedef struct Homeroom__V1__ClassStateRegister Homeroom__V1__ClassStateRegister;
 typedef struct Homeroom__V1__Property Homeroom__V1__Property;
@@ -118,6 +119,17 @@ struct  Homeroom__V1__UInt32Register
 #define HOMEROOM__V1__UINT32_REGISTER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__uint32_register__descriptor) \
     , 0, NULL }
+
+
+struct  Homeroom__V1__CarouselRegister
+{
+  ProtobufCMessage base;
+  Homeroom__V1__CarouselSettings *value;
+  Homeroom__V1__Stamp *stamp;
+};
+#define HOMEROOM__V1__CAROUSEL_REGISTER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__carousel_register__descriptor) \
+    , NULL, NULL }
 
 
 struct  Homeroom__V1__ScheduleRegister
@@ -466,10 +478,14 @@ struct  Homeroom__V1__RoomPatch
    */
   size_t n_retired;
   Homeroom__V1__RetiredName **retired;
+  /*
+   * absent: stopped, at the origin
+   */
+  Homeroom__V1__CarouselRegister *carousel;
 };
 #define HOMEROOM__V1__ROOM_PATCH__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__room_patch__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL }
 
 
 /* Homeroom__V1__Stamp methods */
@@ -585,6 +601,25 @@ Homeroom__V1__UInt32Register *
                       const uint8_t       *data);
 void   homeroom__v1__uint32_register__free_unpacked
                      (Homeroom__V1__UInt32Register *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__CarouselRegister methods */
+void   homeroom__v1__carousel_register__init
+                     (Homeroom__V1__CarouselRegister         *message);
+size_t homeroom__v1__carousel_register__get_packed_size
+                     (const Homeroom__V1__CarouselRegister   *message);
+size_t homeroom__v1__carousel_register__pack
+                     (const Homeroom__V1__CarouselRegister   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__carousel_register__pack_to_buffer
+                     (const Homeroom__V1__CarouselRegister   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__CarouselRegister *
+       homeroom__v1__carousel_register__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__carousel_register__free_unpacked
+                     (Homeroom__V1__CarouselRegister *message,
                       ProtobufCAllocator *allocator);
 /* Homeroom__V1__ScheduleRegister methods */
 void   homeroom__v1__schedule_register__init
@@ -853,6 +888,9 @@ typedef void (*Homeroom__V1__RoomTypeRegister_Closure)
 typedef void (*Homeroom__V1__UInt32Register_Closure)
                  (const Homeroom__V1__UInt32Register *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__CarouselRegister_Closure)
+                 (const Homeroom__V1__CarouselRegister *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__ScheduleRegister_Closure)
                  (const Homeroom__V1__ScheduleRegister *message,
                   void *closure_data);
@@ -904,6 +942,7 @@ extern const ProtobufCMessageDescriptor homeroom__v1__bool_register__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__role_register__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__room_type_register__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__uint32_register__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__carousel_register__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__schedule_register__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__class_state_register__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__property__descriptor;
