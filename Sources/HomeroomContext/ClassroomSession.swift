@@ -211,7 +211,7 @@ final class ClassroomSession: Sendable {
         return PropertyWriteReceipt(key: key, owner: owner, revision: result.revision, setRevision: result.setRevision, result: result)
     }
 
-    private func waitUntilApplied(_ dot: Dot, _ client: RoomClient) {
+    func waitUntilApplied(_ dot: Dot, _ client: RoomClient) {
         let deadline = WallClock.monotonicMillis() + min(config.requestTimeoutMillis, 1_000)
         while !client.seen.contains(dot) && WallClock.monotonicMillis() < deadline {
             usleep(1_000)

@@ -12,6 +12,9 @@ public enum ContextEvent: Hashable, Sendable {
     case classStateUpdated(ClassState)
     case roomPropertiesUpdated(keys: [String])
     case allMicrophonesMuted
+    // Locks (LockHandler)
+    /// Locks were acquired, renewed, released or revoked (`LockContext.lock(_:)` reads one).
+    case locksUpdated(names: [String])
     // User
     case remoteUserJoined(UserInfo)
     case remoteUserLeft(UserInfo)
@@ -63,6 +66,7 @@ extension ContextEvent {
             case let .classStateUpdated(state): events.append(.classStateUpdated(state))
             case .allMicrophonesMuted: events.append(.allMicrophonesMuted)
             case let .roomPropertiesUpdated(keys): events.append(.roomPropertiesUpdated(keys: keys))
+            case let .locksUpdated(names): events.append(.locksUpdated(names: names))
             case let .userJoined(user) where user != localUser: events.append(.remoteUserJoined(lookup(user)))
             case let .userLeft(user) where user != localUser: events.append(.remoteUserLeft(lookup(user)))
             case .userJoined, .userLeft: break

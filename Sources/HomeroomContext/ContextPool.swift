@@ -16,6 +16,8 @@ public final class ContextPool: Sendable {
     /// Room and peer messages, history, chat moderation and presence.
     public let message: MessageContext
     public let monitor: MonitorContext
+    /// Locks with fencing (Signaling's locks).
+    public let lock: LockContext
     let session: ClassroomSession
 
     /// Checks the config; joins nothing until `room.join()`.
@@ -28,6 +30,7 @@ public final class ContextPool: Sendable {
         stream = StreamContext(session)
         message = MessageContext(session)
         monitor = MonitorContext(session)
+        lock = LockContext(session)
     }
 
     deinit { session.close() }

@@ -21,6 +21,17 @@ extension RoomHandler {
     public func onPropertyConflict(_ conflict: PropertyConflictInfo) {}
 }
 
+/// Lock events (Signaling's lock events).
+public protocol LockHandler: AnyObject, Sendable {
+    /// Locks were acquired, renewed, released or revoked. A lock that lapses (its holder
+    /// offline past its TTL) sends no event: `LockStatus.lapsesAtMillis` says when.
+    func onLocksUpdated(names: [String])
+}
+
+extension LockHandler {
+    public func onLocksUpdated(names: [String]) {}
+}
+
 /// User events (AgoraEduUserHandler).
 public protocol UserHandler: AnyObject, Sendable {
     func onRemoteUserJoined(_ user: UserInfo)
@@ -109,6 +120,7 @@ extension ContextEvent {
         case let .classStateUpdated(state): (handler as? RoomHandler)?.onClassStateUpdated(state)
         case let .roomPropertiesUpdated(keys): (handler as? RoomHandler)?.onRoomPropertiesUpdated(keys: keys)
         case .allMicrophonesMuted: (handler as? RoomHandler)?.onAllMicrophonesMuted()
+        case let .locksUpdated(names): (handler as? LockHandler)?.onLocksUpdated(names: names)
         case let .remoteUserJoined(user): (handler as? UserHandler)?.onRemoteUserJoined(user)
         case let .remoteUserLeft(user): (handler as? UserHandler)?.onRemoteUserLeft(user)
         case let .userUpdated(user): (handler as? UserHandler)?.onUserUpdated(user)

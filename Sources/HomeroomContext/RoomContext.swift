@@ -86,13 +86,16 @@ extension RoomContext {
     /// is still at that revision (0: never written), with `ifSetRevision` only if the
     /// whole set is still at that set revision; else refused with `revision-mismatch`.
     /// Under a partition two such writes can both be accepted; the merge keeps one, and
-    /// the loser's pool hears `onPropertyConflict` (docs/MESSAGING.md).
+    /// the loser's pool hears `onPropertyConflict` (docs/MESSAGING.md). With `fence`
+    /// (`LockContext.acquire`), only while that grant holds; it then outranks every
+    /// write of the key made under an earlier grant.
     @discardableResult
     public func updateProperty(_ key: String, value: String?, cause: String = "", ifRevision: UInt64? = nil,
-                               ifSetRevision: UInt64? = nil) throws(ContextError) -> PropertyWriteReceipt {
+                               ifSetRevision: UInt64? = nil, fence: LockFence? = nil) throws(ContextError) -> PropertyWriteReceipt {
         try checkKey(key)
         return try session.writeProperty(owner: nil, key: key) { client throws(ClientError) in
-            try client.setRoomProperty(key, value: value.map { Array($0.utf8) }, cause: cause, ifRevision: ifRevision, ifSetRevision: ifSetRevision)
+            try client.setRoomProperty(key, value: value.map { Array($0.utf8) }, cause: cause, ifRevision: ifRevision, ifSetRevision: ifSetRevision,
+                                       fence: fence)
         }
     }
 

@@ -144,11 +144,11 @@ public final class UserContext: Sendable {
     /// user's whole set is still at that set revision; else refused with `revision-mismatch`.
     @discardableResult
     public func updateProperty(of user: UserID, _ key: String, value: String?, cause: String = "",
-                               ifRevision: UInt64? = nil, ifSetRevision: UInt64? = nil) throws(ContextError) -> PropertyWriteReceipt {
+                               ifRevision: UInt64? = nil, ifSetRevision: UInt64? = nil, fence: LockFence? = nil) throws(ContextError) -> PropertyWriteReceipt {
         try checkKey(key)
         return try session.writeProperty(owner: user, key: key) { client throws(ClientError) in
             try client.setUserProperty(of: user, key, value: value.map { Array($0.utf8) }, cause: cause, ifRevision: ifRevision,
-                                       ifSetRevision: ifSetRevision)
+                                       ifSetRevision: ifSetRevision, fence: fence)
         }
     }
 }

@@ -269,9 +269,22 @@ struct CDecoder {
     private func revision(_ assigned: UInt64, _ condition: UnsafeMutablePointer<Homeroom__V1__RevisionCondition>?,
                           _ setCondition: UnsafeMutablePointer<Homeroom__V1__RevisionCondition>?, _ count: Int,
                           _ lineage: UnsafeMutablePointer<UnsafeMutablePointer<Homeroom__V1__Dot>?>?,
+                          _ fence: UnsafeMutablePointer<Homeroom__V1__LockFence>?,
                           _ field: @autoclosure () -> String) throws(WireError) -> PropertyRevision {
         PropertyRevision(condition: condition.map { $0.pointee.revision }, setCondition: setCondition.map { $0.pointee.revision },
-                         assigned: assigned, lineage: try dots(count, lineage, "\(field()).lineage"))
+                         assigned: assigned, lineage: try dots(count, lineage, "\(field()).lineage"),
+                         fence: try lockFence(fence, "\(field()).fence"))
+    }
+
+    /// A lock fence, if present: a lock name of 1-64 bytes and a fence above 0.
+    func lockFence(_ message: UnsafeMutablePointer<Homeroom__V1__LockFence>?, _ field: @autoclosure () -> String) throws(WireError) -> LockFence? {
+        guard let message else { return nil }
+        let name = try string(message.pointee.lock, "\(field()).lock")
+        guard !name.isEmpty, name.utf8.count <= Locks.maxNameBytes else {
+            throw .invalidValue(field: "\(field()).lock", reason: "a lock name is 1 to \(Locks.maxNameBytes) bytes")
+        }
+        guard message.pointee.fence > 0 else { throw .invalidValue(field: "\(field()).fence", reason: "a fence is above 0") }
+        return LockFence(lock: name, fence: message.pointee.fence)
     }
 
     /// A list of dots, at most `maxLineage` of them.
@@ -329,7 +342,7 @@ struct CDecoder {
             let path = "\(field()).set_user_property"
             return .setUserProperty(user: try user(op.user, author: author, strings: strings, path), key: try string(op.key, "\(path).key"),
                                     value: try property(deleted: op.deleted, value: op.value, path), cause: try string(op.cause, "\(path).cause"),
-                                    revision: try revision(op.revision, op.condition, op.set_condition, op.n_lineage, op.lineage, path))
+                                    revision: try revision(op.revision, op.condition, op.set_condition, op.n_lineage, op.lineage, op.fence, path))
         case 16:
             return .setRoomName(try string(d.set_room_name!.pointee.name, "\(field()).set_room_name.name"))
         case 17:
@@ -349,7 +362,7 @@ struct CDecoder {
             let path = "\(field()).set_room_property"
             return .setRoomProperty(key: try string(op.key, "\(path).key"), value: try property(deleted: op.deleted, value: op.value, path),
                                     cause: try string(op.cause, "\(path).cause"),
-                                    revision: try revision(op.revision, op.condition, op.set_condition, op.n_lineage, op.lineage, path))
+                                    revision: try revision(op.revision, op.condition, op.set_condition, op.n_lineage, op.lineage, op.fence, path))
         case 24:
             let op = d.replica_down!.pointee
             return .replicaDown(replica: ReplicaID(op.replica), incarnation: op.incarnation)
@@ -417,6 +430,12 @@ struct CDecoder {
                                                  upTo: entry.up_to, sum: entry.sum, keep: keep))
             }
             return .retirePredecessors(generation: op.generation, rewardFloors: floors)
+        case 37:
+            let op = d.acquire_lock!.pointee
+            return .acquireLock(name: try string(op.name, "\(field()).acquire_lock.name"), ttlSeconds: op.ttl_seconds, fence: op.fence)
+        case 38:
+            let op = d.release_lock!.pointee
+            return .releaseLock(name: try string(op.name, "\(field()).release_lock.name"), fence: op.fence, revoke: op.revoke != 0)
         case 36:
             return .setCarousel(try carousel(d.set_carousel!.pointee.carousel, "\(field()).set_carousel.carousel"))
         default:

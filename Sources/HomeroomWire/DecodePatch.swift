@@ -44,6 +44,29 @@ extension CDecoder {
         if let register = patch.hand_limit {
             state.handLimit = Register(register.pointee.value, stamp: try stamp(register.pointee.stamp, tables, "\(field).hand_limit.stamp"))
         }
+        try count(patch.n_locks, max: limits.maxMapEntries, "\(field).locks")
+        for index in 0..<patch.n_locks {
+            let entry = patch.locks[index]!.pointee
+            let path = "\(field).locks[\(index)]"
+            let name = try string(entry.name, "\(path).name")
+            guard !name.isEmpty, name.utf8.count <= Locks.maxNameBytes else {
+                throw .invalidValue(field: "\(path).name", reason: "a lock name is 1 to \(Locks.maxNameBytes) bytes")
+            }
+            var record = LockRecord()
+            if entry.granted != 0 {
+                guard entry.grant_stamp != nil else { throw .missingField("\(path).grant_stamp") }
+                record.grant = LockGrant(holder: try tableString(entry.holder, tables, "\(path).holder"), fence: entry.fence, ttlSeconds: entry.ttl_seconds)
+                record.grantStamp = try stamp(entry.grant_stamp, tables, "\(path).grant_stamp")
+            }
+            if entry.ended_fence > 0 {
+                guard entry.ended_stamp != nil else { throw .missingField("\(path).ended_stamp") }
+                record.endedFence = entry.ended_fence
+                record.endedStamp = try stamp(entry.ended_stamp, tables, "\(path).ended_stamp")
+            }
+            if state.locks.updateValue(record, forKey: name) != nil {
+                throw .invalidValue(field: "\(path).name", reason: "lock \(name) appears twice")
+            }
+        }
         if let register = patch.carousel {
             state.carousel = Register(try carousel(register.pointee.value, "\(field).carousel.value"),
                                       stamp: try stamp(register.pointee.stamp, tables, "\(field).carousel.stamp"))
@@ -241,7 +264,8 @@ extension CDecoder {
             let value = PropertyValue(bytes: entry.deleted != 0 ? nil : try bytes(entry.value, "\(path()).value"),
                                       operatorID: try tableString(entry.writer, tables, "\(path()).writer"),
                                       cause: try string(entry.cause, "\(path()).cause"), revision: entry.revision,
-                                      lineage: try dots(entry.n_lineage, entry.lineage, "\(path()).lineage"))
+                                      lineage: try dots(entry.n_lineage, entry.lineage, "\(path()).lineage"),
+                                      fence: try lockFence(entry.fence, "\(path()).fence"))
             guard entry.stamp != nil else { throw .missingField("\(path()).stamp") }
             if result.updateValue(Register(value, stamp: try stamp(entry.stamp, tables, "\(path()).stamp")), forKey: key) != nil {
                 throw .invalidValue(field: "\(path()).key", reason: "property \(key) appears twice")

@@ -90,6 +90,13 @@ struct CEncoder {
         return message
     }
 
+    func lockFence(_ fence: LockFence) -> UnsafeMutablePointer<Homeroom__V1__LockFence> {
+        let message = make(homeroom__v1__lock_fence__init)
+        message.pointee.lock = string(fence.lock)
+        message.pointee.fence = fence.fence
+        return message
+    }
+
     func carousel(_ carousel: Carousel) -> UnsafeMutablePointer<Homeroom__V1__CarouselSettings> {
         let message = make(homeroom__v1__carousel_settings__init)
         message.pointee.running = carousel.running ? 1 : 0
@@ -285,6 +292,7 @@ struct CEncoder {
             if let condition = revision.condition { op.pointee.condition = revisionCondition(condition) }
             if let condition = revision.setCondition { op.pointee.set_condition = revisionCondition(condition) }
             (op.pointee.n_lineage, op.pointee.lineage) = dots(revision.lineage)
+            op.pointee.fence = revision.fence.map(lockFence)
             delta.pointee.set_user_property = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_USER_PROPERTY
         case let .setRoomName(name):
@@ -312,6 +320,20 @@ struct CEncoder {
             op.pointee.carousel = carousel(value)
             delta.pointee.set_carousel = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_CAROUSEL
+        case let .acquireLock(name, ttl, fence):
+            let op = make(homeroom__v1__acquire_lock__init)
+            op.pointee.name = string(name)
+            op.pointee.ttl_seconds = ttl
+            op.pointee.fence = fence
+            delta.pointee.acquire_lock = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_ACQUIRE_LOCK
+        case let .releaseLock(name, fence, revoke):
+            let op = make(homeroom__v1__release_lock__init)
+            op.pointee.name = string(name)
+            op.pointee.fence = fence
+            op.pointee.revoke = revoke ? 1 : 0
+            delta.pointee.release_lock = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_RELEASE_LOCK
         case let .setSchedule(value):
             let op = make(homeroom__v1__set_schedule__init)
             op.pointee.schedule = schedule(value)
@@ -334,6 +356,7 @@ struct CEncoder {
             if let condition = revision.condition { op.pointee.condition = revisionCondition(condition) }
             if let condition = revision.setCondition { op.pointee.set_condition = revisionCondition(condition) }
             (op.pointee.n_lineage, op.pointee.lineage) = dots(revision.lineage)
+            op.pointee.fence = revision.fence.map(lockFence)
             delta.pointee.set_room_property = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_ROOM_PROPERTY
         case let .foldSessions(user, upTo, keep):

@@ -67,6 +67,29 @@ struct PatchEncoder {
         }
         patch.pointee.stage_limit = uint32Register(state.stageLimit, default: room.stageLimit)
         patch.pointee.hand_limit = uint32Register(state.handLimit, default: room.handLimit)
+        if !state.locks.isEmpty {
+            let names = state.locks.keys.sorted(by: utf8Less)
+            let list = encoder.arena.pointers(Homeroom__V1__LockRecord.self, count: names.count)
+            for (index, name) in names.enumerated() {
+                let lock = state.locks[name]!
+                let message = encoder.make(homeroom__v1__lock_record__init)
+                message.pointee.name = encoder.string(name)
+                if let grant = lock.grant {
+                    message.pointee.granted = 1
+                    internString(grant.holder, into: field(message, \.holder))
+                    message.pointee.fence = grant.fence
+                    message.pointee.ttl_seconds = grant.ttlSeconds
+                    message.pointee.grant_stamp = stamp(lock.grantStamp)
+                }
+                if lock.endedFence > 0 {
+                    message.pointee.ended_fence = lock.endedFence
+                    message.pointee.ended_stamp = stamp(lock.endedStamp)
+                }
+                list[index] = message
+            }
+            patch.pointee.n_locks = names.count
+            patch.pointee.locks = list
+        }
         if state.carousel != room.carousel {
             let register = encoder.make(homeroom__v1__carousel_register__init)
             register.pointee.value = encoder.carousel(state.carousel.value)
@@ -298,6 +321,7 @@ struct PatchEncoder {
             property.pointee.stamp = stamp(register.stamp)
             property.pointee.revision = register.value.revision
             (property.pointee.n_lineage, property.pointee.lineage) = encoder.dots(register.value.lineage)
+            property.pointee.fence = register.value.fence.map(encoder.lockFence)
             list[index] = property
         }
         return (keys.count, list)

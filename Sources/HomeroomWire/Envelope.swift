@@ -69,6 +69,7 @@ extension CEncoder {
             if let value = ack.dot { body.pointee.dot = dot(value) }
             body.pointee.revision = ack.revision
             body.pointee.set_revision = ack.setRevision
+            body.pointee.fence = ack.fence
             message.pointee.write_ack = body
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_WRITE_ACK
         case let .heartbeat(heartbeat):
@@ -288,6 +289,7 @@ extension CDecoder {
                                            errorCode: try string(ack.error_code, "envelope.write_ack.error_code"),
                                            message: try string(ack.message, "envelope.write_ack.message"), dot: dot, revision: ack.revision)
         decoded.setRevision = ack.set_revision
+        decoded.fence = ack.fence
         return decoded
     }
 

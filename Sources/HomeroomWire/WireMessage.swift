@@ -195,6 +195,8 @@ extension WireMessage {
         public var revision: UInt64
         /// And the revision of its whole set (the room's properties, or the user's) after it.
         public var setRevision: UInt64 = 0
+        /// For an accepted lock acquisition: the grant's fence (0 otherwise).
+        public var fence: UInt64 = 0
 
         public init(requestID: UInt64, status: WriteStatus, errorCode: String = "", message: String = "", dot: Dot? = nil,
                     revision: UInt64 = 0) {

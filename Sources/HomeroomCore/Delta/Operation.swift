@@ -64,11 +64,20 @@ public enum Operation: Hashable, Sendable {
     /// A user for itself: temporary state tied to one of its sessions (shown while it is open).
     case setPresenceState(user: UserID, session: SessionID, items: [PresenceItem])
 
+    // Locks (docs/MESSAGING.md, "Locks"); the author is the holder.
+    /// Any member but an observer: take a free lock, or renew one it holds. The origin
+    /// assigns `fence` (`RoomState.prepare`): a new grant's is larger than any before.
+    case acquireLock(name: String, ttlSeconds: UInt32, fence: UInt64 = 0)
+    /// The holder (release), or a teacher or an assistant (`revoke`): ends the grant
+    /// with `fence` (the origin fills in the one it holds) and every earlier one.
+    case releaseLock(name: String, fence: UInt64 = 0, revoke: Bool)
+
     /// The user the operation is about, if any.
     public var target: UserID? {
         switch self {
         case .setRoomName, .setRoomType, .setStageLimit, .setHandLimit, .setSchedule, .setCarousel, .setClassState,
-             .muteAll, .setRoomProperty, .replicaDown, .retirePredecessors, .sendMessage, .trimHistory, .setHistoryLimit:
+             .muteAll, .setRoomProperty, .replicaDown, .retirePredecessors, .sendMessage, .trimHistory, .setHistoryLimit,
+             .acquireLock, .releaseLock:
             return nil
         case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _), let .foldSessions(user, _, _), let .foldRewards(user, _, _, _), let .setName(user, _),
              let .setDevice(user, _, _), let .setHand(user, _), let .setStage(user, _), let .setBoard(user, _),
@@ -128,6 +137,8 @@ public enum Operation: Hashable, Sendable {
         case .trimHistory: return "trim-history"
         case .setHistoryLimit: return "set-history-limit"
         case .setPresenceState: return "set-presence-state"
+        case .acquireLock: return "acquire-lock"
+        case let .releaseLock(_, _, revoke): return revoke ? "revoke-lock" : "release-lock"
         }
     }
 }

@@ -108,14 +108,18 @@ public struct PropertyRevision: Hashable, Sendable {
     /// The dots of the writes this one replaced at the origin, newest first
     /// (at most `PropertyRevision.lineageLength`): who this write has seen.
     public var lineage: [Dot]
+    /// "Only while I hold this lock with this fence" (docs/MESSAGING.md, "Locks"): the
+    /// write is guarded, and loses to every write of the key with a larger fence.
+    public var fence: LockFence?
 
     public static let lineageLength = 8
 
-    public init(condition: UInt64? = nil, setCondition: UInt64? = nil, assigned: UInt64 = 0, lineage: [Dot] = []) {
+    public init(condition: UInt64? = nil, setCondition: UInt64? = nil, assigned: UInt64 = 0, lineage: [Dot] = [], fence: LockFence? = nil) {
         self.condition = condition
         self.setCondition = setCondition
         self.assigned = assigned
         self.lineage = lineage
+        self.fence = fence
     }
 
     public static let unconditional = PropertyRevision()

@@ -52,21 +52,28 @@ public struct PropertyValue: Hashable, Sendable {
     public var revision: UInt64
     /// The dots of the writes this one replaced at its origin, newest first.
     public var lineage: [Dot]
+    /// The lock fence this write was made under (nil: unguarded); see `Locks`.
+    public var fence: LockFence?
 
-    public init(bytes: [UInt8]?, operatorID: UserID, cause: String, revision: UInt64 = 0, lineage: [Dot] = []) {
+    public init(bytes: [UInt8]?, operatorID: UserID, cause: String, revision: UInt64 = 0, lineage: [Dot] = [], fence: LockFence? = nil) {
         self.bytes = bytes
         self.operatorID = operatorID
         self.cause = cause
         self.revision = revision
         self.lineage = lineage
+        self.fence = fence
     }
 }
 
 extension Register where Value == PropertyValue {
-    /// The order two writes of one property merge by: revision, then stamp.
+    /// The order two writes of one property merge by: lock fence (a write guarded by
+    /// a later grant wins over one made by an earlier holder, whatever the clocks say),
+    /// then revision, then stamp.
     @inline(__always)
     public func precedes(_ other: Register<PropertyValue>) -> Bool {
-        value.revision != other.value.revision ? value.revision < other.value.revision : stamp < other.stamp
+        let fence = value.fence?.fence ?? 0, otherFence = other.value.fence?.fence ?? 0
+        if fence != otherFence { return fence < otherFence }
+        return value.revision != other.value.revision ? value.revision < other.value.revision : stamp < other.stamp
     }
 
     /// The key's revision (0 for a key never written).

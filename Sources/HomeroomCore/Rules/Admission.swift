@@ -25,6 +25,14 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
     case limitReached(String)
     /// A reward issued further from this node's clock than the reward window.
     case rewardOutsideWindow(issuedAtMillis: UInt64, nowMillis: UInt64, windowMillis: UInt64)
+    /// Another user holds the lock.
+    case lockHeld(lock: String, holder: UserID)
+    /// The author does not hold the lock (nobody does: `holder` nil).
+    case lockNotHeld(lock: String, holder: UserID?)
+    /// A guarded write whose fence is not the lock's current grant, or is below the key's.
+    case fenceStale(lock: String, presented: UInt64, current: UInt64)
+    /// An unguarded write of a key that was written under a lock.
+    case fenceRequired(key: String, lock: String)
 
     public var code: String {
         switch self {
@@ -43,6 +51,10 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case .sessionUnknown: return "session-unknown"
         case .limitReached: return "limit-reached"
         case .rewardOutsideWindow: return "reward-window"
+        case .lockHeld: return "lock-held"
+        case .lockNotHeld: return "lock-not-held"
+        case .fenceStale: return "fence-stale"
+        case .fenceRequired: return "fence-required"
         }
     }
 
@@ -70,6 +82,14 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
             let tenths = (issued > now ? issued - now : now - issued) / 100
             let side = issued > now ? "ahead of" : "behind"
             return "this reward was issued \(tenths / 10).\(tenths % 10) s \(side) this node's clock; a node takes rewards issued within \(window / 1000) s of its clock (check the client's clock; a retry that late is not made, nothing was stored)"
+        case let .lockHeld(lock, holder):
+            return "lock \(lock) is held by \(holder): wait for its release (homeroom lock acquire --wait), or ask a teacher to revoke it"
+        case let .lockNotHeld(lock, holder):
+            return holder.map { "lock \(lock) is held by \($0), not by you" } ?? "lock \(lock) is not held: acquire it first"
+        case let .fenceStale(lock, presented, current):
+            return "fence \(presented) of lock \(lock) is stale (the current one is \(current)): your grant ended; acquire the lock again and redo the work"
+        case let .fenceRequired(key, lock):
+            return "\(key) was written under lock \(lock): acquire that lock and present its fence"
         case let .sessionUnknown(user, session):
             return "\(user) has no session \(session) in this room (it ended long ago, or was opened at a node this one has not heard from yet)"
         }
@@ -159,7 +179,12 @@ extension RoomState {
             return .limitReached("\(user) has \(Self.maxUserPropertyKeys) property keys (deleted ones included): reuse a key")
         case let .setCarousel(settings) where settings.running && type.value == .oneToOne:
             return .invalid("a one-to-one room has no stage carousel: both parties are always on stage")
+        case .acquireLock, .releaseLock:
+            if let refusal = lockRefusal(op, author: write.author, nowMillis: nowMillis) { return refusal }
         case let .setRoomProperty(key, _, _, revision):
+            if let refusal = fenceRefusal(revision.fence, author: write.author, current: properties[key], key: key, nowMillis: nowMillis) {
+                return refusal
+            }
             if let expected = revision.condition, expected != propertyRevision(scope: .room, key: key) {
                 return .revisionMismatch(key: key, expected: expected, actual: propertyRevision(scope: .room, key: key))
             }
@@ -167,6 +192,9 @@ extension RoomState {
                 return .setRevisionMismatch(scope: .room, expected: expected, actual: propertySetRevision(scope: .room))
             }
         case let .setUserProperty(user, key, _, _, revision):
+            if let refusal = fenceRefusal(revision.fence, author: write.author, current: users[user]?.properties[key], key: key, nowMillis: nowMillis) {
+                return refusal
+            }
             if let expected = revision.condition, expected != propertyRevision(scope: .user(user), key: key) {
                 return .revisionMismatch(key: key, expected: expected, actual: propertyRevision(scope: .user(user), key: key))
             }

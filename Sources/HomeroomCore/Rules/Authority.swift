@@ -63,6 +63,18 @@ public enum Authority {
             return !settings.running || Carousel.intervalRange.contains(settings.intervalSeconds) ? nil
                 : .invalidValue(operation: name, reason: "a carousel turns every \(Carousel.intervalRange.lowerBound) to \(Carousel.intervalRange.upperBound) s, not \(settings.intervalSeconds)")
 
+        case let .acquireLock(lock, ttl, _):
+            if lock.isEmpty || lock.utf8.count > Locks.maxNameBytes {
+                return .invalidValue(operation: name, reason: "a lock name is 1 to \(Locks.maxNameBytes) bytes")
+            }
+            return Locks.ttlRange.contains(ttl) ? nil
+                : .invalidValue(operation: name, reason: "a lock's TTL is \(Locks.ttlRange.lowerBound) to \(Locks.ttlRange.upperBound) s, not \(ttl)")
+
+        case let .releaseLock(lock, _, revoke):
+            if revoke && !role.moderates { return .requiresModerator(operation: name, role: role) }
+            return !lock.isEmpty && lock.utf8.count <= Locks.maxNameBytes ? nil
+                : .invalidValue(operation: name, reason: "a lock name is 1 to \(Locks.maxNameBytes) bytes")
+
         case .setRoomName, .setRoomType, .setSchedule, .setClassState, .muteAll, .setChatMuted:
             return role.moderates ? nil : .requiresModerator(operation: name, role: role)
 

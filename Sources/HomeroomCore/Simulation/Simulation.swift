@@ -274,7 +274,7 @@ public struct Simulation {
             report.duplicateMessagesRefused += 1
             return
         }
-        let prepared = nodes[replica].state.prepare(write)
+        let prepared = nodes[replica].state.prepare(write, origin: nodes[replica].sequencer.replica, nowMillis: now)
         let delta: Delta
         if isPeer {
             nodes[replica].privateSequence += 1

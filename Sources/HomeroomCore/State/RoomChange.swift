@@ -5,6 +5,8 @@ public enum RoomChange: Hashable, Sendable {
     case classStateUpdated(ClassState)
     case allMicrophonesMuted
     case roomPropertiesUpdated(keys: [String])
+    /// A lock was acquired, renewed, released or revoked.
+    case locksUpdated(names: [String])
     case userJoined(UserID)
     case userLeft(UserID)
     case userUpdated(UserID)

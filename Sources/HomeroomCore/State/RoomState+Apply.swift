@@ -86,7 +86,7 @@ extension RoomState {
             var changes: [RoomChange] = []
             var won = false
             let written = Register(PropertyValue(bytes: value, operatorID: delta.author, cause: cause, revision: revision.assigned,
-                                                 lineage: revision.lineage), stamp: stamp)
+                                                 lineage: revision.lineage, fence: revision.fence), stamp: stamp)
             if let conflict = Self.propertyConflict(.user(user), key, existing: users[user]?.properties[key], incoming: written) {
                 messaging.append(.propertyConflict(conflict))
             }
@@ -173,6 +173,11 @@ extension RoomState {
             return roomInfo { $0.schedule.write(schedule, at: stamp) }
         case let .setCarousel(settings):
             return roomInfo { $0.carousel.write(settings, at: stamp) }
+        case let .acquireLock(name, ttl, fence):
+            let changed = locks[name, default: LockRecord()].take(grant: LockGrant(holder: delta.author, fence: fence, ttlSeconds: ttl), stamp: stamp)
+            return changed ? [.locksUpdated(names: [name])] : []
+        case let .releaseLock(name, fence, _):
+            return locks[name, default: LockRecord()].end(upTo: fence, stamp: stamp) ? [.locksUpdated(names: [name])] : []
         case let .setRoomType(roomType):
             return roomWide { $0.type.write(roomType, at: stamp) }
         case let .setStageLimit(limit):
@@ -197,7 +202,7 @@ extension RoomState {
             }
         case let .setRoomProperty(key, value, cause, revision):
             let written = Register(PropertyValue(bytes: value, operatorID: delta.author, cause: cause, revision: revision.assigned,
-                                                 lineage: revision.lineage), stamp: stamp)
+                                                 lineage: revision.lineage, fence: revision.fence), stamp: stamp)
             if let conflict = Self.propertyConflict(.room, key, existing: properties[key], incoming: written) {
                 messaging.append(.propertyConflict(conflict))
             }

@@ -167,10 +167,12 @@ extension RoomState {
     }
 
     /// What the origin of a write fills in before stamping it: a property write gets
-    /// the key's next revision and the lineage of what it replaces.
-    public func prepare(_ write: Write) -> Write {
+    /// the key's next revision and the lineage of what it replaces; a lock write the fence.
+    public func prepare(_ write: Write, origin: ReplicaID, nowMillis: UInt64) -> Write {
         var prepared = write
         switch write.operation {
+        case .acquireLock, .releaseLock:
+            prepared.operation = prepareLock(write.operation, author: write.author, origin: origin, nowMillis: nowMillis)
         case let .setRoomProperty(key, value, cause, revision):
             prepared.operation = .setRoomProperty(key: key, value: value, cause: cause, revision: Self.next(revision, after: properties[key]))
         case let .setUserProperty(user, key, value, cause, revision):

@@ -21,6 +21,10 @@ extension RoomState {
         for (key, register) in properties where !other.contains(register.stamp.dot) {
             patch.properties[key] = register
         }
+        for (name, record) in locks where (record.grant != nil && !other.contains(record.grantStamp.dot))
+            || (record.endedFence > 0 && !other.contains(record.endedStamp.dot)) {
+            patch.locks[name] = record
+        }
         take(chatMuted, &patch.chatMuted)
         take(historyLimit, &patch.historyLimit)
         patch.retiredGenerations = retiredGenerations
@@ -51,6 +55,7 @@ extension RoomState {
             && (classState.stamp.sequence != 0 || classState == fresh.classState)
             && (muteAll.sequence != 0 || muteAll == .origin)
             && properties.values.allSatisfy { $0.stamp.sequence != 0 }
+            && locks.values.allSatisfy { ($0.grant == nil || $0.grantStamp.sequence != 0) && ($0.endedFence == 0 || $0.endedStamp.sequence != 0) }
             && chatMuted.isWritten(or: fresh.chatMuted) && historyLimit.isWritten(or: fresh.historyLimit)
             && messages.entries.values.allSatisfy { $0.stamp.sequence != 0 }
             && users.values.allSatisfy { $0.isOwnSnapshot }
@@ -143,6 +148,10 @@ extension RoomState {
         for (key, register) in patch.properties where Self.mergeProperty(&properties, key, register) {
             propertyKeys.append(key)
         }
+        var lockNames: [String] = []
+        for (name, record) in patch.locks where record != LockRecord() && locks[name, default: LockRecord()].merge(record) {
+            lockNames.append(name)
+        }
         chatMuted.merge(patch.chatMuted)
         historyLimit.merge(patch.historyLimit)
         messages.merge(patch.messages, limit: effectiveHistoryLimit, added: &addedMessages, removed: &removedMessages)
@@ -196,6 +205,7 @@ extension RoomState {
         if classStateChanged { head.append(.classStateUpdated(classState.state)) }
         if muted { head.append(.allMicrophonesMuted) }
         if !propertyKeys.isEmpty { head.append(.roomPropertiesUpdated(keys: propertyKeys.sorted())) }
+        if !lockNames.isEmpty { head.append(.locksUpdated(names: lockNames.sorted())) }
         changes.insert(contentsOf: head, at: 0)
         changes.append(contentsOf: userPropertyChanges)
         return changes

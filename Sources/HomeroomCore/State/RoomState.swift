@@ -19,6 +19,8 @@ public struct RoomState: Sendable {
     /// Per node, the highest incarnation known to be dead (max-merge).
     public var deadIncarnations: [ReplicaID: UInt64] = [:]
     public var properties: [String: Register<PropertyValue>] = [:]
+    /// Locks by name (at most `Locks.maxPerRoom`).
+    public var locks: [String: LockRecord] = [:]
     /// Chat muted for every student and observer (teachers and assistants may still send).
     public var chatMuted = Register(false, stamp: .origin)
     /// How many messages the history keeps.
@@ -49,7 +51,7 @@ extension RoomState: Equatable {
         a.roomID == b.roomID && a.name == b.name && a.type == b.type && a.stageLimit == b.stageLimit
             && a.handLimit == b.handLimit && a.schedule == b.schedule && a.carousel == b.carousel && a.classState == b.classState
             && a.muteAll == b.muteAll && a.deadIncarnations == b.deadIncarnations
-            && a.properties == b.properties && a.users == b.users && a.seen == b.seen
+            && a.properties == b.properties && a.locks == b.locks && a.users == b.users && a.seen == b.seen
             && a.retiredGenerations == b.retiredGenerations && a.chatMuted == b.chatMuted && a.historyLimit == b.historyLimit && a.messages == b.messages
     }
 }

@@ -146,18 +146,20 @@ extension RoomClient {
     /// `ifSetRevision` conditions it on the whole set instead, or as well ("only if the
     /// room's properties are still at this set revision", the sum of their keys'
     /// revisions: `RoomState.propertySetRevision`).
+    /// `fence` guards it by a lock this user holds (`acquireLock`): refused unless that
+    /// grant still holds, and it loses to every write of the key with a larger fence.
     public func setRoomProperty(_ key: String, value: [UInt8]?, cause: String = "", ifRevision: UInt64? = nil,
-                                ifSetRevision: UInt64? = nil) throws(ClientError) -> PropertyWriteResult {
+                                ifSetRevision: UInt64? = nil, fence: LockFence? = nil) throws(ClientError) -> PropertyWriteResult {
         try writeProperty(.room, key, .setRoomProperty(key: key, value: value, cause: cause,
-                                                       revision: PropertyRevision(condition: ifRevision, setCondition: ifSetRevision)))
+                                                       revision: PropertyRevision(condition: ifRevision, setCondition: ifSetRevision, fence: fence)))
     }
 
     /// Writes a user property (the user's own, or anyone's for a teacher or an assistant).
     @discardableResult
     public func setUserProperty(of target: UserID, _ key: String, value: [UInt8]?, cause: String = "",
-                                ifRevision: UInt64? = nil, ifSetRevision: UInt64? = nil) throws(ClientError) -> PropertyWriteResult {
+                                ifRevision: UInt64? = nil, ifSetRevision: UInt64? = nil, fence: LockFence? = nil) throws(ClientError) -> PropertyWriteResult {
         try writeProperty(.user(target), key, .setUserProperty(user: target, key: key, value: value, cause: cause,
-                                                               revision: PropertyRevision(condition: ifRevision, setCondition: ifSetRevision)))
+                                                               revision: PropertyRevision(condition: ifRevision, setCondition: ifSetRevision, fence: fence)))
     }
 
     private func writeProperty(_ scope: PropertyScope, _ key: String, _ operation: Operation) throws(ClientError) -> PropertyWriteResult {

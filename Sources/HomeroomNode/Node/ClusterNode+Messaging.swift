@@ -96,7 +96,8 @@ extension ClusterNode {
         state.withLock { state -> Bool in
             guard !state.stopping, var current = state.rooms.removeValue(forKey: room) else { return false }
             defer { state.rooms[room] = current }
-            let (delta, sequencer) = state.stamp(room: room, current.prepare(write), nowMillis: wallMillis())
+            let now = wallMillis()
+            let (delta, sequencer) = state.stamp(room: room, current.prepare(write, origin: state.sequencer.replica, nowMillis: now), nowMillis: now)
             if let store = state.store {
                 guard (try? store.append(room: room, deltas: [delta])) != nil else { return false }
                 state.dirtyRooms[room, default: 0] += 1

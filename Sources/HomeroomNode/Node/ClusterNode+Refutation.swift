@@ -147,7 +147,8 @@ extension ClusterNode {
         state.withLock { state in
             guard var current = state.rooms.removeValue(forKey: room) else { return }
             defer { state.rooms[room] = current }
-            let (delta, sequencer) = state.stamp(room: room, current.prepare(write), nowMillis: wallMillis())
+            let now = wallMillis()
+            let (delta, sequencer) = state.stamp(room: room, current.prepare(write, origin: state.sequencer.replica, nowMillis: now), nowMillis: now)
             if let store = state.store {
                 guard (try? store.append(room: room, deltas: [delta])) != nil else { return }
                 state.dirtyRooms[room, default: 0] += 1

@@ -236,7 +236,7 @@ extension ClusterNode {
                 return (ack(request, .rejected, refusal.code, refusal.description), nil)
             }
             // The origin fills in what depends on the room here (a property's next revision).
-            let prepared = room.prepare(write)
+            let prepared = room.prepare(write, origin: state.sequencer.replica, nowMillis: now)
             // Stored (committed) before it is applied, published or acknowledged; the
             // sequence number is consumed only once the store has it.
             let (delta, sequencer) = state.stamp(room: roomID, prepared, nowMillis: now)
@@ -273,6 +273,8 @@ extension ClusterNode {
             case let .setUserProperty(user, _, _, _, revision):
                 accepted.revision = revision.assigned
                 accepted.setRevision = room.propertySetRevision(scope: .user(user))
+            case let .acquireLock(_, _, fence):
+                accepted.fence = fence
             default: break
             }
             return (accepted, delta)

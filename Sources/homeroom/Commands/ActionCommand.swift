@@ -19,6 +19,7 @@ enum ActionCommand {
         "schedule": "Set the class length, and when it starts.",
         "room": "Rename the room, or set its type, stage limit or hand limit.",
         "prop": "List, set or delete properties of the room or of a user.",
+        "lock": "Acquire, release or revoke a room lock, or list them, with fencing.",
         "name": "Change your display name.",
         "send": "Send a room message to everyone in the room.",
         "whisper": "Send a peer message to one user of the room, wherever it is connected.",
@@ -40,7 +41,10 @@ enum ActionCommand {
                          ("--range", "--range <range>        all (every online student, the default) or camera-on."),
                          ("--order", "--order <order>        join-order (the default) or random (a shuffle per turn).")],
             "prop": [("--if-revision", "--if-revision <n>      Only if the key is still at revision n (0: never written), else revision-mismatch."),
-                     ("--if-set-revision", "--if-set-revision <n>  Only if the owner's whole property set is still at set revision n, else revision-mismatch.")],
+                     ("--if-set-revision", "--if-set-revision <n>  Only if the owner's whole property set is still at set revision n, else revision-mismatch."),
+                     ("--fence", "--fence <lock>:<n>     Guarded by a lock you hold, with the fence lock acquire printed.")],
+            "lock": [("--ttl", "--ttl <s>              How long the grant outlives your presence, 10-300 (default 60)."),
+                     ("--wait", "--wait <s>             Wait up to s seconds for the holder to let go (default 0: refused lock-held).")],
             "send": [type, file],
             "whisper": [type, file],
             "history": [("--limit", "--limit <n>            How many of the newest messages to print, 1-10000 (default 20).")],
@@ -98,6 +102,9 @@ enum ActionCommand {
         let ifSetRevision = own.contains("--if-set-revision") ? try reader.integer("--if-set-revision", in: UInt64(0)...UInt64.max) : nil
         let messageType = own.contains("--type") ? try reader.string("--type") : nil
         let interval = own.contains("--interval") ? try reader.integer("--interval", in: 10...99) : nil
+        let fence = own.contains("--fence") ? try reader.string("--fence") : nil
+        let ttl = own.contains("--ttl") ? try reader.integer("--ttl", in: 10...300) : nil
+        let wait = own.contains("--wait") ? try reader.integer("--wait", in: 0...3_600) : nil
         let range = own.contains("--range") ? try reader.string("--range") : nil
         let order = own.contains("--order") ? try reader.string("--order") : nil
         let bodyFile = own.contains("--file") ? try reader.string("--file") : nil
@@ -114,6 +121,9 @@ enum ActionCommand {
         if let ifSetRevision { words += ["--if-set-revision", String(ifSetRevision)] }
         if let messageType { words += ["--type", messageType] }
         if let interval { words += ["--interval", String(interval)] }
+        if let fence { words += ["--fence", fence] }
+        if let ttl { words += ["--ttl", String(ttl)] }
+        if let wait { words += ["--wait", String(wait)] }
         if let range { words += ["--range", range] }
         if let order { words += ["--order", order] }
         if let limit { words += ["--limit", String(limit)] }

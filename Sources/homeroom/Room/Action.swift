@@ -32,8 +32,13 @@ enum Action: Equatable {
     case roomType(RoomType)
     case stageLimit(Int)
     case handLimit(Int)
-    case propertySet(PropertyOwner, key: String, value: String, ifRevision: UInt64?, ifSetRevision: UInt64? = nil)
-    case propertyUnset(PropertyOwner, key: String, ifRevision: UInt64?, ifSetRevision: UInt64? = nil)
+    case propertySet(PropertyOwner, key: String, value: String, ifRevision: UInt64?, ifSetRevision: UInt64? = nil, fence: LockFence? = nil)
+    case propertyUnset(PropertyOwner, key: String, ifRevision: UInt64?, ifSetRevision: UInt64? = nil, fence: LockFence? = nil)
+    // Locks
+    case lockAcquire(String, ttlSeconds: UInt32, waitSeconds: UInt32)
+    case lockRelease(String)
+    case lockRevoke(String)
+    case lockList
     case propertyList(PropertyOwner)
     case propertyGet(PropertyOwner, key: String)
     case rename(String)
@@ -49,7 +54,7 @@ enum Action: Equatable {
 
     /// The verbs, as subcommands and as the first word of a line.
     static let verbs = ["stage", "board", "camera", "mic", "mute-all", "carousel", "reward", "kick", "ban", "hand", "class", "schedule",
-                        "room", "prop", "name", "send", "whisper", "history", "presence", "mute", "unmute"]
+                        "room", "prop", "lock", "name", "send", "whisper", "history", "presence", "mute", "unmute"]
 
     /// The theme section whose component an action belongs to (a disabled component refuses it).
     var component: String? {
@@ -99,7 +104,14 @@ enum Action: Equatable {
           prop <owner> unset <key>         or delete one. With --if-revision <n>: only if the key
                                            is still at revision n (0: never written); with
                                            --if-set-revision <n>: only if the owner's whole set is
-                                           still at set revision n; else revision-mismatch.
+                                           still at set revision n; else revision-mismatch. With
+                                           --fence <lock>:<n>: guarded by a lock you hold (see lock).
+          lock                           The room's locks: holder, fence, TTL.
+          lock acquire <name>            Take a lock, or renew yours: prints its fence. --ttl <s> (10-300,
+                                           default 60): how long it outlives your presence; --wait <s>:
+                                           wait that long for its holder to let go (else lock-held).
+          lock release <name>            Let go of a lock you hold.
+          lock revoke <name>             End whoever's grant (teacher, assistant).
           name <text>                    Your display name.
           send <text>                    Send a room message to everyone (--type <type>, default chat).
           whisper <user> <text>          Send a peer message to one user, wherever it is connected.
@@ -136,6 +148,16 @@ enum Action: Equatable {
             guard let value = UInt64(text) else { throw ActionError("--if-set-revision needs a set revision (0 or more), not '\(text)'") }
             ifSetRevision = value
         }
+        var fence: LockFence?
+        if let text = try option("--fence", "prop room set grades done --fence grading:16777217") {
+            guard let colon = text.lastIndex(of: ":"), let value = UInt64(text[text.index(after: colon)...]), value > 0,
+                  colon != text.startIndex else {
+                throw ActionError("--fence is <lock>:<fence>, as lock acquire printed it, not '\(text)'")
+            }
+            fence = LockFence(lock: String(text[..<colon]), fence: value)
+        }
+        let ttlText = try option("--ttl", "lock acquire grading --ttl 120")
+        let waitText = try option("--wait", "lock acquire grading --wait 30")
         let intervalText = try option("--interval", "carousel start --interval 30")
         let rangeText = try option("--range", "carousel start --range camera-on")
         let orderText = try option("--order", "carousel start --order random")
@@ -260,10 +282,38 @@ enum Action: Equatable {
             case ("get", 3): return .propertyGet(owner, key: rest[2])
             case ("set", let count) where count >= 4:
                 return .propertySet(owner, key: rest[2], value: rest.dropFirst(3).joined(separator: " "), ifRevision: ifRevision,
-                                    ifSetRevision: ifSetRevision)
-            case ("unset", 3): return .propertyUnset(owner, key: rest[2], ifRevision: ifRevision, ifSetRevision: ifSetRevision)
+                                    ifSetRevision: ifSetRevision, fence: fence)
+            case ("unset", 3): return .propertyUnset(owner, key: rest[2], ifRevision: ifRevision, ifSetRevision: ifSetRevision, fence: fence)
             default:
-                throw ActionError("use: prop \(ownerWord) [get <key> | set <key> <value> | unset <key>] [--if-revision <n>] [--if-set-revision <n>]")
+                throw ActionError("use: prop \(ownerWord) [get <key> | set <key> <value> | unset <key>] [--if-revision <n>] [--if-set-revision <n>] [--fence <lock>:<n>]")
+            }
+        case "lock", "locks":
+            func lockName() throws(ActionError) -> String {
+                guard rest.count == 2, !rest[1].isEmpty, rest[1].utf8.count <= Locks.maxNameBytes else {
+                    throw ActionError("use: lock \(rest.first ?? "acquire") <name> (a lock name is 1 to \(Locks.maxNameBytes) bytes)")
+                }
+                return rest[1]
+            }
+            switch rest.first {
+            case nil, "list": return .lockList
+            case "acquire":
+                let name = try lockName()
+                var ttl = Locks.defaultTTLSeconds
+                if let ttlText {
+                    guard let value = UInt32(ttlText), Locks.ttlRange.contains(value) else {
+                        throw ActionError("--ttl takes \(Locks.ttlRange.lowerBound) to \(Locks.ttlRange.upperBound) seconds, not '\(ttlText)'")
+                    }
+                    ttl = value
+                }
+                var wait: UInt32 = 0
+                if let waitText {
+                    guard let value = UInt32(waitText), value <= 3_600 else { throw ActionError("--wait takes 0 to 3600 seconds, not '\(waitText)'") }
+                    wait = value
+                }
+                return .lockAcquire(name, ttlSeconds: ttl, waitSeconds: wait)
+            case "release": return .lockRelease(try lockName())
+            case "revoke": return .lockRevoke(try lockName())
+            default: throw ActionError("use: lock [acquire <name> [--ttl <s>] [--wait <s>] | release <name> | revoke <name>]")
             }
         case "name":
             guard !rest.isEmpty else { throw ActionError("use: name <text>") }
@@ -393,21 +443,21 @@ extension Action {
         case let .handLimit(limit):
             try pool.room.setHandLimit(limit)
             return ActionOutcome(text: "up to \(limit) hands may be raised")
-        case let .propertySet(owner, key, value, ifRevision, ifSetRevision):
+        case let .propertySet(owner, key, value, ifRevision, ifSetRevision, fence):
             let receipt: PropertyWriteReceipt
             switch owner {
-            case .room: receipt = try pool.room.updateProperty(key, value: value, ifRevision: ifRevision, ifSetRevision: ifSetRevision)
+            case .room: receipt = try pool.room.updateProperty(key, value: value, ifRevision: ifRevision, ifSetRevision: ifSetRevision, fence: fence)
             case let .user(user):
-                receipt = try pool.user.updateProperty(of: user, key, value: value, ifRevision: ifRevision, ifSetRevision: ifSetRevision)
+                receipt = try pool.user.updateProperty(of: user, key, value: value, ifRevision: ifRevision, ifSetRevision: ifSetRevision, fence: fence)
             }
             return ActionOutcome(text: "\(Self.describe(owner, name)) \(key) = \(value) (revision \(receipt.revision), set revision \(receipt.setRevision))",
                                  fields: [("revision", .int(Int64(receipt.revision))), ("set_revision", .int(Int64(receipt.setRevision)))])
-        case let .propertyUnset(owner, key, ifRevision, ifSetRevision):
+        case let .propertyUnset(owner, key, ifRevision, ifSetRevision, fence):
             let receipt: PropertyWriteReceipt
             switch owner {
-            case .room: receipt = try pool.room.updateProperty(key, value: nil, ifRevision: ifRevision, ifSetRevision: ifSetRevision)
+            case .room: receipt = try pool.room.updateProperty(key, value: nil, ifRevision: ifRevision, ifSetRevision: ifSetRevision, fence: fence)
             case let .user(user):
-                receipt = try pool.user.updateProperty(of: user, key, value: nil, ifRevision: ifRevision, ifSetRevision: ifSetRevision)
+                receipt = try pool.user.updateProperty(of: user, key, value: nil, ifRevision: ifRevision, ifSetRevision: ifSetRevision, fence: fence)
             }
             return ActionOutcome(text: "\(Self.describe(owner, name)) \(key) deleted (revision \(receipt.revision), set revision \(receipt.setRevision))",
                                  fields: [("revision", .int(Int64(receipt.revision))), ("set_revision", .int(Int64(receipt.setRevision)))])
@@ -430,6 +480,31 @@ extension Action {
             return ActionOutcome(text: Self.describe(entry, owner: Self.describe(owner, name)),
                                  fields: [("key", .string(entry.key)), ("value", .string(entry.value)), ("revision", .int(Int64(entry.revision))),
                                           ("operator", .string(entry.operatorID)), ("cause", .string(entry.cause))])
+        case let .lockAcquire(lock, ttl, wait):
+            let grant = try pool.lock.acquire(lock, ttlSeconds: ttl, waitMillis: UInt64(wait) * 1_000)
+            return ActionOutcome(text: "you hold \(lock) with fence \(grant.fence) (TTL \(ttl) s); guard writes with --fence \(grant.lockFence)",
+                                 fields: [("lock", .string(lock)), ("fence", .int(Int64(bitPattern: grant.fence))), ("ttl_seconds", .int(Int64(ttl)))])
+        case let .lockRelease(lock):
+            try pool.lock.release(lock)
+            return ActionOutcome(text: "you let go of \(lock)")
+        case let .lockRevoke(lock):
+            try pool.lock.revoke(lock)
+            return ActionOutcome(text: "\(lock) is revoked: whoever held it no longer does")
+        case .lockList:
+            let locks = pool.lock.locks
+            let now = WallClock.nowMillis()
+            let lines = locks.map { lock -> String in
+                guard let holder = lock.holder else { return "\(lock.name): free (last fence \(lock.fence))" }
+                let lapse = lock.lapsesAtMillis.map { ", \(holder) is offline: lapses in \(max(0, (Int64($0) - Int64(now) + 999) / 1_000)) s" } ?? ""
+                return "\(lock.name): held by \(name(holder)), fence \(lock.fence), TTL \(lock.ttlSeconds) s\(lapse)"
+            }
+            return ActionOutcome(text: locks.isEmpty ? "no locks in this room" : lines.joined(separator: "\n"), fields: [
+                ("locks", .array(locks.map { lock in
+                    .object([("name", .string(lock.name)), ("holder", lock.holder.map { .string($0) } ?? .null),
+                             ("fence", .int(Int64(bitPattern: lock.fence))), ("ttl_seconds", .int(Int64(lock.ttlSeconds))),
+                             ("lapses_at_ms", lock.lapsesAtMillis.map { .int(Int64($0)) } ?? .null)])
+                })),
+            ])
         case let .rename(text):
             try pool.user.updateName(text)
             return ActionOutcome(text: "you are now called \(text)")

@@ -232,6 +232,51 @@ void   homeroom__v1__carousel_settings__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__carousel_settings__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__lock_fence__init
+                     (Homeroom__V1__LockFence         *message)
+{
+  static const Homeroom__V1__LockFence init_value = HOMEROOM__V1__LOCK_FENCE__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__lock_fence__get_packed_size
+                     (const Homeroom__V1__LockFence *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__lock_fence__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__lock_fence__pack
+                     (const Homeroom__V1__LockFence *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__lock_fence__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__lock_fence__pack_to_buffer
+                     (const Homeroom__V1__LockFence *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__lock_fence__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__LockFence *
+       homeroom__v1__lock_fence__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__LockFence *)
+     protobuf_c_message_unpack (&homeroom__v1__lock_fence__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__lock_fence__free_unpacked
+                     (Homeroom__V1__LockFence *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__lock_fence__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__origin_progress__init
                      (Homeroom__V1__OriginProgress         *message)
 {
@@ -601,6 +646,57 @@ const ProtobufCMessageDescriptor homeroom__v1__carousel_settings__descriptor =
   homeroom__v1__carousel_settings__field_indices_by_name,
   1,  homeroom__v1__carousel_settings__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__carousel_settings__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__lock_fence__field_descriptors[2] =
+{
+  {
+    "lock",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__LockFence, lock),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "fence",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__LockFence, fence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__lock_fence__field_indices_by_name[] = {
+  1,   /* field[1] = fence */
+  0,   /* field[0] = lock */
+};
+static const ProtobufCIntRange homeroom__v1__lock_fence__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__lock_fence__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.LockFence",
+  "LockFence",
+  "Homeroom__V1__LockFence",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__LockFence),
+  2,
+  homeroom__v1__lock_fence__field_descriptors,
+  homeroom__v1__lock_fence__field_indices_by_name,
+  1,  homeroom__v1__lock_fence__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__lock_fence__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__origin_progress__field_descriptors[3] =

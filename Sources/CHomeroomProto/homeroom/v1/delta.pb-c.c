@@ -1267,6 +1267,96 @@ void   homeroom__v1__set_room_property__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__set_room_property__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__acquire_lock__init
+                     (Homeroom__V1__AcquireLock         *message)
+{
+  static const Homeroom__V1__AcquireLock init_value = HOMEROOM__V1__ACQUIRE_LOCK__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__acquire_lock__get_packed_size
+                     (const Homeroom__V1__AcquireLock *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__acquire_lock__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__acquire_lock__pack
+                     (const Homeroom__V1__AcquireLock *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__acquire_lock__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__acquire_lock__pack_to_buffer
+                     (const Homeroom__V1__AcquireLock *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__acquire_lock__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__AcquireLock *
+       homeroom__v1__acquire_lock__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__AcquireLock *)
+     protobuf_c_message_unpack (&homeroom__v1__acquire_lock__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__acquire_lock__free_unpacked
+                     (Homeroom__V1__AcquireLock *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__acquire_lock__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__release_lock__init
+                     (Homeroom__V1__ReleaseLock         *message)
+{
+  static const Homeroom__V1__ReleaseLock init_value = HOMEROOM__V1__RELEASE_LOCK__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__release_lock__get_packed_size
+                     (const Homeroom__V1__ReleaseLock *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__release_lock__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__release_lock__pack
+                     (const Homeroom__V1__ReleaseLock *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__release_lock__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__release_lock__pack_to_buffer
+                     (const Homeroom__V1__ReleaseLock *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__release_lock__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__ReleaseLock *
+       homeroom__v1__release_lock__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__ReleaseLock *)
+     protobuf_c_message_unpack (&homeroom__v1__release_lock__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__release_lock__free_unpacked
+                     (Homeroom__V1__ReleaseLock *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__release_lock__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__replica_down__init
                      (Homeroom__V1__ReplicaDown         *message)
 {
@@ -1691,7 +1781,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta_batch__descriptor =
   (ProtobufCMessageInit) homeroom__v1__delta_batch__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[37] =
+static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[39] =
 {
   {
     "clock_delta",
@@ -2126,6 +2216,30 @@ static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[37]
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "acquire_lock",
+    37,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, acquire_lock),
+    &homeroom__v1__acquire_lock__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "release_lock",
+    38,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, release_lock),
+    &homeroom__v1__release_lock__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "origin",
     40,
     PROTOBUF_C_LABEL_NONE,
@@ -2139,6 +2253,7 @@ static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[37]
   },
 };
 static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
+  36,   /* field[36] = acquire_lock */
   2,   /* field[2] = author */
   4,   /* field[4] = author_counter_delta */
   3,   /* field[3] = author_role */
@@ -2150,7 +2265,8 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   24,   /* field[24] = kick */
   12,   /* field[12] = leave_session */
   21,   /* field[21] = mute_all */
-  36,   /* field[36] = origin */
+  38,   /* field[38] = origin */
+  37,   /* field[37] = release_lock */
   23,   /* field[23] = replica_down */
   34,   /* field[34] = retire_predecessors */
   10,   /* field[10] = reward */
@@ -2180,8 +2296,8 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__delta__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 40, 36 },
-  { 0, 37 }
+  { 40, 38 },
+  { 0, 39 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
 {
@@ -2191,7 +2307,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
   "Homeroom__V1__Delta",
   "homeroom.v1",
   sizeof(Homeroom__V1__Delta),
-  37,
+  39,
   homeroom__v1__delta__field_descriptors,
   homeroom__v1__delta__field_indices_by_name,
   2,  homeroom__v1__delta__number_ranges,
@@ -3056,7 +3172,7 @@ const ProtobufCMessageDescriptor homeroom__v1__set_name__descriptor =
   (ProtobufCMessageInit) homeroom__v1__set_name__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__set_user_property__field_descriptors[9] =
+static const ProtobufCFieldDescriptor homeroom__v1__set_user_property__field_descriptors[10] =
 {
   {
     "user",
@@ -3166,11 +3282,24 @@ static const ProtobufCFieldDescriptor homeroom__v1__set_user_property__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "fence",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetUserProperty, fence),
+    &homeroom__v1__lock_fence__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__set_user_property__field_indices_by_name[] = {
   4,   /* field[4] = cause */
   6,   /* field[6] = condition */
   3,   /* field[3] = deleted */
+  9,   /* field[9] = fence */
   1,   /* field[1] = key */
   7,   /* field[7] = lineage */
   5,   /* field[5] = revision */
@@ -3181,7 +3310,7 @@ static const unsigned homeroom__v1__set_user_property__field_indices_by_name[] =
 static const ProtobufCIntRange homeroom__v1__set_user_property__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__set_user_property__descriptor =
 {
@@ -3191,7 +3320,7 @@ const ProtobufCMessageDescriptor homeroom__v1__set_user_property__descriptor =
   "Homeroom__V1__SetUserProperty",
   "homeroom.v1",
   sizeof(Homeroom__V1__SetUserProperty),
-  9,
+  10,
   homeroom__v1__set_user_property__field_descriptors,
   homeroom__v1__set_user_property__field_indices_by_name,
   1,  homeroom__v1__set_user_property__number_ranges,
@@ -3596,7 +3725,7 @@ const ProtobufCMessageDescriptor homeroom__v1__mute_all__descriptor =
   (ProtobufCMessageInit) homeroom__v1__mute_all__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__set_room_property__field_descriptors[8] =
+static const ProtobufCFieldDescriptor homeroom__v1__set_room_property__field_descriptors[9] =
 {
   {
     "key",
@@ -3694,11 +3823,24 @@ static const ProtobufCFieldDescriptor homeroom__v1__set_room_property__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "fence",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetRoomProperty, fence),
+    &homeroom__v1__lock_fence__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__set_room_property__field_indices_by_name[] = {
   3,   /* field[3] = cause */
   5,   /* field[5] = condition */
   2,   /* field[2] = deleted */
+  8,   /* field[8] = fence */
   0,   /* field[0] = key */
   6,   /* field[6] = lineage */
   4,   /* field[4] = revision */
@@ -3708,7 +3850,7 @@ static const unsigned homeroom__v1__set_room_property__field_indices_by_name[] =
 static const ProtobufCIntRange homeroom__v1__set_room_property__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__set_room_property__descriptor =
 {
@@ -3718,11 +3860,139 @@ const ProtobufCMessageDescriptor homeroom__v1__set_room_property__descriptor =
   "Homeroom__V1__SetRoomProperty",
   "homeroom.v1",
   sizeof(Homeroom__V1__SetRoomProperty),
-  8,
+  9,
   homeroom__v1__set_room_property__field_descriptors,
   homeroom__v1__set_room_property__field_indices_by_name,
   1,  homeroom__v1__set_room_property__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__set_room_property__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__acquire_lock__field_descriptors[3] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__AcquireLock, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ttl_seconds",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__AcquireLock, ttl_seconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "fence",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__AcquireLock, fence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__acquire_lock__field_indices_by_name[] = {
+  2,   /* field[2] = fence */
+  0,   /* field[0] = name */
+  1,   /* field[1] = ttl_seconds */
+};
+static const ProtobufCIntRange homeroom__v1__acquire_lock__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__acquire_lock__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.AcquireLock",
+  "AcquireLock",
+  "Homeroom__V1__AcquireLock",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__AcquireLock),
+  3,
+  homeroom__v1__acquire_lock__field_descriptors,
+  homeroom__v1__acquire_lock__field_indices_by_name,
+  1,  homeroom__v1__acquire_lock__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__acquire_lock__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__release_lock__field_descriptors[3] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__ReleaseLock, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "fence",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__ReleaseLock, fence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "revoke",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__ReleaseLock, revoke),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__release_lock__field_indices_by_name[] = {
+  1,   /* field[1] = fence */
+  0,   /* field[0] = name */
+  2,   /* field[2] = revoke */
+};
+static const ProtobufCIntRange homeroom__v1__release_lock__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__release_lock__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.ReleaseLock",
+  "ReleaseLock",
+  "Homeroom__V1__ReleaseLock",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__ReleaseLock),
+  3,
+  homeroom__v1__release_lock__field_descriptors,
+  homeroom__v1__release_lock__field_indices_by_name,
+  1,  homeroom__v1__release_lock__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__release_lock__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__replica_down__field_descriptors[2] =

@@ -1409,7 +1409,7 @@ const ProtobufCMessageDescriptor homeroom__v1__write_request__descriptor =
   (ProtobufCMessageInit) homeroom__v1__write_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__write_ack__field_descriptors[7] =
+static const ProtobufCFieldDescriptor homeroom__v1__write_ack__field_descriptors[8] =
 {
   {
     "request_id",
@@ -1495,10 +1495,23 @@ static const ProtobufCFieldDescriptor homeroom__v1__write_ack__field_descriptors
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "fence",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__WriteAck, fence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__write_ack__field_indices_by_name[] = {
   4,   /* field[4] = dot */
   2,   /* field[2] = error_code */
+  7,   /* field[7] = fence */
   3,   /* field[3] = message */
   0,   /* field[0] = request_id */
   5,   /* field[5] = revision */
@@ -1508,7 +1521,7 @@ static const unsigned homeroom__v1__write_ack__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__write_ack__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__write_ack__descriptor =
 {
@@ -1518,7 +1531,7 @@ const ProtobufCMessageDescriptor homeroom__v1__write_ack__descriptor =
   "Homeroom__V1__WriteAck",
   "homeroom.v1",
   sizeof(Homeroom__V1__WriteAck),
-  7,
+  8,
   homeroom__v1__write_ack__field_descriptors,
   homeroom__v1__write_ack__field_indices_by_name,
   1,  homeroom__v1__write_ack__number_ranges,

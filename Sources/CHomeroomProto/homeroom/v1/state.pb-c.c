@@ -457,6 +457,51 @@ void   homeroom__v1__property__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__property__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__lock_record__init
+                     (Homeroom__V1__LockRecord         *message)
+{
+  static const Homeroom__V1__LockRecord init_value = HOMEROOM__V1__LOCK_RECORD__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__lock_record__get_packed_size
+                     (const Homeroom__V1__LockRecord *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__lock_record__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__lock_record__pack
+                     (const Homeroom__V1__LockRecord *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__lock_record__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__lock_record__pack_to_buffer
+                     (const Homeroom__V1__LockRecord *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__lock_record__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__LockRecord *
+       homeroom__v1__lock_record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__LockRecord *)
+     protobuf_c_message_unpack (&homeroom__v1__lock_record__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__lock_record__free_unpacked
+                     (Homeroom__V1__LockRecord *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__lock_record__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__message_record__init
                      (Homeroom__V1__MessageRecord         *message)
 {
@@ -1379,7 +1424,7 @@ const ProtobufCMessageDescriptor homeroom__v1__class_state_register__descriptor 
   (ProtobufCMessageInit) homeroom__v1__class_state_register__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__property__field_descriptors[8] =
+static const ProtobufCFieldDescriptor homeroom__v1__property__field_descriptors[9] =
 {
   {
     "key",
@@ -1477,10 +1522,23 @@ static const ProtobufCFieldDescriptor homeroom__v1__property__field_descriptors[
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "fence",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Property, fence),
+    &homeroom__v1__lock_fence__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__property__field_indices_by_name[] = {
   4,   /* field[4] = cause */
   2,   /* field[2] = deleted */
+  8,   /* field[8] = fence */
   0,   /* field[0] = key */
   7,   /* field[7] = lineage */
   6,   /* field[6] = revision */
@@ -1491,7 +1549,7 @@ static const unsigned homeroom__v1__property__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__property__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__property__descriptor =
 {
@@ -1501,11 +1559,140 @@ const ProtobufCMessageDescriptor homeroom__v1__property__descriptor =
   "Homeroom__V1__Property",
   "homeroom.v1",
   sizeof(Homeroom__V1__Property),
-  8,
+  9,
   homeroom__v1__property__field_descriptors,
   homeroom__v1__property__field_indices_by_name,
   1,  homeroom__v1__property__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__property__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__lock_record__field_descriptors[8] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__LockRecord, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "granted",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__LockRecord, granted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "holder",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__LockRecord, holder),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "fence",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__LockRecord, fence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ttl_seconds",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__LockRecord, ttl_seconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "grant_stamp",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__LockRecord, grant_stamp),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ended_fence",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__LockRecord, ended_fence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ended_stamp",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__LockRecord, ended_stamp),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__lock_record__field_indices_by_name[] = {
+  6,   /* field[6] = ended_fence */
+  7,   /* field[7] = ended_stamp */
+  3,   /* field[3] = fence */
+  5,   /* field[5] = grant_stamp */
+  1,   /* field[1] = granted */
+  2,   /* field[2] = holder */
+  0,   /* field[0] = name */
+  4,   /* field[4] = ttl_seconds */
+};
+static const ProtobufCIntRange homeroom__v1__lock_record__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 8 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__lock_record__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.LockRecord",
+  "LockRecord",
+  "Homeroom__V1__LockRecord",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__LockRecord),
+  8,
+  homeroom__v1__lock_record__field_descriptors,
+  homeroom__v1__lock_record__field_indices_by_name,
+  1,  homeroom__v1__lock_record__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__lock_record__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__message_record__field_descriptors[7] =
@@ -2448,7 +2635,7 @@ const ProtobufCMessageDescriptor homeroom__v1__retired_name__descriptor =
   (ProtobufCMessageInit) homeroom__v1__retired_name__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptors[20] =
+static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptors[21] =
 {
   {
     "room_id",
@@ -2690,6 +2877,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "locks",
+    21,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__RoomPatch, n_locks),
+    offsetof(Homeroom__V1__RoomPatch, locks),
+    &homeroom__v1__lock_record__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
   19,   /* field[19] = carousel */
@@ -2699,6 +2898,7 @@ static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
   7,   /* field[7] = hand_limit */
   16,   /* field[16] = history_floor */
   15,   /* field[15] = history_limit */
+  20,   /* field[20] = locks */
   17,   /* field[17] = messages */
   10,   /* field[10] = mute_all */
   4,   /* field[4] = name */
@@ -2716,7 +2916,7 @@ static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__room_patch__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 20 }
+  { 0, 21 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor =
 {
@@ -2726,7 +2926,7 @@ const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor =
   "Homeroom__V1__RoomPatch",
   "homeroom.v1",
   sizeof(Homeroom__V1__RoomPatch),
-  20,
+  21,
   homeroom__v1__room_patch__field_descriptors,
   homeroom__v1__room_patch__field_indices_by_name,
   1,  homeroom__v1__room_patch__number_ranges,

@@ -20,6 +20,7 @@ typedef struct Homeroom__V1__ReplicaRef Homeroom__V1__ReplicaRef;
 typedef struct Homeroom__V1__Dot Homeroom__V1__Dot;
 typedef struct Homeroom__V1__Schedule Homeroom__V1__Schedule;
 typedef struct Homeroom__V1__CarouselSettings Homeroom__V1__CarouselSettings;
+typedef struct Homeroom__V1__LockFence Homeroom__V1__LockFence;
 typedef struct Homeroom__V1__OriginProgress Homeroom__V1__OriginProgress;
 typedef struct Homeroom__V1__VersionVector Homeroom__V1__VersionVector;
 
@@ -175,6 +176,20 @@ struct  Homeroom__V1__CarouselSettings
 
 
 /*
+ * A guarded write's claim (docs/MESSAGING.md, "Locks"): "I hold `lock` with this fence".
+ */
+struct  Homeroom__V1__LockFence
+{
+  ProtobufCMessage base;
+  char *lock;
+  uint64_t fence;
+};
+#define HOMEROOM__V1__LOCK_FENCE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__lock_fence__descriptor) \
+    , (char *)protobuf_c_empty_string, 0 }
+
+
+/*
  * What a replica has seen from one origin: every sequence number up to
  * `contiguous`, plus the ones that arrived early (after a gap).
  * `early_gaps` lists the early sequence numbers, sorted ascending, each as the
@@ -304,6 +319,25 @@ Homeroom__V1__CarouselSettings *
 void   homeroom__v1__carousel_settings__free_unpacked
                      (Homeroom__V1__CarouselSettings *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__LockFence methods */
+void   homeroom__v1__lock_fence__init
+                     (Homeroom__V1__LockFence         *message);
+size_t homeroom__v1__lock_fence__get_packed_size
+                     (const Homeroom__V1__LockFence   *message);
+size_t homeroom__v1__lock_fence__pack
+                     (const Homeroom__V1__LockFence   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__lock_fence__pack_to_buffer
+                     (const Homeroom__V1__LockFence   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__LockFence *
+       homeroom__v1__lock_fence__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__lock_fence__free_unpacked
+                     (Homeroom__V1__LockFence *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__OriginProgress methods */
 void   homeroom__v1__origin_progress__init
                      (Homeroom__V1__OriginProgress         *message);
@@ -359,6 +393,9 @@ typedef void (*Homeroom__V1__Schedule_Closure)
 typedef void (*Homeroom__V1__CarouselSettings_Closure)
                  (const Homeroom__V1__CarouselSettings *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__LockFence_Closure)
+                 (const Homeroom__V1__LockFence *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__OriginProgress_Closure)
                  (const Homeroom__V1__OriginProgress *message,
                   void *closure_data);
@@ -382,6 +419,7 @@ extern const ProtobufCMessageDescriptor homeroom__v1__replica_ref__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__dot__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__schedule__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__carousel_settings__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__lock_fence__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__origin_progress__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__version_vector__descriptor;
 

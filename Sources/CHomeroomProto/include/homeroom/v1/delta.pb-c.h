@@ -44,6 +44,8 @@ typedef struct Homeroom__V1__SetCarousel Homeroom__V1__SetCarousel;
 typedef struct Homeroom__V1__SetClassState Homeroom__V1__SetClassState;
 typedef struct Homeroom__V1__MuteAll Homeroom__V1__MuteAll;
 typedef struct Homeroom__V1__SetRoomProperty Homeroom__V1__SetRoomProperty;
+typedef struct Homeroom__V1__AcquireLock Homeroom__V1__AcquireLock;
+typedef struct Homeroom__V1__ReleaseLock Homeroom__V1__ReleaseLock;
 typedef struct Homeroom__V1__ReplicaDown Homeroom__V1__ReplicaDown;
 typedef struct Homeroom__V1__SendMessage Homeroom__V1__SendMessage;
 typedef struct Homeroom__V1__SendPeerMessage Homeroom__V1__SendPeerMessage;
@@ -111,7 +113,9 @@ typedef enum {
   HOMEROOM__V1__DELTA__OP_FOLD_SESSIONS = 33,
   HOMEROOM__V1__DELTA__OP_FOLD_REWARDS = 34,
   HOMEROOM__V1__DELTA__OP_RETIRE_PREDECESSORS = 35,
-  HOMEROOM__V1__DELTA__OP_SET_CAROUSEL = 36
+  HOMEROOM__V1__DELTA__OP_SET_CAROUSEL = 36,
+  HOMEROOM__V1__DELTA__OP_ACQUIRE_LOCK = 37,
+  HOMEROOM__V1__DELTA__OP_RELEASE_LOCK = 38
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HOMEROOM__V1__DELTA__OP__CASE)
 } Homeroom__V1__Delta__OpCase;
 
@@ -181,6 +185,11 @@ struct  Homeroom__V1__Delta
      * Flexible Classroom (issue 19).
      */
     Homeroom__V1__SetCarousel *set_carousel;
+    /*
+     * Signaling's locks, with fencing (docs/MESSAGING.md, "Locks").
+     */
+    Homeroom__V1__AcquireLock *acquire_lock;
+    Homeroom__V1__ReleaseLock *release_lock;
   };
 };
 #define HOMEROOM__V1__DELTA__INIT \
@@ -439,10 +448,16 @@ struct  Homeroom__V1__SetUserProperty
    * of its keys' revisions, docs/MESSAGING.md); absent: no condition on the set.
    */
   Homeroom__V1__RevisionCondition *set_condition;
+  /*
+   * Guarded by a lock: the author must hold `fence.lock` with exactly this fence, and
+   * the write loses to every write of the key with a larger fence. Absent: unguarded
+   * (refused for a key written under a lock).
+   */
+  Homeroom__V1__LockFence *fence;
 };
 #define HOMEROOM__V1__SET_USER_PROPERTY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_user_property__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, {0,NULL}, 0, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL, NULL }
+    , 0, (char *)protobuf_c_empty_string, {0,NULL}, 0, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL, NULL, NULL }
 
 
 /*
@@ -578,10 +593,52 @@ struct  Homeroom__V1__SetRoomProperty
    * as in SetUserProperty, for the room's set
    */
   Homeroom__V1__RevisionCondition *set_condition;
+  /*
+   * as in SetUserProperty
+   */
+  Homeroom__V1__LockFence *fence;
 };
 #define HOMEROOM__V1__SET_ROOM_PROPERTY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_room_property__descriptor) \
-    , (char *)protobuf_c_empty_string, {0,NULL}, 0, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL, NULL }
+    , (char *)protobuf_c_empty_string, {0,NULL}, 0, (char *)protobuf_c_empty_string, 0, NULL, 0,NULL, NULL, NULL }
+
+
+/*
+ * Take a free lock, or renew one the author holds (the fence stays). A client leaves
+ * `fence` 0; the node that sequences it assigns it.
+ */
+struct  Homeroom__V1__AcquireLock
+{
+  ProtobufCMessage base;
+  /*
+   * 1-64 bytes
+   */
+  char *name;
+  /*
+   * 10-300: how long the grant outlives its holder's presence
+   */
+  uint32_t ttl_seconds;
+  uint64_t fence;
+};
+#define HOMEROOM__V1__ACQUIRE_LOCK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__acquire_lock__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, 0 }
+
+
+/*
+ * End the grant with `fence` and every earlier one: by its holder, or (revoke) by a
+ * teacher or an assistant. A client leaves `fence` 0; the node fills in the grant it holds.
+ */
+struct  Homeroom__V1__ReleaseLock
+{
+  ProtobufCMessage base;
+  char *name;
+  uint64_t fence;
+  protobuf_c_boolean revoke;
+};
+#define HOMEROOM__V1__RELEASE_LOCK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__release_lock__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, 0 }
 
 
 /*
@@ -1257,6 +1314,44 @@ Homeroom__V1__SetRoomProperty *
 void   homeroom__v1__set_room_property__free_unpacked
                      (Homeroom__V1__SetRoomProperty *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__AcquireLock methods */
+void   homeroom__v1__acquire_lock__init
+                     (Homeroom__V1__AcquireLock         *message);
+size_t homeroom__v1__acquire_lock__get_packed_size
+                     (const Homeroom__V1__AcquireLock   *message);
+size_t homeroom__v1__acquire_lock__pack
+                     (const Homeroom__V1__AcquireLock   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__acquire_lock__pack_to_buffer
+                     (const Homeroom__V1__AcquireLock   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__AcquireLock *
+       homeroom__v1__acquire_lock__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__acquire_lock__free_unpacked
+                     (Homeroom__V1__AcquireLock *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__ReleaseLock methods */
+void   homeroom__v1__release_lock__init
+                     (Homeroom__V1__ReleaseLock         *message);
+size_t homeroom__v1__release_lock__get_packed_size
+                     (const Homeroom__V1__ReleaseLock   *message);
+size_t homeroom__v1__release_lock__pack
+                     (const Homeroom__V1__ReleaseLock   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__release_lock__pack_to_buffer
+                     (const Homeroom__V1__ReleaseLock   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__ReleaseLock *
+       homeroom__v1__release_lock__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__release_lock__free_unpacked
+                     (Homeroom__V1__ReleaseLock *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__ReplicaDown methods */
 void   homeroom__v1__replica_down__init
                      (Homeroom__V1__ReplicaDown         *message);
@@ -1495,6 +1590,12 @@ typedef void (*Homeroom__V1__MuteAll_Closure)
 typedef void (*Homeroom__V1__SetRoomProperty_Closure)
                  (const Homeroom__V1__SetRoomProperty *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__AcquireLock_Closure)
+                 (const Homeroom__V1__AcquireLock *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__ReleaseLock_Closure)
+                 (const Homeroom__V1__ReleaseLock *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__ReplicaDown_Closure)
                  (const Homeroom__V1__ReplicaDown *message,
                   void *closure_data);
@@ -1553,6 +1654,8 @@ extern const ProtobufCMessageDescriptor homeroom__v1__set_carousel__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_class_state__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__mute_all__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_room_property__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__acquire_lock__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__release_lock__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__replica_down__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__send_message__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__send_peer_message__descriptor;

@@ -305,10 +305,14 @@ struct  Homeroom__V1__WriteAck
    * and its set's revision (room's or user's) once it applied
    */
   uint64_t set_revision;
+  /*
+   * for an accepted acquire_lock: the grant's fence
+   */
+  uint64_t fence;
 };
 #define HOMEROOM__V1__WRITE_ACK__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__write_ack__descriptor) \
-    , 0, HOMEROOM__V1__WRITE_STATUS__WRITE_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, 0 }
+    , 0, HOMEROOM__V1__WRITE_STATUS__WRITE_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, 0, 0 }
 
 
 struct  Homeroom__V1__RoomDigest

@@ -26,6 +26,7 @@ typedef struct Homeroom__V1__CarouselRegister Homeroom__V1__CarouselRegister;
 typedef struct Homeroom__V1__ScheduleRegister Homeroom__V1__ScheduleRegister;
 typedef struct Homeroom__V1__ClassStateRegister Homeroom__V1__ClassStateRegister;
 typedef struct Homeroom__V1__Property Homeroom__V1__Property;
+typedef struct Homeroom__V1__LockRecord Homeroom__V1__LockRecord;
 typedef struct Homeroom__V1__MessageRecord Homeroom__V1__MessageRecord;
 typedef struct Homeroom__V1__PresenceEntry Homeroom__V1__PresenceEntry;
 typedef struct Homeroom__V1__Session Homeroom__V1__Session;
@@ -174,7 +175,7 @@ struct  Homeroom__V1__Property
   char *cause;
   Homeroom__V1__Stamp *stamp;
   /*
-   * merge by (revision, stamp): the larger wins
+   * merge by (fence, revision, stamp): the larger wins
    */
   uint64_t revision;
   /*
@@ -182,10 +183,49 @@ struct  Homeroom__V1__Property
    */
   size_t n_lineage;
   Homeroom__V1__Dot **lineage;
+  /*
+   * the lock fence it was written under; absent: unguarded (fence 0)
+   */
+  Homeroom__V1__LockFence *fence;
 };
 #define HOMEROOM__V1__PROPERTY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__property__descriptor) \
-    , (char *)protobuf_c_empty_string, {0,NULL}, 0, 0, (char *)protobuf_c_empty_string, NULL, 0, 0,NULL }
+    , (char *)protobuf_c_empty_string, {0,NULL}, 0, 0, (char *)protobuf_c_empty_string, NULL, 0, 0,NULL, NULL }
+
+
+/*
+ * One lock: its grant with the largest (fence, stamp), and the largest fence ended.
+ */
+struct  Homeroom__V1__LockRecord
+{
+  ProtobufCMessage base;
+  char *name;
+  /*
+   * false: no grant seen (holder, fence, ttl, grant_stamp unset)
+   */
+  protobuf_c_boolean granted;
+  /*
+   * index into RoomPatch.strings
+   */
+  uint32_t holder;
+  uint64_t fence;
+  uint32_t ttl_seconds;
+  /*
+   * of the grant's latest write (acquire or renewal)
+   */
+  Homeroom__V1__Stamp *grant_stamp;
+  /*
+   * every grant up to this fence is released or revoked; 0: none
+   */
+  uint64_t ended_fence;
+  /*
+   * set when ended_fence > 0
+   */
+  Homeroom__V1__Stamp *ended_stamp;
+};
+#define HOMEROOM__V1__LOCK_RECORD__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__lock_record__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, NULL, 0, NULL }
 
 
 /*
@@ -482,10 +522,12 @@ struct  Homeroom__V1__RoomPatch
    * absent: stopped, at the origin
    */
   Homeroom__V1__CarouselRegister *carousel;
+  size_t n_locks;
+  Homeroom__V1__LockRecord **locks;
 };
 #define HOMEROOM__V1__ROOM_PATCH__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__room_patch__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, 0,NULL }
 
 
 /* Homeroom__V1__Stamp methods */
@@ -677,6 +719,25 @@ Homeroom__V1__Property *
                       const uint8_t       *data);
 void   homeroom__v1__property__free_unpacked
                      (Homeroom__V1__Property *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__LockRecord methods */
+void   homeroom__v1__lock_record__init
+                     (Homeroom__V1__LockRecord         *message);
+size_t homeroom__v1__lock_record__get_packed_size
+                     (const Homeroom__V1__LockRecord   *message);
+size_t homeroom__v1__lock_record__pack
+                     (const Homeroom__V1__LockRecord   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__lock_record__pack_to_buffer
+                     (const Homeroom__V1__LockRecord   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__LockRecord *
+       homeroom__v1__lock_record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__lock_record__free_unpacked
+                     (Homeroom__V1__LockRecord *message,
                       ProtobufCAllocator *allocator);
 /* Homeroom__V1__MessageRecord methods */
 void   homeroom__v1__message_record__init
@@ -900,6 +961,9 @@ typedef void (*Homeroom__V1__ClassStateRegister_Closure)
 typedef void (*Homeroom__V1__Property_Closure)
                  (const Homeroom__V1__Property *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__LockRecord_Closure)
+                 (const Homeroom__V1__LockRecord *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__MessageRecord_Closure)
                  (const Homeroom__V1__MessageRecord *message,
                   void *closure_data);
@@ -946,6 +1010,7 @@ extern const ProtobufCMessageDescriptor homeroom__v1__carousel_register__descrip
 extern const ProtobufCMessageDescriptor homeroom__v1__schedule_register__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__class_state_register__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__property__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__lock_record__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__message_record__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__presence_entry__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__session__descriptor;

@@ -1,0 +1,73 @@
+extension RoomState {
+    /// The grant that holds `name` at `nowMillis`, if any.
+    public func lockHolding(_ name: String, atMillis nowMillis: UInt64) -> LockGrant? {
+        locks[name]?.holding(atMillis: nowMillis) { self.isOnline($0) }
+    }
+
+    /// Every lock as it stands at `nowMillis`, by name.
+    public func lockStatuses(atMillis nowMillis: UInt64) -> [LockStatus] {
+        locks.keys.sorted().map { lockStatus($0, atMillis: nowMillis)! }
+    }
+
+    /// One lock as it stands at `nowMillis` (nil: no such lock in this room).
+    public func lockStatus(_ name: String, atMillis nowMillis: UInt64) -> LockStatus? {
+        guard let record = locks[name] else { return nil }
+        let held = record.holding(atMillis: nowMillis) { self.isOnline($0) }
+        let acquired = record.grant == nil ? 0 : record.grantStamp.clock.millis
+        var lapses: UInt64?
+        if let held, !isOnline(held.holder) { lapses = acquired &+ UInt64(held.ttlSeconds) * 1000 }
+        return LockStatus(name: name, holder: held?.holder, fence: record.highestFence, ttlSeconds: record.grant?.ttlSeconds ?? 0,
+                          acquiredAtMillis: acquired, lapsesAtMillis: lapses)
+    }
+
+    /// Why a guarded property write may not be made here now, if it may not: the key's
+    /// current fence, and the lock the write names, as this replica knows them.
+    func fenceRefusal(_ fence: LockFence?, author: UserID, current: Register<PropertyValue>?, key: String, nowMillis: UInt64) -> WriteError? {
+        let keyFence = current?.value.fence
+        guard let fence else {
+            if let keyFence { return .fenceRequired(key: key, lock: keyFence.lock) }
+            return nil
+        }
+        if let keyFence, keyFence.fence > fence.fence { return .fenceStale(lock: fence.lock, presented: fence.fence, current: keyFence.fence) }
+        guard let grant = lockHolding(fence.lock, atMillis: nowMillis), grant.holder == author else {
+            return .lockNotHeld(lock: fence.lock, holder: lockHolding(fence.lock, atMillis: nowMillis)?.holder)
+        }
+        if grant.fence != fence.fence { return .fenceStale(lock: fence.lock, presented: fence.fence, current: grant.fence) }
+        return nil
+    }
+
+    /// Admission of a lock write at its origin.
+    func lockRefusal(_ operation: Operation, author: UserID, nowMillis: UInt64) -> WriteError? {
+        switch operation {
+        case let .acquireLock(name, _, _):
+            if locks[name] == nil && locks.count >= Locks.maxPerRoom {
+                return .limitReached("the room has \(Locks.maxPerRoom) locks, the most it keeps: reuse a lock name")
+            }
+            if let holder = lockHolding(name, atMillis: nowMillis)?.holder, holder != author { return .lockHeld(lock: name, holder: holder) }
+            return nil
+        case let .releaseLock(name, _, revoke):
+            guard let grant = lockHolding(name, atMillis: nowMillis) else { return .lockNotHeld(lock: name, holder: nil) }
+            if !revoke && grant.holder != author { return .lockNotHeld(lock: name, holder: grant.holder) }
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    /// The origin's part of a lock write: the fence it grants, renews or ends.
+    func prepareLock(_ operation: Operation, author: UserID, origin: ReplicaID, nowMillis: UInt64) -> Operation {
+        switch operation {
+        case let .acquireLock(name, ttl, _):
+            let record = locks[name] ?? LockRecord()
+            // Renewal keeps the fence; a new grant takes the next one.
+            if let held = record.holding(atMillis: nowMillis, isOnline: { self.isOnline($0) }), held.holder == author {
+                return .acquireLock(name: name, ttlSeconds: ttl, fence: held.fence)
+            }
+            return .acquireLock(name: name, ttlSeconds: ttl, fence: Locks.nextFence(after: record.highestFence, origin: origin))
+        case let .releaseLock(name, _, revoke):
+            return .releaseLock(name: name, fence: locks[name]?.grant?.fence ?? 0, revoke: revoke)
+        default:
+            return operation
+        }
+    }
+}
