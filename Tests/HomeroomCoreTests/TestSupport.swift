@@ -27,3 +27,8 @@ func classroom(students: [UserID], origin: inout Origin) -> RoomState {
     for student in students { _ = room.apply(join(student, .student, via: &origin)) }
     return room
 }
+
+extension RoomState {
+    /// The origin's preparation for tests that write no lock (a lock's fence needs the origin and the time).
+    func prepare(_ write: Write) -> Write { prepare(write, origin: ReplicaID(0), nowMillis: 0) }
+}

@@ -18,7 +18,7 @@ import Testing
                 return
             }
             let delta = Delta(sequence: sequence, clock: HybridTimestamp(packed: (1_000_000 + sequence) << 16, replica: node), author: author,
-                              authorRole: role, authorCounter: counter, operation: room.prepare(write).operation)
+                              authorRole: role, authorCounter: counter, operation: room.prepare(write, origin: ReplicaID(0), nowMillis: 0).operation)
             _ = room.apply(delta)
         }
         apply("t", .teacher, .joinSession(user: "t", session: "t-1", name: "T", role: .teacher, host: node, incarnation: 1))

@@ -1,0 +1,181 @@
+import Testing
+@testable import HomeroomCore
+
+/// Locks with fencing: admission at the origin, the merge every replica runs, and what a
+/// split does to two holders and to the writes they guard.
+@Suite struct LockTests {
+    /// One node's replica with the origin's policy: admit, prepare, stamp, apply.
+    struct Node {
+        var room: RoomState
+        var sequencer: Sequencer
+        var counter: UInt64 = 100
+
+        init(_ name: String, room: RoomState = RoomState(roomID: "r")) {
+            self.room = room
+            sequencer = Sequencer(replica: ReplicaID(node: name, generation: 1))
+        }
+
+        mutating func write(_ author: UserID, _ role: Role, _ operation: Operation, at now: UInt64) -> Result<Delta, WriteError> {
+            counter += 1
+            let write = Write(author: author, authorRole: role, authorCounter: counter, operation: operation)
+            if let refusal = room.admit(write, nowMillis: now) { return .failure(refusal) }
+            let delta = sequencer.stamp(room.prepare(write, origin: sequencer.replica, nowMillis: now), nowMillis: now)
+            _ = room.apply(delta)
+            return .success(delta)
+        }
+
+        /// The fence of an accepted acquisition.
+        mutating func acquire(_ user: UserID, _ lock: String = "grading", ttl: UInt32 = 30, at now: UInt64) throws -> UInt64 {
+            let delta = try write(user, .student, .acquireLock(name: lock, ttlSeconds: ttl), at: now).get()
+            guard case let .acquireLock(_, _, fence) = delta.operation else { Issue.record("not an acquisition"); return 0 }
+            return fence
+        }
+
+        func refusalCode(_ result: Result<Delta, WriteError>) -> String? {
+            if case let .failure(error) = result { return error.code }
+            return nil
+        }
+    }
+
+    static let now: UInt64 = 1_800_000_000_000
+
+    /// Two nodes holding one room where ana and ben (students) and tom (teacher) are online.
+    static func pair() -> (Node, Node) {
+        var a = Node("n1")
+        for (user, role) in [("ana", Role.student), ("ben", .student), ("tom", .teacher)] {
+            _ = a.write(user, role, .joinSession(user: user, session: "\(user)-1", name: user, role: role, host: a.sequencer.replica, incarnation: 1), at: now)
+        }
+        return (a, Node("n2", room: a.room))
+    }
+
+    @Test func aLockHasOneHolderAndAnotherUserIsRefusedUntilItIsReleased() throws {
+        var (a, _) = Self.pair()
+        let first = try a.acquire("ana", at: Self.now + 10)
+        #expect(first >> 24 == 1 && first & 0xFF_FFFF == UInt64(ReplicaID.nameHash(of: "n1")))
+        #expect(a.refusalCode(a.write("ben", .student, .acquireLock(name: "grading", ttlSeconds: 30), at: Self.now + 20)) == "lock-held")
+        // Renewal keeps the fence; only the holder releases.
+        #expect(try a.acquire("ana", at: Self.now + 30) == first)
+        #expect(a.refusalCode(a.write("ben", .student, .releaseLock(name: "grading", revoke: false), at: Self.now + 40)) == "lock-not-held")
+        #expect(a.refusalCode(a.write("ben", .student, .releaseLock(name: "grading", revoke: true), at: Self.now + 40)) == "not-allowed")
+        _ = try a.write("ana", .student, .releaseLock(name: "grading", revoke: false), at: Self.now + 50).get()
+        #expect(a.room.lockHolding("grading", atMillis: Self.now + 51) == nil)
+        let second = try a.acquire("ben", at: Self.now + 60)
+        #expect(second > first)
+        // A teacher revokes whoever holds it.
+        _ = try a.write("tom", .teacher, .releaseLock(name: "grading", revoke: true), at: Self.now + 70).get()
+        #expect(a.room.lockStatus("grading", atMillis: Self.now + 71)?.holder == nil)
+        #expect(a.room.lockStatus("grading", atMillis: Self.now + 71)?.fence == second)
+    }
+
+    @Test func aHolderThatGoesOfflineKeepsTheLockForItsTTLThenItLapses() throws {
+        var (a, _) = Self.pair()
+        _ = try a.acquire("ana", ttl: 30, at: Self.now + 10)
+        _ = try a.write("ana", .student, .leaveSession(user: "ana", session: "ana-1"), at: Self.now + 1_000).get()
+        let status = a.room.lockStatus("grading", atMillis: Self.now + 2_000)
+        #expect(status?.holder == "ana" && status?.lapsesAtMillis == Self.now + 10 + 30_000)
+        #expect(a.refusalCode(a.write("ben", .student, .acquireLock(name: "grading", ttlSeconds: 30), at: Self.now + 29_000)) == "lock-held")
+        #expect(a.room.lockHolding("grading", atMillis: Self.now + 30_010) == nil)
+        #expect(try a.acquire("ben", at: Self.now + 30_020) > 0)
+    }
+
+    @Test func aRoomKeepsAtMost32LockNamesAndTTLsAndNamesAreChecked() throws {
+        var (a, _) = Self.pair()
+        for index in 0..<Locks.maxPerRoom { _ = try a.acquire("ana", "lock-\(index)", at: Self.now + UInt64(index)) }
+        #expect(a.refusalCode(a.write("ana", .student, .acquireLock(name: "one-more", ttlSeconds: 30), at: Self.now + 100)) == "limit-reached")
+        #expect(try a.acquire("ana", "lock-3", at: Self.now + 101) > 0)
+        #expect(a.refusalCode(a.write("ana", .student, .acquireLock(name: "x", ttlSeconds: 9), at: Self.now + 102)) == "not-allowed")
+        #expect(a.refusalCode(a.write("ana", .student, .acquireLock(name: "", ttlSeconds: 30), at: Self.now + 102)) == "not-allowed")
+        #expect(Authority.check(author: "o", role: .observer, operation: .acquireLock(name: "x", ttlSeconds: 30, fence: 0)) == .observerIsReadOnly(operation: "acquire-lock"))
+    }
+
+    @Test func guardedWritesNeedTheCurrentFenceAndAGuardedKeyRefusesUnguardedWrites() throws {
+        var (a, _) = Self.pair()
+        let fence = try a.acquire("tom", at: Self.now + 10)
+        func set(_ value: String, _ fence: LockFence?, by user: UserID = "tom", at offset: UInt64) -> Result<Delta, WriteError> {
+            a.write(user, .teacher, .setRoomProperty(key: "grades", value: Array(value.utf8), cause: "",
+                                                     revision: PropertyRevision(fence: fence)), at: Self.now + offset)
+        }
+        _ = try set("draft", LockFence(lock: "grading", fence: fence), at: 20).get()
+        #expect(a.room.properties["grades"]?.value.fence == LockFence(lock: "grading", fence: fence))
+        #expect(a.refusalCode(set("sneaky", nil, at: 30)) == "fence-required")
+        #expect(a.refusalCode(set("wrong", LockFence(lock: "grading", fence: fence + 1), at: 31)) == "fence-stale")
+        #expect(a.refusalCode(set("other", LockFence(lock: "grading", fence: fence), by: "ana", at: 32)) == "lock-not-held")
+        _ = try a.write("tom", .teacher, .releaseLock(name: "grading", revoke: false), at: Self.now + 40).get()
+        #expect(a.refusalCode(set("late", LockFence(lock: "grading", fence: fence), at: 50)) == "lock-not-held")
+        let next = try a.acquire("tom", at: Self.now + 60)
+        _ = try set("final", LockFence(lock: "grading", fence: next), at: 70).get()
+        #expect(a.room.properties["grades"]?.value.bytes == Array("final".utf8))
+    }
+
+    /// The point of fencing: a partition gives each side a holder; after the heal one
+    /// grant stands (the larger fence) on both replicas, and the older holder's guarded
+    /// writes lose to the newer holder's, though they were made later and more often.
+    @Test func afterASplitTheLargerFenceHoldsAndTheOlderHoldersWritesLoseOnEveryReplica() throws {
+        var (a, b) = Self.pair()
+        let first = try a.acquire("ana", at: Self.now + 10)
+        b.room.merge(a.room.missing(since: b.room.seen))
+        // Split: on b's side ana's grant is revoked and ben takes the lock.
+        _ = try b.write("tom", .teacher, .releaseLock(name: "grading", revoke: true), at: Self.now + 100).get()
+        let second = try b.acquire("ben", at: Self.now + 200)
+        #expect(second > first)
+        _ = try b.write("ben", .assistant, .setRoomProperty(key: "grades", value: Array("ben".utf8), cause: "",
+                                                        revision: PropertyRevision(fence: LockFence(lock: "grading", fence: second))), at: Self.now + 300).get()
+        // On a's side ana (an assistant here, so she may write room properties) still holds it and writes more, and later.
+        for (index, value) in ["ana-1", "ana-2", "ana-3"].enumerated() {
+            _ = try a.write("ana", .assistant, .setRoomProperty(key: "grades", value: Array(value.utf8), cause: "",
+                                                            revision: PropertyRevision(fence: LockFence(lock: "grading", fence: first))),
+                            at: Self.now + 1_000 + UInt64(index)).get()
+        }
+        #expect(a.room.properties["grades"]!.value.revision > b.room.properties["grades"]!.value.revision)
+        // Heal, in both directions and orders.
+        let fromA = a.room.missing(since: b.room.seen), fromB = b.room.missing(since: a.room.seen)
+        var viaPatch = a.room
+        viaPatch.merge(fromB)
+        b.room.merge(fromA)
+        #expect(viaPatch == b.room)
+        for room in [viaPatch, b.room] {
+            #expect(room.lockHolding("grading", atMillis: Self.now + 2_000)?.holder == "ben")
+            #expect(room.properties["grades"]?.value.bytes == Array("ben".utf8))
+        }
+        // Ana's grant is over everywhere: her next guarded write is refused.
+        a.room = viaPatch
+        #expect(a.refusalCode(a.write("ana", .assistant, .setRoomProperty(key: "grades", value: Array("ana-4".utf8), cause: "",
+                                                                      revision: PropertyRevision(fence: LockFence(lock: "grading", fence: first))),
+                                        at: Self.now + 3_000)) == "fence-stale")
+    }
+
+    @Test func concurrentGrantsOnTwoNodesGetDistinctFencesAndMergeToOneInAnyOrder() throws {
+        var (a, b) = Self.pair()
+        let base = a.room
+        let da = try a.write("ana", .student, .acquireLock(name: "grading", ttlSeconds: 30), at: Self.now + 10).get()
+        let db = try b.write("ben", .student, .acquireLock(name: "grading", ttlSeconds: 30), at: Self.now + 10).get()
+        guard case let .acquireLock(_, _, fa) = da.operation, case let .acquireLock(_, _, fb) = db.operation else { return }
+        #expect(fa != fb && fa >> 24 == fb >> 24)
+        var ab = base, ba = base
+        _ = ab.apply(da); _ = ab.apply(db)
+        _ = ba.apply(db); _ = ba.apply(da)
+        #expect(ab == ba)
+        var patched = a.room
+        patched.merge(b.room.missing(since: patched.seen))
+        #expect(patched == ab)
+        #expect(ab.lockHolding("grading", atMillis: Self.now + 20)?.fence == max(fa, fb))
+        // A snapshot keeps the lock as it is; a patch of what a replica has carries no lock.
+        #expect(ab.snapshot().locks == ab.locks && ab.missing(since: .empty).locks == ab.locks)
+        #expect(ab.missing(since: ab.seen).locks.isEmpty)
+    }
+
+    @Test func aLargerFenceOutranksAHigherRevisionInTheMerge() {
+        let stamp = Stamp(clock: HybridTimestamp(millis: 10, logical: 0, replica: ReplicaID(1)), sequence: 1)
+        let later = Stamp(clock: HybridTimestamp(millis: 99, logical: 0, replica: ReplicaID(2)), sequence: 1)
+        let newer = Register(PropertyValue(bytes: [1], operatorID: "ben", cause: "", revision: 2, fence: LockFence(lock: "l", fence: 2 << 24)), stamp: stamp)
+        let older = Register(PropertyValue(bytes: [2], operatorID: "ana", cause: "", revision: 9, fence: LockFence(lock: "l", fence: 1 << 24)), stamp: later)
+        let unguarded = Register(PropertyValue(bytes: [3], operatorID: "ana", cause: "", revision: 50), stamp: later)
+        #expect(older.precedes(newer) && !newer.precedes(older))
+        #expect(unguarded.precedes(older))
+        for order in [[newer, older, unguarded], [unguarded, older, newer], [older, unguarded, newer]] {
+            var table: [String: Register<PropertyValue>] = [:]
+            for register in order { _ = RoomState.mergeProperty(&table, "k", register) }
+            #expect(table["k"] == newer)
+        }
+    }
+}
