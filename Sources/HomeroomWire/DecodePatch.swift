@@ -55,6 +55,7 @@ extension CDecoder {
             var record = LockRecord()
             if entry.granted != 0 {
                 guard entry.grant_stamp != nil else { throw .missingField("\(path).grant_stamp") }
+                guard entry.fence > 0 else { throw .invalidValue(field: "\(path).fence", reason: "a grant's fence is above 0") }
                 record.grant = LockGrant(holder: try tableString(entry.holder, tables, "\(path).holder"), fence: entry.fence, ttlSeconds: entry.ttl_seconds)
                 record.grantStamp = try stamp(entry.grant_stamp, tables, "\(path).grant_stamp")
             }

@@ -172,6 +172,54 @@ struct Checker {
                                        ? "\(acknowledged.values.reduce(0, +)) acknowledged of \(attempted.values.reduce(0, +)) attempted rewards: every total between the two, each reward counted once (amount \(foldedAmount) of them folded into floors)"
                                        : "\(rewardProblems.count) problems, first: \(rewardProblems[0])"))
 
+        // 3b. Locks: every acknowledged grant has its own fence (renewals by the holder
+        // excepted), no replica ends below the largest one, and the guarded key holds a
+        // write made under the largest fence any of its writes had: an older holder's
+        // writes never overwrite a newer one's (docs/MESSAGING.md, "Locks").
+        var lockProblems: [String] = []
+        var grantHolders: [UInt64: Set<String>] = [:]
+        var guardedValues: [UInt64: Set<String>] = [:]
+        var acknowledgedGuarded: UInt64 = 0
+        var acknowledgedGrants = 0, acknowledgedGuardedWrites = 0
+        for record in history {
+            guard let mark = record.lock else { continue }
+            switch mark.kind {
+            case .acquire:
+                if case .acknowledged = record.outcome {
+                    acknowledgedGrants += 1
+                    grantHolders[mark.fence, default: []].insert(record.client)
+                }
+            case let .guardedWrite(value):
+                guardedValues[mark.fence, default: []].insert(value)
+                if case .acknowledged = record.outcome {
+                    acknowledgedGuardedWrites += 1
+                    acknowledgedGuarded = max(acknowledgedGuarded, mark.fence)
+                }
+            case .release: break
+            }
+        }
+        for (fence, holders) in grantHolders where holders.count > 1 {
+            lockProblems.append("fence \(fence) was granted to \(holders.sorted().joined(separator: " and "))")
+        }
+        let largestGrant = grantHolders.keys.max() ?? 0
+        for replica in replicas {
+            let highest = replica.state.locks[WorkloadPlan.lockName]?.highestFence ?? 0
+            if highest < largestGrant { lockProblems.append("\(replica.label): lock fence \(highest) below the acknowledged grant \(largestGrant)") }
+            guard acknowledgedGuarded > 0 else { continue }
+            let value = replica.state.properties[WorkloadPlan.guardedKey]?.value
+            let fence = value?.fence?.fence ?? 0
+            let text = String(decoding: value?.bytes ?? [], as: UTF8.self)
+            if fence < acknowledgedGuarded {
+                lockProblems.append("\(replica.label): \(WorkloadPlan.guardedKey) holds a write of fence \(fence), below the acknowledged guarded write of fence \(acknowledgedGuarded)")
+            } else if guardedValues[fence]?.contains(text) != true {
+                lockProblems.append("\(replica.label): \(WorkloadPlan.guardedKey) = \(text) under fence \(fence): no write of that fence had that value")
+            }
+        }
+        result.checks.append(Check(name: "locks", passed: lockProblems.isEmpty,
+                                   detail: lockProblems.isEmpty
+                                       ? "\(acknowledgedGrants) acknowledged grants (\(grantHolders.count) fences, each one holder's) and \(acknowledgedGuardedWrites) acknowledged guarded writes: every replica at the largest fence, the guarded key holding a write of the largest fence"
+                                       : "\(lockProblems.count) problems, first: \(lockProblems[0])"))
+
         // 4. Invariants: sampled during the run on every node, and on every final replica.
         var invariantProblems = tracking.violations
         for replica in replicas {

@@ -65,6 +65,14 @@ struct WriteRecord: Sendable {
     var reward: RewardMark?
     /// For property writes: the unique key and its value; user nil for a room property.
     var property: PropertyMark?
+    /// For lock acquisitions (the fence granted) and guarded writes (the fence presented).
+    var lock: LockMark?
+}
+
+struct LockMark: Sendable, Hashable {
+    enum Kind: Sendable, Hashable { case acquire, guardedWrite(value: String), release }
+    var kind: Kind
+    var fence: UInt64
 }
 
 struct RewardMark: Sendable, Hashable {
@@ -101,6 +109,8 @@ final class Writer: Sendable {
     /// Set when this user was banned: it leaves the equality check (its node no longer serves it).
     let banned = Atomic<Bool>(false)
     let recreated = Atomic<Int>(0)
+    /// The fence of the lock grant this writer last got (0: none), for its guarded writes.
+    let heldFence = Atomic<UInt64>(0)
     private let worker = Mutex<Worker?>(nil)
 
     init(user: UserID, role: Role, endpoints: [NodeEndpoint], seed: UInt64) {
@@ -162,17 +172,37 @@ final class Writer: Sendable {
             let (operation, reward, property) = plan.nextOperation(for: self, sequence: sequence, rng: &rng)
             let invoked = Clock.now
             let outcome: Outcome
+            var lock: LockMark?
             do {
-                let dot = try current.write(operation)
-                outcome = .acknowledged(dot)
+                switch operation {
+                case let .acquireLock(name, ttl, _):
+                    let grant = try current.acquireLock(name, ttlSeconds: ttl)
+                    heldFence.store(grant.fence, ordering: .relaxed)
+                    lock = LockMark(kind: .acquire, fence: grant.fence)
+                    outcome = .acknowledged(grant.dot)
+                default:
+                    if case let .setRoomProperty(_, value, _, revision) = operation, let fence = revision.fence {
+                        lock = LockMark(kind: .guardedWrite(value: String(decoding: value ?? [], as: UTF8.self)), fence: fence.fence)
+                    } else if case .releaseLock = operation {
+                        lock = LockMark(kind: .release, fence: heldFence.load(ordering: .relaxed))
+                    }
+                    let dot = try current.write(operation)
+                    outcome = .acknowledged(dot)
+                }
             } catch {
                 switch error {
                 case let .refused(code, _): outcome = .refused(code)
                 default: outcome = .indeterminate(error.code)
                 }
             }
+            // A grant that ended (released, revoked, lapsed, lost to a larger fence) is not tried again.
+            switch (operation, outcome) {
+            case (.releaseLock, .acknowledged), (_, .refused("lock-not-held")), (_, .refused("fence-stale")):
+                heldFence.store(0, ordering: .relaxed)
+            default: break
+            }
             history.append(WriteRecord(client: user, operation: operation.name, invokedAt: invoked, completedAt: Clock.now,
-                                       outcome: outcome, reward: reward, property: property))
+                                       outcome: outcome, reward: reward, property: property, lock: lock))
             if case .refused("banned") = outcome {
                 banned.store(true, ordering: .releasing)
                 break
@@ -189,6 +219,10 @@ final class WorkloadPlan: Sendable {
     let students: [UserID]
     let writesPerSecond: Double
     private let counters = Mutex<[UserID: Int]>([:])
+
+    /// The lock the teachers share, and the room property it guards.
+    static let lockName = "chaos-lock"
+    static let guardedKey = "guarded"
 
     init(students: [UserID], writesPerSecond: Double) {
         self.students = students
@@ -225,8 +259,18 @@ final class WorkloadPlan: Sendable {
                 let value = "v\(sequence)"
                 return (.setRoomProperty(key: key, value: Array(value.utf8), cause: "chaos"),
                         nil, PropertyMark(user: nil, key: key, value: value))
-            case 87..<92: return (.setStageLimit(UInt32(Int.random(in: 3...6, using: &rng))), nil, nil)
-            case 92..<97: return (.setHand(user: student, raised: false), nil, nil)
+            case 87..<89: return (.setStageLimit(UInt32(Int.random(in: 3...6, using: &rng))), nil, nil)
+            case 89..<95:
+                // The lock: take it, write the guarded key under its fence, let it go.
+                let fence = writer.heldFence.load(ordering: .relaxed)
+                if fence == 0 || roll == 89 {
+                    return (roll == 89 && fence != 0 ? .releaseLock(name: Self.lockName, revoke: false)
+                                                     : .acquireLock(name: Self.lockName, ttlSeconds: 10), nil, nil)
+                }
+                let value = "\(writer.user).\(sequence)"
+                return (.setRoomProperty(key: Self.guardedKey, value: Array(value.utf8), cause: "chaos",
+                                         revision: PropertyRevision(fence: LockFence(lock: Self.lockName, fence: fence))), nil, nil)
+            case 95..<97: return (.setHand(user: student, raised: false), nil, nil)
             default: return (.muteAll, nil, nil)
             }
         }

@@ -57,6 +57,8 @@ public struct LockRecord: Hashable, Sendable {
     /// Takes in a grant; returns whether it changed the record.
     @discardableResult
     public mutating func take(grant incoming: LockGrant, stamp: Stamp) -> Bool {
+        // Fence 0 is no grant (a node assigns every grant a fence above 0).
+        guard incoming.fence > 0 else { return false }
         if let grant, (grant.fence, grantStamp) >= (incoming.fence, stamp) { return false }
         grant = incoming
         grantStamp = stamp
@@ -66,7 +68,8 @@ public struct LockRecord: Hashable, Sendable {
     /// Takes in the end (release or revocation) of every grant up to `fence`.
     @discardableResult
     public mutating func end(upTo fence: UInt64, stamp: Stamp) -> Bool {
-        guard (fence, stamp) > (endedFence, endedStamp) else { return false }
+        // Fence 0 ends nothing (no grant has it): a release of a lock never granted.
+        guard fence > 0, (fence, stamp) > (endedFence, endedStamp) else { return false }
         endedFence = fence
         endedStamp = stamp
         return true

@@ -74,6 +74,12 @@ public struct Simulation {
     var acceptedMessages: [MessageKey: [Stamp]] = [:]
     var recentMessageWrites: [Write] = []
     var acceptedPropertyWrites: [AcceptedPropertyWrite] = []
+    /// Per accepted grant's fence, who got it (a renewal keeps the fence and the holder).
+    var grantedFences: [UInt64: Set<UserID>] = [:]
+    /// The largest fence of an accepted guarded write.
+    var largestGuardedFence: UInt64 = 0
+    static let lockName = "sim-lock"
+    static let guardedKey = "guarded"
     public private(set) var report: SimulationReport
 
     public init(seed: UInt64, config: SimulationConfig = SimulationConfig()) {
@@ -220,6 +226,21 @@ public struct Simulation {
             case 48..<58: return .setChatMuted(user: rng.chance(50) ? nil : someone, muted: rng.chance(50))
             case 58..<62: return .trimHistory(beforeMillis: nowMillis - UInt64.random(in: 0...3_000, using: &rng))
             case 62..<66: return .setHistoryLimit(UInt32.random(in: 3...40, using: &rng))
+            case 66..<86:
+                // The lock: take it (or renew it), write the key it guards under the fence this
+                // node shows (sometimes a stale one), let it go, or revoke whoever holds it.
+                let held = state.lockHolding(Self.lockName, atMillis: nowMillis)
+                let highest = state.locks[Self.lockName]?.highestFence ?? 0
+                let mine = held?.holder == actor.id
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 0..<6 where mine, 5..<7 where !mine && highest > 0:
+                    // The holder's write under its fence, or another's under a fence it does not hold.
+                    return .setRoomProperty(key: Self.guardedKey, value: [UInt8.random(in: 0...255, using: &rng)], cause: "sim",
+                                            revision: PropertyRevision(fence: LockFence(lock: Self.lockName, fence: mine ? held!.fence : highest)))
+                case 7..<9: return .releaseLock(name: Self.lockName, revoke: false)
+                case 9: return .releaseLock(name: Self.lockName, revoke: true)
+                default: return .acquireLock(name: Self.lockName, ttlSeconds: 10)
+                }
             default:
                 let value: [UInt8]? = rng.chance(85) ? [UInt8.random(in: 0...255, using: &rng)] : nil
                 let key = rng.chance(60) ? "cas" : "cas2"
@@ -294,6 +315,13 @@ public struct Simulation {
                 }
             }
             switch prepared.operation {
+            case let .acquireLock(_, _, fence):
+                grantedFences[fence, default: []].insert(write.author)
+                report.lockGrants += 1
+            case let .setRoomProperty(_, _, _, revision) where revision.fence != nil:
+                // Guarded writes lose by fence, which tells their writers; not a conflict to report.
+                largestGuardedFence = max(largestGuardedFence, revision.fence!.fence)
+                report.guardedWrites += 1
             case let .setRoomProperty(key, _, _, revision):
                 acceptedPropertyWrites.append(AcceptedPropertyWrite(scope: .room, key: key, dot: delta.dot, revision: revision.assigned))
             case let .setUserProperty(user, key, _, _, revision):
@@ -331,12 +359,15 @@ public struct Simulation {
     }
 
     /// No property set's revision ever goes down on a replica (not through a delta, a
-    /// patch, a conflict or a retry).
+    /// patch, a conflict or a retry). The key a lock guards is left out: its writes merge
+    /// by fence first, so an older holder's higher revisions give way to a newer holder's
+    /// (docs/MESSAGING.md, "Locks").
     mutating func checkSetRevisions(at replica: Int) {
         let state = nodes[replica].state
         let scopes: [(String, PropertyScope)] = [("room", .room)] + state.users.keys.map { ($0, .user($0)) }
         for (name, scope) in scopes {
-            let now = state.propertySetRevision(scope: scope)
+            var now = state.propertySetRevision(scope: scope)
+            if scope == .room { now &-= state.propertyRevision(scope: .room, key: Self.guardedKey) }
             let before = nodes[replica].highestSetRevisions[name] ?? 0
             if now < before {
                 report.violations.append("replica \(replica + 1): the \(scope)'s set revision went down from \(before) to \(now)")
@@ -514,7 +545,25 @@ public struct Simulation {
             checkMessaging(node, name: "replica \(index + 1)")
         }
         checkHistory(reference)
+        checkLocks()
         report.finalRoster = reference.roster()
+    }
+
+    /// Every grant had its own fence; no replica ends below the largest grant, and the
+    /// guarded key holds a write of at least the largest accepted guarded fence.
+    mutating func checkLocks() {
+        for (fence, holders) in grantedFences where holders.count > 1 {
+            report.violations.append("lock fence \(fence) was granted to \(holders.sorted().joined(separator: " and "))")
+        }
+        let largestGrant = grantedFences.keys.max() ?? 0
+        for (index, node) in nodes.enumerated() {
+            let highest = node.state.locks[Self.lockName]?.highestFence ?? 0
+            if highest < largestGrant { report.violations.append("replica \(index + 1): lock fence \(highest), below the granted \(largestGrant)") }
+            let fence = node.state.properties[Self.guardedKey]?.value.fence?.fence ?? 0
+            if fence < largestGuardedFence {
+                report.violations.append("replica \(index + 1): \(Self.guardedKey) holds a write of fence \(fence), below the accepted \(largestGuardedFence)")
+            }
+        }
     }
 
     /// Every accepted message is on every replica unless it is at or below the floor,

@@ -42,6 +42,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var messagesReadded = 0
     public var propertyConflicts = 0
     public var propertyWritesLost = 0
+    public var lockGrants = 0
+    public var guardedWrites = 0
     public var violations: [String] = []
     public var finalRoster: Roster?
 
@@ -55,6 +57,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
             "messaging: \(messagesAccepted) messages accepted, \(messagesKept) kept, \(messageRetries) retries "
                 + "(\(duplicateMessagesRefused) refused as duplicates, \(messagesReadded) back after leaving), "
                 + "\(propertyConflicts) property conflicts reported, \(propertyWritesLost) property writes lost",
+            "locks: \(lockGrants) grants, \(guardedWrites) guarded writes accepted",
         ]
         lines.append(violations.isEmpty ? "all replicas identical, every invariant held" : "VIOLATIONS:\n  " + violations.joined(separator: "\n  "))
         return lines.joined(separator: "\n")

@@ -174,10 +174,16 @@ extension RoomState {
         case let .setCarousel(settings):
             return roomInfo { $0.carousel.write(settings, at: stamp) }
         case let .acquireLock(name, ttl, fence):
-            let changed = locks[name, default: LockRecord()].take(grant: LockGrant(holder: delta.author, fence: fence, ttlSeconds: ttl), stamp: stamp)
-            return changed ? [.locksUpdated(names: [name])] : []
+            // Only a write that changes the record makes one: an empty record is never sent in a patch.
+            var record = locks[name] ?? LockRecord()
+            guard record.take(grant: LockGrant(holder: delta.author, fence: fence, ttlSeconds: ttl), stamp: stamp) else { return [] }
+            locks[name] = record
+            return [.locksUpdated(names: [name])]
         case let .releaseLock(name, fence, _):
-            return locks[name, default: LockRecord()].end(upTo: fence, stamp: stamp) ? [.locksUpdated(names: [name])] : []
+            var record = locks[name] ?? LockRecord()
+            guard record.end(upTo: fence, stamp: stamp) else { return [] }
+            locks[name] = record
+            return [.locksUpdated(names: [name])]
         case let .setRoomType(roomType):
             return roomWide { $0.type.write(roomType, at: stamp) }
         case let .setStageLimit(limit):
