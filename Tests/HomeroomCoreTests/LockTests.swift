@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 @testable import HomeroomCore
 
@@ -177,5 +178,100 @@ import Testing
             for register in order { _ = RoomState.mergeProperty(&table, "k", register) }
             #expect(table["k"] == newer)
         }
+    }
+}
+
+/// Seeded schedules of three nodes that partition and heal while users take, use, let go
+/// of and revoke one lock, writing its guarded key with the fence they were last granted
+/// (as a real client does). An independent oracle from the accepted writes alone: after
+/// the final heal every replica is equal, every grant had its own fence, and the guarded
+/// key holds a write of the largest fence any accepted guarded write had.
+@Suite struct LockScheduleTests {
+    @Test func randomSplitsNeverLetAnOlderHolderOverwriteANewerOne() {
+        let replay = getenv("HOMEROOM_SEED").flatMap { UInt64(String(cString: $0)) }
+        let first = replay ?? 20_261_202
+        let count = replay == nil ? 300 : 1
+        var totals = (grants: 0, guarded: 0, stale: 0, splits: 0)
+        for seed in first..<(first + UInt64(count)) {
+            let problems = Self.run(seed: seed, totals: &totals)
+            if !problems.isEmpty {
+                Issue.record("seed \(seed): \(problems.joined(separator: "; "))\nreplay: HOMEROOM_SEED=\(seed) swift test --filter LockScheduleTests")
+                return
+            }
+        }
+        // The schedules must exercise what they check.
+        print("LockScheduleTests: \(count) schedules: \(totals.grants) grants, \(totals.guarded) guarded writes, \(totals.stale) stale fences refused, \(totals.splits) splits")
+        #expect(totals.grants > count && totals.guarded > count && totals.stale > 0 && totals.splits > count / 2, "\(totals)")
+    }
+
+    static func run(seed: UInt64, totals: inout (grants: Int, guarded: Int, stale: Int, splits: Int)) -> [String] {
+        var rng = SplitMix64(seed: seed)
+        let (a, b) = LockTests.pair()
+        var nodes = [a, b, LockTests.Node("n3", room: a.room)]
+        let users: [(UserID, Role)] = [("ana", .assistant), ("ben", .assistant), ("tom", .teacher)]
+        var lastGrant: [UserID: UInt64] = [:]
+        var grantHolders: [UInt64: Set<UserID>] = [:]
+        var guardedValues: [UInt64: Set<[UInt8]>] = [:]
+        var largestGuarded: UInt64 = 0
+        var side: [Int]? = nil   // nodes cut off from the others
+        var now = LockTests.now + 1_000
+        func connected(_ x: Int, _ y: Int) -> Bool { side.map { $0.contains(x) == $0.contains(y) } ?? true }
+        for _ in 0..<200 {
+            now += UInt64.random(in: 1...400, using: &rng)
+            switch Int.random(in: 0..<100, using: &rng) {
+            case 0..<6:
+                if side == nil { side = [Int.random(in: 0..<3, using: &rng)]; totals.splits += 1 } else { side = nil }
+            case 6..<40:
+                // Anti-entropy between two connected nodes.
+                let x = Int.random(in: 0..<3, using: &rng), y = Int.random(in: 0..<3, using: &rng)
+                if x != y && connected(x, y) { nodes[y].room.merge(nodes[x].room.missing(since: nodes[y].room.seen)) }
+            default:
+                let node = Int.random(in: 0..<3, using: &rng)
+                let (user, role) = users.randomElement(using: &rng)!
+                let operation: Operation
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 0..<3: operation = .acquireLock(name: "grading", ttlSeconds: 10)
+                case 3..<8:
+                    guard let fence = lastGrant[user] else { continue }
+                    operation = .setRoomProperty(key: "grades", value: [UInt8.random(in: 0...255, using: &rng)], cause: "",
+                                                 revision: PropertyRevision(fence: LockFence(lock: "grading", fence: fence)))
+                case 8: operation = .releaseLock(name: "grading", revoke: false)
+                default: operation = .releaseLock(name: "grading", revoke: true)
+                }
+                switch nodes[node].write(user, role, operation, at: now) {
+                case let .success(delta):
+                    switch delta.operation {
+                    case let .acquireLock(_, _, fence):
+                        lastGrant[user] = fence
+                        grantHolders[fence, default: []].insert(user)
+                        totals.grants += 1
+                    case let .setRoomProperty(_, value, _, revision):
+                        guardedValues[revision.fence!.fence, default: []].insert(value ?? [])
+                        largestGuarded = max(largestGuarded, revision.fence!.fence)
+                        totals.guarded += 1
+                    default: break
+                    }
+                case let .failure(error):
+                    if error.code == "fence-stale" || error.code == "lock-not-held" { totals.stale += 1 }
+                }
+            }
+        }
+        // Heal: everyone gets everything.
+        for _ in 0..<2 {
+            for x in 0..<3 { for y in 0..<3 where x != y { nodes[y].room.merge(nodes[x].room.missing(since: nodes[y].room.seen)) } }
+        }
+        var problems: [String] = []
+        if nodes[1].room != nodes[0].room || nodes[2].room != nodes[0].room { problems.append("replicas differ after the heal") }
+        for (fence, holders) in grantHolders where holders.count > 1 { problems.append("fence \(fence) granted to \(holders.sorted())") }
+        let grades = nodes[0].room.properties["grades"]?.value
+        if largestGuarded > 0 {
+            if grades?.fence?.fence != largestGuarded {
+                problems.append("grades holds fence \(grades?.fence?.fence ?? 0), the largest accepted guarded write had \(largestGuarded)")
+            } else if guardedValues[largestGuarded]?.contains(grades?.bytes ?? []) != true {
+                problems.append("grades holds a value no write of fence \(largestGuarded) had")
+            }
+        }
+        if (nodes[0].room.locks["grading"]?.highestFence ?? 0) < (grantHolders.keys.max() ?? 0) { problems.append("the lock is below its largest grant") }
+        return problems
     }
 }
