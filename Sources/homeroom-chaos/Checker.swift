@@ -220,6 +220,41 @@ struct Checker {
                                        ? "\(acknowledgedGrants) acknowledged grants (\(grantHolders.count) fences, each one holder's) and \(acknowledgedGuardedWrites) acknowledged guarded writes: every replica at the largest fence, the guarded key holding a write of the largest fence"
                                        : "\(lockProblems.count) problems, first: \(lockProblems[0])"))
 
+        // 3c. Register effects: every register a workload write won holds that write's value
+        // (found by the winning stamp's dot), on every replica: no value applied to the wrong
+        // user or field, none made up, none lost to an older write that won by mistake.
+        var acknowledgedRegisters: [Dot: RegisterMark] = [:]
+        for record in history {
+            if case let .acknowledged(dot) = record.outcome, let mark = record.register { acknowledgedRegisters[dot] = mark }
+        }
+        var registerProblems: [String] = []
+        var registersChecked = 0
+        for replica in replicas {
+            func check(_ user: UserID?, _ field: String, _ value: String, _ stamp: Stamp) {
+                guard stamp.sequence != 0, let mark = acknowledgedRegisters[stamp.dot] else { return }
+                registersChecked += 1
+                if mark.user != user || mark.field != field || mark.value != value {
+                    registerProblems.append("\(replica.label): \(user ?? "room") \(field) = \(value) by \(stamp.dot), which wrote \(mark.user ?? "room") \(mark.field) = \(mark.value)")
+                }
+            }
+            check(nil, "stage-limit", "\(replica.state.stageLimit.value)", replica.state.stageLimit.stamp)
+            for (user, record) in replica.state.users {
+                check(user, "name", record.name.value, record.name.stamp)
+                guard record.hasActivity else { continue }
+                check(user, "stage", "\(record.stage.value)", record.stage.stamp)
+                check(user, "board", "\(record.board.value)", record.board.stamp)
+                check(user, "hand", "\(record.hand.value)", record.hand.stamp)
+                check(user, "camera-device", "\(record.cameraDevice.value)", record.cameraDevice.stamp)
+                check(user, "microphone-device", "\(record.microphoneDevice.value)", record.microphoneDevice.stamp)
+                check(user, "camera-privilege", "\(record.cameraPrivilege.value)", record.cameraPrivilege.stamp)
+                check(user, "microphone-privilege", "\(record.microphonePrivilege.value)", record.microphonePrivilege.stamp)
+            }
+        }
+        result.checks.append(Check(name: "register-effects", passed: registerProblems.isEmpty && (acknowledgedRegisters.isEmpty || registersChecked > 0),
+                                   detail: registerProblems.isEmpty
+                                       ? "\(registersChecked) registers across the replicas hold the value of the acknowledged write that won them (\(acknowledgedRegisters.count) acknowledged register writes)"
+                                       : "\(registerProblems.count) problems, first: \(registerProblems[0])"))
+
         // 4. Invariants: sampled during the run on every node, and on every final replica.
         var invariantProblems = tracking.violations
         for replica in replicas {

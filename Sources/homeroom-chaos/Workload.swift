@@ -67,6 +67,28 @@ struct WriteRecord: Sendable {
     var property: PropertyMark?
     /// For lock acquisitions (the fence granted) and guarded writes (the fence presented).
     var lock: LockMark?
+    /// For writes of one register (stage, devices, privileges, board, hand, name, stage limit): which and what.
+    var register: RegisterMark?
+}
+
+/// One register write: the register (a user's field, or the room's) and the value written.
+struct RegisterMark: Sendable, Hashable {
+    var user: UserID?
+    var field: String
+    var value: String
+
+    init?(_ operation: Operation) {
+        switch operation {
+        case let .setStage(user, on): (self.user, field, value) = (user, "stage", "\(on)")
+        case let .setBoard(user, granted): (self.user, field, value) = (user, "board", "\(granted)")
+        case let .setHand(user, raised): (self.user, field, value) = (user, "hand", "\(raised)")
+        case let .setDevice(user, device, on): (self.user, field, value) = (user, "\(device)-device", "\(on)")
+        case let .setPrivilege(user, device, allowed): (self.user, field, value) = (user, "\(device)-privilege", "\(allowed)")
+        case let .setName(user, name): (self.user, field, value) = (user, "name", name)
+        case let .setStageLimit(limit): (self.user, field, value) = (nil, "stage-limit", "\(limit)")
+        default: return nil
+        }
+    }
 }
 
 struct LockMark: Sendable, Hashable {
@@ -202,7 +224,8 @@ final class Writer: Sendable {
             default: break
             }
             history.append(WriteRecord(client: user, operation: operation.name, invokedAt: invoked, completedAt: Clock.now,
-                                       outcome: outcome, reward: reward, property: property, lock: lock))
+                                       outcome: outcome, reward: reward, property: property, lock: lock,
+                                       register: RegisterMark(operation)))
             if case .refused("banned") = outcome {
                 banned.store(true, ordering: .releasing)
                 break
