@@ -4,8 +4,11 @@
 Joins one room through two nodes (a teacher through node A, a student through
 node B), follows live deltas, sends acknowledged writes, checks refusals and
 error codes, repairs a simulated loss, resumes through the other node, checks
-that rewards stay exact while the nodes fold them away (reward floors), and
-checks that every view converges on the roster it expects. With --closed-node,
+that rewards stay exact while the nodes fold them away (reward floors),
+takes turns on a lock with fencing (acquire, renew, release, revoke, guarded
+property writes and their refusals, a split through node A's fault hook, the
+derivation of "held" against `homeroom lock --json`), and checks that every view
+converges on the roster it expects. With --closed-node,
 a closed-room phase follows on nodes started with --token-key and --cluster-key
 ("Authentication", "Closed rooms"): joins with and without tokens, TopicKeys,
 sealed client topics opened with homeroom_wire.open_topic, what a SUB socket
@@ -49,7 +52,7 @@ JOIN_TIMEOUT_MS = 3000
 WAIT_SECONDS = 3.0              # for a change to show up on a SUB socket
 PERIODIC_SYNC_SECONDS = 1.0
 MIN_SYNC_INTERVAL = 0.1
-RUN_DEADLINE_SECONDS = 25.0           # without the wait for reward folds (fold_wait(), below)
+RUN_DEADLINE_SECONDS = 30.0           # without the wait for reward folds (fold_wait(), below)
 CLOSED_DEADLINE_SECONDS = 20.0        # the closed-room phase (run_closed), when it runs
 TLS_DEADLINE_SECONDS = 15.0           # the TLS phase (run_tls), when it runs
 RETIRE_DEADLINE_SECONDS = 40.0        # the retirement phase (run_retire), when it runs
@@ -410,9 +413,10 @@ def state_of(room):
         if not empty:
             users[uid] = record
     messages = tuple(sorted((k, tuple(sorted(m.items()))) for k, m in room.messages.items()))
+    locks = tuple(sorted((name, tuple(sorted(lock.items()))) for name, lock in room.locks.items()))
     return (room.name, room.type, room.stage_limit, room.hand_limit, room.schedule, room.class_state, room.mute_all,
             tuple(sorted(room.dead.items())), tuple(sorted(room.properties.items())), tuple(sorted(users.items())),
-            room.chat_muted, room.history_limit, room.floor, messages)
+            room.chat_muted, room.history_limit, room.floor, messages, locks)
 
 
 def describe_reply(E, reply):
@@ -789,6 +793,7 @@ def run(args, hw, pynng, checks):
         checks.check("a stopped carousel derives no turn on either replica",
                      accepted(reply) and teacher.wait_for(lambda: teacher.room.carousel_turn(int(time.time() * 1000)) is None)
                      and student.wait_for(lambda: student.room.carousel_turn(int(time.time() * 1000)) is None), show(reply))
+        run_locks(args, hw, checks, teacher, student, room_id, node_a, node_b)
         reply, _ = teacher.write("set_chat_muted", target="stu-1", muted=True)
         muted_ok = accepted(reply) and student.wait_for(lambda: student.room.users["stu-1"].chat_muted[0] is True)
         reply2, _ = student.write("send_message", type="chat", payload=b"let me talk")
@@ -944,6 +949,202 @@ def run(args, hw, pynng, checks):
     finally:
         teacher.close_sockets()
         student.close_sockets()
+
+
+def wait_both_peers(first, second, predicate, seconds=WAIT_SECONDS):
+    """Reads both peers' SUB sockets (and syncs) until `predicate()`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        first.pump(0.02)
+        second.pump(0.02)
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+
+
+def run_locks(args, hw, checks, teacher, student, room_id, node_a, node_b):
+    """Locks with fencing (PROTOCOL.md, "Deriving locks"; MESSAGING.md, "Locks"): the teacher
+    (through node A) and the student (through node B) take turns on one lock, guard property
+    writes with its fence, and compare their derivation with the node's (homeroom lock --json)."""
+    E, S = hw.envelope_pb2, hw.state_pb2
+    print("== locks")
+    show, accepted = (lambda reply: describe_reply(E, reply)), (lambda reply: is_accepted(E, reply))
+
+    def rejected(reply, code):
+        return (reply.WhichOneof("body") == "write_ack" and reply.write_ack.status == E.WRITE_STATUS_REJECTED
+                and reply.write_ack.error_code == code)
+
+    def fenced(lock, fence):
+        def edit(b):
+            b.fence.lock, b.fence.fence = lock, fence
+        return edit
+
+    def now():
+        return int(time.time() * 1000)
+
+    def holder(peer, lock):
+        grant = peer.room.lock_holder(lock, now())
+        return grant and grant[:2]
+
+    lock = "grading"
+    # The fence formula: the first grant of a lock at a node is (1 << 24) | the node's name hash.
+    name = teacher.node.node_name
+    parts = hw.structured_parts(node_a)
+    checks.check("the fence formula: a first grant by a node named n1 is 22532835; node A's name hash is its id's",
+                 hw.lock_fence(0, hw.STRUCTURED | (hw.name_hash("n1") << hw.GENERATION_BITS) | 1) == 22532835
+                 and (1 << 24) | hw.name_hash("n1") == 22532835 and hw.lock_fence(0, 0x0123_4567_89AB) == 0x0167_89AB
+                 and hw.lock_fence(22532835, 22532835) == (2 << 24) | 0x57D2E3
+                 and parts is not None and (not name or hw.name_hash(name) == parts[0]),
+                 f"nameHash24('n1') = {hw.name_hash('n1')}; node A {name!r}: {parts}")
+    expected = hw.lock_fence(0, node_a)
+    reply, _ = teacher.write("acquire_lock", name=lock, ttl_seconds=30)
+    first = reply.write_ack.fence if accepted(reply) else 0
+    checks.check("the teacher acquires a lock through node A: ACCEPTED with the fence the formula gives for node A's name",
+                 accepted(reply) and first == expected == (1 << 24) | parts[0], f"{show(reply)}: fence {first}, expected {expected}")
+    both = (teacher.wait_for(lambda: holder(teacher, lock) == ("teach", first))
+            and student.wait_for(lambda: holder(student, lock) == ("teach", first)))
+    checks.check("both replicas (through node A and node B) derive the teacher as the holder, with that fence",
+                 both, f"teacher {holder(teacher, lock)}, student {holder(student, lock)}")
+    reply, _ = student.write("acquire_lock", name=lock, ttl_seconds=30)
+    reply2, _ = student.write("release_lock", name=lock)
+    reply3, _ = student.write("release_lock", name=lock, revoke=True)
+    as_delta = dict(role="student", op="release_lock", author="stu-1", user=None,
+                    body=hw.delta_pb2.ReleaseLock(name=lock, revoke=True))
+    checks.check("the student (through node B) is refused: acquire lock-held, release lock-not-held, revoke not-allowed "
+                 "(requires-moderator, as refusal() computes for such a delta)",
+                 rejected(reply, "lock-held") and rejected(reply2, "lock-not-held") and rejected(reply3, "not-allowed")
+                 and hw.refusal(as_delta) == "requires-moderator", f"{show(reply)} / {show(reply2)} / {show(reply3)}")
+    reply, _ = teacher.write("acquire_lock", name=lock, ttl_seconds=60)
+    checks.check("the holder acquiring again renews: ACCEPTED, the same fence, the new TTL on both replicas",
+                 accepted(reply) and reply.write_ack.fence == first
+                 and teacher.wait_for(lambda: teacher.room.locks[lock]["grant"] == ("teach", first, 60))
+                 and student.wait_for(lambda: student.room.locks[lock]["grant"] == ("teach", first, 60)),
+                 f"{show(reply)}: fence {reply.write_ack.fence}")
+
+    reply, _ = teacher.write("set_room_property", key="grades", value=b"A", edit=fenced(lock, first))
+    checks.check("a property write guarded by the holder's fence is ACCEPTED; both replicas hold it with that fence",
+                 accepted(reply) and teacher.wait_for(lambda: (teacher.room.properties.get("grades") or [None] * 8)[7] == (lock, first))
+                 and student.wait_for(lambda: (student.room.properties.get("grades") or [None] * 8)[7] == (lock, first)),
+                 show(reply))
+    reply, _ = teacher.write("set_room_property", key="grades", value=b"B")
+    checks.check("an unguarded write of that key is refused fence-required", rejected(reply, "fence-required"), show(reply))
+    reply, _ = teacher.write("set_room_property", key="grades", value=b"B", edit=fenced(lock, first + 1))
+    checks.check("a guarded write presenting another fence than the grant's is refused fence-stale",
+                 rejected(reply, "fence-stale"), show(reply))
+
+    reply, _ = teacher.write("release_lock", name=lock)
+    released = accepted(reply) and student.wait_for(lambda: holder(student, lock) is None) \
+        and teacher.wait_for(lambda: holder(teacher, lock) is None)
+    reply2, _ = teacher.write("set_room_property", key="grades", value=b"C", edit=fenced(lock, first))
+    checks.check("after the release, both replicas derive the lock free, and a write with the old fence is refused lock-not-held",
+                 released and rejected(reply2, "lock-not-held") and student.room.locks[lock]["ended_fence"] == first,
+                 f"{show(reply)} / {show(reply2)}")
+    reply, _ = student.write("acquire_lock", name=lock, ttl_seconds=30)
+    second = reply.write_ack.fence if accepted(reply) else 0
+    checks.check("the student acquires it through node B: a larger fence, the formula's for node B after the first",
+                 accepted(reply) and second > first and second == hw.lock_fence(first, node_b),
+                 f"{show(reply)}: fence {second}, expected {hw.lock_fence(first, node_b)}")
+    reply, _ = student.write("set_user_property", target="stu-1", key="answer", value=b"42", edit=fenced(lock, second))
+    ok = accepted(reply) and teacher.wait_for(lambda: holder(teacher, lock) == ("stu-1", second)
+                                              and "answer" in teacher.room.users["stu-1"].properties)
+    reply2, _ = teacher.write("set_user_property", target="stu-1", key="answer", value=b"41", edit=fenced(lock, first))
+    checks.check("the student's write under the new grant is ACCEPTED; the teacher's with the old fence is refused fence-stale",
+                 ok and rejected(reply2, "fence-stale"), f"{show(reply)} / {show(reply2)}")
+
+    # A lock whose holder went offline: held until TTL after the grant, then it lapses (no event).
+    locker = Peer(hw, teacher.pynng, room_id, "locker", hw.common_pb2.ROLE_STUDENT, "Locker", "locker@B")
+    try:
+        locker.connect(args.node_b)
+        reply, _ = locker.write("acquire_lock", name="seating", ttl_seconds=10)
+        locker.write("leave_session", target="locker", session=locker.session)
+        gone = accepted(reply) and student.wait_for(
+            lambda: "locker" in student.room.users and not student.room.online(student.room.users["locker"]))
+    finally:
+        locker.close_sockets()
+    status = student.room.lock_status("seating", now()) if "seating" in student.room.locks else {}
+    grant_ms = student.room.locks["seating"]["grant_stamp"][0] >> 16 if status else 0
+    checks.check("a holder that left still holds its lock, which lapses TTL after the grant",
+                 gone and status.get("holder") == "locker" and status.get("lapses_at_ms") == grant_ms + 10_000
+                 and student.room.lock_holder("seating", grant_ms + 9_999) is not None
+                 and student.room.lock_holder("seating", grant_ms + 10_000) is None, f"{show(reply)}: {status}")
+
+    if args.homeroom_bin:
+        for peer, address in ((student, args.node_b), (teacher, args.node_a)):
+            shown = subprocess.run([args.homeroom_bin, "lock", "--json", "--room", room_id, "--node", address],
+                                   capture_output=True, text=True, timeout=20)
+            try:
+                node_view = json.loads(shown.stdout or "{}").get("locks")
+            except ValueError:
+                node_view = None
+            peer.pump()
+            mine = [dict(name=l["name"], holder=l["holder"], fence=l["fence"], ttl_seconds=l["ttl_seconds"],
+                         lapses_at_ms=l["lapses_at_ms"]) for l in peer.room.lock_statuses(now())]
+            checks.check(f"the node's own view (homeroom lock --json, through {peer.label[-1]}) lists the same locks, holders, "
+                         f"fences and lapse times as this client's replica",
+                         node_view == mine and [l["holder"] for l in mine] == ["stu-1", "locker"],
+                         f"{shown.stdout.strip()} {shown.stderr.strip()[-200:]} / {mine}")
+
+    reply, _ = teacher.write("release_lock", name=lock, revoke=True)
+    checks.check("the teacher revokes the student's grant: ACCEPTED, free on both replicas",
+                 accepted(reply) and teacher.wait_for(lambda: holder(teacher, lock) is None)
+                 and student.wait_for(lambda: holder(student, lock) is None
+                                      and student.room.locks[lock]["ended_fence"] == second), show(reply))
+
+    # The merge order (Room state): fence first (absent: 0), then revision, then stamp. A write under a
+    # later grant wins over a higher revision written under an earlier one, in either order.
+    def patch(revision, clock, fence=None):
+        out = S.RoomPatch(room_id="merge", replicas=[7], strings=["w"])
+        p = out.properties.add(key="k", value=f"r{revision}".encode(), writer=0, revision=revision)
+        p.stamp.clock, p.stamp.replica, p.stamp.sequence = clock << 16, 0, clock
+        if fence is not None:
+            p.fence.lock, p.fence.fence = lock, fence
+        return out
+    older, newer = patch(5, 200, first), patch(1, 100, second)
+    results = []
+    for order in ((older, newer), (newer, older)):
+        room = hw.Room("merge")
+        for one in order:
+            room.merge_patch(one)
+        results.append((room.properties["k"][0], room.properties["k"][5]))
+    tie = hw.Room("merge").merge_patch(patch(1, 300, first)).merge_patch(patch(2, 100, first)).properties["k"][0]
+    unguarded = hw.Room("merge").merge_patch(patch(9, 300)).merge_patch(patch(1, 100, first)).properties["k"][0]
+    checks.check("merge order: the larger fence wins over a higher revision (the key's revision goes down), in either order; "
+                 "equal fences fall back to the revision; any fence beats none",
+                 results == [(b"r1", 1)] * 2 and tie == b"r2" and unguarded == b"r1", f"{results}, tie {tie}, unguarded {unguarded}")
+
+    # A split (node A cut from the cluster by its fault hook): each side grants the same lock, and each
+    # holder writes the same key under its fence, the teacher twice. After the heal one grant stands, the
+    # larger fence, and so does the write made under it, on both replicas, whatever the revisions.
+    if args.node_a_pid:
+        split, key = "essay", "draft"
+        os.kill(args.node_a_pid, signal.SIGUSR1)                                # node A: cut from the cluster
+        try:
+            time.sleep(0.1)
+            reply_a, _ = teacher.write("acquire_lock", name=split, ttl_seconds=30)
+            reply_b, _ = student.write("acquire_lock", name=split, ttl_seconds=30)
+            fence_a = reply_a.write_ack.fence if accepted(reply_a) else 0
+            fence_b = reply_b.write_ack.fence if accepted(reply_b) else 0
+            writes = [teacher.write("set_user_property", target="stu-1", key=key, value=v, edit=fenced(split, fence_a))[0]
+                      for v in (b"teacher 1", b"teacher 2")]
+            writes.append(student.write("set_user_property", target="stu-1", key=key, value=b"student", edit=fenced(split, fence_b))[0])
+        finally:
+            os.kill(args.node_a_pid, signal.SIGUSR2)                            # heal
+        winner, value, revision = (("stu-1", b"student", 1) if fence_b > fence_a else ("teach", b"teacher 2", 2))
+        fence = max(fence_a, fence_b)
+
+        def settled(peer):
+            prop = peer.room.users["stu-1"].properties.get(key)
+            return holder(peer, split) == (winner, fence) and prop is not None and prop[0] == value and prop[7] == (split, fence)
+        healed = wait_both_peers(teacher, student, lambda: settled(teacher) and settled(student))
+        prop = student.room.users["stu-1"].properties.get(key)
+        checks.check("a split: both sides grant the lock (each its own fence), and after the heal both replicas hold the grant "
+                     "with the larger fence and the value written under it"
+                     + (" (at revision 1, below the other side's 2)" if revision == 1 else ""),
+                     accepted(reply_a) and accepted(reply_b) and fence_a != fence_b and all(accepted(w) for w in writes) and healed
+                     and prop is not None and prop[5] == revision,
+                     f"fence A {fence_a}, fence B {fence_b}: teacher {holder(teacher, split)}, student {holder(student, split)}, "
+                     f"{key} = {prop[0] if prop else None} at revision {prop[5] if prop else None}")
 
 
 def cluster_open(hw, cluster_key_file, payload):
