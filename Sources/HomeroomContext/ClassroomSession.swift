@@ -276,7 +276,7 @@ final class ClassroomSession: Sendable {
     private func received(_ changes: [RoomChange], from client: RoomClient) {
         let replica = client.replica
         var events = ContextEvent.translate(changes, localUser: config.user, room: { ReadModel.roomInfo(replica) },
-                                            lookup: { ReadModel.userInfo(replica, $0) })
+                                            groups: { replica.breakout }, lookup: { ReadModel.userInfo(replica, $0) })
         let local = config.user
         let banned = changes.contains(.userBanned(local))
         let kicked = changes.contains(.userKicked(local)) && !replica.isOnline(local)

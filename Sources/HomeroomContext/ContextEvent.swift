@@ -15,6 +15,9 @@ public enum ContextEvent: Hashable, Sendable {
     // Locks (LockHandler)
     /// Locks were acquired, renewed, released or revoked (`LockContext.lock(_:)` reads one).
     case locksUpdated(names: [String])
+    // Breakout groups (GroupHandler)
+    /// Groups were created, renamed, removed or ended, or someone moved: the live groups now.
+    case breakoutUpdated([BreakoutGroup])
     // User
     case remoteUserJoined(UserInfo)
     case remoteUserLeft(UserInfo)
@@ -57,7 +60,7 @@ extension ContextEvent {
     /// Translates a change set from the replica into context events. `lookup` names the
     /// users; `localUser` splits remote events from the local user's own.
     static func translate(_ changes: [RoomChange], localUser: UserID, room: () -> RoomInfo,
-                          lookup: (UserID) -> UserInfo) -> [ContextEvent] {
+                          groups: () -> [BreakoutGroup] = { [] }, lookup: (UserID) -> UserInfo) -> [ContextEvent] {
         var events: [ContextEvent] = []
         events.reserveCapacity(changes.count)
         for change in changes {
@@ -67,6 +70,7 @@ extension ContextEvent {
             case .allMicrophonesMuted: events.append(.allMicrophonesMuted)
             case let .roomPropertiesUpdated(keys): events.append(.roomPropertiesUpdated(keys: keys))
             case let .locksUpdated(names): events.append(.locksUpdated(names: names))
+            case .breakoutUpdated: events.append(.breakoutUpdated(groups()))
             case let .userJoined(user) where user != localUser: events.append(.remoteUserJoined(lookup(user)))
             case let .userLeft(user) where user != localUser: events.append(.remoteUserLeft(lookup(user)))
             case .userJoined, .userLeft: break

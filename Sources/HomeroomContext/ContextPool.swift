@@ -18,6 +18,8 @@ public final class ContextPool: Sendable {
     public let monitor: MonitorContext
     /// Locks with fencing (Signaling's locks).
     public let lock: LockContext
+    /// Breakout groups (Flexible Classroom's).
+    public let group: GroupContext
     let session: ClassroomSession
 
     /// Checks the config; joins nothing until `room.join()`.
@@ -31,6 +33,7 @@ public final class ContextPool: Sendable {
         message = MessageContext(session)
         monitor = MonitorContext(session)
         lock = LockContext(session)
+        group = GroupContext(session)
     }
 
     deinit { session.close() }

@@ -9,6 +9,9 @@ public typealias ClassState = HomeroomCore.ClassState
 public typealias Device = HomeroomCore.Device
 public typealias StreamState = HomeroomCore.StreamState
 public typealias Schedule = HomeroomCore.Schedule
+public typealias BreakoutGroup = HomeroomCore.BreakoutGroup
+public typealias LockStatus = HomeroomCore.LockStatus
+public typealias LockFence = HomeroomCore.LockFence
 public typealias ConnectionState = HomeroomNode.ConnectionState
 
 /// Who a user is: id, display name and role (AgoraEduContextUserInfo).
@@ -105,10 +108,13 @@ public struct UserRow: Hashable, Sendable {
     public var microphone: StreamState
     public var rewards: Int64
     public var handRaised: Bool
+    /// The breakout group the user is in (nil: the main room).
+    public var group: String?
 
     public init(info: UserInfo, online: Bool = true, onStage: Bool = false, waitingForStage: Bool = false,
                 boardGranted: Bool = false, camera: StreamState = .inoperable, microphone: StreamState = .inoperable,
-                rewards: Int64 = 0, handRaised: Bool = false) {
+                rewards: Int64 = 0, handRaised: Bool = false, group: String? = nil) {
+        self.group = group
         self.info = info
         self.online = online
         self.onStage = onStage
@@ -166,6 +172,8 @@ public struct RoomSnapshot: Hashable, Sendable {
     public var observerCount: Int
     /// The stage carousel, while one runs: its settings and the turn shown.
     public var carousel: CarouselStatus?
+    /// The live breakout groups (each one's members and room).
+    public var breakout: [BreakoutGroup] = []
 
     public init(room: RoomInfo, classInfo: ClassInfo, localUser: UserInfo, connection: ConnectionState, latencyMicros: Double,
                 moderators: [UserRow], students: UserPage, stage: [UserRow], stageWaiting: [UserRow],

@@ -1,3 +1,4 @@
+import HomeroomCore
 /// Room events (AgoraEduRoomHandler). Every method has an empty default, so a handler
 /// implements only what it needs. Called on the pool's event queue, in order.
 public protocol RoomHandler: AnyObject, Sendable {
@@ -30,6 +31,16 @@ public protocol LockHandler: AnyObject, Sendable {
 
 extension LockHandler {
     public func onLocksUpdated(names: [String]) {}
+}
+
+/// Breakout group events (AgoraEduGroupHandler).
+public protocol GroupHandler: AnyObject, Sendable {
+    /// Groups were created, renamed, removed or ended, or users moved between them.
+    func onBreakoutUpdated(_ groups: [BreakoutGroup])
+}
+
+extension GroupHandler {
+    public func onBreakoutUpdated(_ groups: [BreakoutGroup]) {}
 }
 
 /// User events (AgoraEduUserHandler).
@@ -121,6 +132,7 @@ extension ContextEvent {
         case let .roomPropertiesUpdated(keys): (handler as? RoomHandler)?.onRoomPropertiesUpdated(keys: keys)
         case .allMicrophonesMuted: (handler as? RoomHandler)?.onAllMicrophonesMuted()
         case let .locksUpdated(names): (handler as? LockHandler)?.onLocksUpdated(names: names)
+        case let .breakoutUpdated(groups): (handler as? GroupHandler)?.onBreakoutUpdated(groups)
         case let .remoteUserJoined(user): (handler as? UserHandler)?.onRemoteUserJoined(user)
         case let .remoteUserLeft(user): (handler as? UserHandler)?.onRemoteUserLeft(user)
         case let .userUpdated(user): (handler as? UserHandler)?.onUserUpdated(user)

@@ -33,13 +33,15 @@ public final class LockContext: Sendable {
     /// Ends the local user's grant.
     public func release(_ name: String) throws(ContextError) {
         try check(name)
-        _ = try session.write(.releaseLock(name: name, revoke: false))
+        let client = try session.client()
+        do throws(ClientError) { session.waitUntilApplied(try client.releaseLock(name), client) } catch { throw ContextError(error) }
     }
 
     /// Ends whoever's grant (teacher, assistant).
     public func revoke(_ name: String) throws(ContextError) {
         try check(name)
-        _ = try session.write(.releaseLock(name: name, revoke: true))
+        let client = try session.client()
+        do throws(ClientError) { session.waitUntilApplied(try client.revokeLock(name), client) } catch { throw ContextError(error) }
     }
 
     /// Every lock of the room, now, by name.

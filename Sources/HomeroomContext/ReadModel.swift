@@ -22,7 +22,7 @@ enum ReadModel {
     static func row(_ row: RosterRow) -> UserRow {
         UserRow(info: UserInfo(id: row.user, name: row.name, role: row.role), online: row.online, onStage: row.onStage,
                 waitingForStage: row.waitingForStage, boardGranted: row.boardGranted, camera: row.camera,
-                microphone: row.microphone, rewards: row.rewards, handRaised: row.handRaised)
+                microphone: row.microphone, rewards: row.rewards, handRaised: row.handRaised, group: row.group)
     }
 
     static func rows(_ state: RoomState, _ query: UserQuery) -> [UserRow] {
@@ -51,13 +51,15 @@ enum ReadModel {
         let studentPage = page.map { Self.page(students, index: $0.index, size: $0.size) }
             ?? UserPage(rows: students, index: 0, size: max(1, students.count), total: students.count)
         func info(_ user: UserID) -> UserInfo { byID[user]?.info ?? userInfo(state, user) }
-        return RoomSnapshot(
+        var snapshot = RoomSnapshot(
             room: roomInfo(state), classInfo: classInfo(state), localUser: local, connection: connection, latencyMicros: latencyMicros,
             moderators: moderators, students: studentPage,
             stage: roster.stage.compactMap { byID[$0] }, stageWaiting: roster.stageWaiting.compactMap { byID[$0] },
             raisedHands: roster.raisedHands.map(info), waitingHands: roster.waitingHands.map(info),
             onlineCount: roster.onlineCount, observerCount: all.filter { $0.info.role == .observer && $0.online }.count,
             carousel: roster.carousel.flatMap { settings in roster.carouselTurn.map { CarouselStatus(settings, $0) } })
+        snapshot.breakout = roster.breakout
+        return snapshot
     }
 
     static func properties(_ registers: [String: Register<PropertyValue>]) -> [String: String] {

@@ -283,7 +283,9 @@ struct CDecoder {
         guard !name.isEmpty, name.utf8.count <= Locks.maxNameBytes else {
             throw .invalidValue(field: "\(field()).lock", reason: "a lock name is 1 to \(Locks.maxNameBytes) bytes")
         }
-        guard message.pointee.fence > 0 else { throw .invalidValue(field: "\(field()).fence", reason: "a fence is above 0") }
+        guard message.pointee.fence > 0, message.pointee.fence <= Locks.maxFence else {
+            throw .invalidValue(field: "\(field()).fence", reason: "a fence is 1 to 2^62")
+        }
         return LockFence(lock: name, fence: message.pointee.fence)
     }
 
@@ -430,6 +432,17 @@ struct CDecoder {
                                                  upTo: entry.up_to, sum: entry.sum, keep: keep))
             }
             return .retirePredecessors(generation: op.generation, rewardFloors: floors)
+        case 39:
+            let op = d.set_breakout_group!.pointee
+            let id = try string(op.id, "\(field()).set_breakout_group.id")
+            return .setBreakoutGroup(id: id, name: op.removed != 0 ? nil : try string(op.name, "\(field()).set_breakout_group.name"))
+        case 41:
+            let op = d.assign_breakout_group!.pointee
+            let group = try string(op.group, "\(field()).assign_breakout_group.group")
+            return .assignBreakoutGroup(user: try user(op.user, author: author, strings: strings, "\(field()).assign_breakout_group"),
+                                        group: group.isEmpty ? nil : group)
+        case 42:
+            return .endBreakout
         case 37:
             let op = d.acquire_lock!.pointee
             return .acquireLock(name: try string(op.name, "\(field()).acquire_lock.name"), ttlSeconds: op.ttl_seconds, fence: op.fence)

@@ -44,7 +44,35 @@ extension CDecoder {
         if let register = patch.hand_limit {
             state.handLimit = Register(register.pointee.value, stamp: try stamp(register.pointee.stamp, tables, "\(field).hand_limit.stamp"))
         }
-        try count(patch.n_locks, max: limits.maxMapEntries, "\(field).locks")
+        // Admission keeps 32 locks and 20 groups; two sides of a split may add more, a peer never thousands.
+        try count(patch.n_breakout_groups, max: min(limits.maxMapEntries, 4_096), "\(field).breakout_groups")
+        for index in 0..<patch.n_breakout_groups {
+            let entry = patch.breakout_groups[index]!.pointee
+            let path = "\(field).breakout_groups[\(index)]"
+            let id = try string(entry.id, "\(path).id")
+            guard Breakout.isValidID(id) else { throw .invalidValue(field: "\(path).id", reason: "a group id is 1 to 16 bytes of a-z, 0-9, - and _") }
+            guard entry.stamp != nil else { throw .missingField("\(path).stamp") }
+            let name = entry.removed != 0 ? nil : try string(entry.name, "\(path).name")
+            if state.breakoutGroups.updateValue(Register(name, stamp: try stamp(entry.stamp, tables, "\(path).stamp")), forKey: id) != nil {
+                throw .invalidValue(field: "\(path).id", reason: "group \(id) appears twice")
+            }
+        }
+        try count(patch.n_breakout_assignments, max: limits.maxMapEntries, "\(field).breakout_assignments")
+        for index in 0..<patch.n_breakout_assignments {
+            let entry = patch.breakout_assignments[index]!.pointee
+            let path = "\(field).breakout_assignments[\(index)]"
+            let user = try tableString(entry.user, tables, "\(path).user")
+            let group = try string(entry.group, "\(path).group")
+            guard group.isEmpty || Breakout.isValidID(group) else { throw .invalidValue(field: "\(path).group", reason: "not a group id") }
+            guard entry.stamp != nil else { throw .missingField("\(path).stamp") }
+            if state.breakoutAssignments.updateValue(Register(group.isEmpty ? nil : group, stamp: try stamp(entry.stamp, tables, "\(path).stamp")),
+                                                     forKey: user) != nil {
+                throw .invalidValue(field: "\(path).user", reason: "user \(user) appears twice")
+            }
+        }
+        if patch.breakout_ended != nil { state.breakoutEnded = try stamp(patch.breakout_ended, tables, "\(field).breakout_ended") }
+        state.dropEndedBreakout()
+        try count(patch.n_locks, max: min(limits.maxMapEntries, 4_096), "\(field).locks")
         for index in 0..<patch.n_locks {
             let entry = patch.locks[index]!.pointee
             let path = "\(field).locks[\(index)]"
@@ -56,9 +84,13 @@ extension CDecoder {
             if entry.granted != 0 {
                 guard entry.grant_stamp != nil else { throw .missingField("\(path).grant_stamp") }
                 guard entry.fence > 0 else { throw .invalidValue(field: "\(path).fence", reason: "a grant's fence is above 0") }
+                guard entry.fence <= Locks.maxFence, Locks.ttlRange.contains(entry.ttl_seconds) else {
+                    throw .invalidValue(field: "\(path)", reason: "a grant's fence is at most 2^62 and its TTL 10 to 300 s")
+                }
                 record.grant = LockGrant(holder: try tableString(entry.holder, tables, "\(path).holder"), fence: entry.fence, ttlSeconds: entry.ttl_seconds)
                 record.grantStamp = try stamp(entry.grant_stamp, tables, "\(path).grant_stamp")
             }
+            if entry.ended_fence > Locks.maxFence { throw .invalidValue(field: "\(path).ended_fence", reason: "a fence is at most 2^62") }
             if entry.ended_fence > 0 {
                 guard entry.ended_stamp != nil else { throw .missingField("\(path).ended_stamp") }
                 record.endedFence = entry.ended_fence

@@ -327,6 +327,21 @@ struct CEncoder {
             op.pointee.fence = fence
             delta.pointee.acquire_lock = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_ACQUIRE_LOCK
+        case let .setBreakoutGroup(id, name):
+            let op = make(homeroom__v1__set_breakout_group__init)
+            op.pointee.id = string(id)
+            if let name { op.pointee.name = string(name) } else { op.pointee.removed = 1 }
+            delta.pointee.set_breakout_group = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_BREAKOUT_GROUP
+        case let .assignBreakoutGroup(user, group):
+            let op = make(homeroom__v1__assign_breakout_group__init)
+            op.pointee.user = target(user, author: author, &interner)
+            op.pointee.group = string(group ?? "")
+            delta.pointee.assign_breakout_group = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_ASSIGN_BREAKOUT_GROUP
+        case .endBreakout:
+            delta.pointee.end_breakout = make(homeroom__v1__end_breakout__init)
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_END_BREAKOUT
         case let .releaseLock(name, fence, revoke):
             let op = make(homeroom__v1__release_lock__init)
             op.pointee.name = string(name)

@@ -67,6 +67,35 @@ struct PatchEncoder {
         }
         patch.pointee.stage_limit = uint32Register(state.stageLimit, default: room.stageLimit)
         patch.pointee.hand_limit = uint32Register(state.handLimit, default: room.handLimit)
+        if !state.breakoutGroups.isEmpty {
+            let ids = state.breakoutGroups.keys.sorted(by: utf8Less)
+            let list = encoder.arena.pointers(Homeroom__V1__BreakoutGroupRecord.self, count: ids.count)
+            for (index, id) in ids.enumerated() {
+                let register = state.breakoutGroups[id]!
+                let message = encoder.make(homeroom__v1__breakout_group_record__init)
+                message.pointee.id = encoder.string(id)
+                if let name = register.value { message.pointee.name = encoder.string(name) } else { message.pointee.removed = 1 }
+                message.pointee.stamp = stamp(register.stamp)
+                list[index] = message
+            }
+            patch.pointee.n_breakout_groups = ids.count
+            patch.pointee.breakout_groups = list
+        }
+        if !state.breakoutAssignments.isEmpty {
+            let users = state.breakoutAssignments.keys.sorted(by: utf8Less)
+            let list = encoder.arena.pointers(Homeroom__V1__BreakoutAssignment.self, count: users.count)
+            for (index, user) in users.enumerated() {
+                let register = state.breakoutAssignments[user]!
+                let message = encoder.make(homeroom__v1__breakout_assignment__init)
+                internString(user, into: field(message, \.user))
+                message.pointee.group = encoder.string(register.value ?? "")
+                message.pointee.stamp = stamp(register.stamp)
+                list[index] = message
+            }
+            patch.pointee.n_breakout_assignments = users.count
+            patch.pointee.breakout_assignments = list
+        }
+        if state.breakoutEnded != .origin { patch.pointee.breakout_ended = stamp(state.breakoutEnded) }
         if !state.locks.isEmpty {
             let names = state.locks.keys.sorted(by: utf8Less)
             let list = encoder.arena.pointers(Homeroom__V1__LockRecord.self, count: names.count)

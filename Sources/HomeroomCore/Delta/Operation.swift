@@ -72,17 +72,26 @@ public enum Operation: Hashable, Sendable {
     /// with `fence` (the origin fills in the one it holds) and every earlier one.
     case releaseLock(name: String, fence: UInt64 = 0, revoke: Bool)
 
+    // Breakout groups (Flexible Classroom's); teacher, assistant.
+    /// Creates or renames group `id` (name nil: removes it; its members are back in the main room).
+    case setBreakoutGroup(id: String, name: String?)
+    /// Puts `user` in group `group` (nil: back in the main room).
+    case assignBreakoutGroup(user: UserID, group: String?)
+    /// Ends every group: everyone is back in the main room.
+    case endBreakout
+
     /// The user the operation is about, if any.
     public var target: UserID? {
         switch self {
         case .setRoomName, .setRoomType, .setStageLimit, .setHandLimit, .setSchedule, .setCarousel, .setClassState,
              .muteAll, .setRoomProperty, .replicaDown, .retirePredecessors, .sendMessage, .trimHistory, .setHistoryLimit,
-             .acquireLock, .releaseLock:
+             .acquireLock, .releaseLock, .setBreakoutGroup, .endBreakout:
             return nil
         case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _), let .foldSessions(user, _, _), let .foldRewards(user, _, _, _), let .setName(user, _),
              let .setDevice(user, _, _), let .setHand(user, _), let .setStage(user, _), let .setBoard(user, _),
              let .setPrivilege(user, _, _), let .reward(user, _, _), let .kick(user), let .ban(user),
-             let .setUserProperty(user, _, _, _, _), let .sendPeerMessage(user, _, _, _), let .setPresenceState(user, _, _):
+             let .setUserProperty(user, _, _, _, _), let .sendPeerMessage(user, _, _, _), let .setPresenceState(user, _, _),
+             let .assignBreakoutGroup(user, _):
             return user
         case let .setChatMuted(user, _):
             return user
@@ -139,6 +148,9 @@ public enum Operation: Hashable, Sendable {
         case .setPresenceState: return "set-presence-state"
         case .acquireLock: return "acquire-lock"
         case let .releaseLock(_, _, revoke): return revoke ? "revoke-lock" : "release-lock"
+        case .setBreakoutGroup: return "set-breakout-group"
+        case .assignBreakoutGroup: return "assign-breakout-group"
+        case .endBreakout: return "end-breakout"
         }
     }
 }

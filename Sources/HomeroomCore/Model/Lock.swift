@@ -4,9 +4,11 @@
 /// (`PropertyRevision.fence`): a property written under a fence loses to every write
 /// with a larger one, on every replica, whatever their clocks say (`Register.precedes`).
 ///
-/// A lock is held while its grant is not released or revoked and its holder is online
-/// in the room; once the holder is offline, until `ttlSeconds` after the grant (or its
-/// last renewal: acquiring a lock one holds renews it, keeping the fence).
+/// A lock is held while its grant is not released or revoked, until `ttlSeconds` after
+/// the grant (or its last renewal: acquiring a lock one holds renews it, keeping the
+/// fence), and after that while the holder stays in the room through a session that
+/// began before then: a holder that left comes back within the TTL to keep it, and a
+/// lapse sticks.
 public enum Locks {
     public static let maxPerRoom = 32
     public static let ttlRange: ClosedRange<UInt32> = 10...300
@@ -15,6 +17,8 @@ public enum Locks {
     /// The low bits of a fence name the replica that granted it, so two grants made
     /// on both sides of a partition never share a fence.
     static let granterBits: UInt64 = 24
+    /// No fence is above this (2^62): a peer's hostile fence cannot wrap the counter.
+    public static let maxFence: UInt64 = 1 << 62
 
     /// The fence a new grant gets at `origin` after `highest` (the largest fence of
     /// the lock there, granted or ended).
@@ -83,11 +87,13 @@ public struct LockRecord: Hashable, Sendable {
         return changed
     }
 
-    /// The grant that holds the lock at `nowMillis`, if any.
-    public func holding(atMillis nowMillis: UInt64, isOnline: (UserID) -> Bool) -> LockGrant? {
+    /// The grant that holds the lock at `nowMillis`, if any. `isPresent(user, millis)`:
+    /// whether the user has a live session that started by `millis`.
+    public func holding(atMillis nowMillis: UInt64, isPresent: (UserID, UInt64) -> Bool) -> LockGrant? {
         guard let grant, grant.fence > endedFence else { return nil }
-        if isOnline(grant.holder) { return grant }
-        return nowMillis < grantStamp.clock.millis &+ UInt64(grant.ttlSeconds) * 1000 ? grant : nil
+        let lapse = grantStamp.clock.millis &+ UInt64(grant.ttlSeconds) * 1000
+        // Within the TTL, held; after it, only through a session begun before it ended.
+        return nowMillis < lapse || isPresent(grant.holder, lapse) ? grant : nil
     }
 }
 

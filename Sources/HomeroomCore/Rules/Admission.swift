@@ -179,6 +179,8 @@ extension RoomState {
             return .limitReached("\(user) has \(Self.maxUserPropertyKeys) property keys (deleted ones included): reuse a key")
         case let .setCarousel(settings) where settings.running && type.value == .oneToOne:
             return .invalid("a one-to-one room has no stage carousel: both parties are always on stage")
+        case .setBreakoutGroup, .assignBreakoutGroup:
+            if let refusal = breakoutRefusal(op) { return refusal }
         case .acquireLock, .releaseLock:
             if let refusal = lockRefusal(op, author: write.author, nowMillis: nowMillis) { return refusal }
         case let .setRoomProperty(key, _, _, revision):

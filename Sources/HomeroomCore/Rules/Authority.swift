@@ -63,17 +63,35 @@ public enum Authority {
             return !settings.running || Carousel.intervalRange.contains(settings.intervalSeconds) ? nil
                 : .invalidValue(operation: name, reason: "a carousel turns every \(Carousel.intervalRange.lowerBound) to \(Carousel.intervalRange.upperBound) s, not \(settings.intervalSeconds)")
 
-        case let .acquireLock(lock, ttl, _):
+        case let .acquireLock(lock, ttl, fence):
+            if fence > Locks.maxFence { return .invalidValue(operation: name, reason: "a fence is at most 2^62") }
             if lock.isEmpty || lock.utf8.count > Locks.maxNameBytes {
                 return .invalidValue(operation: name, reason: "a lock name is 1 to \(Locks.maxNameBytes) bytes")
             }
             return Locks.ttlRange.contains(ttl) ? nil
                 : .invalidValue(operation: name, reason: "a lock's TTL is \(Locks.ttlRange.lowerBound) to \(Locks.ttlRange.upperBound) s, not \(ttl)")
 
-        case let .releaseLock(lock, _, revoke):
+        case let .releaseLock(lock, fence, revoke):
+            if fence > Locks.maxFence { return .invalidValue(operation: name, reason: "a fence is at most 2^62") }
             if revoke && !role.moderates { return .requiresModerator(operation: name, role: role) }
             return !lock.isEmpty && lock.utf8.count <= Locks.maxNameBytes ? nil
                 : .invalidValue(operation: name, reason: "a lock name is 1 to \(Locks.maxNameBytes) bytes")
+
+        case let .setBreakoutGroup(id, groupName):
+            guard role.moderates else { return .requiresModerator(operation: name, role: role) }
+            if !Breakout.isValidID(id) { return .invalidValue(operation: name, reason: "a group id is 1 to \(Breakout.maxIDBytes) bytes of a-z, 0-9, - and _") }
+            if let groupName, groupName.isEmpty || groupName.utf8.count > Breakout.maxNameBytes {
+                return .invalidValue(operation: name, reason: "a group name is 1 to \(Breakout.maxNameBytes) bytes")
+            }
+            return nil
+
+        case let .assignBreakoutGroup(_, group):
+            guard role.moderates else { return .requiresModerator(operation: name, role: role) }
+            return group.map(Breakout.isValidID) ?? true ? nil
+                : .invalidValue(operation: name, reason: "a group id is 1 to \(Breakout.maxIDBytes) bytes of a-z, 0-9, - and _")
+
+        case .endBreakout:
+            return role.moderates ? nil : .requiresModerator(operation: name, role: role)
 
         case .setRoomName, .setRoomType, .setSchedule, .setClassState, .muteAll, .setChatMuted:
             return role.moderates ? nil : .requiresModerator(operation: name, role: role)

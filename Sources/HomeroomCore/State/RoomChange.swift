@@ -7,6 +7,8 @@ public enum RoomChange: Hashable, Sendable {
     case roomPropertiesUpdated(keys: [String])
     /// A lock was acquired, renewed, released or revoked.
     case locksUpdated(names: [String])
+    /// Breakout groups were created, renamed, removed or ended, or someone moved between them.
+    case breakoutUpdated
     case userJoined(UserID)
     case userLeft(UserID)
     case userUpdated(UserID)

@@ -179,6 +179,17 @@ extension RoomState {
             guard record.take(grant: LockGrant(holder: delta.author, fence: fence, ttlSeconds: ttl), stamp: stamp) else { return [] }
             locks[name] = record
             return [.locksUpdated(names: [name])]
+        case let .setBreakoutGroup(id, name):
+            guard breakoutEnded < stamp else { return [] }
+            return breakoutGroups[id, default: Register(nil, stamp: .origin)].write(name, at: stamp) ? [.breakoutUpdated] : []
+        case let .assignBreakoutGroup(user, group):
+            guard breakoutEnded < stamp else { return [] }
+            return breakoutAssignments[user, default: Register(nil, stamp: .origin)].write(group, at: stamp) ? [.breakoutUpdated] : []
+        case .endBreakout:
+            guard breakoutEnded < stamp else { return [] }
+            breakoutEnded = stamp
+            dropEndedBreakout()
+            return [.breakoutUpdated]
         case let .releaseLock(name, fence, _):
             var record = locks[name] ?? LockRecord()
             guard record.end(upTo: fence, stamp: stamp) else { return [] }

@@ -1,7 +1,14 @@
 extension RoomState {
     /// The grant that holds `name` at `nowMillis`, if any.
     public func lockHolding(_ name: String, atMillis nowMillis: UInt64) -> LockGrant? {
-        locks[name]?.holding(atMillis: nowMillis) { self.isOnline($0) }
+        locks[name]?.holding(atMillis: nowMillis) { self.isPresent($0, since: $1) }
+    }
+
+    /// Whether `user` has a live session that started by `millis` (a lock holder back
+    /// within its TTL keeps the lock; one back later does not: the lapse sticks).
+    func isPresent(_ user: UserID, since millis: UInt64) -> Bool {
+        guard let record = users[user], !record.isBanned else { return false }
+        return record.sessions.contains { $0.started.clock.millis <= millis && record.isLive($0, deadIncarnations: deadIncarnations) }
     }
 
     /// Every lock as it stands at `nowMillis`, by name.
@@ -12,10 +19,10 @@ extension RoomState {
     /// One lock as it stands at `nowMillis` (nil: no such lock in this room).
     public func lockStatus(_ name: String, atMillis nowMillis: UInt64) -> LockStatus? {
         guard let record = locks[name] else { return nil }
-        let held = record.holding(atMillis: nowMillis) { self.isOnline($0) }
+        let held = record.holding(atMillis: nowMillis) { self.isPresent($0, since: $1) }
         let acquired = record.grant == nil ? 0 : record.grantStamp.clock.millis
         var lapses: UInt64?
-        if let held, !isOnline(held.holder) { lapses = acquired &+ UInt64(held.ttlSeconds) * 1000 }
+        if let held, !isPresent(held.holder, since: acquired &+ UInt64(held.ttlSeconds) * 1000) { lapses = acquired &+ UInt64(held.ttlSeconds) * 1000 }
         return LockStatus(name: name, holder: held?.holder, fence: record.highestFence, ttlSeconds: record.grant?.ttlSeconds ?? 0,
                           acquiredAtMillis: acquired, lapsesAtMillis: lapses)
     }
@@ -28,6 +35,8 @@ extension RoomState {
             if let keyFence { return .fenceRequired(key: key, lock: keyFence.lock) }
             return nil
         }
+        // One lock guards a key: fences of different locks do not compare.
+        if let keyFence, keyFence.lock != fence.lock { return .fenceRequired(key: key, lock: keyFence.lock) }
         if let keyFence, keyFence.fence > fence.fence { return .fenceStale(lock: fence.lock, presented: fence.fence, current: keyFence.fence) }
         guard let grant = lockHolding(fence.lock, atMillis: nowMillis), grant.holder == author else {
             return .lockNotHeld(lock: fence.lock, holder: lockHolding(fence.lock, atMillis: nowMillis)?.holder)
@@ -45,9 +54,11 @@ extension RoomState {
             }
             if let holder = lockHolding(name, atMillis: nowMillis)?.holder, holder != author { return .lockHeld(lock: name, holder: holder) }
             return nil
-        case let .releaseLock(name, _, revoke):
+        case let .releaseLock(name, fence, revoke):
             guard let grant = lockHolding(name, atMillis: nowMillis) else { return .lockNotHeld(lock: name, holder: nil) }
             if !revoke && grant.holder != author { return .lockNotHeld(lock: name, holder: grant.holder) }
+            // A release naming its grant (a retry after a lost acknowledgement) never ends a later one.
+            if fence != 0 && fence != grant.fence { return .fenceStale(lock: name, presented: fence, current: grant.fence) }
             return nil
         default:
             return nil
@@ -60,12 +71,12 @@ extension RoomState {
         case let .acquireLock(name, ttl, _):
             let record = locks[name] ?? LockRecord()
             // Renewal keeps the fence; a new grant takes the next one.
-            if let held = record.holding(atMillis: nowMillis, isOnline: { self.isOnline($0) }), held.holder == author {
+            if let held = record.holding(atMillis: nowMillis, isPresent: { self.isPresent($0, since: $1) }), held.holder == author {
                 return .acquireLock(name: name, ttlSeconds: ttl, fence: held.fence)
             }
             return .acquireLock(name: name, ttlSeconds: ttl, fence: Locks.nextFence(after: record.highestFence, origin: origin))
-        case let .releaseLock(name, _, revoke):
-            return .releaseLock(name: name, fence: locks[name]?.grant?.fence ?? 0, revoke: revoke)
+        case let .releaseLock(name, fence, revoke):
+            return .releaseLock(name: name, fence: fence != 0 ? fence : locks[name]?.grant?.fence ?? 0, revoke: revoke)
         default:
             return operation
         }

@@ -130,6 +130,16 @@ extension RoomState {
                                         incoming: Register<PropertyValue>) -> PropertyConflict? {
         guard let existing, existing.stamp != .origin, incoming.stamp != .origin, existing.stamp != incoming.stamp else { return nil }
         let (kept, lost) = existing.precedes(incoming) ? (incoming, existing) : (existing, incoming)
+        func info(_ register: Register<PropertyValue>) -> PropertyWriteInfo {
+            PropertyWriteInfo(author: register.value.operatorID, revision: register.value.revision, dot: register.stamp.dot,
+                              value: register.value.bytes)
+        }
+        // A write made under a newer lock grant wins by its fence: the older holder's write
+        // is lost whatever the revisions say (unless the winner built on it).
+        if (kept.value.fence?.fence ?? 0) > (lost.value.fence?.fence ?? 0) {
+            guard !kept.value.lineage.contains(lost.stamp.dot) else { return nil }
+            return PropertyConflict(scope: scope, key: key, kept: info(kept), lost: info(lost), lostDots: [lost.stamp.dot])
+        }
         let keptRevision = kept.value.revision
         // Writes from before revisions existed cannot be placed.
         guard keptRevision > 0, lost.value.revision > 0, lost.value.revision <= keptRevision else { return nil }
@@ -143,10 +153,6 @@ extension RoomState {
             lostDots.append(dot)
         }
         guard !lostDots.isEmpty, lostDots[0] == lost.stamp.dot else { return nil }
-        func info(_ register: Register<PropertyValue>) -> PropertyWriteInfo {
-            PropertyWriteInfo(author: register.value.operatorID, revision: register.value.revision, dot: register.stamp.dot,
-                              value: register.value.bytes)
-        }
         return PropertyConflict(scope: scope, key: key, kept: info(kept), lost: info(lost), lostDots: lostDots)
     }
 
@@ -154,7 +160,8 @@ extension RoomState {
     /// the property holds now: true when it is the current write or in its lineage,
     /// false when it was overwritten by a write that never saw it, nil when that cannot
     /// be told (the lineage does not reach back that far) or the write has not arrived.
-    public func propertyWrite(_ dot: Dot, revision: UInt64, scope: PropertyScope, key: String) -> Bool? {
+    /// A write with lock fence `fence` is overwritten (false) once the key holds a write of a larger fence.
+    public func propertyWrite(_ dot: Dot, revision: UInt64, scope: PropertyScope, key: String, fence: UInt64 = 0) -> Bool? {
         let register: Register<PropertyValue>?
         switch scope {
         case .room: register = properties[key]
@@ -162,6 +169,7 @@ extension RoomState {
         }
         guard let current = register, seen.contains(dot) else { return nil }
         if current.stamp.dot == dot || current.value.lineage.contains(dot) { return true }
+        if (current.value.fence?.fence ?? 0) > fence { return false }
         if revision == 0 || current.value.revision < revision { return nil }
         return current.value.reaches(revision: revision, of: current.value.revision) ? false : nil
     }

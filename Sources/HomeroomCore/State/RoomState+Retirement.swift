@@ -71,6 +71,11 @@ extension RoomState {
         for stamp in [name.stamp, type.stamp, stageLimit.stamp, handLimit.stamp, schedule.stamp, classState.stamp, muteAll,
                       chatMuted.stamp, historyLimit.stamp, messages.floor] { note(stamp) }
         for register in properties.values { note(register.stamp) }
+        note(carousel.stamp)
+        note(breakoutEnded)
+        for lock in locks.values { note(lock.grantStamp); note(lock.endedStamp) }
+        for register in breakoutGroups.values { note(register.stamp) }
+        for register in breakoutAssignments.values { note(register.stamp) }
         for message in messages.entries.values { note(message.stamp) }
         for record in users.values {
             note(record.name.stamp)

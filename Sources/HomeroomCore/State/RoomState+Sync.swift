@@ -21,6 +21,9 @@ extension RoomState {
         for (key, register) in properties where !other.contains(register.stamp.dot) {
             patch.properties[key] = register
         }
+        for (id, register) in breakoutGroups where !other.contains(register.stamp.dot) { patch.breakoutGroups[id] = register }
+        for (user, register) in breakoutAssignments where !other.contains(register.stamp.dot) { patch.breakoutAssignments[user] = register }
+        if !other.contains(breakoutEnded.dot) { patch.breakoutEnded = breakoutEnded }
         for (name, record) in locks where (record.grant != nil && !other.contains(record.grantStamp.dot))
             || (record.endedFence > 0 && !other.contains(record.endedStamp.dot)) {
             patch.locks[name] = record
@@ -55,6 +58,8 @@ extension RoomState {
             && (classState.stamp.sequence != 0 || classState == fresh.classState)
             && (muteAll.sequence != 0 || muteAll == .origin)
             && properties.values.allSatisfy { $0.stamp.sequence != 0 }
+            && (breakoutEnded.sequence != 0 || breakoutEnded == .origin)
+            && breakoutGroups.values.allSatisfy { $0.stamp.sequence != 0 } && breakoutAssignments.values.allSatisfy { $0.stamp.sequence != 0 }
             && locks.values.allSatisfy { ($0.grant == nil || $0.grantStamp.sequence != 0) && ($0.endedFence == 0 || $0.endedStamp.sequence != 0) }
             && chatMuted.isWritten(or: fresh.chatMuted) && historyLimit.isWritten(or: fresh.historyLimit)
             && messages.entries.values.allSatisfy { $0.stamp.sequence != 0 }
@@ -148,6 +153,15 @@ extension RoomState {
         for (key, register) in patch.properties where Self.mergeProperty(&properties, key, register) {
             propertyKeys.append(key)
         }
+        var breakoutChanged = false
+        if breakoutEnded < patch.breakoutEnded { breakoutEnded = patch.breakoutEnded; breakoutChanged = true }
+        for (id, register) in patch.breakoutGroups where breakoutEnded < register.stamp {
+            if breakoutGroups[id, default: Register(nil, stamp: .origin)].merge(register) { breakoutChanged = true }
+        }
+        for (user, register) in patch.breakoutAssignments where breakoutEnded < register.stamp {
+            if breakoutAssignments[user, default: Register(nil, stamp: .origin)].merge(register) { breakoutChanged = true }
+        }
+        if breakoutChanged { dropEndedBreakout() }
         var lockNames: [String] = []
         for (name, record) in patch.locks where record != LockRecord() && locks[name, default: LockRecord()].merge(record) {
             lockNames.append(name)
@@ -206,6 +220,7 @@ extension RoomState {
         if muted { head.append(.allMicrophonesMuted) }
         if !propertyKeys.isEmpty { head.append(.roomPropertiesUpdated(keys: propertyKeys.sorted())) }
         if !lockNames.isEmpty { head.append(.locksUpdated(names: lockNames.sorted())) }
+        if breakoutChanged { head.append(.breakoutUpdated) }
         changes.insert(contentsOf: head, at: 0)
         changes.append(contentsOf: userPropertyChanges)
         return changes

@@ -21,6 +21,12 @@ public struct RoomState: Sendable {
     public var properties: [String: Register<PropertyValue>] = [:]
     /// Locks by name (at most `Locks.maxPerRoom`).
     public var locks: [String: LockRecord] = [:]
+    /// Breakout groups by id: their names (nil: removed), LWW, written after `breakoutEnded`.
+    public var breakoutGroups: [String: Register<String?>] = [:]
+    /// Who is in which group (nil: the main room), LWW, written after `breakoutEnded`.
+    public var breakoutAssignments: [UserID: Register<String?>] = [:]
+    /// The latest end of every group (max-merged): what was written before it is void.
+    public var breakoutEnded: Stamp = .origin
     /// Chat muted for every student and observer (teachers and assistants may still send).
     public var chatMuted = Register(false, stamp: .origin)
     /// How many messages the history keeps.
@@ -51,7 +57,8 @@ extension RoomState: Equatable {
         a.roomID == b.roomID && a.name == b.name && a.type == b.type && a.stageLimit == b.stageLimit
             && a.handLimit == b.handLimit && a.schedule == b.schedule && a.carousel == b.carousel && a.classState == b.classState
             && a.muteAll == b.muteAll && a.deadIncarnations == b.deadIncarnations
-            && a.properties == b.properties && a.locks == b.locks && a.users == b.users && a.seen == b.seen
+            && a.properties == b.properties && a.locks == b.locks && a.breakoutGroups == b.breakoutGroups
+            && a.breakoutAssignments == b.breakoutAssignments && a.breakoutEnded == b.breakoutEnded && a.users == b.users && a.seen == b.seen
             && a.retiredGenerations == b.retiredGenerations && a.chatMuted == b.chatMuted && a.historyLimit == b.historyLimit && a.messages == b.messages
     }
 }

@@ -15,6 +15,8 @@ public struct RosterRow: Hashable, Sendable {
     public var handRaised: Bool
     public var kicked: Bool
     public var banned: Bool
+    /// The breakout group the user is in (nil: the main room).
+    public var group: String? = nil
 }
 
 /// The derived view of a room that a UI renders.
@@ -36,6 +38,8 @@ public struct Roster: Hashable, Sendable {
     /// The running carousel's settings and current turn (when built with a moment).
     public var carousel: Carousel? = nil
     public var carouselTurn: CarouselTurn? = nil
+    /// The live breakout groups.
+    public var breakout: [BreakoutGroup] = []
 }
 
 extension RoomState {
@@ -68,7 +72,8 @@ extension RoomState {
                 microphone: .derive(onStage: onStage, deviceOn: record.microphoneDevice.value,
                                     privilegeOn: microphonePrivilege(record, muteAll: muteAll)),
                 rewards: record.rewardTotal, handRaised: hands.contains(user),
-                kicked: !(record.kicked == .origin) && !isOnline, banned: record.isBanned))
+                kicked: !(record.kicked == .origin) && !isOnline, banned: record.isBanned,
+                group: breakoutAssignments.isEmpty ? nil : breakoutGroup(of: user)))
         }
         rows.sort { a, b in
             switch (stageRank[a.user], stageRank[b.user]) {
@@ -82,6 +87,6 @@ extension RoomState {
                       classStateSinceMillis: classState.stamp == .origin ? 0 : classState.stamp.clock.millis,
                       schedule: schedule.value, stageLimit: stageLimitValue, rows: rows, stage: stage,
                       stageWaiting: stageWaiting, raisedHands: raisedHands, waitingHands: waitingHands, onlineCount: online,
-                      carousel: carousel.value.running ? carousel.value : nil, carouselTurn: turn)
+                      carousel: carousel.value.running ? carousel.value : nil, carouselTurn: turn, breakout: breakout)
     }
 }

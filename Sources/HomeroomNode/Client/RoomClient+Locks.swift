@@ -19,7 +19,8 @@ extension RoomClient {
     /// or the wait is over (the last refusal is thrown).
     @discardableResult
     public func acquireLock(_ name: String, ttlSeconds: UInt32 = Locks.defaultTTLSeconds, waitMillis: UInt64 = 0) throws(ClientError) -> LockGrantResult {
-        let deadline = WallClock.monotonicMillis() &+ waitMillis
+        let (sum, overflow) = WallClock.monotonicMillis().addingReportingOverflow(waitMillis)
+        let deadline = overflow ? UInt64.max : sum
         while true {
             do {
                 let (ack, _) = try sendWrite(.acquireLock(name: name, ttlSeconds: ttlSeconds), retries: 3)
@@ -33,13 +34,22 @@ extension RoomClient {
     }
 
     /// Ends this user's grant of `name`.
-    public func releaseLock(_ name: String) throws(ClientError) {
-        _ = try sendWrite(.releaseLock(name: name, revoke: false), retries: 3)
+    /// The grant it ends is the one this client's replica shows now, so a retry after a
+    /// lost acknowledgement never ends a later grant (it is refused `fence-stale`).
+    @discardableResult
+    public func releaseLock(_ name: String) throws(ClientError) -> Dot {
+        try sendWrite(.releaseLock(name: name, fence: currentFence(name), revoke: false), retries: 3).ack.dot ?? Dot(origin: ReplicaID(0), sequence: 0)
     }
 
     /// A teacher or an assistant ends whoever's grant of `name`.
-    public func revokeLock(_ name: String) throws(ClientError) {
-        _ = try sendWrite(.releaseLock(name: name, revoke: true), retries: 3)
+    @discardableResult
+    public func revokeLock(_ name: String) throws(ClientError) -> Dot {
+        try sendWrite(.releaseLock(name: name, fence: currentFence(name), revoke: true), retries: 3).ack.dot ?? Dot(origin: ReplicaID(0), sequence: 0)
+    }
+
+    /// The fence of the grant this client's replica shows for `name` (0: none known; the node fills it in).
+    func currentFence(_ name: String) -> UInt64 {
+        state.withLock { $0.replica.lockHolding(name, atMillis: WallClock.nowMillis())?.fence } ?? 0
     }
 
     /// The room's locks as this client's replica holds them now.

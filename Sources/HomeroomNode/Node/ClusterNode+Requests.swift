@@ -273,7 +273,12 @@ extension ClusterNode {
             case let .setUserProperty(user, _, _, _, revision):
                 accepted.revision = revision.assigned
                 accepted.setRevision = room.propertySetRevision(scope: .user(user))
-            case let .acquireLock(_, _, fence):
+            case let .acquireLock(name, _, fence):
+                // A grant the merge did not take (a renewal stamped before a grant this node
+                // got by a patch from a clock ahead) is not one: say so rather than acknowledge it.
+                guard room.lockHolding(name, atMillis: now).map({ $0.holder == write.author && $0.fence == fence }) ?? false else {
+                    return (ack(request, .rejected, "lock-held", "the grant was not taken (the lock changed meanwhile): acquire again", dot: delta.dot), delta)
+                }
                 accepted.fence = fence
             default: break
             }

@@ -150,7 +150,10 @@ public struct TokenVerifier: Sendable {
         }
         if nowSeconds > claims.exp + leewaySeconds { throw .expired(secondsAgo: nowSeconds - claims.exp) }
         if claims.iat > nowSeconds + leewaySeconds { throw .notYetValid(inSeconds: claims.iat - nowSeconds) }
-        guard claims.room == "*" || claims.room == room else { throw .wrongRoom(token: claims.room, requested: room) }
+        // A class's token also opens its breakout groups' rooms (`<room>:<group>`).
+        guard claims.room == "*" || claims.room == room || Breakout.parse(roomID: room)?.mainRoom == claims.room else {
+            throw .wrongRoom(token: claims.room, requested: room)
+        }
         guard !revokedUsers.contains(claims.user) else { throw .revoked(user: claims.user) }
         return claims
     }

@@ -58,7 +58,7 @@ public struct RosterComponent: Component {
         switch column {
         case .name:
             let isLocal = row.id == local
-            return Span(row.info.displayName + (isLocal ? " (you)" : "") + (row.online ? "" : " (offline)"),
+            return Span(row.info.displayName + (isLocal ? " (you)" : "") + (row.online ? "" : " (offline)") + (row.group.map { " [\($0)]" } ?? ""),
                         isLocal ? TextStyle(foreground: theme.localUserColor, bold: true) : .plain)
         case .role: return Span(row.info.role.description)
         case .stage:

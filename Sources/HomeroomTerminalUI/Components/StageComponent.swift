@@ -15,6 +15,9 @@ public struct StageComponent: Component {
         if let carousel = snapshot.carousel {
             lines.append(StyledLine(Self.carouselText(carousel, now: context.nowMillis), TextStyle(foreground: theme.waitingColor)))
         }
+        if !snapshot.breakout.isEmpty {
+            lines.append(StyledLine(Self.breakoutText(snapshot.breakout), TextStyle(foreground: theme.waitingColor)))
+        }
         if !snapshot.stageWaiting.isEmpty {
             lines.append(NameList.line(title: "Waiting for a seat", titleStyle: title, names: snapshot.stageWaiting.map(\.info.displayName),
                                        nameStyle: TextStyle(foreground: theme.waitingColor), emptyText: "", maxNames: Int.max,
@@ -25,6 +28,11 @@ public struct StageComponent: Component {
 }
 
 extension StageComponent {
+    /// "Breakout: g1 Group 1 (3) · g2 Group 2 (2)": the groups, each one's id, name and size.
+    static func breakoutText(_ groups: [BreakoutGroup]) -> String {
+        "Breakout: " + groups.map { "\($0.id) \($0.name) (\($0.members.count))" }.joined(separator: " · ")
+    }
+
     /// "Carousel every 30 s, all, join order · next turn in 0:12" (or "everyone fits").
     static func carouselText(_ carousel: CarouselStatus, now: UInt64) -> String {
         let settings = "Carousel every \(carousel.intervalSeconds) s, \(carousel.range.name), \(carousel.order.name.replacing("-", with: " "))"

@@ -20,6 +20,7 @@ enum ActionCommand {
         "room": "Rename the room, or set its type, stage limit or hand limit.",
         "prop": "List, set or delete properties of the room or of a user.",
         "lock": "Acquire, release or revoke a room lock, or list them, with fencing.",
+        "group": "Breakout groups: create, fill at random, move users, broadcast, end.",
         "name": "Change your display name.",
         "send": "Send a room message to everyone in the room.",
         "whisper": "Send a peer message to one user of the room, wherever it is connected.",

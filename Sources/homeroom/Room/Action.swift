@@ -39,6 +39,14 @@ enum Action: Equatable {
     case lockRelease(String)
     case lockRevoke(String)
     case lockList
+    // Breakout groups
+    case groupList
+    case groupCreate(String, name: String?)
+    case groupRandom(Int)
+    case groupRemove(String)
+    case groupMove([UserID], to: String?)
+    case groupEnd
+    case groupBroadcast(String)
     case propertyList(PropertyOwner)
     case propertyGet(PropertyOwner, key: String)
     case rename(String)
@@ -54,7 +62,7 @@ enum Action: Equatable {
 
     /// The verbs, as subcommands and as the first word of a line.
     static let verbs = ["stage", "board", "camera", "mic", "mute-all", "carousel", "reward", "kick", "ban", "hand", "class", "schedule",
-                        "room", "prop", "lock", "name", "send", "whisper", "history", "presence", "mute", "unmute"]
+                        "room", "prop", "lock", "group", "name", "send", "whisper", "history", "presence", "mute", "unmute"]
 
     /// The theme section whose component an action belongs to (a disabled component refuses it).
     var component: String? {
@@ -112,6 +120,13 @@ enum Action: Equatable {
                                            wait that long for its holder to let go (else lock-held).
           lock release <name>            Let go of a lock you hold.
           lock revoke <name>             End whoever's grant (teacher, assistant).
+          group                          Breakout groups: each one's members and room (<room>:<id>).
+          group create <id> [<name>]     Create a group (teacher, assistant; id: a-z 0-9 - _, 16 at most).
+          group random <n>               Create groups g1..gn and spread the online students over them.
+          group move <user>... <id>|main Move users into a group, or back to the main room.
+          group remove <id>              Remove one group (its members are back in the main room).
+          group broadcast <text>         Send one message to every group's room.
+          group end                      End every group: everyone is back in the main room.
           name <text>                    Your display name.
           send <text>                    Send a room message to everyone (--type <type>, default chat).
           whisper <user> <text>          Send a peer message to one user, wherever it is connected.
@@ -286,6 +301,25 @@ enum Action: Equatable {
             case ("unset", 3): return .propertyUnset(owner, key: rest[2], ifRevision: ifRevision, ifSetRevision: ifSetRevision, fence: fence)
             default:
                 throw ActionError("use: prop \(ownerWord) [get <key> | set <key> <value> | unset <key>] [--if-revision <n>] [--if-set-revision <n>] [--fence <lock>:<n>]")
+            }
+        case "group", "groups":
+            switch (rest.first, rest.count) {
+            case (nil, _), ("list", 1): return .groupList
+            case ("create", 2), ("create", 3):
+                guard Breakout.isValidID(rest[1]) else { throw ActionError("a group id is 1 to 16 bytes of a-z, 0-9, - and _, not '\(rest[1])'") }
+                return .groupCreate(rest[1], name: rest.count == 3 ? rest[2] : nil)
+            case ("create", let count) where count > 3:
+                guard Breakout.isValidID(rest[1]) else { throw ActionError("a group id is 1 to 16 bytes of a-z, 0-9, - and _, not '\(rest[1])'") }
+                return .groupCreate(rest[1], name: rest.dropFirst(2).joined(separator: " "))
+            case ("random", 2): return .groupRandom(try number(rest[1], 1...Breakout.maxGroups, "a number of groups"))
+            case ("remove", 2): return .groupRemove(rest[1])
+            case ("move", let count) where count >= 3:
+                let target = rest[count - 1]
+                return .groupMove(try users(rest.dropFirst().dropLast(), "group move bob g1"), to: target == "main" ? nil : target)
+            case ("broadcast", let count) where count >= 2: return .groupBroadcast(rest.dropFirst().joined(separator: " "))
+            case ("end", 1): return .groupEnd
+            default:
+                throw ActionError("use: group [create <id> [<name>] | random <n> | move <user>... <id>|main | remove <id> | broadcast <text> | end]")
             }
         case "lock", "locks":
             func lockName() throws(ActionError) -> String {
@@ -505,6 +539,27 @@ extension Action {
                              ("lapses_at_ms", lock.lapsesAtMillis.map { .int(Int64($0)) } ?? .null)])
                 })),
             ])
+        case .groupList:
+            return Self.groupOutcome(pool, name, "")
+        case let .groupCreate(id, groupName):
+            try pool.group.create(id, name: groupName)
+            return Self.groupOutcome(pool, name, "group \(id) created")
+        case let .groupRandom(count):
+            try pool.group.createRandom(count: count)
+            return Self.groupOutcome(pool, name, "\(count) groups created")
+        case let .groupRemove(id):
+            try pool.group.remove(id)
+            return Self.groupOutcome(pool, name, "group \(id) removed")
+        case let .groupMove(users, target):
+            try pool.group.move(users, to: target)
+            return Self.groupOutcome(pool, name, users.map(name).joined(separator: ", ") + " moved to " + (target ?? "the main room"))
+        case let .groupBroadcast(text):
+            let reached = try pool.group.broadcast(text)
+            return ActionOutcome(text: reached.isEmpty ? "no breakout groups to broadcast to" : "sent to \(reached.count) groups: " + reached.joined(separator: ", "),
+                                 fields: [("groups", .array(reached.map { .string($0) }))])
+        case .groupEnd:
+            try pool.group.endAll()
+            return ActionOutcome(text: "every breakout group ended: everyone is back in the main room", fields: [("groups", .array([]))])
         case let .rename(text):
             try pool.user.updateName(text)
             return ActionOutcome(text: "you are now called \(text)")
@@ -548,6 +603,21 @@ extension Action {
     static func describe(_ entry: PropertyEntry, owner: String) -> String {
         "\(owner) \(entry.key) = \(MessageText.printable(entry.value)) (revision \(entry.revision), by \(entry.operatorID)"
             + (entry.cause.isEmpty ? "" : ", cause \(MessageText.printable(entry.cause))") + ")"
+    }
+
+    /// The live groups, after `done` (a sentence, or empty for a plain listing).
+    static func groupOutcome(_ pool: ContextPool, _ name: (UserID) -> String, _ done: String) -> ActionOutcome {
+        let groups = pool.group.groups
+        let lines = groups.map { group in
+            "\(group.id) \(group.name) (room \(group.roomID)): " + (group.members.isEmpty ? "nobody yet" : group.members.map(name).joined(separator: ", "))
+        }
+        let listing = groups.isEmpty ? "no breakout groups" : lines.joined(separator: "\n")
+        return ActionOutcome(text: done.isEmpty ? listing : done + "\n" + listing, fields: [
+            ("groups", .array(groups.map { group in
+                .object([("id", .string(group.id)), ("name", .string(group.name)), ("room", .string(group.roomID)),
+                         ("members", .array(group.members.map { .string($0) }))])
+            })),
+        ])
     }
 
     /// What the carousel does now, as this replica derives it.

@@ -17,6 +17,9 @@ enum EventText {
         case let .roomPropertiesUpdated(keys): return "room properties changed: " + keys.joined(separator: ", ")
         case .allMicrophonesMuted: return "every microphone was muted"
         case let .locksUpdated(names): return "locks changed: " + names.joined(separator: ", ")
+        case let .breakoutUpdated(groups):
+            return groups.isEmpty ? "no breakout groups: everyone is in the main room"
+                : "breakout groups: " + groups.map { "\($0.name) (\($0.members.count))" }.joined(separator: ", ")
         case let .remoteUserJoined(user): return "\(user.displayName) (\(user.role)) joined"
         case let .remoteUserLeft(user): return "\(user.displayName) left"
         case let .userUpdated(user): return "\(who(user)) is now \(user.displayName) (\(user.role))"

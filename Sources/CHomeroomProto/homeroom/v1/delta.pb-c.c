@@ -1312,6 +1312,141 @@ void   homeroom__v1__acquire_lock__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__acquire_lock__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__set_breakout_group__init
+                     (Homeroom__V1__SetBreakoutGroup         *message)
+{
+  static const Homeroom__V1__SetBreakoutGroup init_value = HOMEROOM__V1__SET_BREAKOUT_GROUP__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__set_breakout_group__get_packed_size
+                     (const Homeroom__V1__SetBreakoutGroup *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_breakout_group__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__set_breakout_group__pack
+                     (const Homeroom__V1__SetBreakoutGroup *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_breakout_group__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__set_breakout_group__pack_to_buffer
+                     (const Homeroom__V1__SetBreakoutGroup *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_breakout_group__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__SetBreakoutGroup *
+       homeroom__v1__set_breakout_group__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__SetBreakoutGroup *)
+     protobuf_c_message_unpack (&homeroom__v1__set_breakout_group__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__set_breakout_group__free_unpacked
+                     (Homeroom__V1__SetBreakoutGroup *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__set_breakout_group__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__assign_breakout_group__init
+                     (Homeroom__V1__AssignBreakoutGroup         *message)
+{
+  static const Homeroom__V1__AssignBreakoutGroup init_value = HOMEROOM__V1__ASSIGN_BREAKOUT_GROUP__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__assign_breakout_group__get_packed_size
+                     (const Homeroom__V1__AssignBreakoutGroup *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__assign_breakout_group__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__assign_breakout_group__pack
+                     (const Homeroom__V1__AssignBreakoutGroup *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__assign_breakout_group__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__assign_breakout_group__pack_to_buffer
+                     (const Homeroom__V1__AssignBreakoutGroup *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__assign_breakout_group__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__AssignBreakoutGroup *
+       homeroom__v1__assign_breakout_group__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__AssignBreakoutGroup *)
+     protobuf_c_message_unpack (&homeroom__v1__assign_breakout_group__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__assign_breakout_group__free_unpacked
+                     (Homeroom__V1__AssignBreakoutGroup *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__assign_breakout_group__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__end_breakout__init
+                     (Homeroom__V1__EndBreakout         *message)
+{
+  static const Homeroom__V1__EndBreakout init_value = HOMEROOM__V1__END_BREAKOUT__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__end_breakout__get_packed_size
+                     (const Homeroom__V1__EndBreakout *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__end_breakout__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__end_breakout__pack
+                     (const Homeroom__V1__EndBreakout *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__end_breakout__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__end_breakout__pack_to_buffer
+                     (const Homeroom__V1__EndBreakout *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__end_breakout__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__EndBreakout *
+       homeroom__v1__end_breakout__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__EndBreakout *)
+     protobuf_c_message_unpack (&homeroom__v1__end_breakout__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__end_breakout__free_unpacked
+                     (Homeroom__V1__EndBreakout *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__end_breakout__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__release_lock__init
                      (Homeroom__V1__ReleaseLock         *message)
 {
@@ -1781,7 +1916,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta_batch__descriptor =
   (ProtobufCMessageInit) homeroom__v1__delta_batch__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[39] =
+static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[42] =
 {
   {
     "clock_delta",
@@ -2240,6 +2375,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[39]
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "set_breakout_group",
+    39,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, set_breakout_group),
+    &homeroom__v1__set_breakout_group__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "origin",
     40,
     PROTOBUF_C_LABEL_NONE,
@@ -2251,21 +2398,47 @@ static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[39]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "assign_breakout_group",
+    41,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, assign_breakout_group),
+    &homeroom__v1__assign_breakout_group__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "end_breakout",
+    42,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, end_breakout),
+    &homeroom__v1__end_breakout__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   36,   /* field[36] = acquire_lock */
+  40,   /* field[40] = assign_breakout_group */
   2,   /* field[2] = author */
   4,   /* field[4] = author_counter_delta */
   3,   /* field[3] = author_role */
   25,   /* field[25] = ban */
   0,   /* field[0] = clock_delta */
+  41,   /* field[41] = end_breakout */
   33,   /* field[33] = fold_rewards */
   32,   /* field[32] = fold_sessions */
   11,   /* field[11] = join_session */
   24,   /* field[24] = kick */
   12,   /* field[12] = leave_session */
   21,   /* field[21] = mute_all */
-  38,   /* field[38] = origin */
+  39,   /* field[39] = origin */
   37,   /* field[37] = release_lock */
   23,   /* field[23] = replica_down */
   34,   /* field[34] = retire_predecessors */
@@ -2274,6 +2447,7 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   27,   /* field[27] = send_peer_message */
   1,   /* field[1] = sequence_delta */
   8,   /* field[8] = set_board */
+  38,   /* field[38] = set_breakout_group */
   35,   /* field[35] = set_carousel */
   28,   /* field[28] = set_chat_muted */
   20,   /* field[20] = set_class_state */
@@ -2293,11 +2467,10 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   14,   /* field[14] = set_user_property */
   29,   /* field[29] = trim_history */
 };
-static const ProtobufCIntRange homeroom__v1__delta__number_ranges[2 + 1] =
+static const ProtobufCIntRange homeroom__v1__delta__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 40, 38 },
-  { 0, 39 }
+  { 0, 42 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
 {
@@ -2307,10 +2480,10 @@ const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
   "Homeroom__V1__Delta",
   "homeroom.v1",
   sizeof(Homeroom__V1__Delta),
-  39,
+  42,
   homeroom__v1__delta__field_descriptors,
   homeroom__v1__delta__field_indices_by_name,
-  2,  homeroom__v1__delta__number_ranges,
+  1,  homeroom__v1__delta__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__delta__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -3929,6 +4102,139 @@ const ProtobufCMessageDescriptor homeroom__v1__acquire_lock__descriptor =
   homeroom__v1__acquire_lock__field_indices_by_name,
   1,  homeroom__v1__acquire_lock__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__acquire_lock__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__set_breakout_group__field_descriptors[3] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetBreakoutGroup, id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "name",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetBreakoutGroup, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "removed",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetBreakoutGroup, removed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__set_breakout_group__field_indices_by_name[] = {
+  0,   /* field[0] = id */
+  1,   /* field[1] = name */
+  2,   /* field[2] = removed */
+};
+static const ProtobufCIntRange homeroom__v1__set_breakout_group__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__set_breakout_group__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.SetBreakoutGroup",
+  "SetBreakoutGroup",
+  "Homeroom__V1__SetBreakoutGroup",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__SetBreakoutGroup),
+  3,
+  homeroom__v1__set_breakout_group__field_descriptors,
+  homeroom__v1__set_breakout_group__field_indices_by_name,
+  1,  homeroom__v1__set_breakout_group__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__set_breakout_group__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__assign_breakout_group__field_descriptors[2] =
+{
+  {
+    "user",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__AssignBreakoutGroup, user),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "group",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__AssignBreakoutGroup, group),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__assign_breakout_group__field_indices_by_name[] = {
+  1,   /* field[1] = group */
+  0,   /* field[0] = user */
+};
+static const ProtobufCIntRange homeroom__v1__assign_breakout_group__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__assign_breakout_group__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.AssignBreakoutGroup",
+  "AssignBreakoutGroup",
+  "Homeroom__V1__AssignBreakoutGroup",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__AssignBreakoutGroup),
+  2,
+  homeroom__v1__assign_breakout_group__field_descriptors,
+  homeroom__v1__assign_breakout_group__field_indices_by_name,
+  1,  homeroom__v1__assign_breakout_group__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__assign_breakout_group__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define homeroom__v1__end_breakout__field_descriptors NULL
+#define homeroom__v1__end_breakout__field_indices_by_name NULL
+#define homeroom__v1__end_breakout__number_ranges NULL
+const ProtobufCMessageDescriptor homeroom__v1__end_breakout__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.EndBreakout",
+  "EndBreakout",
+  "Homeroom__V1__EndBreakout",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__EndBreakout),
+  0,
+  homeroom__v1__end_breakout__field_descriptors,
+  homeroom__v1__end_breakout__field_indices_by_name,
+  0,  homeroom__v1__end_breakout__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__end_breakout__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__release_lock__field_descriptors[3] =

@@ -952,6 +952,96 @@ void   homeroom__v1__room_patch__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__room_patch__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__breakout_group_record__init
+                     (Homeroom__V1__BreakoutGroupRecord         *message)
+{
+  static const Homeroom__V1__BreakoutGroupRecord init_value = HOMEROOM__V1__BREAKOUT_GROUP_RECORD__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__breakout_group_record__get_packed_size
+                     (const Homeroom__V1__BreakoutGroupRecord *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__breakout_group_record__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__breakout_group_record__pack
+                     (const Homeroom__V1__BreakoutGroupRecord *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__breakout_group_record__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__breakout_group_record__pack_to_buffer
+                     (const Homeroom__V1__BreakoutGroupRecord *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__breakout_group_record__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__BreakoutGroupRecord *
+       homeroom__v1__breakout_group_record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__BreakoutGroupRecord *)
+     protobuf_c_message_unpack (&homeroom__v1__breakout_group_record__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__breakout_group_record__free_unpacked
+                     (Homeroom__V1__BreakoutGroupRecord *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__breakout_group_record__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__breakout_assignment__init
+                     (Homeroom__V1__BreakoutAssignment         *message)
+{
+  static const Homeroom__V1__BreakoutAssignment init_value = HOMEROOM__V1__BREAKOUT_ASSIGNMENT__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__breakout_assignment__get_packed_size
+                     (const Homeroom__V1__BreakoutAssignment *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__breakout_assignment__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__breakout_assignment__pack
+                     (const Homeroom__V1__BreakoutAssignment *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__breakout_assignment__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__breakout_assignment__pack_to_buffer
+                     (const Homeroom__V1__BreakoutAssignment *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__breakout_assignment__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__BreakoutAssignment *
+       homeroom__v1__breakout_assignment__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__BreakoutAssignment *)
+     protobuf_c_message_unpack (&homeroom__v1__breakout_assignment__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__breakout_assignment__free_unpacked
+                     (Homeroom__V1__BreakoutAssignment *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__breakout_assignment__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor homeroom__v1__stamp__field_descriptors[3] =
 {
   {
@@ -2635,7 +2725,7 @@ const ProtobufCMessageDescriptor homeroom__v1__retired_name__descriptor =
   (ProtobufCMessageInit) homeroom__v1__retired_name__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptors[21] =
+static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptors[24] =
 {
   {
     "room_id",
@@ -2889,8 +2979,47 @@ static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "breakout_groups",
+    22,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__RoomPatch, n_breakout_groups),
+    offsetof(Homeroom__V1__RoomPatch, breakout_groups),
+    &homeroom__v1__breakout_group_record__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "breakout_assignments",
+    23,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__RoomPatch, n_breakout_assignments),
+    offsetof(Homeroom__V1__RoomPatch, breakout_assignments),
+    &homeroom__v1__breakout_assignment__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "breakout_ended",
+    24,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RoomPatch, breakout_ended),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
+  22,   /* field[22] = breakout_assignments */
+  23,   /* field[23] = breakout_ended */
+  21,   /* field[21] = breakout_groups */
   19,   /* field[19] = carousel */
   14,   /* field[14] = chat_muted */
   9,   /* field[9] = class_state */
@@ -2916,7 +3045,7 @@ static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__room_patch__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 21 }
+  { 0, 24 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor =
 {
@@ -2926,10 +3055,151 @@ const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor =
   "Homeroom__V1__RoomPatch",
   "homeroom.v1",
   sizeof(Homeroom__V1__RoomPatch),
-  21,
+  24,
   homeroom__v1__room_patch__field_descriptors,
   homeroom__v1__room_patch__field_indices_by_name,
   1,  homeroom__v1__room_patch__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__room_patch__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__breakout_group_record__field_descriptors[4] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__BreakoutGroupRecord, id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "name",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__BreakoutGroupRecord, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "removed",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__BreakoutGroupRecord, removed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stamp",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__BreakoutGroupRecord, stamp),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__breakout_group_record__field_indices_by_name[] = {
+  0,   /* field[0] = id */
+  1,   /* field[1] = name */
+  2,   /* field[2] = removed */
+  3,   /* field[3] = stamp */
+};
+static const ProtobufCIntRange homeroom__v1__breakout_group_record__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__breakout_group_record__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.BreakoutGroupRecord",
+  "BreakoutGroupRecord",
+  "Homeroom__V1__BreakoutGroupRecord",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__BreakoutGroupRecord),
+  4,
+  homeroom__v1__breakout_group_record__field_descriptors,
+  homeroom__v1__breakout_group_record__field_indices_by_name,
+  1,  homeroom__v1__breakout_group_record__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__breakout_group_record__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__breakout_assignment__field_descriptors[3] =
+{
+  {
+    "user",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__BreakoutAssignment, user),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "group",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__BreakoutAssignment, group),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stamp",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__BreakoutAssignment, stamp),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__breakout_assignment__field_indices_by_name[] = {
+  1,   /* field[1] = group */
+  2,   /* field[2] = stamp */
+  0,   /* field[0] = user */
+};
+static const ProtobufCIntRange homeroom__v1__breakout_assignment__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__breakout_assignment__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.BreakoutAssignment",
+  "BreakoutAssignment",
+  "Homeroom__V1__BreakoutAssignment",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__BreakoutAssignment),
+  3,
+  homeroom__v1__breakout_assignment__field_descriptors,
+  homeroom__v1__breakout_assignment__field_indices_by_name,
+  1,  homeroom__v1__breakout_assignment__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__breakout_assignment__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -45,6 +45,9 @@ typedef struct Homeroom__V1__SetClassState Homeroom__V1__SetClassState;
 typedef struct Homeroom__V1__MuteAll Homeroom__V1__MuteAll;
 typedef struct Homeroom__V1__SetRoomProperty Homeroom__V1__SetRoomProperty;
 typedef struct Homeroom__V1__AcquireLock Homeroom__V1__AcquireLock;
+typedef struct Homeroom__V1__SetBreakoutGroup Homeroom__V1__SetBreakoutGroup;
+typedef struct Homeroom__V1__AssignBreakoutGroup Homeroom__V1__AssignBreakoutGroup;
+typedef struct Homeroom__V1__EndBreakout Homeroom__V1__EndBreakout;
 typedef struct Homeroom__V1__ReleaseLock Homeroom__V1__ReleaseLock;
 typedef struct Homeroom__V1__ReplicaDown Homeroom__V1__ReplicaDown;
 typedef struct Homeroom__V1__SendMessage Homeroom__V1__SendMessage;
@@ -115,7 +118,10 @@ typedef enum {
   HOMEROOM__V1__DELTA__OP_RETIRE_PREDECESSORS = 35,
   HOMEROOM__V1__DELTA__OP_SET_CAROUSEL = 36,
   HOMEROOM__V1__DELTA__OP_ACQUIRE_LOCK = 37,
-  HOMEROOM__V1__DELTA__OP_RELEASE_LOCK = 38
+  HOMEROOM__V1__DELTA__OP_RELEASE_LOCK = 38,
+  HOMEROOM__V1__DELTA__OP_SET_BREAKOUT_GROUP = 39,
+  HOMEROOM__V1__DELTA__OP_ASSIGN_BREAKOUT_GROUP = 41,
+  HOMEROOM__V1__DELTA__OP_END_BREAKOUT = 42
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HOMEROOM__V1__DELTA__OP__CASE)
 } Homeroom__V1__Delta__OpCase;
 
@@ -190,6 +196,15 @@ struct  Homeroom__V1__Delta
      */
     Homeroom__V1__AcquireLock *acquire_lock;
     Homeroom__V1__ReleaseLock *release_lock;
+    /*
+     * Breakout groups (Flexible Classroom's, docs/PROTOCOL.md "Breakout groups").
+     */
+    Homeroom__V1__SetBreakoutGroup *set_breakout_group;
+    Homeroom__V1__AssignBreakoutGroup *assign_breakout_group;
+    /*
+     * (40 is origin, below)
+     */
+    Homeroom__V1__EndBreakout *end_breakout;
   };
 };
 #define HOMEROOM__V1__DELTA__INIT \
@@ -623,6 +638,59 @@ struct  Homeroom__V1__AcquireLock
 #define HOMEROOM__V1__ACQUIRE_LOCK__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__acquire_lock__descriptor) \
     , (char *)protobuf_c_empty_string, 0, 0 }
+
+
+/*
+ * Create or rename group `id` (its room is `<room>:<id>`), or remove it.
+ */
+struct  Homeroom__V1__SetBreakoutGroup
+{
+  ProtobufCMessage base;
+  /*
+   * 1-16 bytes of a-z 0-9 - _
+   */
+  char *id;
+  /*
+   * 1-64 bytes; ignored when removed
+   */
+  char *name;
+  protobuf_c_boolean removed;
+};
+#define HOMEROOM__V1__SET_BREAKOUT_GROUP__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_breakout_group__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+/*
+ * Put a user in a group, or back in the main room.
+ */
+struct  Homeroom__V1__AssignBreakoutGroup
+{
+  ProtobufCMessage base;
+  /*
+   * 0 = the author, n >= 1 = strings[n - 1]
+   */
+  uint32_t user;
+  /*
+   * a group id; empty: the main room
+   */
+  char *group;
+};
+#define HOMEROOM__V1__ASSIGN_BREAKOUT_GROUP__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__assign_breakout_group__descriptor) \
+    , 0, (char *)protobuf_c_empty_string }
+
+
+/*
+ * End every group: everything written about groups before this is void.
+ */
+struct  Homeroom__V1__EndBreakout
+{
+  ProtobufCMessage base;
+};
+#define HOMEROOM__V1__END_BREAKOUT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__end_breakout__descriptor) \
+     }
 
 
 /*
@@ -1333,6 +1401,63 @@ Homeroom__V1__AcquireLock *
 void   homeroom__v1__acquire_lock__free_unpacked
                      (Homeroom__V1__AcquireLock *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__SetBreakoutGroup methods */
+void   homeroom__v1__set_breakout_group__init
+                     (Homeroom__V1__SetBreakoutGroup         *message);
+size_t homeroom__v1__set_breakout_group__get_packed_size
+                     (const Homeroom__V1__SetBreakoutGroup   *message);
+size_t homeroom__v1__set_breakout_group__pack
+                     (const Homeroom__V1__SetBreakoutGroup   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__set_breakout_group__pack_to_buffer
+                     (const Homeroom__V1__SetBreakoutGroup   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__SetBreakoutGroup *
+       homeroom__v1__set_breakout_group__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__set_breakout_group__free_unpacked
+                     (Homeroom__V1__SetBreakoutGroup *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__AssignBreakoutGroup methods */
+void   homeroom__v1__assign_breakout_group__init
+                     (Homeroom__V1__AssignBreakoutGroup         *message);
+size_t homeroom__v1__assign_breakout_group__get_packed_size
+                     (const Homeroom__V1__AssignBreakoutGroup   *message);
+size_t homeroom__v1__assign_breakout_group__pack
+                     (const Homeroom__V1__AssignBreakoutGroup   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__assign_breakout_group__pack_to_buffer
+                     (const Homeroom__V1__AssignBreakoutGroup   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__AssignBreakoutGroup *
+       homeroom__v1__assign_breakout_group__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__assign_breakout_group__free_unpacked
+                     (Homeroom__V1__AssignBreakoutGroup *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__EndBreakout methods */
+void   homeroom__v1__end_breakout__init
+                     (Homeroom__V1__EndBreakout         *message);
+size_t homeroom__v1__end_breakout__get_packed_size
+                     (const Homeroom__V1__EndBreakout   *message);
+size_t homeroom__v1__end_breakout__pack
+                     (const Homeroom__V1__EndBreakout   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__end_breakout__pack_to_buffer
+                     (const Homeroom__V1__EndBreakout   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__EndBreakout *
+       homeroom__v1__end_breakout__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__end_breakout__free_unpacked
+                     (Homeroom__V1__EndBreakout *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__ReleaseLock methods */
 void   homeroom__v1__release_lock__init
                      (Homeroom__V1__ReleaseLock         *message);
@@ -1593,6 +1718,15 @@ typedef void (*Homeroom__V1__SetRoomProperty_Closure)
 typedef void (*Homeroom__V1__AcquireLock_Closure)
                  (const Homeroom__V1__AcquireLock *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__SetBreakoutGroup_Closure)
+                 (const Homeroom__V1__SetBreakoutGroup *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__AssignBreakoutGroup_Closure)
+                 (const Homeroom__V1__AssignBreakoutGroup *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__EndBreakout_Closure)
+                 (const Homeroom__V1__EndBreakout *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__ReleaseLock_Closure)
                  (const Homeroom__V1__ReleaseLock *message,
                   void *closure_data);
@@ -1655,6 +1789,9 @@ extern const ProtobufCMessageDescriptor homeroom__v1__set_class_state__descripto
 extern const ProtobufCMessageDescriptor homeroom__v1__mute_all__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_room_property__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__acquire_lock__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__set_breakout_group__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__assign_breakout_group__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__end_breakout__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__release_lock__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__replica_down__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__send_message__descriptor;

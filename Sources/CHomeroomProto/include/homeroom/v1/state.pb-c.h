@@ -37,6 +37,8 @@ typedef struct Homeroom__V1__SessionFloor Homeroom__V1__SessionFloor;
 typedef struct Homeroom__V1__DeadIncarnation Homeroom__V1__DeadIncarnation;
 typedef struct Homeroom__V1__RetiredName Homeroom__V1__RetiredName;
 typedef struct Homeroom__V1__RoomPatch Homeroom__V1__RoomPatch;
+typedef struct Homeroom__V1__BreakoutGroupRecord Homeroom__V1__BreakoutGroupRecord;
+typedef struct Homeroom__V1__BreakoutAssignment Homeroom__V1__BreakoutAssignment;
 
 
 /* --- enums --- */
@@ -524,10 +526,61 @@ struct  Homeroom__V1__RoomPatch
   Homeroom__V1__CarouselRegister *carousel;
   size_t n_locks;
   Homeroom__V1__LockRecord **locks;
+  /*
+   * only those written after breakout_ended
+   */
+  size_t n_breakout_groups;
+  Homeroom__V1__BreakoutGroupRecord **breakout_groups;
+  /*
+   * likewise
+   */
+  size_t n_breakout_assignments;
+  Homeroom__V1__BreakoutAssignment **breakout_assignments;
+  /*
+   * the latest end of every group (max-merged); absent: never
+   */
+  Homeroom__V1__Stamp *breakout_ended;
 };
 #define HOMEROOM__V1__ROOM_PATCH__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__room_patch__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, 0,NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, 0,NULL, 0,NULL, 0,NULL, NULL }
+
+
+/*
+ * A breakout group's register: its name, or removed.
+ */
+struct  Homeroom__V1__BreakoutGroupRecord
+{
+  ProtobufCMessage base;
+  char *id;
+  char *name;
+  protobuf_c_boolean removed;
+  Homeroom__V1__Stamp *stamp;
+};
+#define HOMEROOM__V1__BREAKOUT_GROUP_RECORD__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__breakout_group_record__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, NULL }
+
+
+/*
+ * Who is in which group: a register per user.
+ */
+struct  Homeroom__V1__BreakoutAssignment
+{
+  ProtobufCMessage base;
+  /*
+   * index into RoomPatch.strings
+   */
+  uint32_t user;
+  /*
+   * empty: the main room
+   */
+  char *group;
+  Homeroom__V1__Stamp *stamp;
+};
+#define HOMEROOM__V1__BREAKOUT_ASSIGNMENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__breakout_assignment__descriptor) \
+    , 0, (char *)protobuf_c_empty_string, NULL }
 
 
 /* Homeroom__V1__Stamp methods */
@@ -929,6 +982,44 @@ Homeroom__V1__RoomPatch *
 void   homeroom__v1__room_patch__free_unpacked
                      (Homeroom__V1__RoomPatch *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__BreakoutGroupRecord methods */
+void   homeroom__v1__breakout_group_record__init
+                     (Homeroom__V1__BreakoutGroupRecord         *message);
+size_t homeroom__v1__breakout_group_record__get_packed_size
+                     (const Homeroom__V1__BreakoutGroupRecord   *message);
+size_t homeroom__v1__breakout_group_record__pack
+                     (const Homeroom__V1__BreakoutGroupRecord   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__breakout_group_record__pack_to_buffer
+                     (const Homeroom__V1__BreakoutGroupRecord   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__BreakoutGroupRecord *
+       homeroom__v1__breakout_group_record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__breakout_group_record__free_unpacked
+                     (Homeroom__V1__BreakoutGroupRecord *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__BreakoutAssignment methods */
+void   homeroom__v1__breakout_assignment__init
+                     (Homeroom__V1__BreakoutAssignment         *message);
+size_t homeroom__v1__breakout_assignment__get_packed_size
+                     (const Homeroom__V1__BreakoutAssignment   *message);
+size_t homeroom__v1__breakout_assignment__pack
+                     (const Homeroom__V1__BreakoutAssignment   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__breakout_assignment__pack_to_buffer
+                     (const Homeroom__V1__BreakoutAssignment   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__BreakoutAssignment *
+       homeroom__v1__breakout_assignment__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__breakout_assignment__free_unpacked
+                     (Homeroom__V1__BreakoutAssignment *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Homeroom__V1__Stamp_Closure)
@@ -994,6 +1085,12 @@ typedef void (*Homeroom__V1__RetiredName_Closure)
 typedef void (*Homeroom__V1__RoomPatch_Closure)
                  (const Homeroom__V1__RoomPatch *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__BreakoutGroupRecord_Closure)
+                 (const Homeroom__V1__BreakoutGroupRecord *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__BreakoutAssignment_Closure)
+                 (const Homeroom__V1__BreakoutAssignment *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -1021,6 +1118,8 @@ extern const ProtobufCMessageDescriptor homeroom__v1__session_floor__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__dead_incarnation__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__retired_name__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__breakout_group_record__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__breakout_assignment__descriptor;
 
 PROTOBUF_C__END_DECLS
 
