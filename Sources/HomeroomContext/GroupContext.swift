@@ -75,15 +75,15 @@ public final class GroupContext: Sendable {
         return pool
     }
 
-    /// Sends one room message to every live group's room (Flexible Classroom's broadcast),
-    /// without a session in them; returns the groups it reached.
+    /// Sends one room message to every live group's room (Flexible Classroom's broadcast):
+    /// the local user visits each group's room for the moment it takes (a node takes
+    /// writes only from users the room knows); returns the groups it reached.
     @discardableResult
     public func broadcast(_ text: String, type: String = "broadcast") throws(ContextError) -> [String] {
         var reached: [String] = []
         for group in groups {
             var config = session.config
             config.room = group.roomID
-            config.joinsWithSession = false
             let pool = try ContextPool(config: config, logger: session.logger)
             defer { pool.close() }
             try pool.room.join()

@@ -161,6 +161,11 @@ enum DemoCommand {
         if let agreed = facts.carouselAgreed {
             checks.append(("every client derived the carousel's turn alike: \(facts.carouselStage.joined(separator: ", "))", agreed))
         }
+        if let apart = facts.breakoutKeptApart {
+            checks.append(("breakout: \(facts.breakoutGroups) groups met in their own rooms, each member heard only its group", apart))
+            checks.append(("breakout: the teacher's broadcast reached every group", facts.breakoutBroadcastHeard ?? false))
+            checks.append(("breakout: after the end every client shows everyone back in the main room", facts.breakoutEnded ?? false))
+        }
         checks += lesson.chat.checks(active: active)
         let connected = active.filter { $0.pool.monitor.connectionState == .connected }.count
         checks.append(("clients connected at the end: \(connected) of \(active.count)", connected == active.count))

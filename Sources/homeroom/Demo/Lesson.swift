@@ -36,6 +36,11 @@ final class Lesson: Sendable {
         /// The carousel's first turn, and whether every client derived that same turn.
         var carouselStage: [String] = []
         var carouselAgreed: Bool?
+        /// The breakout round: how many groups met, and whether each heard only its own talk, the broadcast, and came back.
+        var breakoutGroups = 0
+        var breakoutKeptApart: Bool?
+        var breakoutBroadcastHeard: Bool?
+        var breakoutEnded: Bool?
         var seats = 0
     }
 
@@ -260,6 +265,7 @@ final class Lesson: Sendable {
             log.say("\(leaving.name) left the stage; \(waiting.name) took the seat")
         }
         runACarousel()
+        runABreakout()
         if studentCount >= 3, let kicked = students.last, let pool = pool(kicked.id) {
             let noticed = Flag()
             pool.addEventListener { event in
@@ -292,6 +298,48 @@ final class Lesson: Sendable {
         log.say("a stage carousel (every 10 s) put \(names.isEmpty ? "nobody" : names.joined(separator: ", ")) on stage: "
                 + (agreed ? "every client derived the same turn" : "clients disagree on the turn"))
         log.write("carousel stop") { () throws(ContextError) in try t.stream.stopCarousel() }
+    }
+
+    /// Flexible Classroom's breakout round: the teacher spreads the students over two
+    /// groups at random, each student's client goes to its group's room and talks there,
+    /// the teacher broadcasts to every group, then ends them and everyone is back.
+    private func runABreakout() {
+        let t = teacher
+        guard studentCount >= 2 else { return }
+        let count = studentCount >= 4 ? 2 : 1
+        log.write("group random \(count)") { () throws(ContextError) in try t.group.createRandom(count: count, seed: 20_261_202) }
+        let students = activePools.filter { $0.pool.config.role == .student }
+        _ = waitUntil(millis: 3_000) { students.allSatisfy { $0.pool.group.localGroup != nil } }
+        var visits: [(user: String, group: String, pool: ContextPool)] = []
+        for entry in students {
+            if let group = entry.pool.group.localGroup?.id, let pool = try? entry.pool.group.joinGroup() { visits.append((entry.user, group, pool)) }
+        }
+        defer { for visit in visits { visit.pool.close() } }
+        let groups = t.group.groups
+        for group in groups {
+            guard let first = visits.first(where: { $0.group == group.id }) else { continue }
+            log.write("\(first.user) talks in \(group.id)") { () throws(ContextError) in
+                try first.pool.message.sendRoomMessage("Hello \(group.name), I'll take notes.")
+            }
+        }
+        // Each member hears its own group's talk and not the other's.
+        let apart = waitUntil(millis: 3_000) {
+            visits.allSatisfy { visit in
+                let texts = visit.pool.message.history().compactMap(\.text)
+                return groups.allSatisfy { group in texts.contains("Hello \(group.name), I'll take notes.") == (group.id == visit.group)
+                    || !visits.contains { $0.group == group.id } }
+            }
+        }
+        log.write("group broadcast") { () throws(ContextError) in try t.group.broadcast("Five minutes left, then back to the main room.") }
+        let heard = waitUntil(millis: 3_000) {
+            visits.allSatisfy { $0.pool.message.history().contains { $0.text == "Five minutes left, then back to the main room." } }
+        }
+        log.write("group end") { () throws(ContextError) in try t.group.endAll() }
+        let back = waitUntil(millis: 3_000) { self.activePools.allSatisfy { $0.pool.group.groups.isEmpty && $0.pool.group.localGroup == nil } }
+        facts.withLock { $0.breakoutGroups = groups.count; $0.breakoutKeptApart = apart; $0.breakoutBroadcastHeard = heard; $0.breakoutEnded = back }
+        log.say("breakout: \(groups.map { "\($0.name) (\($0.members.count))" }.joined(separator: ", ")) met in rooms of their own; "
+                + (apart ? "each heard only its own group" : "talk crossed between groups") + (heard ? ", the broadcast reached all" : ", the broadcast was missed")
+                + (back ? "; the teacher ended them and everyone is back" : "; not everyone came back"))
     }
 
     private func loseANode(onStage: [(id: String, name: String)]) {
