@@ -70,6 +70,19 @@ import Testing
         #expect(good.connectionState == .connected)
     }
 
+    /// A class's token opens its breakout groups' rooms (`sec:g1`), and no other room.
+    @Test func aClassTokenOpensItsGroupRoomsOnly() throws {
+        let nodes = try Self.secureCluster(1, label: "tok-groups")
+        defer { for node in nodes { node.stop() } }
+        let token = Self.token("ann", .student)
+        for (room, code) in [("sec:g1", nil), ("sec:g1:g2", "token-wrong-room"), ("secx:g1", "token-wrong-room"), ("sec:Bad", "token-wrong-room"),
+                             ("other:g1", "token-wrong-room")] as [(String, String?)] {
+            let client = Self.client("ann", .student, token: token, node: nodes[0], room: room)
+            defer { client.close() }
+            #expect(refusal { try client.connect() } == code, "\(room)")
+        }
+    }
+
     @Test func aStudentCannotClaimAnotherIdentityOrRole() throws {
         let nodes = try Self.secureCluster(1, label: "id")
         defer { for node in nodes { node.stop() } }
