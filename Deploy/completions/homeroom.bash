@@ -4,7 +4,7 @@ _homeroom() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=( $(compgen -W "demo join roster rooms cluster context node keys token simulate theme completion stage board camera mic mute-all carousel reward kick ban hand class schedule room prop lock name send whisper history presence mute unmute --help --version" -- "$cur") )
+        COMPREPLY=( $(compgen -W "demo join roster rooms cluster context node keys token simulate theme completion stage board camera mic mute-all carousel reward kick ban hand class schedule room prop lock group name send whisper history presence mute unmute --help --version" -- "$cur") )
         return
     fi
     case "${COMP_WORDS[1]}" in
@@ -389,6 +389,20 @@ _homeroom() {
                     --wait) return ;;
                 esac
                 options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --ttl --wait --json --help"
+                ;;
+            group)
+                case "$prev" in
+                    --room) return ;;
+                    --node) return ;;
+                    --as) COMPREPLY=( $(compgen -W "teacher assistant student observer" -- "$cur") ); return ;;
+                    --user) return ;;
+                    --name) return ;;
+                    --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
+                    --timeout-ms) return ;;
+                    --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
+                esac
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
                 ;;
             name)
                 case "$prev" in

@@ -5,7 +5,7 @@ function __homeroom_subcommand
     set -l words (commandline -opc)
     test (count $words) -ge 2; and test "$words[2]" = "$argv[1]"
 end
-complete -c homeroom -n __fish_use_subcommand -a 'demo join roster rooms cluster context node keys token simulate theme completion stage board camera mic mute-all carousel reward kick ban hand class schedule room prop lock name send whisper history presence mute unmute'
+complete -c homeroom -n __fish_use_subcommand -a 'demo join roster rooms cluster context node keys token simulate theme completion stage board camera mic mute-all carousel reward kick ban hand class schedule room prop lock group name send whisper history presence mute unmute'
 complete -c homeroom -n __fish_use_subcommand -l version -d 'print the version'
 complete -c homeroom -n '__homeroom_subcommand demo' -l students -x -d 'Students in the lesson, 2-40 (default 8).'
 complete -c homeroom -n '__homeroom_subcommand demo' -l seconds -x -d 'Length of the lesson, 10-45 (default 25)'
@@ -308,6 +308,17 @@ complete -c homeroom -n '__homeroom_subcommand lock' -l ttl -x -d 'How long the 
 complete -c homeroom -n '__homeroom_subcommand lock' -l wait -x -d 'Wait up to s seconds for the holder to let go (default 0: refused lock-held).'
 complete -c homeroom -n '__homeroom_subcommand lock' -l json -d 'Print the result as one JSON object.'
 complete -c homeroom -n '__homeroom_subcommand lock' -s h -l help -d 'show help'
+complete -c homeroom -n '__homeroom_subcommand group' -l room -x -d 'Room to join.'
+complete -c homeroom -n '__homeroom_subcommand group' -l node -x -d 'A node\'s listen address'
+complete -c homeroom -n '__homeroom_subcommand group' -l as -x -a 'teacher assistant student observer' -d 'teacher, assistant, student or observer (default: the token\'s).'
+complete -c homeroom -n '__homeroom_subcommand group' -l user -x -d 'Who you are in the room (default: the token\'s user, else the role\'s name).'
+complete -c homeroom -n '__homeroom_subcommand group' -l name -x -d 'Display name (default: the user id).'
+complete -c homeroom -n '__homeroom_subcommand group' -l token -x -d 'Join token, for nodes started with --token-key: it says the room,'
+complete -c homeroom -n '__homeroom_subcommand group' -l tls-ca -r -F -d 'The authority that signed the node\'s certificate, for tls+tcp://'
+complete -c homeroom -n '__homeroom_subcommand group' -l timeout-ms -x -d 'How long to wait for a node\'s answer (default 1000).'
+complete -c homeroom -n '__homeroom_subcommand group' -l log-level -x -a 'trace debug info notice warning error' -d 'trace, debug, info, notice, warning, error (default warning).'
+complete -c homeroom -n '__homeroom_subcommand group' -l json -d 'Print the result as one JSON object.'
+complete -c homeroom -n '__homeroom_subcommand group' -s h -l help -d 'show help'
 complete -c homeroom -n '__homeroom_subcommand name' -l room -x -d 'Room to join.'
 complete -c homeroom -n '__homeroom_subcommand name' -l node -x -d 'A node\'s listen address'
 complete -c homeroom -n '__homeroom_subcommand name' -l as -x -a 'teacher assistant student observer' -d 'teacher, assistant, student or observer (default: the token\'s).'
