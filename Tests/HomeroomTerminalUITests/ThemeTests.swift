@@ -179,3 +179,19 @@ import HomeroomCore
         #expect(!Golden.render(StageComponent(), snapshot, colors: false).contains("Carousel"))
     }
 }
+
+/// The stage strip lists the breakout groups; the roster tags each member with its group.
+@Suite struct BreakoutDisplayTests {
+    @Test func theStripListsTheGroupsAndTheRosterTagsTheirMembers() {
+        let students = [UserRow(info: Fixtures.user("s1", "Sam"), online: true, group: "g1"),
+                        UserRow(info: Fixtures.user("s2", "Ria"), online: true)]
+        var snapshot = Fixtures.snapshot(type: .smallClassroom, name: "Maths", stageLimit: 2, moderators: [Fixtures.teacherRow], students: students)
+        snapshot.breakout = [BreakoutGroup(id: "g1", name: "Red", members: ["s1"], roomID: "maths:g1"),
+                             BreakoutGroup(id: "g2", name: "Blue", members: [], roomID: "maths:g2")]
+        #expect(Golden.render(StageComponent(), snapshot, colors: false).contains("Breakout: g1 Red (1) · g2 Blue (0)"))
+        let roster = Golden.render(RosterComponent(), snapshot, colors: false)
+        #expect(roster.contains("Sam [g1]") && !roster.contains("Ria ["), "\(roster)")
+        snapshot.breakout = []
+        #expect(!Golden.render(StageComponent(), snapshot, colors: false).contains("Breakout"))
+    }
+}

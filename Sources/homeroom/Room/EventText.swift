@@ -18,8 +18,10 @@ enum EventText {
         case .allMicrophonesMuted: return "every microphone was muted"
         case let .locksUpdated(names): return "locks changed: " + names.joined(separator: ", ")
         case let .breakoutUpdated(groups):
-            return groups.isEmpty ? "no breakout groups: everyone is in the main room"
-                : "breakout groups: " + groups.map { "\($0.name) (\($0.members.count))" }.joined(separator: ", ")
+            if groups.isEmpty { return "no breakout groups: everyone is in the main room" }
+            let listing = "breakout groups: " + groups.map { "\($0.name) (\($0.members.count))" }.joined(separator: ", ")
+            guard let mine = groups.first(where: { $0.members.contains(local) }) else { return listing }
+            return listing + "; you are in \(mine.name): its room is \(mine.roomID) (homeroom join --room \(mine.roomID))"
         case let .remoteUserJoined(user): return "\(user.displayName) (\(user.role)) joined"
         case let .remoteUserLeft(user): return "\(user.displayName) left"
         case let .userUpdated(user): return "\(who(user)) is now \(user.displayName) (\(user.role))"
