@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 @testable import HomeroomCore
 
@@ -84,5 +85,72 @@ import Testing
         }
         // A snapshot keeps exactly that.
         #expect(viaPatch.snapshot() == viaPatch && viaPatch.missing(since: .empty).breakoutGroups == viaPatch.breakoutGroups)
+    }
+}
+
+/// Seeded schedules of three nodes that split and heal while teachers create, remove,
+/// fill and end groups. The oracle comes from the accepted writes alone: after the final
+/// heal every replica is equal, and each user's group is the latest accepted assignment
+/// stamped after the latest accepted end, if it names a group whose latest write after
+/// that end gave it a name.
+@Suite struct BreakoutScheduleTests {
+    @Test func randomSplitsAgreeOnWhoIsInWhichGroup() {
+        let replay = getenv("HOMEROOM_SEED").flatMap { UInt64(String(cString: $0)) }
+        let first = replay ?? 20_261_203
+        let count = replay == nil ? 300 : 1
+        var endsSeen = 0, groupsSeen = 0
+        for seed in first..<(first + UInt64(count)) {
+            var rng = SplitMix64(seed: seed)
+            let start = BreakoutTests.classroom(students: 6)
+            var nodes = [start, LockTests.Node("n2", room: start.room), LockTests.Node("n3", room: start.room)]
+            var accepted: [Delta] = []
+            var side: Int?
+            var now = BreakoutTests.now + 100
+            for _ in 0..<150 {
+                now += UInt64.random(in: 1...50, using: &rng)
+                let roll = Int.random(in: 0..<100, using: &rng)
+                if roll < 6 { side = side == nil ? Int.random(in: 0..<3, using: &rng) : nil; continue }
+                if roll < 40 {
+                    let x = Int.random(in: 0..<3, using: &rng), y = Int.random(in: 0..<3, using: &rng)
+                    if x != y && (side == nil || (x == side) == (y == side)) { nodes[y].room.merge(nodes[x].room.missing(since: nodes[y].room.seen)) }
+                    continue
+                }
+                let group = "g\(Int.random(in: 1...3, using: &rng))"
+                let operation: Operation
+                switch Int.random(in: 0..<20, using: &rng) {
+                case 0..<5: operation = .setBreakoutGroup(id: group, name: rng.chance(80) ? "Group \(group)" : nil)
+                case 5..<19: operation = .assignBreakoutGroup(user: "s\(Int.random(in: 1...6, using: &rng))", group: rng.chance(85) ? group : nil)
+                default: operation = .endBreakout
+                }
+                let node = Int.random(in: 0..<3, using: &rng)
+                if case let .success(delta) = nodes[node].write("tom", .teacher, operation, at: now) { accepted.append(delta) }
+            }
+            for _ in 0..<2 { for x in 0..<3 { for y in 0..<3 where x != y { nodes[y].room.merge(nodes[x].room.missing(since: nodes[y].room.seen)) } } }
+            // The oracle.
+            let end = accepted.filter { $0.operation == .endBreakout }.map(\.stamp).max() ?? .origin
+            var names: [String: (Stamp, String?)] = [:], places: [UserID: (Stamp, String?)] = [:]
+            for delta in accepted where end < delta.stamp {
+                switch delta.operation {
+                case let .setBreakoutGroup(id, name): if names[id].map({ $0.0 < delta.stamp }) ?? true { names[id] = (delta.stamp, name) }
+                case let .assignBreakoutGroup(user, group): if places[user].map({ $0.0 < delta.stamp }) ?? true { places[user] = (delta.stamp, group) }
+                default: break
+                }
+            }
+            var problems: [String] = []
+            if nodes[1].room != nodes[0].room || nodes[2].room != nodes[0].room { problems.append("replicas differ after the heal") }
+            for user in (1...6).map({ "s\($0)" }) {
+                let expected = places[user]?.1.flatMap { names[$0]?.1 != nil ? $0 : nil }
+                if nodes[0].room.breakoutGroup(of: user) != expected {
+                    problems.append("\(user) is in \(nodes[0].room.breakoutGroup(of: user) ?? "the main room"), the writes say \(expected ?? "the main room")")
+                }
+            }
+            if end != .origin { endsSeen += 1 }
+            groupsSeen += nodes[0].room.breakout.count
+            if !problems.isEmpty {
+                Issue.record("seed \(seed): \(problems.joined(separator: "; "))\nreplay: HOMEROOM_SEED=\(seed) swift test --filter BreakoutScheduleTests")
+                return
+            }
+        }
+        #expect(endsSeen > count / 4 && groupsSeen > count / 2, "ends \(endsSeen), groups \(groupsSeen)")
     }
 }

@@ -226,6 +226,14 @@ public struct Simulation {
             case 48..<58: return .setChatMuted(user: rng.chance(50) ? nil : someone, muted: rng.chance(50))
             case 58..<62: return .trimHistory(beforeMillis: nowMillis - UInt64.random(in: 0...3_000, using: &rng))
             case 62..<66: return .setHistoryLimit(UInt32.random(in: 3...40, using: &rng))
+            case 86..<92:
+                // Breakout groups: create, rename or remove one, move a student, or end them all.
+                let group = "g\(Int.random(in: 1...3, using: &rng))"
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 0..<3: return .setBreakoutGroup(id: group, name: rng.chance(85) ? "Group \(group)" : nil)
+                case 3..<9: return .assignBreakoutGroup(user: someone, group: rng.chance(85) ? group : nil)
+                default: return .endBreakout
+                }
             case 66..<86:
                 // The lock: take it (or renew it), write the key it guards under the fence this
                 // node shows (sometimes a stale one), let it go, or revoke whoever holds it.
@@ -546,11 +554,26 @@ public struct Simulation {
         }
         checkHistory(reference)
         checkLocks()
+        checkBreakout()
         report.finalRoster = reference.roster()
     }
 
     /// Every grant had its own fence; no replica ends below the largest grant, and the
     /// guarded key holds a write of at least the largest accepted guarded fence.
+    mutating func checkBreakout() {
+        for (index, node) in nodes.enumerated() {
+            let state = node.state
+            if state.breakoutGroups.values.contains(where: { !(state.breakoutEnded < $0.stamp) })
+                || state.breakoutAssignments.values.contains(where: { !(state.breakoutEnded < $0.stamp) }) {
+                report.violations.append("replica \(index + 1): a breakout write older than the end is still there")
+            }
+            for group in state.breakout where group.members.contains(where: { state.breakoutGroup(of: $0) != group.id }) {
+                report.violations.append("replica \(index + 1): group \(group.id) lists a member that is elsewhere")
+            }
+        }
+        report.breakoutGroups += nodes[0].state.breakout.count
+    }
+
     mutating func checkLocks() {
         for (fence, holders) in grantedFences where holders.count > 1 {
             report.violations.append("lock fence \(fence) was granted to \(holders.sorted().joined(separator: " and "))")

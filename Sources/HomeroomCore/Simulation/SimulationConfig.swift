@@ -44,6 +44,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var propertyWritesLost = 0
     public var lockGrants = 0
     public var guardedWrites = 0
+    public var breakoutGroups = 0
     public var violations: [String] = []
     public var finalRoster: Roster?
 
@@ -57,7 +58,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
             "messaging: \(messagesAccepted) messages accepted, \(messagesKept) kept, \(messageRetries) retries "
                 + "(\(duplicateMessagesRefused) refused as duplicates, \(messagesReadded) back after leaving), "
                 + "\(propertyConflicts) property conflicts reported, \(propertyWritesLost) property writes lost",
-            "locks: \(lockGrants) grants, \(guardedWrites) guarded writes accepted",
+            "locks: \(lockGrants) grants, \(guardedWrites) guarded writes accepted; \(breakoutGroups) breakout groups at the end",
         ]
         lines.append(violations.isEmpty ? "all replicas identical, every invariant held" : "VIOLATIONS:\n  " + violations.joined(separator: "\n  "))
         return lines.joined(separator: "\n")
