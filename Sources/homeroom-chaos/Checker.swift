@@ -262,6 +262,11 @@ struct Checker {
             if replica.state.classState.state != .during {
                 invariantProblems.append("\(replica.label) final: class state \(replica.state.classState.state), written: during")
             }
+            let ended = replica.state.breakoutEnded
+            if replica.state.breakoutGroups.values.contains(where: { !(ended < $0.stamp) })
+                || replica.state.breakoutAssignments.values.contains(where: { !(ended < $0.stamp) }) {
+                invariantProblems.append("\(replica.label) final: a breakout write older than the last end is still there")
+            }
             if banAcknowledged && replica.state.users[bannedUser]?.isBanned != true {
                 invariantProblems.append("\(replica.label) final: the acknowledged ban of \(bannedUser) is missing")
             }

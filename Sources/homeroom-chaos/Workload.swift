@@ -293,7 +293,15 @@ final class WorkloadPlan: Sendable {
                 let value = "\(writer.user).\(sequence)"
                 return (.setRoomProperty(key: Self.guardedKey, value: Array(value.utf8), cause: "chaos",
                                          revision: PropertyRevision(fence: LockFence(lock: Self.lockName, fence: fence))), nil, nil)
-            case 95..<97: return (.setHand(user: student, raised: false), nil, nil)
+            case 95..<96: return (.setHand(user: student, raised: false), nil, nil)
+            case 96..<97:
+                // Breakout groups: every replica must agree on who is where, whatever the faults.
+                let group = "g\(Int.random(in: 1...3, using: &rng))"
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 0..<3: return (.setBreakoutGroup(id: group, name: "Group \(group)"), nil, nil)
+                case 3..<9: return (.assignBreakoutGroup(user: student, group: group), nil, nil)
+                default: return (.endBreakout, nil, nil)
+                }
             default: return (.muteAll, nil, nil)
             }
         }
