@@ -282,7 +282,9 @@ final class WorkloadPlan: Sendable {
                 let value = "v\(sequence)"
                 return (.setRoomProperty(key: key, value: Array(value.utf8), cause: "chaos"),
                         nil, PropertyMark(user: nil, key: key, value: value))
-            case 87..<89: return (.setStageLimit(UInt32(Int.random(in: 3...6, using: &rng))), nil, nil)
+            case 87..<88: return (.setStageLimit(UInt32(Int.random(in: 3...6, using: &rng))), nil, nil)
+            case 88..<89:
+                return (.setCarousel(Carousel(running: Bool.random(using: &rng), intervalSeconds: 10, range: .all, order: .random)), nil, nil)
             case 89..<95:
                 // The lock: take it, write the guarded key under its fence, let it go.
                 let fence = writer.heldFence.load(ordering: .relaxed)

@@ -226,6 +226,10 @@ public struct Simulation {
             case 48..<58: return .setChatMuted(user: rng.chance(50) ? nil : someone, muted: rng.chance(50))
             case 58..<62: return .trimHistory(beforeMillis: nowMillis - UInt64.random(in: 0...3_000, using: &rng))
             case 62..<66: return .setHistoryLimit(UInt32.random(in: 3...40, using: &rng))
+            case 92..<95:
+                // The stage carousel: started with random settings, or stopped.
+                return .setCarousel(Carousel(running: rng.chance(75), intervalSeconds: UInt32.random(in: 10...99, using: &rng),
+                                             range: rng.chance(50) ? .all : .cameraOn, order: rng.chance(50) ? .joinOrder : .random))
             case 86..<92:
                 // Breakout groups: create, rename or remove one, move a student, or end them all.
                 let group = "g\(Int.random(in: 1...3, using: &rng))"
