@@ -6,13 +6,18 @@ node B), follows live deltas, sends acknowledged writes, checks refusals and
 error codes, repairs a simulated loss, resumes through the other node, checks
 that rewards stay exact while the nodes fold them away (reward floors),
 takes turns on a lock with fencing (acquire, renew, release, revoke, guarded
-property writes and their refusals, a split through node A's fault hook, the
-derivation of "held" against `homeroom lock --json`), and checks that every view
-converges on the roster it expects. With --closed-node,
+property writes and their refusals, one lock per key, releases that name their
+grant, bounded fences, a split through node A's fault hook, a lapse that sticks and
+a holder back within its TTL, the derivation of "held" against `homeroom lock
+--json`), and checks that every view converges on the roster it expects. A
+breakout-group phase follows in a room of its own (groups and assignments, their
+bounds, `homeroom group --json` and `group broadcast`, chat in a group's room
+`<room>:<id>`, the end and what arrives after it). With --closed-node,
 a closed-room phase follows on nodes started with --token-key and --cluster-key
 ("Authentication", "Closed rooms"): joins with and without tokens, TopicKeys,
 sealed client topics opened with homeroom_wire.open_topic, what a SUB socket
-subscribed to everything sees, forgeries, and the key change after a ban.
+subscribed to everything sees, forgeries, the key change after a ban, and a
+class token opening a group's room.
 With --tls-node, a TLS phase follows on a node listening and publishing on
 tls+tcp:// ("TLS"): pynng (nng with mbedtls) joins, writes and follows live
 deltas over TLS, and a client with another CA, a plain tcp:// dial to the TLS
@@ -52,7 +57,8 @@ JOIN_TIMEOUT_MS = 3000
 WAIT_SECONDS = 3.0              # for a change to show up on a SUB socket
 PERIODIC_SYNC_SECONDS = 1.0
 MIN_SYNC_INTERVAL = 0.1
-RUN_DEADLINE_SECONDS = 30.0           # without the wait for reward folds (fold_wait(), below)
+RUN_DEADLINE_SECONDS = 45.0           # without the wait for reward folds (fold_wait(), below); with a lock's 10 s TTL
+GROUPS_DEADLINE_SECONDS = 25.0        # the breakout-group phase (run_groups)
 CLOSED_DEADLINE_SECONDS = 20.0        # the closed-room phase (run_closed), when it runs
 TLS_DEADLINE_SECONDS = 15.0           # the TLS phase (run_tls), when it runs
 RETIRE_DEADLINE_SECONDS = 40.0        # the retirement phase (run_retire), when it runs
@@ -414,9 +420,10 @@ def state_of(room):
             users[uid] = record
     messages = tuple(sorted((k, tuple(sorted(m.items()))) for k, m in room.messages.items()))
     locks = tuple(sorted((name, tuple(sorted(lock.items()))) for name, lock in room.locks.items()))
+    breakout = (tuple(sorted(room.groups.items())), tuple(sorted(room.assignments.items())), room.breakout_ended)
     return (room.name, room.type, room.stage_limit, room.hand_limit, room.schedule, room.class_state, room.mute_all,
             tuple(sorted(room.dead.items())), tuple(sorted(room.properties.items())), tuple(sorted(users.items())),
-            room.chat_muted, room.history_limit, room.floor, messages, locks)
+            room.chat_muted, room.history_limit, room.floor, messages, locks, breakout)
 
 
 def describe_reply(E, reply):
@@ -793,7 +800,7 @@ def run(args, hw, pynng, checks):
         checks.check("a stopped carousel derives no turn on either replica",
                      accepted(reply) and teacher.wait_for(lambda: teacher.room.carousel_turn(int(time.time() * 1000)) is None)
                      and student.wait_for(lambda: student.room.carousel_turn(int(time.time() * 1000)) is None), show(reply))
-        run_locks(args, hw, checks, teacher, student, room_id, node_a, node_b)
+        lapses = run_locks(args, hw, checks, teacher, student, room_id, node_a, node_b)
         reply, _ = teacher.write("set_chat_muted", target="stu-1", muted=True)
         muted_ok = accepted(reply) and student.wait_for(lambda: student.room.users["stu-1"].chat_muted[0] is True)
         reply2, _ = student.write("send_message", type="chat", payload=b"let me talk")
@@ -917,6 +924,8 @@ def run(args, hw, pynng, checks):
         checks.check(f"final roster: student on stage, whiteboard granted, camera live, mic device-off, {expected_rewards} rewards",
                      s == expected_s and s.get("camera") in states and s.get("mic") in states, str(s))
         checks.check("final roster: teacher online, off stage, streams inoperable, no rewards", t == expected_t, str(t))
+
+        run_lock_lapses(args, hw, checks, teacher, student, room_id, lapses)
 
         # 15b: session leases (Flow 5): a client that names its session in its syncs and
         # then vanishes goes offline once the node's session timeout passes.
@@ -1091,6 +1100,113 @@ def run_locks(args, hw, checks, teacher, student, room_id, node_a, node_b):
                  and student.wait_for(lambda: holder(student, lock) is None
                                       and student.room.locks[lock]["ended_fence"] == second), show(reply))
 
+    # One lock guards a key: "grades" carries grading's fence, so a write guarded by another lock is
+    # refused fence-required, even with the same fence number (rubric's first grant at node A).
+    reply, _ = teacher.write("acquire_lock", name="rubric", ttl_seconds=30)
+    rubric = reply.write_ack.fence if accepted(reply) else 0
+    reply2, _ = teacher.write("set_room_property", key="grades", value=b"D", edit=fenced("rubric", rubric))
+    checks.check("one lock guards a key: a write of grades (written under grading) guarded by rubric, another lock the "
+                 "teacher holds with the same fence number, is refused fence-required naming grading",
+                 accepted(reply) and rubric == first and rejected(reply2, "fence-required") and "grading" in reply2.write_ack.message,
+                 f"{show(reply)}: fence {rubric} / {show(reply2)}")
+
+    def settle(predicate):
+        """Waits for predicate() reading (and syncing) both peers, so that neither one's session lease runs out."""
+        return wait_both_peers(teacher, student, predicate)
+
+    # A release names the grant it ends: a retry after a new grant never ends that one.
+    reply, _ = teacher.write("release_lock", name="rubric", fence=rubric + (1 << 24))
+    reply2, release_counter = teacher.write("release_lock", name="rubric", fence=rubric)
+    release_id = teacher.request_id
+    released = accepted(reply2) and settle(lambda: holder(teacher, "rubric") is None)
+    reply3, _ = teacher.write("acquire_lock", name="rubric", ttl_seconds=30)
+    again = reply3.write_ack.fence if accepted(reply3) else 0
+    reply4, _ = teacher.write("release_lock", name="rubric", fence=rubric, counter=release_counter, request_id=release_id)
+    kept = settle(lambda: holder(teacher, "rubric") == ("teach", again) and holder(student, "rubric") == ("teach", again))
+    checks.check("a release names its grant: another fence is refused fence-stale, its own fence ends it; the same release "
+                 "retried (same counter) after a new grant is refused fence-stale, and the new grant stands on both replicas",
+                 rejected(reply, "fence-stale") and released and accepted(reply3) and again == hw.lock_fence(rubric, node_a)
+                 and rejected(reply4, "fence-stale") and kept,
+                 f"{show(reply)} / {show(reply2)} / new fence {again} / {show(reply4)}")
+    reply, _ = teacher.write("release_lock", name="rubric", revoke=True, fence=rubric)
+    reply2, _ = teacher.write("release_lock", name="rubric", revoke=True)
+    checks.check("so does a revoke: naming the ended grant, fence-stale; with fence 0 the node fills in the current grant's, "
+                 "which ends on both replicas",
+                 rejected(reply, "fence-stale") and accepted(reply2)
+                 and settle(lambda: teacher.room.locks["rubric"]["ended_fence"] == student.room.locks["rubric"]["ended_fence"] == again
+                          and holder(teacher, "rubric") is None),
+                 f"{show(reply)} / {show(reply2)}")
+
+    # Fences are at most 2^62, wherever they appear.
+    big = hw.MAX_FENCE + 1
+    reply, _ = teacher.write("acquire_lock", name="rubric", ttl_seconds=30, fence=big)
+    as_delta = dict(role="teacher", op="acquire_lock", author="teach", user=None,
+                    body=hw.delta_pb2.AcquireLock(name="rubric", ttl_seconds=30, fence=big))
+    reply2, _ = teacher.write("set_room_property", key="grades", value=b"E", edit=fenced(lock, big))
+
+    def refused_patch(build):
+        out = S.RoomPatch(room_id="bounds", replicas=[7], strings=["w"])
+        build(out)
+        try:
+            hw.Room("bounds").merge_patch(out)
+            return False
+        except ValueError:
+            return True
+
+    def grant(fence, ttl=30):
+        def build(out):
+            record = out.locks.add(name="l", granted=True, holder=0, fence=fence, ttl_seconds=ttl)
+            record.grant_stamp.clock, record.grant_stamp.sequence = 1 << 16, 1
+        return build
+
+    def many(kind, n):
+        def build(out):
+            for i in range(n):
+                entry = out.locks.add(name=f"l{i}") if kind == "locks" else out.breakout_groups.add(id=f"g{i}", name="G")
+                if kind != "locks":
+                    entry.stamp.clock, entry.stamp.sequence = 1 << 16, i + 1
+        return build
+
+    def property_fence(out):
+        p = out.properties.add(key="k", value=b"v", writer=0, revision=1)
+        p.stamp.clock, p.stamp.sequence = 1 << 16, 1
+        p.fence.lock, p.fence.fence = "l", big
+    refusals = [refused_patch(grant(big)), refused_patch(grant(hw.MAX_FENCE)), refused_patch(grant(5, ttl=5)),
+                refused_patch(property_fence), refused_patch(many("locks", 4097)), refused_patch(many("locks", 4096)),
+                refused_patch(many("groups", 4097)), refused_patch(many("groups", 4096))]
+    checks.check("fences are at most 2^62: an acquire naming a larger one is refused not-allowed (invalid-value, as refusal() "
+                 "computes), a property write guarded by one gets error invalid-value, and merge_patch refuses a patch with "
+                 "such a fence, a grant TTL outside 10-300 s, or more than 4,096 locks or groups (2^62 and 4,096 are taken)",
+                 rejected(reply, "not-allowed") and hw.refusal(as_delta) == "invalid-value"
+                 and reply2.WhichOneof("body") == "error" and reply2.error.code == "invalid-value"
+                 and refusals == [True, False, True, True, True, False, True, False],
+                 f"{show(reply)} / {show(reply2)}; patches refused: {refusals}")
+
+    # A lapse sticks; a holder back within its TTL keeps the lock. The teacher takes "podium" for 10 s
+    # and reconnects at once (a new session, begun before the lapse), ending its old one: it holds the
+    # lock past the TTL. The offline "seating" holder comes back only after its lapse (run_lock_lapses).
+    reply, _ = teacher.write("acquire_lock", name="podium", ttl_seconds=10)
+    podium = reply.write_ack.fence if accepted(reply) else 0
+    old_session = teacher.session
+    settle(lambda: holder(teacher, "podium") == ("teach", podium))
+    rejoined = teacher.connect(args.node_a, resume=True).WhichOneof("body") == "join_response"
+    reply2, _ = teacher.write("leave_session", target="teach", session=old_session)
+    left = settle(lambda: all(p.room.users["teach"].sessions.get(old_session, {}).get("ended") is not None
+                            and teacher.session in p.room.users["teach"].sessions for p in (teacher, student)))
+    lapse = teacher.room.lock_lapse("podium") if "podium" in teacher.room.locks else 0
+    seat_lapse = student.room.lock_lapse("seating")
+    after = max(lapse, seat_lapse) + 60_000
+    checks.check("a holder back within the TTL keeps the lock: the teacher, back within podium's 10 s through a new session "
+                 "(its old one ended), holds it after the TTL on both replicas (no lapse time); seating's offline holder "
+                 "does not, from its lapse",
+                 accepted(reply) and rejoined and accepted(reply2) and left
+                 and teacher.room.lock_holder("podium", after) == ("teach", podium, 10)
+                 and student.room.lock_holder("podium", after) == ("teach", podium, 10)
+                 and student.room.lock_status("podium", now())["lapses_at_ms"] is None
+                 and student.room.lock_holder("seating", seat_lapse) is None,
+                 f"{show(reply)} / {show(reply2)}; podium lapse {lapse}: {student.room.lock_status('podium', after)}")
+    lapses = dict(podium=(podium, lapse), seating=seat_lapse)
+
     # The merge order (Room state): fence first (absent: 0), then revision, then stamp. A write under a
     # later grant wins over a higher revision written under an earlier one, in either order.
     def patch(revision, clock, fence=None):
@@ -1145,6 +1261,301 @@ def run_locks(args, hw, checks, teacher, student, room_id, node_a, node_b):
                      and prop is not None and prop[5] == revision,
                      f"fence A {fence_a}, fence B {fence_b}: teacher {holder(teacher, split)}, student {holder(student, split)}, "
                      f"{key} = {prop[0] if prop else None} at revision {prop[5] if prop else None}")
+    return lapses
+
+
+def run_lock_lapses(args, hw, checks, teacher, student, room_id, lapses):
+    """After the TTLs of run_locks' "podium" and "seating" (PROTOCOL.md, "Deriving locks": held = within the
+    TTL, or through a session begun by the lapse): the teacher, back within podium's TTL, still holds it;
+    seating's holder, back only after its lapse, does not, and the node grants seating to another user."""
+    E = hw.envelope_pb2
+    print("== locks after their TTL")
+    show, accepted = (lambda reply: describe_reply(E, reply)), (lambda reply: is_accepted(E, reply))
+
+    def now():
+        return int(time.time() * 1000)
+    podium, podium_lapse = lapses["podium"]
+    wait = (max(podium_lapse, lapses["seating"]) + 300 - now()) / 1000
+    if wait > 0:
+        wait_both_peers(teacher, student, lambda: False, wait)
+    locker = Peer(hw, teacher.pynng, room_id, "locker", hw.common_pb2.ROLE_STUDENT, "Locker", "locker@B#2")
+    try:
+        locker.connect(args.node_b)
+        back = wait_both_peers(teacher, student, lambda: all(
+            "locker" in p.room.users and p.room.online(p.room.users["locker"]) for p in (teacher, student)))
+        seating = student.room.locks["seating"]["grant"]
+        models = [(p.room.lock_holder("podium", now()), p.room.lock_holder("seating", now())) for p in (teacher, student)]
+        checks.check("past both TTLs: both replicas derive podium held by the teacher (its session began within the TTL) and "
+                     "seating free, though its holder is online again (its session began after the lapse)",
+                     back and models == [(("teach", podium, 10), None)] * 2, f"{models}")
+        reply, _ = student.write("acquire_lock", name="podium", ttl_seconds=30)
+        reply2, _ = student.write("acquire_lock", name="seating", ttl_seconds=30)
+        fence = reply2.write_ack.fence if accepted(reply2) else 0
+        checks.check("the node agrees: the student's acquire of podium is refused lock-held (the teacher's), of seating "
+                     "ACCEPTED as a new grant (the formula's next fence at the student's node), not the old holder's",
+                     reply.WhichOneof("body") == "write_ack" and reply.write_ack.error_code == "lock-held"
+                     and "teach" in reply.write_ack.message and accepted(reply2)
+                     and fence == hw.lock_fence(seating[1], student.node.node)
+                     and student.wait_for(lambda: student.room.lock_holder("seating", now()) == ("stu-1", fence, 30)),
+                     f"{show(reply)} / {show(reply2)}: fence {fence}, the old grant's {seating[1]}")
+        if args.homeroom_bin:
+            shown = subprocess.run([args.homeroom_bin, "lock", "--json", "--room", room_id, "--node", args.node_b],
+                                   capture_output=True, text=True, timeout=20)
+            try:
+                node_view = json.loads(shown.stdout or "{}").get("locks")
+            except ValueError:
+                node_view = None
+            student.pump()
+            mine = [dict(name=l["name"], holder=l["holder"], fence=l["fence"], ttl_seconds=l["ttl_seconds"],
+                         lapses_at_ms=l["lapses_at_ms"]) for l in student.room.lock_statuses(now())]
+            checks.check("... and homeroom lock --json (through B) lists every lock as this client's replica derives it now",
+                         node_view == mine and any(l["name"] == "podium" and l["holder"] == "teach" for l in mine),
+                         f"{shown.stdout.strip()} {shown.stderr.strip()[-200:]} / {mine}")
+        locker.write("leave_session", target="locker", session=locker.session)
+    finally:
+        locker.close_sockets()
+
+
+def run_groups(args, hw, pynng, checks):
+    """Breakout groups (PROTOCOL.md, "Breakout groups"; MESSAGING.md, "Breakout groups"): in a room of its
+    own, a teacher (through node A) creates two groups and spreads three students (through A and B) over
+    them; this client's replicas, and `homeroom group --json` through both nodes, agree on the groups; the
+    members meet in their group rooms (`<room>:<id>`), where chat stays, and `homeroom group broadcast`
+    reaches every group room; the bounds (17 members, 20 groups, small classrooms, 128-byte room ids);
+    then the end, which voids every group and assignment, also those that arrive late."""
+    E, C, S, D = hw.envelope_pb2, hw.common_pb2, hw.state_pb2, hw.delta_pb2
+    room_id = f"groups-{os.getpid()}-{int(time.time())}"
+    print(f"== breakout groups (room {room_id})")
+    show, accepted = (lambda reply: describe_reply(E, reply)), (lambda reply: is_accepted(E, reply))
+
+    def rejected(reply, code):
+        return (reply.WhichOneof("body") == "write_ack" and reply.write_ack.status == E.WRITE_STATUS_REJECTED
+                and reply.write_ack.error_code == code)
+
+    def cli(*words, room=None, node=None):
+        """`homeroom group ... --json` as the operator (None when the binary was not given)."""
+        if not args.homeroom_bin:
+            return None
+        shown = subprocess.run([args.homeroom_bin, "group", *words, "--json", "--room", room or room_id,
+                                "--node", node or args.node_a], capture_output=True, text=True, timeout=20)
+        try:
+            return json.loads(shown.stdout or "{}")
+        except ValueError:
+            return {"stdout": shown.stdout, "stderr": shown.stderr[-300:]}
+
+    def sync_patch(address):
+        """The room as a node has it: a sync from the empty version vector (a RoomPatch)."""
+        sock = pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS)
+        try:
+            sock.dial(address, block=True)
+            reply = teacher.request(lambda e: setattr(e.sync_request, "user", "teach"), sock=sock)
+            patch = S.RoomPatch()
+            patch.CopyFrom(reply.sync_response.patch)
+            return patch
+        finally:
+            sock.close()
+
+    teacher = Peer(hw, pynng, room_id, "teach", C.ROLE_TEACHER, "Grace", "teacher@A")
+    students = [Peer(hw, pynng, room_id, f"stu-{i}", C.ROLE_STUDENT, name, f"student{i}@{node}")
+                for i, (name, node) in enumerate((("Ada", "B"), ("Alan", "A"), ("Barbara", "B")), start=1)]
+    address = {"A": args.node_a, "B": args.node_b}
+    peers, visitors = [teacher] + students, []
+    try:
+        teacher.connect(args.node_a)
+        for s in students:
+            s.connect(address[s.label[-1]])
+        everyone = [s.user for s in students]
+        checks.require("groups: the teacher (through A) and three students (through A and B) join; the teacher sees them all",
+                       teacher.wait_for(lambda: all((teacher.row(u) or {}).get("online") for u in everyone)))
+        first = students[0]
+
+        def agree(expected):
+            return (teacher.wait_for(lambda: teacher.room.breakout() == expected)
+                    and first.wait_for(lambda: first.room.breakout() == expected))
+
+        reply, _ = first.write("set_breakout_group", id="g1", name="Red")
+        as_delta = dict(role="student", op="set_breakout_group", author="stu-1", user=None,
+                        body=D.SetBreakoutGroup(id="g1", name="Red"))
+        checks.check("groups: a student's set_breakout_group is refused not-allowed (requires-moderator, as refusal() computes)",
+                     rejected(reply, "not-allowed") and hw.refusal(as_delta) == "requires-moderator", show(reply))
+        replies = [teacher.write("set_breakout_group", id=g, name=n)[0] for g, n in (("g1", "Red"), ("g2", "Blue"))]
+        empty = [dict(id="g1", name="Red", room=f"{room_id}:g1", members=[]),
+                 dict(id="g2", name="Blue", room=f"{room_id}:g2", members=[])]
+        checks.require("groups: the teacher creates g1 (Red) and g2 (Blue): ACCEPTED; both replicas (A and B) derive the two "
+                     "empty groups and their rooms <room>:g1, <room>:g2",
+                     all(accepted(r) for r in replies) and agree(empty), f"{[show(r) for r in replies]}: {first.room.breakout()}")
+
+        # Random-like, by hand: shuffle the students with a seed, then deal them out g1, g2, g1.
+        seed = random.getrandbits(64)
+        dealt = hw.carousel_shuffle(everyone, seed)
+        placed = {u: f"g{i % 2 + 1}" for i, u in enumerate(dealt)}
+        replies = [teacher.write("assign_breakout_group", target=u, group=g)[0] for u, g in placed.items()]
+        expected = [dict(group, members=sorted((u for u, g in placed.items() if g == group["id"]), key=hw.natural_key))
+                    for group in empty]
+        checks.require(f"groups: three students dealt over the two groups (shuffle seed {seed}): every assignment ACCEPTED; "
+                     "both replicas derive the same members and each student's group",
+                     all(accepted(r) for r in replies) and agree(expected)
+                     and all(first.room.group_of(u) == g and teacher.room.group_of(u) == g for u, g in placed.items())
+                     and teacher.room.group_of("teach") is None,
+                     f"{placed}: {first.room.breakout()}")
+        reply, _ = teacher.write("assign_breakout_group", target="stu-1", group="g9")
+        reply2, _ = teacher.write("assign_breakout_group", target="nobody", group="g1")
+        reply3, _ = teacher.write("set_breakout_group", id="Bad Id", name="Red")
+        checks.check("groups: an assignment to a group that does not exist is refused invalid, of an unknown user "
+                     "user-not-found; a group id outside a-z 0-9 - _ not-allowed (invalid-value)",
+                     rejected(reply, "invalid") and rejected(reply2, "user-not-found") and rejected(reply3, "not-allowed")
+                     and hw.refusal(dict(role="teacher", op="set_breakout_group", author="teach", user=None,
+                                         body=D.SetBreakoutGroup(id="Bad Id", name="Red"))) == "invalid-value",
+                     f"{show(reply)} / {show(reply2)} / {show(reply3)}")
+        if args.homeroom_bin:
+            views = {n: cli(node=address[n]) for n in ("A", "B")}
+            teacher.pump()
+            checks.check("groups: homeroom group --json through A and through B lists the groups this client derives "
+                         "(ids, names, rooms, members in natural order)",
+                         all(v.get("groups") == teacher.room.breakout() for v in views.values()),
+                         f"{views} / {teacher.room.breakout()}")
+
+        # The members meet in their group rooms.
+        print("== breakout groups: group rooms")
+        members = {g: [s for s in students if placed[s.user] == g] for g in ("g1", "g2")}
+        pair, alone = (members["g1"], members["g2"]) if len(members["g1"]) == 2 else (members["g2"], members["g1"])
+        pair_group, alone_group = placed[pair[0].user], placed[alone[0].user]
+        rooms = {g["id"]: g["room"] for g in first.room.breakout()}
+        visitors = [Peer(hw, pynng, rooms[placed[s.user]], s.user, C.ROLE_STUDENT, s.name, f"{s.user}@{placed[s.user]}")
+                    for s in pair + alone]
+        for v, s in zip(visitors, pair + alone):
+            v.connect(address[s.label[-1]])
+        joined = all(v.room.id == f"{room_id}:{placed[v.user]}" and (v.row(v.user) or {}).get("online") for v in visitors)
+        speaker, listener, other = visitors
+        said = f"in {pair_group} {random.getrandbits(32):08x}".encode()
+        reply, _ = speaker.write("send_message", type="chat", payload=said)
+        heard = listener.wait_for(lambda: any(m["payload"] == said for m in listener.room.history(listener.user)))
+        wait_both_peers(teacher, other, lambda: False, 0.3)
+        leaked = [p.label for p in [teacher, other] + students if any(m["payload"] == said for m in p.room.history(p.user))]
+        checks.check(f"groups: the two members of {pair_group} join its room {room_id}:{pair_group}; one's chat message there "
+                     "reaches the other, and no main-room member nor the other group's room",
+                     joined and accepted(reply) and heard and not leaked, f"{show(reply)}; heard {heard}, also in {leaked}")
+        if args.homeroom_bin:
+            text = f"broadcast {random.getrandbits(32):08x}"
+            out = cli("broadcast", text)
+
+            def got(v):
+                return any(m["payload"] == text.encode() and m["type"] == "broadcast" and m["sender"] == "@operator"
+                           for m in v.room.history(v.user))
+            reached = all(v.wait_for(lambda v=v: got(v)) for v in visitors)
+            teacher.pump()
+            checks.check("groups: homeroom group broadcast (the operator, without a session there) sends one message of type "
+                         "broadcast to every group room: each member receives it in its group room, the main room does not",
+                         (out or {}).get("groups") == ["g1", "g2"] and reached
+                         and not any(m["payload"] == text.encode() for m in teacher.room.history("teach")),
+                         f"{out}; {[(v.label, got(v)) for v in visitors]}")
+
+        # Bounds at the origin: 17 members per group, 20 live groups.
+        print("== breakout groups: bounds")
+        fills = [f"fill{i}" for i in range(1, 19)]
+        sock = pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS)
+        try:
+            sock.dial(args.node_a, block=True)
+            for u in fills:                                                        # a join each: known users, cheaply
+                def join(e, u=u):
+                    j = e.join_request
+                    j.user, j.role, j.session, j.name = u, C.ROLE_STUDENT, f"{u}-{random.getrandbits(32):08x}", u
+                teacher.request(join, sock=sock, timeout_ms=JOIN_TIMEOUT_MS)
+        finally:
+            sock.close()
+        teacher.wait_for(lambda: all(u in teacher.room.users for u in fills))
+        reply, _ = teacher.write("set_breakout_group", id="g3", name="Full")
+        replies = [teacher.write("assign_breakout_group", target=u, group="g3")[0] for u in fills[:17]]
+        reply2, _ = teacher.write("assign_breakout_group", target=fills[17], group="g3")
+        reply3, _ = teacher.write("assign_breakout_group", target=fills[0], group="g3")
+        full = teacher.wait_for(lambda: len(next((g["members"] for g in teacher.room.breakout() if g["id"] == "g3"), [])) == 17)
+        order = next((g["members"] for g in teacher.room.breakout() if g["id"] == "g3"), [])
+        checks.check("groups: 17 students fill g3 (ACCEPTED); the 18th is refused limit-reached, while a member's assignment "
+                     "again is not; members are listed in natural order (fill2 before fill10)",
+                     accepted(reply) and all(accepted(r) for r in replies) and rejected(reply2, "limit-reached")
+                     and accepted(reply3) and full and order == fills[:17],
+                     f"{show(reply2)} / {show(reply3)}; {order}")
+        replies = [teacher.write("set_breakout_group", id=f"g{i}", name=f"Group {i}")[0] for i in range(4, 21)]
+        reply, _ = teacher.write("set_breakout_group", id="g21", name="One too many")
+        reply2, _ = teacher.write("set_breakout_group", id="g1", name="Red, renamed")
+        live = teacher.wait_for(lambda: len(teacher.room.breakout()) == 20 and teacher.room.breakout()[0]["name"] == "Red, renamed")
+        checks.check("groups: 20 live groups (g4 to g20 ACCEPTED); a 21st is refused limit-reached, renaming one is not",
+                     all(accepted(r) for r in replies) and rejected(reply, "limit-reached") and accepted(reply2) and live,
+                     f"{show(reply)} / {show(reply2)}; {len(teacher.room.breakout())} live")
+        if args.homeroom_bin:
+            view = cli(node=args.node_b)
+            teacher.pump()
+            checks.check("groups: ... homeroom group --json through B lists the same 20 groups, in natural order "
+                         "(g2, g3, ..., g10, ..., g20), and their members",
+                         (view or {}).get("groups") == teacher.room.breakout()
+                         and [g["id"] for g in teacher.room.breakout()] == [f"g{i}" for i in range(1, 21)],
+                         f"{[g.get('id') for g in (view or {}).get('groups', [])]}")
+
+        # The end voids every group and assignment, on every replica, whatever arrives late.
+        print("== breakout groups: the end")
+        before = sync_patch(args.node_a)                                       # the node that took them
+        reply, _ = teacher.write("end_breakout")
+        ended = accepted(reply) and all(p.wait_for(lambda p=p: p.room.breakout() == [] and not p.room.groups
+                                                   and not p.room.assignments) for p in (teacher, first))
+        views = {n: cli(node=address[n]) for n in ("A", "B")} if args.homeroom_bin else {}
+        checks.check("groups: end_breakout is ACCEPTED; both replicas drop every group and assignment (everyone is in the "
+                     "main room), and homeroom group --json through A and B lists no groups",
+                     ended and all(first.room.group_of(u) is None for u in everyone + fills)
+                     and all(v.get("groups") == [] for v in views.values()),
+                     f"{show(reply)}; groups {first.room.groups}, nodes {views}")
+        end_stamp = first.room.breakout_ended
+        after = sync_patch(args.node_b)
+
+        def late(ops, clock):
+            """A batch from an origin of its own (so its dots are new), stamped at `clock`, by the teacher."""
+            batch = D.DeltaBatch(origin=0x5EED, strings=["teach", "stu-1"])
+            for i, (op, fields) in enumerate(ops):
+                d = batch.deltas.add(clock_delta=clock if i == 0 else 0, author=0, author_role=C.ROLE_TEACHER)
+                getattr(d, op).SetInParent()
+                for k, v in fields.items():
+                    setattr(getattr(d, op), k, v)
+            return batch
+        replica = hw.Room(room_id).merge_patch(after)
+        stale = late([("set_breakout_group", dict(id="g1", name="Late")), ("assign_breakout_group", dict(user=2, group="g1"))],
+                     end_stamp[0] - (1 << 16))
+        applied = replica.apply_batch(stale)
+        ignored = (len(applied) == 2 and all(d["refused"] is None for d in applied) and replica.breakout() == []
+                   and not replica.groups and not replica.assignments and replica.seen.contains(0x5EED, 2))
+        fresh = hw.Room(room_id).merge_patch(after)
+        fresh.apply_batch(late([("set_breakout_group", dict(id="g1", name="Later")), ("assign_breakout_group", dict(user=2, group="g1"))],
+                               end_stamp[0] + (1 << 16)))
+        checks.check("groups: a late group and assignment stamped 1 ms before the end are applied (seen, not refused) but "
+                     "ignored by the model; the same stamped 1 ms after it are taken",
+                     ignored and fresh.breakout() == [dict(id="g1", name="Later", room=f"{room_id}:g1", members=["stu-1"])],
+                     f"late: {replica.breakout()}, {replica.assignments}; after: {fresh.breakout()}")
+        orders = [hw.Room(room_id).merge_patch(before).merge_patch(after), hw.Room(room_id).merge_patch(after).merge_patch(before)]
+        checks.check("groups: merging the snapshot from before the end and the one after it, in either order, gives the "
+                     "same replica: no groups, no assignments, the end's stamp",
+                     all(r.breakout() == [] and not r.groups and not r.assignments and r.breakout_ended == end_stamp for r in orders)
+                     and state_of(orders[0]) == state_of(orders[1]) and len(before.breakout_groups) == 20,
+                     f"{[(len(r.groups), len(r.assignments), r.breakout_ended) for r in orders]}, before: "
+                     f"{len(before.breakout_groups)} groups")
+
+        # Only small classrooms have groups, and a group's room id is at most 128 bytes.
+        print("== breakout groups: other rooms")
+        hall = Peer(hw, pynng, f"{room_id}-hall", "teach", C.ROLE_TEACHER, "Grace", "teacher@A (hall)")
+        long_room = f"{room_id}-" + "x" * (120 - len(room_id) - 1)
+        tall = Peer(hw, pynng, long_room, "teach", C.ROLE_TEACHER, "Grace", "teacher@A (long id)")
+        visitors += [hall, tall]
+        hall.connect(args.node_a)
+        reply, _ = hall.write("set_room_type", type=C.ROOM_TYPE_LECTURE_HALL)
+        reply2, _ = hall.write("set_breakout_group", id="g1", name="Red")
+        checks.check("groups: a lecture hall refuses set_breakout_group: invalid (small classrooms only)",
+                     accepted(reply) and rejected(reply2, "invalid"), f"{show(reply)} / {show(reply2)}")
+        tall.connect(args.node_a)
+        reply, _ = tall.write("set_breakout_group", id="abcdefghijklmnop", name="Long")
+        reply2, _ = tall.write("set_breakout_group", id="g1", name="Short")
+        checks.check(f"groups: in a room whose id is {len(long_room)} bytes, a group whose room id would be "
+                     f"{len(long_room) + 17} bytes is refused invalid; one whose room id is {len(long_room) + 3} is ACCEPTED",
+                     len(long_room) == 120 and rejected(reply, "invalid") and accepted(reply2), f"{show(reply)} / {show(reply2)}")
+    finally:
+        for peer in peers + visitors:
+            peer.close_sockets()
 
 
 def cluster_open(hw, cluster_key_file, payload):
@@ -1441,6 +1852,19 @@ def run_closed(args, hw, pynng, checks):
                       for m, s, b in student.sealed if s == "opened" and following in (b or b"") for k in (s2_old, s1_old)]
         checks.check("closed: neither student's keys from before the ban open it", old_status and set(old_status) == {"unknown-key"},
                      str(old_status))
+
+        # A class's token also opens the rooms of its breakout groups (`<room>:<group id>`), and no other.
+        grouped = Peer(hw, pynng, f"{room_id}:g1", "stu-1", C.ROLE_STUDENT, "Ada", "student1@D (g1)", token=args.student_token)
+        elsewhere = Peer(hw, pynng, f"{room_id}x:g1", "stu-1", C.ROLE_STUDENT, "Ada", "student1@D (x:g1)", token=args.student_token)
+        others += [grouped, elsewhere]
+        reply, reply2 = grouped.connect(node_d), elsewhere.connect(node_d)
+        checks.check("closed: student 1's token for the room opens its group room <room>:g1 (a join answered with that "
+                     "room's own TopicKeys), not <room>x:g1 (token-wrong-room)",
+                     joined_with_keys(reply) and grouped.keys.room_key_id != student.keys.room_key_id
+                     and error_code(reply2) == "token-wrong-room",
+                     f"{show(reply)}, {ids(grouped.keys)}; {show(reply2)}")
+        if grouped.session and joined_with_keys(reply):
+            grouped.write("leave_session", target="stu-1", session=grouped.session)
         for peer in (student, teacher):
             reply, _ = peer.write("leave_session", target=peer.user, session=peer.session)
             checks.check(f"closed: {peer.label} leaves: ACCEPTED", accepted(reply), show(reply))
@@ -1706,13 +2130,14 @@ def main():
 
         def overtime(signum, frame):
             raise TimeoutError(f"the run took more than {deadline:.0f} s")
-        deadline = (RUN_DEADLINE_SECONDS + fold_wait(args.reward_window) + (CLOSED_DEADLINE_SECONDS if args.closed_node else 0)
+        deadline = (RUN_DEADLINE_SECONDS + GROUPS_DEADLINE_SECONDS + fold_wait(args.reward_window)
+                    + (CLOSED_DEADLINE_SECONDS if args.closed_node else 0)
                     + (TLS_DEADLINE_SECONDS if args.tls_node else 0) + (RETIRE_DEADLINE_SECONDS if args.homeroom_bin else 0))
         signal.signal(signal.SIGALRM, overtime)
         signal.alarm(int(deadline) + 1)
         try:
             aborted = None
-            phases = [run] + ([run_closed] if args.closed_node else []) + ([run_tls] if args.tls_node else []) \
+            phases = [run, run_groups] + ([run_closed] if args.closed_node else []) + ([run_tls] if args.tls_node else []) \
                 + ([run_retire] if args.homeroom_bin else [])
             for phase in phases:
                 try:
