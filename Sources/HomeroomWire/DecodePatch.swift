@@ -53,6 +53,9 @@ extension CDecoder {
             guard Breakout.isValidID(id) else { throw .invalidValue(field: "\(path).id", reason: "a group id is 1 to 16 bytes of a-z, 0-9, - and _") }
             guard entry.stamp != nil else { throw .missingField("\(path).stamp") }
             let name = entry.removed != 0 ? nil : try string(entry.name, "\(path).name")
+            if let name, name.isEmpty || name.utf8.count > Breakout.maxNameBytes {
+                throw .invalidValue(field: "\(path).name", reason: "a group name is 1 to \(Breakout.maxNameBytes) bytes")
+            }
             if state.breakoutGroups.updateValue(Register(name, stamp: try stamp(entry.stamp, tables, "\(path).stamp")), forKey: id) != nil {
                 throw .invalidValue(field: "\(path).id", reason: "group \(id) appears twice")
             }

@@ -57,10 +57,21 @@ import Testing
         #expect(!clients["s1"]!.replica.messages.entries.values.contains { $0.payload == Array("our notes".utf8) }, "group talk leaked into the main room")
         let roster = try run(["roster"])
         #expect(roster.stdout.contains("Breakout: g1 Group 1") && roster.stdout.contains("[\(mine)]"), "\(roster.stdout)")
+        // A student goes only into its own group's room; a banned one into none.
+        func joinCode(_ user: String, _ room: String) -> String? {
+            do { let client = try client(user, room: room, on: second); client.close(); return nil } catch let error as ClientError {
+                if case let .refused(code, _) = error { return code }
+                return "\(error)"
+            } catch { return "\(error)" }
+        }
+        #expect(joinCode(other, room) == "not-in-group")
+        #expect(try run(["ban", mate]).status == 0)
+        #expect(eventually(10) { speaker.replica.users[mate] == nil || clients["s1"]!.replica.users[mate]?.isBanned == true })
+        #expect(eventually(10) { joinCode(mate, room) == "banned" }, "a banned student still went into its group's room")
         let refused = try run(["group", "end", "--user", "s1", "--as", "student"])
         #expect(refused.status == 1 && refused.stderr.contains("[not-allowed]"), "\(refused.stderr)")
         #expect(try run(["group", "end"], on: second).status == 0)
-        #expect(eventually(10) { clients.values.allSatisfy { $0.replica.breakout.isEmpty && $0.replica.breakoutGroup(of: $0.user) == nil } })
+        #expect(eventually(10) { clients.values.allSatisfy { $0.user == mate || ($0.replica.breakout.isEmpty && $0.replica.breakoutGroup(of: $0.user) == nil) } })
     }
 }
 

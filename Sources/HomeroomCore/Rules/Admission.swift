@@ -25,6 +25,8 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
     case limitReached(String)
     /// A reward issued further from this node's clock than the reward window.
     case rewardOutsideWindow(issuedAtMillis: UInt64, nowMillis: UInt64, windowMillis: UInt64)
+    /// A student or an observer going into a breakout group's room that is not its own.
+    case notInGroup(user: UserID, group: String, actual: String?)
     /// Another user holds the lock.
     case lockHeld(lock: String, holder: UserID)
     /// The author does not hold the lock (nobody does: `holder` nil).
@@ -51,6 +53,7 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case .sessionUnknown: return "session-unknown"
         case .limitReached: return "limit-reached"
         case .rewardOutsideWindow: return "reward-window"
+        case .notInGroup: return "not-in-group"
         case .lockHeld: return "lock-held"
         case .lockNotHeld: return "lock-not-held"
         case .fenceStale: return "fence-stale"
@@ -82,6 +85,8 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
             let tenths = (issued > now ? issued - now : now - issued) / 100
             let side = issued > now ? "ahead of" : "behind"
             return "this reward was issued \(tenths / 10).\(tenths % 10) s \(side) this node's clock; a node takes rewards issued within \(window / 1000) s of its clock (check the client's clock; a retry that late is not made, nothing was stored)"
+        case let .notInGroup(user, group, actual):
+            return "\(user) is not in breakout group \(group)" + (actual.map { ": its group is \($0)" } ?? ": it is in the main room")
         case let .lockHeld(lock, holder):
             return "lock \(lock) is held by \(holder): wait for its release (homeroom lock acquire --wait), or ask a teacher to revoke it"
         case let .lockNotHeld(lock, holder):

@@ -4,7 +4,7 @@ extension RoomState {
         let live = liveBreakoutNames
         guard !live.isEmpty else { return [] }
         var members: [String: [UserID]] = [:]
-        for (user, register) in breakoutAssignments {
+        for (user, register) in breakoutAssignments where users[user]?.isBanned != true {
             if let group = register.value, live[group] != nil { members[group, default: []].append(user) }
         }
         return live.keys.sorted(by: NaturalOrder.less).map { id in
@@ -34,11 +34,23 @@ extension RoomState {
         breakoutAssignments = breakoutAssignments.filter { ended < $0.value.stamp }
     }
 
+    /// Whether `user`, joining in `role`, may go into the room of this room's group
+    /// `group`: nobody banned here, and a student or an observer only into its own group
+    /// while that group is live (teachers and assistants visit any). A group that is not
+    /// live leaves the room an ordinary one.
+    public func groupRoomRefusal(user: UserID, role: Role, group: String) -> WriteError? {
+        if users[user]?.isBanned == true { return .banned(user) }
+        guard breakoutGroups[group]?.value != nil, !role.moderates else { return nil }
+        let mine = breakoutGroup(of: user)
+        return mine == group ? nil : .notInGroup(user: user, group: group, actual: mine)
+    }
+
     /// Admission of a breakout write at its origin.
     func breakoutRefusal(_ operation: Operation) -> WriteError? {
         switch operation {
         case let .setBreakoutGroup(id, name):
-            if type.value != .smallClassroom { return .invalid("breakout groups are for small classrooms; this room is a \(type.value)") }
+            // Removing is always allowed (a room whose type changed can still clear its groups).
+            if name != nil, type.value != .smallClassroom { return .invalid("breakout groups are for small classrooms; this room is a \(type.value)") }
             if Breakout.roomID(of: id, in: roomID).utf8.count > 128 {
                 return .invalid("the group's room id \(Breakout.roomID(of: id, in: roomID)) is over 128 bytes: use a shorter group id")
             }
@@ -48,7 +60,7 @@ extension RoomState {
             return nil
         case let .assignBreakoutGroup(user, group?):
             guard breakoutGroups[group]?.value != nil else { return .invalid("there is no breakout group \(group): create it first") }
-            let members = breakoutAssignments.filter { $0.key != user && $0.value.value == group }.count
+            let members = breakoutAssignments.filter { $0.key != user && $0.value.value == group && users[$0.key]?.isBanned != true }.count
             return members >= Breakout.maxMembers ? .limitReached("group \(group) has \(Breakout.maxMembers) members, the most a group may") : nil
         default:
             return nil

@@ -8,6 +8,8 @@ struct PendingPropertyWrite: Sendable {
     var dot: Dot
     var revision: UInt64
     var sentAtMillis: UInt64
+    /// The lock fence it was made under (0: unguarded).
+    var fence: UInt64 = 0
 }
 
 /// What a property write became at the node that sequenced it.
@@ -20,6 +22,8 @@ public struct PropertyWriteResult: Hashable, Sendable {
     public var key: String
     /// The whole set's revision (room's or user's) at that node once the write applied.
     public var setRevision: UInt64 = 0
+    /// The lock fence it was made under (0: unguarded).
+    public var fence: UInt64 = 0
 }
 
 /// Messaging for a `RoomClient` (docs/MESSAGING.md): room and peer messages delivered
@@ -90,7 +94,7 @@ extension RoomClient {
     /// Whether a property write is part of what the property holds now (true), was
     /// overwritten by a write that never saw it (false), or cannot be told yet (nil).
     public func propertyWriteKept(_ result: PropertyWriteResult) -> Bool? {
-        state.withLock { $0.replica.propertyWrite(result.dot, revision: result.revision, scope: result.scope, key: result.key) }
+        state.withLock { $0.replica.propertyWrite(result.dot, revision: result.revision, scope: result.scope, key: result.key, fence: result.fence) }
     }
 
     // MARK: - Sending
@@ -165,13 +169,16 @@ extension RoomClient {
     private func writeProperty(_ scope: PropertyScope, _ key: String, _ operation: Operation) throws(ClientError) -> PropertyWriteResult {
         let (ack, _) = try sendWrite(operation, retries: 3)
         let dot = ack.dot ?? Dot(origin: ReplicaID(0), sequence: 0)
+        var fence: UInt64 = 0
+        if case let .setRoomProperty(_, _, _, revision) = operation { fence = revision.fence?.fence ?? 0 }
+        if case let .setUserProperty(_, _, _, _, revision) = operation { fence = revision.fence?.fence ?? 0 }
         if ack.status == .accepted {
             state.withLock { state in
                 state.pendingProperties.append(PendingPropertyWrite(scope: scope, key: key, dot: dot, revision: ack.revision,
-                                                                    sentAtMillis: WallClock.monotonicMillis()))
+                                                                    sentAtMillis: WallClock.monotonicMillis(), fence: fence))
             }
         }
-        return PropertyWriteResult(dot: dot, revision: ack.revision, scope: scope, key: key, setRevision: ack.setRevision)
+        return PropertyWriteResult(dot: dot, revision: ack.revision, scope: scope, key: key, setRevision: ack.setRevision, fence: fence)
     }
 
     // MARK: - The shell's side (called with `emitting` held)
@@ -232,7 +239,7 @@ extension RoomClient {
             case .room: register = state.replica.properties[pending.key]
             case let .user(target): register = state.replica.users[target]?.properties[pending.key]
             }
-            switch state.replica.propertyWrite(pending.dot, revision: pending.revision, scope: pending.scope, key: pending.key) {
+            switch state.replica.propertyWrite(pending.dot, revision: pending.revision, scope: pending.scope, key: pending.key, fence: pending.fence) {
             case false?:
                 if state.reportedLost.insert(pending.dot).inserted, let current = register {
                     let kept = PropertyWriteInfo(author: current.value.operatorID, revision: current.value.revision, dot: current.stamp.dot,

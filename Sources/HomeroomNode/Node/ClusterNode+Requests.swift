@@ -313,6 +313,12 @@ extension ClusterNode {
             return .error(WireMessage.ErrorReply(code: "rate-limited",
                                                  message: "\(join.user) joins room \(roomID) more than \(config.joinsPerSecond) times per second: slow down"))
         }
+        // A breakout group's room: the main room (held here, as every room is) says who may come in.
+        if let group = Breakout.parse(roomID: roomID),
+           let refusal = state.withLock({ $0.rooms[group.mainRoom]?.groupRoomRefusal(user: join.user, role: join.role, group: group.group) }) {
+            metrics.add("joins_refused_total{code=\"\(refusal.code)\"}")
+            return .error(WireMessage.ErrorReply(code: refusal.code, message: refusal.description))
+        }
         let write = Write(author: join.user, authorRole: join.role, authorCounter: 0,
                           operation: .joinSession(user: join.user, session: join.session, name: join.name, role: join.role,
                                                   host: replica, incarnation: incarnation))
