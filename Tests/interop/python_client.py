@@ -12,16 +12,22 @@ a holder back within its TTL, the derivation of "held" against `homeroom lock
 --json`), and checks that every view converges on the roster it expects. A
 breakout-group phase follows in a room of its own (groups and assignments, their
 bounds, `homeroom group --json` and `group broadcast`, chat in a group's room
-`<room>:<id>`, the end and what arrives after it). With --closed-node,
+`<room>:<id>`, who may join which group room, a ban in the main room, a removal and
+a re-creation, a removal in a room that became a lecture hall, the end and what
+arrives after it). With --closed-node,
 a closed-room phase follows on nodes started with --token-key and --cluster-key
 ("Authentication", "Closed rooms"): joins with and without tokens, TopicKeys,
 sealed client topics opened with homeroom_wire.open_topic, what a SUB socket
 subscribed to everything sees, forgeries, the key change after a ban, and a
-class token opening a group's room.
+class token at the doors of group rooms (another group's, a banned user's, a
+teacher's visit, a room with no live group).
 With --tls-node, a TLS phase follows on a node listening and publishing on
 tls+tcp:// ("TLS"): pynng (nng with mbedtls) joins, writes and follows live
 deltas over TLS, and a client with another CA, a plain tcp:// dial to the TLS
-port and a TLS dial to a plain port get no reply.
+port and a TLS dial to a plain port get no reply. With --homeroom-bin, a
+spent-fences phase follows on a node of its own (this client stands in for a peer
+node whose patch brings lock fences near 2^62: the last grant, then limit-reached),
+and a retirement phase.
 
 The reference module `homeroom_wire` is loaded from the ```python block of the
 section "A Python client" in docs/PROTOCOL.md, so that code is tested too; the
@@ -62,6 +68,7 @@ GROUPS_DEADLINE_SECONDS = 25.0        # the breakout-group phase (run_groups)
 CLOSED_DEADLINE_SECONDS = 20.0        # the closed-room phase (run_closed), when it runs
 TLS_DEADLINE_SECONDS = 15.0           # the TLS phase (run_tls), when it runs
 RETIRE_DEADLINE_SECONDS = 40.0        # the retirement phase (run_retire), when it runs
+FENCES_DEADLINE_SECONDS = 10.0        # the spent-fences phase (run_spent_fences), when it runs
 
 
 def fold_wait(reward_window):
@@ -1321,8 +1328,11 @@ def run_groups(args, hw, pynng, checks):
     own, a teacher (through node A) creates two groups and spreads three students (through A and B) over
     them; this client's replicas, and `homeroom group --json` through both nodes, agree on the groups; the
     members meet in their group rooms (`<room>:<id>`), where chat stays, and `homeroom group broadcast`
-    reaches every group room; the bounds (17 members, 20 groups, small classrooms, 128-byte room ids);
-    then the end, which voids every group and assignment, also those that arrive late."""
+    reaches every group room; who may join a group room (a student only its own, a teacher any, a student
+    banned in the main room none, and no longer listed); the bounds (17 members, banned ones not counted,
+    20 groups, small classrooms, 128-byte room ids), a removal that keeps its members' assignments, and a
+    removal in a room that became a lecture hall; then the end, which voids every group and assignment,
+    also those that arrive late."""
     E, C, S, D = hw.envelope_pb2, hw.common_pb2, hw.state_pb2, hw.delta_pb2
     room_id = f"groups-{os.getpid()}-{int(time.time())}"
     print(f"== breakout groups (room {room_id})")
@@ -1450,6 +1460,57 @@ def run_groups(args, hw, pynng, checks):
                          and not any(m["payload"] == text.encode() for m in teacher.room.history("teach")),
                          f"{out}; {[(v.label, got(v)) for v in visitors]}")
 
+        # Who may join a group room (PROTOCOL.md, "Who may join a group room"): the main room decides.
+        print("== breakout groups: who may join a group room")
+
+        def join_code(user, role, group, node):
+            """Joins `<room>:<group>` as a new peer through `node`: None when it joined (and leaves again), else the
+            error code, beside the model's group_room_refusal on the teacher's replica of the main room."""
+            peer = Peer(hw, pynng, f"{room_id}:{group}", user, role, user, f"{user}@{group} (door)")
+            visitors.append(peer)
+            reply = peer.connect(address[node])
+            kind = reply.WhichOneof("body")
+            if kind == "join_response":
+                peer.write("leave_session", target=user, session=peer.session)
+            code = None if kind == "join_response" else (reply.error.code if kind == "error" else kind)
+            return code, teacher.room.group_room_refusal(user, role, group)
+
+        member = pair[0]                                  # in pair_group (g1: the deal puts two students there)
+        home = member.label[-1]
+        other_node = "A" if home == "B" else "B"
+        codes = {"other": join_code(member.user, C.ROLE_STUDENT, alone_group, home),
+                 "own": join_code(member.user, C.ROLE_STUDENT, pair_group, other_node),
+                 "not live": join_code(member.user, C.ROLE_STUDENT, "g7", home)}
+        checks.check(f"groups: {member.user} (group {pair_group}) joining {room_id}:{alone_group} is refused not-in-group, "
+                     f"joining its own {room_id}:{pair_group} through the other node is let in, and so is joining "
+                     f"{room_id}:g7 (no such group: an ordinary room); group_room_refusal() agrees",
+                     codes == {"other": ("not-in-group",) * 2, "own": (None, None), "not live": (None, None)}, f"{codes}")
+        codes = {"teacher": join_code("teach", C.ROLE_TEACHER, alone_group, "B"),
+                 "observer": join_code("watch", C.ROLE_OBSERVER, pair_group, "A")}
+        checks.check(f"groups: the teacher visits {room_id}:{alone_group} (teachers and assistants visit any live group); "
+                     f"an observer in no group is refused {room_id}:{pair_group} not-in-group; group_room_refusal() agrees",
+                     codes == {"teacher": (None, None), "observer": ("not-in-group",) * 2}, f"{codes}")
+
+        # A ban in the main room: the banned student is no group's member and joins no group room.
+        outcast = next(s for s in pair if s is not first)  # not stu-1, whose replica later checks use
+        expected = [dict(g, members=[u for u in g["members"] if u != outcast.user]) for g in teacher.room.breakout()]
+        reply, _ = teacher.write("ban", target=outcast.user)
+        seen_ban = accepted(reply) and all(p.wait_for(lambda p=p: p.room.is_banned(outcast.user)) for p in (teacher, first))
+        listed = [u for g in teacher.room.breakout() for u in g["members"]]
+        views = {n: cli(node=address[n]) for n in ("A", "B")} if args.homeroom_bin else {}
+        teacher.pump()
+        checks.check(f"groups: after a ban of {outcast.user} in the main room, it is listed in no group on either replica "
+                     "(its assignment stays), and homeroom group --json through A and B lists the same",
+                     seen_ban and outcast.user not in listed and first.room.breakout() == teacher.room.breakout() == expected
+                     and teacher.room.group_of(outcast.user) == pair_group
+                     and all(v.get("groups") == teacher.room.breakout() for v in views.values()),
+                     f"{show(reply)}; {teacher.room.breakout()}; nodes {views}")
+        codes = {"own": join_code(outcast.user, C.ROLE_STUDENT, pair_group, outcast.label[-1]),
+                 "not live": join_code(outcast.user, C.ROLE_STUDENT, "g7", other_node)}
+        checks.check(f"groups: the banned {outcast.user} joining its group's room {room_id}:{pair_group} is refused banned, "
+                     f"and so is its join to {room_id}:g7 (no such group); group_room_refusal() agrees",
+                     codes == {"own": ("banned",) * 2, "not live": ("banned",) * 2}, f"{codes}")
+
         # Bounds at the origin: 17 members per group, 20 live groups.
         print("== breakout groups: bounds")
         fills = [f"fill{i}" for i in range(1, 19)]
@@ -1475,6 +1536,13 @@ def run_groups(args, hw, pynng, checks):
                      accepted(reply) and all(accepted(r) for r in replies) and rejected(reply2, "limit-reached")
                      and accepted(reply3) and full and order == fills[:17],
                      f"{show(reply2)} / {show(reply3)}; {order}")
+        reply, _ = teacher.write("ban", target=fills[0])
+        reply2, _ = teacher.write("assign_breakout_group", target=fills[17], group="g3")
+        refill = teacher.wait_for(lambda: next((g["members"] for g in teacher.room.breakout() if g["id"] == "g3"), []) == fills[1:])
+        checks.check(f"groups: once {fills[0]} is banned it is no member of g3 and does not count toward the 17: "
+                     f"{fills[17]} is ACCEPTED, and g3 lists {fills[1]} to {fills[17]}",
+                     accepted(reply) and accepted(reply2) and refill,
+                     f"{show(reply)} / {show(reply2)}; {next((g['members'] for g in teacher.room.breakout() if g['id'] == 'g3'), [])}")
         replies = [teacher.write("set_breakout_group", id=f"g{i}", name=f"Group {i}")[0] for i in range(4, 21)]
         reply, _ = teacher.write("set_breakout_group", id="g21", name="One too many")
         reply2, _ = teacher.write("set_breakout_group", id="g1", name="Red, renamed")
@@ -1482,6 +1550,17 @@ def run_groups(args, hw, pynng, checks):
         checks.check("groups: 20 live groups (g4 to g20 ACCEPTED); a 21st is refused limit-reached, renaming one is not",
                      all(accepted(r) for r in replies) and rejected(reply, "limit-reached") and accepted(reply2) and live,
                      f"{show(reply)} / {show(reply2)}; {len(teacher.room.breakout())} live")
+        lone = alone[0].user
+        reply, _ = teacher.write("set_breakout_group", id=alone_group, removed=True)
+        gone = teacher.wait_for(lambda: alone_group not in [g["id"] for g in teacher.room.breakout()])
+        back_home = teacher.room.group_of(lone) is None and teacher.room.assignments.get(lone, (None,))[0] == alone_group
+        reply2, _ = teacher.write("set_breakout_group", id=alone_group, name="Blue again")
+        again = teacher.wait_for(lambda: any(g["id"] == alone_group and g["name"] == "Blue again" and g["members"] == [lone]
+                                             for g in teacher.room.breakout()))
+        checks.check(f"groups: removing {alone_group} puts {lone} back in the main room but keeps its assignment; "
+                     f"{alone_group} created again has {lone} again",
+                     accepted(reply) and gone and back_home and accepted(reply2) and again,
+                     f"{show(reply)} / {show(reply2)}; {teacher.room.breakout()[:2]}")
         if args.homeroom_bin:
             view = cli(node=args.node_b)
             teacher.pump()
@@ -1543,10 +1622,21 @@ def run_groups(args, hw, pynng, checks):
         tall = Peer(hw, pynng, long_room, "teach", C.ROLE_TEACHER, "Grace", "teacher@A (long id)")
         visitors += [hall, tall]
         hall.connect(args.node_a)
+        reply0, _ = hall.write("set_breakout_group", id="g1", name="Red")        # a small classroom still
         reply, _ = hall.write("set_room_type", type=C.ROOM_TYPE_LECTURE_HALL)
-        reply2, _ = hall.write("set_breakout_group", id="g1", name="Red")
-        checks.check("groups: a lecture hall refuses set_breakout_group: invalid (small classrooms only)",
-                     accepted(reply) and rejected(reply2, "invalid"), f"{show(reply)} / {show(reply2)}")
+        reply2, _ = hall.write("set_breakout_group", id="g2", name="Blue")
+        reply3, _ = hall.write("set_breakout_group", id="g1", name="Red, renamed")
+        stays = hall.wait_for(lambda: [g["id"] for g in hall.room.breakout()] == ["g1"] and hall.room.breakout()[0]["name"] == "Red")
+        checks.check("groups: a room made a lecture hall after its group g1 was created refuses creating g2 and renaming g1: "
+                     "invalid (small classrooms only); g1 stays live",
+                     accepted(reply0) and accepted(reply) and rejected(reply2, "invalid") and rejected(reply3, "invalid") and stays,
+                     f"{show(reply0)} / {show(reply)} / {show(reply2)} / {show(reply3)}; {hall.room.breakout()}")
+        reply, _ = hall.write("set_breakout_group", id="g1", removed=True)
+        cleared = hall.wait_for(lambda: hall.room.breakout() == [])
+        view = cli(room=f"{room_id}-hall") if args.homeroom_bin else {"groups": []}
+        checks.check("groups: ... removing g1 there is ACCEPTED (a removal is taken in any room type): no group is live, "
+                     "on this replica and in homeroom group --json",
+                     accepted(reply) and cleared and (view or {}).get("groups") == [], f"{show(reply)}; {view}")
         tall.connect(args.node_a)
         reply, _ = tall.write("set_breakout_group", id="abcdefghijklmnop", name="Long")
         reply2, _ = tall.write("set_breakout_group", id="g1", name="Short")
@@ -1853,13 +1943,31 @@ def run_closed(args, hw, pynng, checks):
         checks.check("closed: neither student's keys from before the ban open it", old_status and set(old_status) == {"unknown-key"},
                      str(old_status))
 
-        # A class's token also opens the rooms of its breakout groups (`<room>:<group id>`), and no other.
+        # A class's token also opens the rooms of its breakout groups (`<room>:<group id>`), as the main room
+        # allows ("Who may join a group room"), and no other room.
+        reply, _ = teacher.write("set_breakout_group", id="g2", name="Blue")
+        live = accepted(reply) and student.wait_for(lambda: [g["id"] for g in student.room.breakout()] == ["g2"])
+        door = {}
+        for who, token, role, group in (("stu-1", args.student_token, C.ROLE_STUDENT, "g2"),
+                                        ("stu-2", args.student2_token, C.ROLE_STUDENT, "g1"),
+                                        ("teach", args.teacher_token, C.ROLE_TEACHER, "g2")):
+            visit = Peer(hw, pynng, f"{room_id}:{group}", who, role, who, f"{who}@D ({group})", token=token)
+            others.append(visit)
+            answer = visit.connect(node_d)
+            door[who] = error_code(answer) or ("joined" if joined_with_keys(answer) else show(answer))
+            if visit.session and answer.WhichOneof("body") == "join_response":
+                visit.write("leave_session", target=who, session=visit.session)
+        checks.check("closed: with group g2 live, student 1's token (it is in no group) is refused <room>:g2 not-in-group, "
+                     "banned student 2's token is refused <room>:g1 banned (no such group: the ban alone), and the "
+                     "teacher's token opens <room>:g2",
+                     live and door == {"stu-1": "not-in-group", "stu-2": "banned", "teach": "joined"},
+                     f"{show(reply)}; {door}")
         grouped = Peer(hw, pynng, f"{room_id}:g1", "stu-1", C.ROLE_STUDENT, "Ada", "student1@D (g1)", token=args.student_token)
         elsewhere = Peer(hw, pynng, f"{room_id}x:g1", "stu-1", C.ROLE_STUDENT, "Ada", "student1@D (x:g1)", token=args.student_token)
         others += [grouped, elsewhere]
         reply, reply2 = grouped.connect(node_d), elsewhere.connect(node_d)
-        checks.check("closed: student 1's token for the room opens its group room <room>:g1 (a join answered with that "
-                     "room's own TopicKeys), not <room>x:g1 (token-wrong-room)",
+        checks.check("closed: student 1's token for the room opens <room>:g1, no live group's room (a join answered with "
+                     "that room's own TopicKeys), not <room>x:g1 (token-wrong-room)",
                      joined_with_keys(reply) and grouped.keys.room_key_id != student.keys.room_key_id
                      and error_code(reply2) == "token-wrong-room",
                      f"{show(reply)}, {ids(grouped.keys)}; {show(reply2)}")
@@ -2011,6 +2119,82 @@ def stop_node(process):
             process.wait()
 
 
+def run_spent_fences(args, hw, pynng, checks):
+    """Spent fences ("Deriving locks"): counting grants one at a time never gets a lock near 2^62, a peer's
+    fence does. On a node of its own (L), this client stands in for a peer node: a node hello whose digest
+    shows writes L lacks, then the sync_response L asks for, a patch with two released locks, "spent" (grant
+    count 2^38 - 1) and "last" (2^38 - 2). The teacher's acquire of "spent" is refused limit-reached; of
+    "last" it gets the last fence, below 2^62, as lock_fence() computes, and then even its renewal is refused."""
+    E, C, S = hw.envelope_pb2, hw.common_pb2, hw.state_pb2
+    room_id = f"fences-{os.getpid()}-{int(time.time())}"
+    print(f"== spent fences (room {room_id}): a stand-in peer brings fences near 2^62")
+    show, accepted = (lambda reply: describe_reply(E, reply)), (lambda reply: is_accepted(E, reply))
+    node, listen = start_node(args.homeroom_bin, f"fences-{os.getpid()}", reward_window=args.reward_window)
+    stand_in, teacher, rep = 0x5EED_F00D, None, None                     # an unstructured replica id of our own
+    try:
+        teacher = Peer(hw, pynng, room_id, "teach", C.ROLE_TEACHER, "Grace", "teacher@L")
+        teacher.connect(listen)
+        count = hw.MAX_FENCE >> hw.GRANTER_BITS                           # 2^38
+        spent, last = ((count - 1) << hw.GRANTER_BITS) | 1, ((count - 2) << hw.GRANTER_BITS) | 1
+        clock = (time.time_ns() // 1_000_000 - 1000) << 16
+        patch = S.RoomPatch(room_id=room_id, replicas=[stand_in], strings=["ghost"])
+        for i, (name, fence) in enumerate((("spent", spent), ("last", last))):
+            record = patch.locks.add(name=name, granted=True, holder=0, fence=fence, ttl_seconds=10, ended_fence=fence)
+            record.grant_stamp.clock, record.grant_stamp.replica, record.grant_stamp.sequence = clock, 0, 2 * i + 1
+            record.ended_stamp.clock, record.ended_stamp.replica, record.ended_stamp.sequence = clock, 0, 2 * i + 2
+        patch.seen.origins.add(origin=stand_in, contiguous=4)
+        hw.check_patch(patch)                                             # fences up to 2^62: a decoder takes them
+        rep = pynng.Rep0(listen="tcp://127.0.0.1:0", recv_max_size=0)
+        here = "tcp://" + str(rep.listeners[0].local_address)
+        hello = E.Envelope(protocol_version=1, sender=stand_in, sequence=1)
+        hello.heartbeat.node, hello.heartbeat.incarnation, hello.heartbeat.address = stand_in, 1, here
+        hello.heartbeat.sent_at_ms, hello.heartbeat.node_name = time.time_ns() // 1_000_000, "stand-in"
+        hello.heartbeat.rooms.add(room_id=room_id).seen.CopyFrom(patch.seen)
+        answered = teacher.call(hello).WhichOneof("body") == "heartbeat"
+        pulled, deadline = False, time.monotonic() + 5
+        while not pulled and time.monotonic() < deadline:                 # answer L's requests until it pulled
+            rep.recv_timeout = 500
+            try:
+                request = E.Envelope.FromString(rep.recv())
+            except pynng.Timeout:
+                continue
+            reply = E.Envelope(protocol_version=1, room_id=request.room_id, sender=stand_in, sequence=2)
+            if request.WhichOneof("body") == "sync_request" and request.room_id == room_id:
+                reply.sync_response.patch.CopyFrom(patch)
+                reply.sync_response.seen.CopyFrom(patch.seen)
+                pulled = True
+            else:
+                reply.error.code = "unsupported"
+            rep.send(reply.SerializeToString())
+        arrived = teacher.wait_for(lambda: {n: teacher.room.lock_status(n, 0)["fence"] for n in teacher.room.locks}
+                                   == {"spent": spent, "last": last}, seconds=5)
+        checks.require("spent fences: L takes a stand-in peer's hello and pulls its patch (locks spent and last, released, "
+                       "fences near 2^62); the teacher's replica has both",
+                       answered and pulled and arrived, f"hello answered {answered}, pulled {pulled}, locks {teacher.room.locks}")
+        reply, _ = teacher.write("acquire_lock", name="spent", ttl_seconds=30)
+        reply2, _ = teacher.write("acquire_lock", name="last", ttl_seconds=30)
+        granted = reply2.write_ack.fence if accepted(reply2) else 0
+        reply3, _ = teacher.write("acquire_lock", name="last", ttl_seconds=30)
+        checks.check("spent fences: an acquire of spent (grant count 2^38 - 1) is refused limit-reached; one of last "
+                     "(2^38 - 2) is ACCEPTED with the last fence, below 2^62, as lock_fence() computes; that lock is then "
+                     "spent too (fences_spent()), and its holder's renewal is refused limit-reached",
+                     rejected_code(E, reply, "limit-reached") and hw.fences_spent(spent) and not hw.fences_spent(last)
+                     and granted == hw.lock_fence(last, teacher.node.node) and granted < hw.MAX_FENCE
+                     and hw.fences_spent(granted) and rejected_code(E, reply3, "limit-reached"),
+                     f"{show(reply)} / {show(reply2)} fence {granted} / {show(reply3)}")
+    finally:
+        if rep is not None:
+            rep.close()
+        if teacher is not None:
+            teacher.close_sockets()
+        stop_node(node)
+
+
+def rejected_code(E, reply, code):
+    return (reply.WhichOneof("body") == "write_ack" and reply.write_ack.status == E.WRITE_STATUS_REJECTED
+            and reply.write_ack.error_code == code)
+
+
 def run_retire(args, hw, pynng, checks):
     """Replica ids (docs/PROTOCOL.md): a node restarted without a store takes a new id; once the cluster
     holds the old id's writes, the new one retires it with retire_predecessors. This client's replica must
@@ -2111,8 +2295,9 @@ def main():
     tls.add_argument("--tls-wrong-ca", help="another CA (PEM): a client verifying against it must get no reply")
     tls.add_argument("--tls-server-name", default="localhost",
                      help="the DNS name T's certificate lists, checked by mbedtls (default: localhost)")
-    parser.add_argument("--homeroom-bin", help="the homeroom binary: enables the retirement phase, which starts "
-                        "two nodes of its own and restarts one without a store")
+    parser.add_argument("--homeroom-bin", help="the homeroom binary: enables the checks against `homeroom carousel`, "
+                        "`lock` and `group`, the spent-fences phase (a node of its own, fed by a stand-in peer) and "
+                        "the retirement phase, which starts two nodes of its own and restarts one without a store")
     parser.add_argument("--result", help="write {passed, failed, failures} as JSON to this file")
     args = parser.parse_args()
     if args.closed_node and not (args.closed_room and args.teacher_token and args.student_token and args.student2_token):
@@ -2132,13 +2317,14 @@ def main():
             raise TimeoutError(f"the run took more than {deadline:.0f} s")
         deadline = (RUN_DEADLINE_SECONDS + GROUPS_DEADLINE_SECONDS + fold_wait(args.reward_window)
                     + (CLOSED_DEADLINE_SECONDS if args.closed_node else 0)
-                    + (TLS_DEADLINE_SECONDS if args.tls_node else 0) + (RETIRE_DEADLINE_SECONDS if args.homeroom_bin else 0))
+                    + (TLS_DEADLINE_SECONDS if args.tls_node else 0)
+                    + (RETIRE_DEADLINE_SECONDS + FENCES_DEADLINE_SECONDS if args.homeroom_bin else 0))
         signal.signal(signal.SIGALRM, overtime)
         signal.alarm(int(deadline) + 1)
         try:
             aborted = None
             phases = [run, run_groups] + ([run_closed] if args.closed_node else []) + ([run_tls] if args.tls_node else []) \
-                + ([run_retire] if args.homeroom_bin else [])
+                + ([run_spent_fences, run_retire] if args.homeroom_bin else [])
             for phase in phases:
                 try:
                     phase(args, hw, pynng, checks)
