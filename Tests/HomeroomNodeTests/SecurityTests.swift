@@ -81,6 +81,24 @@ import Testing
             defer { client.close() }
             #expect(refusal { try client.connect() } == code, "\(room)")
         }
+        // Once the class has live groups, a student's token opens only its own group's room.
+        let teacher = Self.client("tia", .teacher, token: Self.token("tia", .teacher), node: nodes[0])
+        let student = Self.client("ann", .student, token: token, node: nodes[0])
+        defer { teacher.close(); student.close() }
+        try teacher.connect()
+        try student.connect()
+        for operation: HomeroomCore.Operation in [.setBreakoutGroup(id: "g1", name: "One"), .setBreakoutGroup(id: "g2", name: "Two"),
+                                     .assignBreakoutGroup(user: "ann", group: "g1")] {
+            _ = try teacher.write(operation)
+        }
+        for (room, code) in [("sec:g1", nil), ("sec:g2", "not-in-group")] as [(String, String?)] {
+            let client = Self.client("ann", .student, token: token, node: nodes[0], room: room)
+            defer { client.close() }
+            #expect(refusal { try client.connect() } == code, "\(room)")
+        }
+        let visit = Self.client("tia", .teacher, token: Self.token("tia", .teacher), node: nodes[0], room: "sec:g2")
+        defer { visit.close() }
+        try visit.connect()
     }
 
     @Test func aStudentCannotClaimAnotherIdentityOrRole() throws {

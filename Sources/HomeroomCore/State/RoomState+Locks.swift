@@ -53,7 +53,9 @@ extension RoomState {
                 return .limitReached("the room has \(Locks.maxPerRoom) locks, the most it keeps: reuse a lock name")
             }
             if let holder = lockHolding(name, atMillis: nowMillis)?.holder, holder != author { return .lockHeld(lock: name, holder: holder) }
-            if let record = locks[name], record.highestFence >> Locks.granterBits >= (Locks.maxFence >> Locks.granterBits) - 1 {
+            // A renewal keeps its fence; only a new grant needs one.
+            if let record = locks[name], lockHolding(name, atMillis: nowMillis)?.holder != author,
+               record.highestFence >> Locks.granterBits >= (Locks.maxFence >> Locks.granterBits) - 1 {
                 return .limitReached("lock \(name) has used every fence it may have: use another lock name")
             }
             return nil

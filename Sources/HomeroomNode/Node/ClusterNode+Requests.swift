@@ -57,6 +57,12 @@ extension ClusterNode {
                     let verified = try verifier.verify(token, room: room, nowSeconds: Int64(wallMillis() / 1000))
                     if isRevoked(verified.user) { throw TokenError.revoked(user: verified.user) }
                     claims = verified
+                    // A group's room: its main room gates reads (syncs, digests) as well as writes,
+                    // by the token's identity and role.
+                    if let group = Breakout.parse(roomID: room),
+                       let refusal = state.withLock({ $0.rooms[group.mainRoom]?.groupRoomRefusal(user: verified.user, role: verified.parsedRole ?? .observer, group: group.group) }) {
+                        return errorReply(refusal.code, refusal.description, room)
+                    }
                 } catch {
                     return errorReply(error.code, error.description, room)
                 }
@@ -189,6 +195,13 @@ extension ClusterNode {
             if write.authorRole == .system {
                 return (ack(request, .rejected, "not-allowed", "clients cannot write as the system"), nil)
             }
+            // A breakout group's room: the main room (held here, as every room is) says who
+            // may come in and write there, at every write, so a move or a ban takes effect
+            // (leaving is always allowed).
+            if let group = Breakout.parse(roomID: roomID), !isLeave(write.operation),
+               let refusal = state.rooms[group.mainRoom]?.groupRoomRefusal(user: write.author, role: write.authorRole, group: group.group) {
+                return (ack(request, .rejected, refusal.code, refusal.description), nil)
+            }
             // Taken out of the dictionary while it changes, so the change is in place, not a copy.
             let existed = state.rooms[roomID] != nil
             if !existed && state.rooms.count >= config.maxRooms {
@@ -293,6 +306,11 @@ extension ClusterNode {
         return result.0
     }
 
+    private func isLeave(_ operation: Operation) -> Bool {
+        if case .leaveSession = operation { return true }
+        return false
+    }
+
     private func ack(_ request: WireMessage.WriteRequest, _ status: WireMessage.WriteStatus, _ code: String, _ message: String,
                      dot: Dot? = nil) -> WireMessage.WriteAck {
         WireMessage.WriteAck(requestID: request.requestID, status: status, errorCode: code, message: message, dot: dot)
@@ -312,12 +330,6 @@ extension ClusterNode {
             metrics.add("joins_refused_total{code=\"rate-limited\"}")
             return .error(WireMessage.ErrorReply(code: "rate-limited",
                                                  message: "\(join.user) joins room \(roomID) more than \(config.joinsPerSecond) times per second: slow down"))
-        }
-        // A breakout group's room: the main room (held here, as every room is) says who may come in.
-        if let group = Breakout.parse(roomID: roomID),
-           let refusal = state.withLock({ $0.rooms[group.mainRoom]?.groupRoomRefusal(user: join.user, role: join.role, group: group.group) }) {
-            metrics.add("joins_refused_total{code=\"\(refusal.code)\"}")
-            return .error(WireMessage.ErrorReply(code: refusal.code, message: refusal.description))
         }
         let write = Write(author: join.user, authorRole: join.role, authorCounter: 0,
                           operation: .joinSession(user: join.user, session: join.session, name: join.name, role: join.role,
