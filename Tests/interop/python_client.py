@@ -12,22 +12,24 @@ a holder back within its TTL, the derivation of "held" against `homeroom lock
 --json`), and checks that every view converges on the roster it expects. A
 breakout-group phase follows in a room of its own (groups and assignments, their
 bounds, `homeroom group --json` and `group broadcast`, chat in a group's room
-`<room>:<id>`, who may join which group room, a ban in the main room, a removal and
-a re-creation, a removal in a room that became a lecture hall, the end and what
+`<room>:<id>`, who may join which group room and who may write there (another
+group's room, a move, a leave), a ban in the main room, a removal and a
+re-creation, a removal in a room that became a lecture hall, the end and what
 arrives after it). With --closed-node,
 a closed-room phase follows on nodes started with --token-key and --cluster-key
 ("Authentication", "Closed rooms"): joins with and without tokens, TopicKeys,
 sealed client topics opened with homeroom_wire.open_topic, what a SUB socket
 subscribed to everything sees, forgeries, the key change after a ban, and a
 class token at the doors of group rooms (another group's, a banned user's, a
-teacher's visit, a room with no live group).
+teacher's visit, a room with no live group) and in them (a g1 student's sync,
+digest and write in g2's room).
 With --tls-node, a TLS phase follows on a node listening and publishing on
 tls+tcp:// ("TLS"): pynng (nng with mbedtls) joins, writes and follows live
 deltas over TLS, and a client with another CA, a plain tcp:// dial to the TLS
 port and a TLS dial to a plain port get no reply. With --homeroom-bin, a
 spent-fences phase follows on a node of its own (this client stands in for a peer
-node whose patch brings lock fences near 2^62: the last grant, then limit-reached),
-and a retirement phase.
+node whose patch brings lock fences near 2^62: limit-reached for a new grant, the
+last grant, its holder's renewal), and a retirement phase.
 
 The reference module `homeroom_wire` is loaded from the ```python block of the
 section "A Python client" in docs/PROTOCOL.md, so that code is tested too; the
@@ -1329,8 +1331,10 @@ def run_groups(args, hw, pynng, checks):
     them; this client's replicas, and `homeroom group --json` through both nodes, agree on the groups; the
     members meet in their group rooms (`<room>:<id>`), where chat stays, and `homeroom group broadcast`
     reaches every group room; who may join a group room (a student only its own, a teacher any, a student
-    banned in the main room none, and no longer listed); the bounds (17 members, banned ones not counted,
-    20 groups, small classrooms, 128-byte room ids), a removal that keeps its members' assignments, and a
+    banned in the main room none, and no longer listed) and write there (the gate is at every write: a
+    student's message to another group's room it never joined, a moved student's next message in its old
+    group's room while its leave there is taken, a banned student's); the bounds (17 members, banned ones
+    not counted, 20 groups, small classrooms, 128-byte room ids), a removal that keeps its members' assignments, and a
     removal in a room that became a lecture hall; then the end, which voids every group and assignment,
     also those that arrive late."""
     E, C, S, D = hw.envelope_pb2, hw.common_pb2, hw.state_pb2, hw.delta_pb2
@@ -1460,7 +1464,7 @@ def run_groups(args, hw, pynng, checks):
                          and not any(m["payload"] == text.encode() for m in teacher.room.history("teach")),
                          f"{out}; {[(v.label, got(v)) for v in visitors]}")
 
-        # Who may join a group room (PROTOCOL.md, "Who may join a group room"): the main room decides.
+        # Who may join a group room (PROTOCOL.md, "Who may use a group room"): the main room decides.
         print("== breakout groups: who may join a group room")
 
         def join_code(user, role, group, node):
@@ -1491,11 +1495,55 @@ def run_groups(args, hw, pynng, checks):
                      f"an observer in no group is refused {room_id}:{pair_group} not-in-group; group_room_refusal() agrees",
                      codes == {"teacher": (None, None), "observer": ("not-in-group",) * 2}, f"{codes}")
 
+        # ... and at every write there, not the join alone: a move takes effect at the next write; a leave is taken.
+        print("== breakout groups: who may write in a group room")
+        intruder = Peer(hw, pynng, f"{room_id}:{alone_group}", member.user, C.ROLE_STUDENT, member.name,
+                        f"{member.user}@{alone_group} (no join)")
+        reply, _ = intruder.write("send_message", via=address[home], type="chat", payload=b"not my group's room")
+        model = teacher.room.group_room_refusal(member.user, C.ROLE_STUDENT, alone_group, "send_message")
+        checks.check(f"groups: {member.user} (group {pair_group}) sending a chat message (a write_request of send_message) "
+                     f"to {room_id}:{alone_group}, which it never joined, is refused not-in-group (not not-joined); "
+                     "group_room_refusal() agrees",
+                     rejected(reply, "not-in-group") and model == "not-in-group", f"{show(reply)}; model {model}")
+        mover = Peer(hw, pynng, f"{room_id}:{pair_group}", member.user, C.ROLE_STUDENT, member.name,
+                     f"{member.user}@{pair_group} (moved)")
+        visitors.append(mover)
+        entered = mover.connect(address[home]).WhichOneof("body") == "join_response"
+        reply0, _ = teacher.write("assign_breakout_group", target=member.user, group=alone_group)
+        moved = accepted(reply0) and all(p.wait_for(lambda p=p: p.room.group_of(member.user) == alone_group)
+                                         for p in (member, teacher))
+        reply, _ = mover.write("send_message", type="chat", payload=b"still in my old group's room")
+        reply2, _ = mover.write("leave_session", target=member.user, session=mover.session)
+        model = [teacher.room.group_room_refusal(member.user, C.ROLE_STUDENT, pair_group, op)
+                 for op in ("send_message", "leave_session")]
+        reply3, _ = teacher.write("assign_breakout_group", target=member.user, group=pair_group)   # back, for what follows
+        back = accepted(reply3) and all(p.wait_for(lambda p=p: p.room.group_of(member.user) == pair_group)
+                                        for p in (member, teacher, first))
+        checks.check(f"groups: {member.user}, in {room_id}:{pair_group} and then moved from {pair_group} to {alone_group}, "
+                     f"has its next chat message there refused not-in-group, while its leave_session there is ACCEPTED; "
+                     f"group_room_refusal() agrees (moved back to {pair_group} afterwards)",
+                     entered and moved and rejected(reply, "not-in-group") and accepted(reply2)
+                     and model == ["not-in-group", None] and back,
+                     f"joined {entered}, moved {moved} ({show(reply0)}); {show(reply)} / {show(reply2)}; model {model}; "
+                     f"back {back}")
+
         # A ban in the main room: the banned student is no group's member and joins no group room.
         outcast = next(s for s in pair if s is not first)  # not stu-1, whose replica later checks use
         expected = [dict(g, members=[u for u in g["members"] if u != outcast.user]) for g in teacher.room.breakout()]
+        exile = Peer(hw, pynng, f"{room_id}:{pair_group}", outcast.user, C.ROLE_STUDENT, outcast.name,
+                     f"{outcast.user}@{pair_group} (banned)")
+        visitors.append(exile)
+        entered = exile.connect(address[outcast.label[-1]]).WhichOneof("body") == "join_response"
         reply, _ = teacher.write("ban", target=outcast.user)
         seen_ban = accepted(reply) and all(p.wait_for(lambda p=p: p.room.is_banned(outcast.user)) for p in (teacher, first))
+        reply2, _ = exile.write("send_message", type="chat", payload=b"after my ban")
+        reply3, _ = exile.write("leave_session", target=outcast.user, session=exile.session)
+        model = [teacher.room.group_room_refusal(outcast.user, C.ROLE_STUDENT, pair_group, op)
+                 for op in ("send_message", "leave_session")]
+        checks.check(f"groups: {outcast.user}, in {room_id}:{pair_group} since before its ban in the main room, has its next "
+                     "chat message there refused banned, while its leave_session there is ACCEPTED; group_room_refusal() agrees",
+                     entered and seen_ban and rejected(reply2, "banned") and accepted(reply3) and model == ["banned", None],
+                     f"joined {entered}; {show(reply)}; {show(reply2)} / {show(reply3)}; model {model}")
         listed = [u for g in teacher.room.breakout() for u in g["members"]]
         views = {n: cli(node=address[n]) for n in ("A", "B")} if args.homeroom_bin else {}
         teacher.pump()
@@ -1944,7 +1992,7 @@ def run_closed(args, hw, pynng, checks):
                      str(old_status))
 
         # A class's token also opens the rooms of its breakout groups (`<room>:<group id>`), as the main room
-        # allows ("Who may join a group room"), and no other room.
+        # allows ("Who may use a group room"), and no other room.
         reply, _ = teacher.write("set_breakout_group", id="g2", name="Blue")
         live = accepted(reply) and student.wait_for(lambda: [g["id"] for g in student.room.breakout()] == ["g2"])
         door = {}
@@ -1973,6 +2021,34 @@ def run_closed(args, hw, pynng, checks):
                      f"{show(reply)}, {ids(grouped.keys)}; {show(reply2)}")
         if grouped.session and joined_with_keys(reply):
             grouped.write("leave_session", target="stu-1", session=grouped.session)
+        # In a closed room every request with the token to a group room is checked, by the token's user and role:
+        # once student 1 is in g1, its token reads g1's room, not g2's.
+        reply, _ = teacher.write("set_breakout_group", id="g1", name="Red")
+        reply2, _ = teacher.write("assign_breakout_group", target="stu-1", group="g1")
+        placed = accepted(reply) and accepted(reply2) and student.wait_for(lambda: student.room.group_of("stu-1") == "g1")
+        reader = Peer(hw, pynng, f"{room_id}:g2", "stu-1", C.ROLE_STUDENT, "Ada", "student1@D (g2, no join)",
+                      token=args.student_token)
+        own = Peer(hw, pynng, f"{room_id}:g1", "stu-1", C.ROLE_STUDENT, "Ada", "student1@D (g1, no join)",
+                   token=args.student_token)
+        sock = pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS)
+        try:
+            sock.dial(node_d, block=True)
+            r_sync = reader.request(lambda e: setattr(e.sync_request, "user", "stu-1"), sock=sock)
+            r_digest = reader.request(lambda e: e.digest.SetInParent(), sock=sock)
+            r_own = own.request(lambda e: setattr(e.sync_request, "user", "stu-1"), sock=sock)
+        finally:
+            sock.close()
+        r_write, _ = reader.write("send_message", via=node_d, type="chat", payload=b"not my group's room")
+        codes = [error_code(r) for r in (r_sync, r_digest, r_write)]
+        model = student.room.group_room_refusal("stu-1", C.ROLE_STUDENT, "g2")
+        checks.check("closed: once student 1 is in g1 (ACCEPTED, seen through D), its token's sync_request to <room>:g2 is "
+                     "refused not-in-group (an error, no TopicKeys), and so are its digest and a chat message there (an "
+                     "error, not a write_ack); its sync of <room>:g1 gets a sync_response with that room's TopicKeys; "
+                     "group_room_refusal() agrees",
+                     placed and codes == ["not-in-group"] * 3 and model == "not-in-group"
+                     and r_own.WhichOneof("body") == "sync_response" and keys_ok(r_own.sync_response.keys),
+                     f"{show(reply)} / {show(reply2)}; sync {show(r_sync)}; digest {show(r_digest)}; write {show(r_write)}; "
+                     f"own room {show(r_own)}; model {model}")
         for peer in (student, teacher):
             reply, _ = peer.write("leave_session", target=peer.user, session=peer.session)
             checks.check(f"closed: {peer.label} leaves: ACCEPTED", accepted(reply), show(reply))
@@ -2124,7 +2200,8 @@ def run_spent_fences(args, hw, pynng, checks):
     fence does. On a node of its own (L), this client stands in for a peer node: a node hello whose digest
     shows writes L lacks, then the sync_response L asks for, a patch with two released locks, "spent" (grant
     count 2^38 - 1) and "last" (2^38 - 2). The teacher's acquire of "spent" is refused limit-reached; of
-    "last" it gets the last fence, below 2^62, as lock_fence() computes, and then even its renewal is refused."""
+    "last" it gets the last fence, below 2^62, as lock_fence() computes; its renewal keeps that fence and is
+    taken (a renewal needs no new fence), and once it is released nobody gets "last" again."""
     E, C, S = hw.envelope_pb2, hw.common_pb2, hw.state_pb2
     room_id = f"fences-{os.getpid()}-{int(time.time())}"
     print(f"== spent fences (room {room_id}): a stand-in peer brings fences near 2^62")
@@ -2175,13 +2252,19 @@ def run_spent_fences(args, hw, pynng, checks):
         reply2, _ = teacher.write("acquire_lock", name="last", ttl_seconds=30)
         granted = reply2.write_ack.fence if accepted(reply2) else 0
         reply3, _ = teacher.write("acquire_lock", name="last", ttl_seconds=30)
+        renewed = reply3.write_ack.fence if accepted(reply3) else 0
+        reply4, _ = teacher.write("release_lock", name="last", fence=granted)
+        reply5, _ = teacher.write("acquire_lock", name="last", ttl_seconds=30)
         checks.check("spent fences: an acquire of spent (grant count 2^38 - 1) is refused limit-reached; one of last "
                      "(2^38 - 2) is ACCEPTED with the last fence, below 2^62, as lock_fence() computes; that lock is then "
-                     "spent too (fences_spent()), and its holder's renewal is refused limit-reached",
+                     "spent too (fences_spent()), yet its holder's renewal is ACCEPTED with the same fence; once released "
+                     "(ACCEPTED), a new acquire of last is refused limit-reached",
                      rejected_code(E, reply, "limit-reached") and hw.fences_spent(spent) and not hw.fences_spent(last)
                      and granted == hw.lock_fence(last, teacher.node.node) and granted < hw.MAX_FENCE
-                     and hw.fences_spent(granted) and rejected_code(E, reply3, "limit-reached"),
-                     f"{show(reply)} / {show(reply2)} fence {granted} / {show(reply3)}")
+                     and hw.fences_spent(granted) and accepted(reply3) and renewed == granted
+                     and accepted(reply4) and rejected_code(E, reply5, "limit-reached"),
+                     f"{show(reply)} / {show(reply2)} fence {granted} / {show(reply3)} fence {renewed} / {show(reply4)} / "
+                     f"{show(reply5)}")
     finally:
         if rep is not None:
             rep.close()
