@@ -568,7 +568,8 @@ public final class RoomClient: Sendable {
     }
 
     /// Refusals no retry can change: the user is banned, or its token is not valid.
-    static func isFinal(_ code: String) -> Bool { code == "banned" || code.hasPrefix("token-") }
+    /// `not-in-group`: a breakout group's room whose group the user was moved out of.
+    static func isFinal(_ code: String) -> Bool { code == "banned" || code == "not-in-group" || code.hasPrefix("token-") }
 
     /// The nodes refuse this client for good: it stops syncing, is not revived, and
     /// tells its listeners that the local user is out (a ban, as a revocation is).
@@ -582,10 +583,12 @@ public final class RoomClient: Sendable {
         guard first else { return }
         logger.notice("the nodes refuse this client for good", ["code": code, "reason": message])
         detach()
-        if code == "banned" || code == "token-revoked" {
+        if code == "banned" || code == "token-revoked" || code == "not-in-group" {
+            // Out of a group's room (moved elsewhere) reads as a kick there, not a ban.
+            let change: RoomChange = code == "not-in-group" ? .userKicked(user) : .userBanned(user)
             emitting.withLock { _ in
                 let listeners = state.withLock { Array($0.listeners.values) }
-                for listener in listeners { listener([.userBanned(user)]) }
+                for listener in listeners { listener([change]) }
             }
         }
     }

@@ -59,7 +59,7 @@ extension ClusterNode {
                     claims = verified
                     // A group's room: its main room gates reads (syncs, digests) as well as writes,
                     // by the token's identity and role.
-                    if let group = Breakout.parse(roomID: room),
+                    if let group = Breakout.parse(roomID: room), !Self.isLeaveRequest(request.message),
                        let refusal = state.withLock({ $0.rooms[group.mainRoom]?.groupRoomRefusal(user: verified.user, role: verified.parsedRole ?? .observer, group: group.group) }) {
                         return errorReply(refusal.code, refusal.description, room)
                     }
@@ -304,6 +304,12 @@ extension ClusterNode {
             metrics.add("writes_refused_total{code=\"\(result.0.errorCode)\"}")
         }
         return result.0
+    }
+
+    /// A client's leave, which the group-room gate always lets through.
+    static func isLeaveRequest(_ message: WireMessage) -> Bool {
+        if case let .writeRequest(write) = message, case .leaveSession = write.write.operation { return true }
+        return false
     }
 
     private func isLeave(_ operation: Operation) -> Bool {
