@@ -110,7 +110,13 @@ public struct PropertyRevision: Hashable, Sendable {
     public var lineage: [Dot]
     /// "Only while I hold this lock with this fence" (docs/MESSAGING.md, "Locks"): the
     /// write is guarded, and loses to every write of the key with a larger fence.
-    public var fence: LockFence?
+    public var fence: LockFence? {
+        get { fenceBox?.fence }
+        set { fenceBox = newValue.map(LockFenceBox.init) }
+    }
+    /// Boxed: few writes carry a fence, and inline it made every `Operation` (and so
+    /// every `Delta`) 24 bytes larger, which the streamed merge paid for.
+    private var fenceBox: LockFenceBox?
 
     public static let lineageLength = 8
 
@@ -119,10 +125,18 @@ public struct PropertyRevision: Hashable, Sendable {
         self.setCondition = setCondition
         self.assigned = assigned
         self.lineage = lineage
-        self.fence = fence
+        self.fenceBox = fence.map(LockFenceBox.init)
     }
 
     public static let unconditional = PropertyRevision()
+}
+
+/// A lock fence on the heap, compared and hashed by value.
+final class LockFenceBox: Hashable, Sendable {
+    let fence: LockFence
+    init(_ fence: LockFence) { self.fence = fence }
+    static func == (a: LockFenceBox, b: LockFenceBox) -> Bool { a.fence == b.fence }
+    func hash(into hasher: inout Hasher) { hasher.combine(fence) }
 }
 
 /// Whose property: the room's, or one user's.
