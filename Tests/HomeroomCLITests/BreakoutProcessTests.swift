@@ -74,13 +74,3 @@ import Testing
         #expect(eventually(10) { clients.values.allSatisfy { $0.user == mate || ($0.replica.breakout.isEmpty && $0.replica.breakoutGroup(of: $0.user) == nil) } })
     }
 }
-
-/// Polls `condition` every 20 ms until it holds or `seconds` pass.
-private func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        Thread.sleep(forTimeInterval: 0.02)
-    }
-    return condition()
-}

@@ -179,3 +179,13 @@ final class TerminalSession {
         close(master)
     }
 }
+
+/// Polls `condition` every 20 ms until it holds or `seconds` pass; bounded, never hangs.
+func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        Thread.sleep(forTimeInterval: 0.02)
+    }
+    return condition()
+}

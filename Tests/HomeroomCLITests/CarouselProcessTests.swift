@@ -62,13 +62,3 @@ import Testing
         #expect(bad.status != 0 && bad.stderr.contains("--range is all or camera-on"), "\(bad.stderr)")
     }
 }
-
-/// Polls `condition` every 20 ms until it holds or `seconds` pass.
-private func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        Thread.sleep(forTimeInterval: 0.02)
-    }
-    return condition()
-}

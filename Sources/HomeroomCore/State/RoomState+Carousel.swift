@@ -28,8 +28,12 @@ extension RoomState {
 
     /// Who is on stage at `nowMillis`: while a carousel runs, the teachers and assistants
     /// the stage holds and the students of the current turn; otherwise `stageWinners`.
-    public func stage(atMillis nowMillis: UInt64) -> [UserID] {
-        guard let turn = carouselTurn(atMillis: nowMillis) else { return stageWinners }
+    public func stage(atMillis nowMillis: UInt64) -> [UserID] { stage(during: carouselTurn(atMillis: nowMillis)) }
+
+    /// The stage during a turn already derived (nil: no carousel runs): deriving a turn
+    /// walks every user, so a reader that has one passes it in.
+    func stage(during turn: CarouselTurn?) -> [UserID] {
+        guard let turn else { return stageWinners }
         return stageWinners.filter { users[$0]?.role.value != .student } + turn.onStage
     }
 

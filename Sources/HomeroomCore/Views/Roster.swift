@@ -50,7 +50,7 @@ extension RoomState {
     /// shows the stage as written (`stageWinners`), without the carousel.
     public func roster(roles: Set<Role>? = nil, includeOffline: Bool = true, nowMillis: UInt64? = nil) -> Roster {
         let turn = nowMillis.flatMap { carouselTurn(atMillis: $0) }
-        let stage = nowMillis.map { self.stage(atMillis: $0) } ?? stageWinners
+        let stage = nowMillis == nil ? stageWinners : self.stage(during: turn)
         let stageRank = Dictionary(uniqueKeysWithValues: stage.enumerated().map { ($1, $0) })
         let stageWaiting = turn == nil ? self.stageWaiting : []
         let waiting = Set(stageWaiting)
