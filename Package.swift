@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Homeroom: a distributed classroom state-sync engine.
-// Layers run one way: Wire -> Node -> Core (pure) -> Context -> UI.
+// Layers run one way: Wire -> Node -> Engine and Core (pure) -> Context -> UI.
 import PackageDescription
 
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "homeroom-bench", targets: ["homeroom-bench"]),
         .executable(name: "homeroom-chaos", targets: ["homeroom-chaos"]),
         .library(name: "HomeroomCore", targets: ["HomeroomCore"]),
+        .library(name: "HomeroomEngine", targets: ["HomeroomEngine"]),
         .library(name: "HomeroomWire", targets: ["HomeroomWire"]),
         .library(name: "HomeroomNode", targets: ["HomeroomNode"]),
         .library(name: "HomeroomContext", targets: ["HomeroomContext"]),
@@ -34,22 +35,28 @@ let package = Package(
 
         // Pure, deterministic room-state engine: no I/O, no clock reads.
         .target(name: "HomeroomCore", swiftSettings: strict),
+        // The node's policy, pure as Core is: admission and numbering of writes, what it takes
+        // from peers, where numbering continues after a restart. The node is its shell.
+        .target(name: "HomeroomEngine", dependencies: ["HomeroomCore"], swiftSettings: strict),
+        // The seeded simulation: several engines, clients, a lossy network, partitions, restarts.
+        .target(name: "HomeroomSimulation", dependencies: ["HomeroomCore", "HomeroomEngine"], swiftSettings: strict),
         // Swift <-> protobuf mapping, limits and validation of untrusted bytes.
         .target(name: "HomeroomWire", dependencies: ["HomeroomCore", "CHomeroomProto"], swiftSettings: strict),
         // nng transport, cluster membership, anti-entropy.
-        .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomWire", "CNNG", "CLinuxEvents", "CSQLite", "CSodium", "COpenSSL"], swiftSettings: strict),
+        .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomEngine", "HomeroomWire", "CNNG", "CLinuxEvents", "CSQLite", "CSodium", "COpenSSL"], swiftSettings: strict),
         // The only door between a UI and the engine: room, user, stream, message, monitor contexts.
         .target(name: "HomeroomContext", dependencies: ["HomeroomCore", "HomeroomNode"], swiftSettings: strict),
         // Terminal scenes and components, themed by a JSON config.
         .target(name: "HomeroomTerminalUI", dependencies: ["HomeroomContext"], swiftSettings: strict),
 
-        .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTerminalUI"], swiftSettings: strict),
+        .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomSimulation", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTerminalUI"], swiftSettings: strict),
         // The bench borrows the tests' raw-socket adversary (HomeroomTestSupport) for its resources suite.
         .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode", "HomeroomTestSupport"], swiftSettings: strict),
         // Partition and chaos runs against real `homeroom node` processes, with a checker.
         .executableTarget(name: "homeroom-chaos", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
 
         .testTarget(name: "HomeroomCoreTests", dependencies: ["HomeroomCore"], swiftSettings: strict),
+        .testTarget(name: "HomeroomEngineTests", dependencies: ["HomeroomEngine", "HomeroomSimulation", "HomeroomCore"], swiftSettings: strict),
         .testTarget(name: "HomeroomWireTests", dependencies: ["HomeroomWire", "HomeroomCore"], swiftSettings: strict),
         // Spawns `homeroom node` children for the node and CLI tests.
         .target(name: "HomeroomTestSupport", path: "Tests/HomeroomTestSupport", swiftSettings: strict),

@@ -54,8 +54,13 @@ extension RoomState {
         case due(Operation)
     }
 
+    /// `deadBelowIncarnation`: sessions `origin` hosted on a dead incarnation below this one
+    /// are over too. The origin passes its current incarnation once a client of an earlier
+    /// one has had time to reclaim its session (`NodeEngine.dueSessionFolds`); a client
+    /// gone with its node never ends its session, and without this it would stay for ever.
     public func sessionFoldPlan(for user: UserID, origin: ReplicaID, nowMillis: UInt64, threshold: Int = RoomState.sessionFoldThreshold,
-                                quietMillis: UInt64 = RoomState.sessionFoldQuietMillis) -> SessionFoldPlan {
+                                quietMillis: UInt64 = RoomState.sessionFoldQuietMillis,
+                                deadBelowIncarnation: UInt64 = 0) -> SessionFoldPlan {
         guard let record = users[user], !record.sessions.isEmpty else { return .nothingOver }
         let upTo = seen.contiguous(origin)
         guard upTo > 0 else { return .nothingOver }
@@ -74,7 +79,8 @@ extension RoomState {
             let group = SessionIDs.base(session.id)
             let onDeadIncarnation = deadIncarnations[session.host].map { session.incarnation <= $0 } ?? false
             let superseded = onDeadIncarnation && latestInGroup[group].map { session.started < $0 } == true
-            if session.ended != nil || endedGroups.contains(group) || superseded || record.isBanned || !(record.kicked < session.started) {
+            let orphaned = onDeadIncarnation && session.host == origin && session.incarnation < deadBelowIncarnation
+            if session.ended != nil || endedGroups.contains(group) || superseded || orphaned || record.isBanned || !(record.kicked < session.started) {
                 over += 1
                 if let ended = session.ended { lastEndMillis = max(lastEndMillis, ended.clock.millis) }
             } else {
@@ -89,8 +95,8 @@ extension RoomState {
 
     /// Whether `user` has sessions `origin` started that are over but not folded yet
     /// (a fold that is not due now may be due later).
-    public func hasSessionsToFold(for user: UserID, origin: ReplicaID) -> Bool {
-        sessionFoldPlan(for: user, origin: origin, nowMillis: 0, quietMillis: .max) != .nothingOver
+    public func hasSessionsToFold(for user: UserID, origin: ReplicaID, deadBelowIncarnation: UInt64 = 0) -> Bool {
+        sessionFoldPlan(for: user, origin: origin, nowMillis: 0, quietMillis: .max, deadBelowIncarnation: deadBelowIncarnation) != .nothingOver
     }
 }
 

@@ -63,10 +63,30 @@ extension RoomState {
     /// The origins, among those `matching` accepts, of every stamp the room holds.
     func stampOrigins(where matching: (ReplicaID) -> Bool) -> Set<ReplicaID> {
         var found = Set<ReplicaID>()
-        func note(_ stamp: Stamp?) {
-            guard let stamp, stamp.sequence != 0, stamp != Stamp.maxedOut else { return }
+        forEachStamp { stamp in
             let origin = stamp.clock.replica
             if matching(origin) { found.insert(origin) }
+        }
+        return found
+    }
+
+    /// The largest clock reading (packed) of the stamps these origins wrote in this room, or
+    /// 0: a node booted on its store restores its clock above its own earlier writes, so a
+    /// write it makes after a restart never stamps below one it made before (a peer's
+    /// clock may have pushed its clock ahead of the wall clock then).
+    public func highestClock(writtenBy origins: Set<ReplicaID>) -> UInt64 {
+        var highest: UInt64 = 0
+        forEachStamp { stamp in
+            if origins.contains(stamp.clock.replica) { highest = max(highest, stamp.clock.packed) }
+        }
+        return highest
+    }
+
+    /// Every stamp the room holds (registers, messages, sessions, rewards, floors, locks, groups).
+    func forEachStamp(_ body: (Stamp) -> Void) {
+        func note(_ stamp: Stamp?) {
+            guard let stamp, stamp.sequence != 0, stamp != Stamp.maxedOut else { return }
+            body(stamp)
         }
         for stamp in [name.stamp, type.stamp, stageLimit.stamp, handLimit.stamp, schedule.stamp, classState.stamp, muteAll,
                       chatMuted.stamp, historyLimit.stamp, messages.floor] { note(stamp) }
@@ -93,7 +113,6 @@ extension RoomState {
             for register in activity.properties.values { note(register.stamp) }
             for register in activity.presence.values { note(register.stamp) }
         }
-        return found
     }
 
     /// Users whose records hold something of a retired id (see `purgeRetired`).

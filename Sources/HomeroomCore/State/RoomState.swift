@@ -91,7 +91,7 @@ struct FactsContext {
 }
 
 extension RoomState {
-    var stageLimitValue: Int { type.value == .oneToOne ? 2 : Int(stageLimit.value) }
+    public var stageLimitValue: Int { type.value == .oneToOne ? 2 : Int(stageLimit.value) }
 
     /// Users on stage, in the order every replica agrees on.
     public var stageWinners: [UserID] {
@@ -136,7 +136,7 @@ extension RoomState {
         users[user]?.isOnline(deadIncarnations: deadIncarnations) ?? false
     }
 
-    func microphonePrivilege(_ record: UserRecord, muteAll: Stamp) -> Bool {
+    public func microphonePrivilege(_ record: UserRecord, muteAll: Stamp) -> Bool {
         record.microphonePrivilege.value && muteAll < record.microphonePrivilege.stamp
     }
 

@@ -1,4 +1,5 @@
 import HomeroomCore
+import HomeroomEngine
 import HomeroomWire
 
 /// What a node knows of the other nodes: addresses, incarnation, when it last heard
@@ -224,10 +225,10 @@ struct PeerTable {
         // writes are all in (a retirement waits for that), and it is forgotten soon.
         for node in entries.keys where !entries.values.contains(where: { Self.supersedes($0.node, $0.name, node, entries[node]!.name) }) {
             var checkpoint = entries[node]!.rewardCheckpoints[room] ?? RewardCheckpoint()
-            checkpoint.confirm(seen: seen.contiguous(node))
+            let complete = checkpoint.completeBefore(seen: seen.contiguous(node), windowMillis: windowMillis)
             entries[node]!.rewardCheckpoints[room] = checkpoint
-            guard let confirmed = checkpoint.confirmed, confirmed.sentAtMillis > windowMillis else { return nil }
-            before = min(before, confirmed.sentAtMillis - windowMillis)
+            guard let complete else { return nil }
+            before = min(before, complete)
         }
         return before
     }
@@ -240,6 +241,16 @@ struct PeerTable {
                                         publishAddress: $0.publishAddress, clusterPublishAddress: $0.clusterPublishAddress)
             peer.nodeName = $0.name
             return peer
+        }
+    }
+}
+
+extension PeerTable.Entry {
+    mutating func noteCheckpoints(_ heartbeat: WireMessage.Heartbeat) {
+        guard heartbeat.sentAtMillis != 0 else { return }
+        for room in heartbeat.rooms {
+            let mark = RewardCheckpoint.Mark(sentAtMillis: heartbeat.sentAtMillis, sequence: room.seen.contiguous(heartbeat.node))
+            rewardCheckpoints[room.roomID, default: RewardCheckpoint()].heard(mark)
         }
     }
 }

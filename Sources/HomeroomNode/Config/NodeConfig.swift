@@ -199,3 +199,13 @@ public enum NodeConfigError: Error, Equatable, Sendable, CustomStringConvertible
         }
     }
 }
+
+import HomeroomEngine
+
+extension NodeConfig {
+    /// The limits the node's engine enforces.
+    var enginePolicy: EnginePolicy {
+        EnginePolicy(maxRooms: maxRooms, maxUsersPerRoom: maxUsersPerRoom, rewardWindowMillis: rewardWindowMillis,
+                     maxClockDriftMillis: maxClockDriftMillis)
+    }
+}

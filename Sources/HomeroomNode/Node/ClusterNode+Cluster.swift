@@ -1,4 +1,5 @@
 import HomeroomCore
+import HomeroomEngine
 import HomeroomWire
 
 extension ClusterNode {
@@ -66,44 +67,27 @@ extension ClusterNode {
     func applyRemote(room roomID: String, batch: WireMessage.DeltaBatch, from sender: ReplicaID) {
         guard RoomID.validate(roomID) == nil, state.withLock({ $0.quarantined[roomID] == nil }) else { return }
         let now = wallMillis()
-        var fresh: [Delta] = []
-        var rejectedClock = 0
-        var deferred = 0
-        state.withLock { state in
-            var room = state.rooms.removeValue(forKey: roomID) ?? RoomState(roomID: roomID)
-            var messaging: [MessagingChange] = []
-            for delta in batch.deltas {
-                // A clock far ahead is refused and not recorded: anti-entropy offers it again later.
-                guard (try? state.sequencer.observe(delta.clock, nowMillis: now)) != nil else {
-                    rejectedClock += 1
-                    continue
-                }
-                switch room.apply(delta, messaging: &messaging) {
-                case .duplicate: continue
-                case .deferred:
-                    deferred += 1
-                    continue
-                case .applied, .rejected: break
-                }
-                fresh.append(delta)
-            }
-            state.note(room: roomID, messaging)
-            state.noteSessions(room: roomID, fresh)
-            if !fresh.isEmpty, let store = state.store {
-                do {
-                    try store.append(room: roomID, deltas: fresh)
-                    state.dirtyRooms[roomID, default: 0] += 1
+        let (applied, storeError) = state.withLock { state -> (RemoteApplication, StoreError?) in
+            let applied = state.engine.applyRemote(room: roomID, batch.deltas, origin: batch.origin, nowMillis: now)
+            state.noteRemovals(room: roomID, applied.fresh)
+            var storeError: StoreError?
+            if !applied.fresh.isEmpty, let store = state.store {
+                do throws(StoreError) {
+                    try store.append(room: roomID, deltas: applied.fresh)
                 } catch {
-                    // Not fatal: after a restart, anti-entropy brings these back from the origin.
-                    logger.warning("store failed for remote deltas", ["error": "\(error)"])
+                    storeError = error
+                    state.engine.storeMissed(room: roomID)
                 }
+                state.dirtyRooms[roomID, default: 0] += 1
             }
-            outbox.enqueue(room: roomID, deltas: fresh, toNodes: false)
-            if deferred > 0 || room.seen.origins[batch.origin].map({ !$0.early.isEmpty }) ?? false {
-                state.pendingSyncs.insert(NodeState.SyncKey(peer: sender, room: roomID))
-            }
-            state.rooms[roomID] = room
+            outbox.enqueue(room: roomID, deltas: applied.fresh, toNodes: false)
+            if applied.needsPull { state.pendingSyncs.insert(NodeState.SyncKey(peer: sender, room: roomID)) }
+            return (applied, storeError)
         }
+        // Not fatal: the room's next snapshot stores them, and until then no patch is
+        // appended there (NodeEngine+Store), so a restart before it pulls them again.
+        if let storeError { logger.warning("store failed for remote deltas", ["error": "\(storeError)"]) }
+        let fresh = applied.fresh, rejectedClock = applied.rejectedClock, deferred = applied.deferred
         metrics.add("deltas_in_total", UInt64(fresh.count))
         if !fresh.isEmpty {
             for observer in appliedObservers.withLock({ $0 }) { observer(roomID, fresh) }
@@ -315,21 +299,25 @@ extension ClusterNode {
         }
     }
 
-    /// Folds each room's log into a fresh snapshot: rooms whose log is long, or every
-    /// dirty room when `force` (every 25 ticks).
+    /// Folds each room's log into a fresh snapshot: rooms whose log is long or whose store
+    /// missed an append (at every tick), or every dirty room when `force` (every 25 ticks).
     func compactStore(force: Bool) {
-        state.withLock { state in
-            guard let store = state.store else { return }
-            for (room, entries) in state.dirtyRooms where force || entries >= 2_000 {
+        let failures = state.withLock { state -> [(String, StoreError)] in
+            guard let store = state.store else { return [] }
+            var failures: [(String, StoreError)] = []
+            for (room, entries) in state.dirtyRooms where force || entries >= 2_000 || !state.engine.appendsPatches(room: room) {
                 guard let current = state.rooms[room] else { continue }
-                do {
+                do throws(StoreError) {
                     try store.compact(room: room, state: current)
                     state.dirtyRooms[room] = nil
+                    state.engine.snapshotStored(room: room)
                 } catch {
-                    logger.error("store compaction failed", ["room": room, "error": "\(error)"])
+                    failures.append((room, error))
                 }
             }
+            return failures
         }
+        for (room, error) in failures { logger.error("store compaction failed", ["room": room, "error": "\(error)"]) }
     }
 
     /// A reply from another node: sealed when the cluster has a key.
@@ -386,24 +374,10 @@ extension ClusterNode {
 
     func endSessions(of node: ReplicaID, incarnation: UInt64) {
         let rooms = state.withLock { Array($0.rooms.keys) }
-        for room in rooms {
-            let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0,
-                              operation: .replicaDown(replica: node, incarnation: incarnation))
-            let delta = state.withLock { state -> Delta? in
-                guard var current = state.rooms.removeValue(forKey: room) else { return nil }
-                defer { state.rooms[room] = current }
-                let (delta, sequencer) = state.stamp(room: room, write, nowMillis: wallMillis())
-                if let store = state.store {
-                    guard (try? store.append(room: room, deltas: [delta])) != nil else { return nil }
-                    state.dirtyRooms[room, default: 0] += 1
-                }
-                state.commit(room: room, delta, sequencer)
-                _ = current.apply(delta)
-                outbox.enqueue(room: room, deltas: [delta], toNodes: true)
-                return delta
-            }
-            _ = delta
-        }
+        let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0,
+                          operation: .replicaDown(replica: node, incarnation: incarnation))
+        // Also while stopping: this node's own sessions end as it goes.
+        for room in rooms { sequenceSystemWrite(room: room, write, evenWhileStopping: true) }
     }
 
     /// Pulls from peers what this node lacks: compact patches, merged and relayed to
@@ -487,48 +461,56 @@ extension ClusterNode {
             if !state.decodeFailureLogged.isEmpty { state.decodeFailureLogged[key] = nil }
         }
         guard case let .syncResponse(response) = decoded.message, let patch = response.patch, patch.roomID == key.room else { return true }
-        let changed = state.withLock { state -> Bool in
-            var room = state.rooms.removeValue(forKey: key.room) ?? RoomState(roomID: key.room)
-            let before = room.seen
-            var messaging: [MessagingChange] = []
-            let removals = room.removals(in: patch)
-            room.merge(patch, messaging: &messaging)
-            if room.removals(in: patch) != removals { state.rotateTopicKeys(room: key.room) }
-            state.note(room: key.room, messaging)
-            state.noteSessions(room: key.room, patch: patch)
-            // A peer holds writes under this node's own id that this node never made
-            // in this life (its store was restored from an old copy, or another node
-            // runs on a copy of it): never number a write at or below them.
-            let ownHighest = room.seen.origins[replica]?.highest ?? 0
+        enum Merged { case unchanged, changed, recovered(String), changedBehind(ours: UInt64, theirs: UInt64) }
+        let (merged, storeError) = state.withLock { state -> (Merged, StoreError?) in
+            let merge = state.engine.merge(room: key.room, patch)
+            if merge.removalsChanged { state.rotateTopicKeys(room: key.room) }
             if let why = state.quarantined.removeValue(forKey: key.room) {
-                // A quarantined room, rebuilt from a peer's full state (its sync asked
-                // from nothing): back in service. Its sequence numbers continue from
-                // what the peers hold of this node's; the broken rows are replaced.
-                state.roomSequences[key.room] = max(state.roomSequences[key.room] ?? 0, ownHighest)
-                let privateOrigin = NodeState.privateOrigin(of: replica)
-                state.privateSequences[key.room] = max(state.privateSequences[key.room] ?? 0, room.seen.origins[privateOrigin]?.highest ?? 0)
-                if let store = state.store {
-                    do { try store.compact(room: key.room, state: room) } catch {
-                        logger.error("a recovered room could not be stored; it stays served from memory", ["room": key.room, "error": "\(error)"])
+                // A quarantined room, rebuilt from a peer's full state (its sync asked from
+                // nothing): back in service. Its sequence numbers continue from what the
+                // peers hold of this node's (the engine's merge saw to it); the broken rows
+                // are replaced.
+                var storeError: StoreError?
+                if let store = state.store, let room = state.rooms[key.room] {
+                    do throws(StoreError) {
+                        try store.compact(room: key.room, state: room)
+                        state.engine.snapshotStored(room: key.room)
+                    } catch {
+                        storeError = error
+                        state.engine.storeMissed(room: key.room)
+                        state.dirtyRooms[key.room, default: 0] += 1
                     }
                 }
-                metrics.add("rooms_recovered_total")
-                logger.notice("quarantined room recovered from a peer: back in service", ["room": key.room, "peer": "\(key.peer)", "was": why])
-                state.rooms[key.room] = room
-                return true
+                return (.recovered(why), storeError)
             }
-            if ownHighest > state.roomSequences[key.room] ?? 0 {
-                logger.error("peers hold writes of this node's own id above its last sequence: was its store restored from an old copy? Numbering from above them",
-                             ["room": key.room, "peer": "\(key.peer)", "ours": "\(state.roomSequences[key.room] ?? 0)", "theirs": "\(ownHighest)"])
-                metrics.add("own_sequence_behind_total")
-                state.roomSequences[key.room] = ownHighest
+            if merge.changed, let store = state.store {
+                // Not after a missed append: the patch's vector would cover what the store lacks.
+                if state.engine.appendsPatches(room: key.room), (try? store.append(room: key.room, patch: patch)) == nil {
+                    state.engine.storeMissed(room: key.room)
+                }
+                state.dirtyRooms[key.room, default: 0] += 1
             }
-            let changed = room.seen != before
-            if changed, let store = state.store {
-                if (try? store.append(room: key.room, patch: patch)) != nil { state.dirtyRooms[key.room, default: 0] += 1 }
+            if let behind = merge.ownSequenceBehind { return (.changedBehind(ours: behind.ours, theirs: behind.theirs), nil) }
+            return (merge.changed ? .changed : .unchanged, nil)
+        }
+        let changed: Bool
+        switch merged {
+        case .unchanged:
+            changed = false
+        case .changed:
+            changed = true
+        case let .changedBehind(ours, theirs):
+            logger.error("peers hold writes of this node's own id above its last sequence: was its store restored from an old copy? Numbering from above them",
+                         ["room": key.room, "peer": "\(key.peer)", "ours": "\(ours)", "theirs": "\(theirs)"])
+            metrics.add("own_sequence_behind_total")
+            changed = true
+        case let .recovered(why):
+            if let storeError {
+                logger.error("a recovered room could not be stored; it stays served from memory", ["room": key.room, "error": "\(storeError)"])
             }
-            state.rooms[key.room] = room
-            return changed
+            metrics.add("rooms_recovered_total")
+            logger.notice("quarantined room recovered from a peer: back in service", ["room": key.room, "peer": "\(key.peer)", "was": why])
+            changed = true
         }
         if changed {
             metrics.add("gaps_repaired_total")

@@ -1,4 +1,5 @@
 import HomeroomCore
+import HomeroomEngine
 import HomeroomWire
 
 /// Lifetime (docs/ARCHITECTURE.md, "Lifetime"): the node folds away the sessions it
@@ -10,28 +11,9 @@ extension ClusterNode {
     /// Called from the presence loop; the decision is Core's, pure.
     func foldEndedSessions(recheckLater: Bool) {
         let now = wallMillis()
-        let folds = state.withLock { state -> [(room: String, operation: HomeroomCore.Operation)] in
+        let folds = state.withLock { state -> [NodeEngine.Fold] in
             guard !state.stopping else { return [] }
-            // Users whose fold was not due yet are looked at again every few rounds.
-            if recheckLater {
-                for (roomID, users) in state.foldLater { state.foldCandidates[roomID, default: []].formUnion(users) }
-                state.foldLater.removeAll()
-            }
-            guard !state.foldCandidates.isEmpty else { return [] }
-            let candidates = state.foldCandidates
-            state.foldCandidates.removeAll()
-            var folds: [(room: String, operation: HomeroomCore.Operation)] = []
-            for (roomID, users) in candidates {
-                guard let room = state.rooms[roomID] else { continue }
-                for user in users.sorted() {
-                    switch room.sessionFoldPlan(for: user, origin: replica, nowMillis: now) {
-                    case let .due(fold): folds.append((roomID, fold))
-                    case .notYet: state.foldLater[roomID, default: []].insert(user)
-                    case .nothingOver: break
-                    }
-                }
-            }
-            return folds
+            return state.engine.dueSessionFolds(nowMillis: now, recheckLater: recheckLater)
         }
         for fold in folds {
             let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0, operation: fold.operation)
@@ -42,36 +24,17 @@ extension ClusterNode {
     /// Writes a `foldRewards` for each user whose rewards this node sequenced and can
     /// now fold exactly: every copy of them is here and no node will make another
     /// (`PeerTable.rewardsCompleteBefore`, `RoomState.rewardFoldPlan`). The decision is
-    /// Core's, pure; this only gathers what it needs.
+    /// the engine's, pure; this only gathers what the peers confirmed.
     func foldCompleteRewards() {
         let now = wallMillis()
         let window = config.rewardWindowMillis
-        let folds = state.withLock { state -> [(room: String, operation: HomeroomCore.Operation)] in
-            guard !state.stopping, !state.rewardFoldCandidates.isEmpty else { return [] }
-            var folds: [(room: String, operation: HomeroomCore.Operation)] = []
-            for (roomID, users) in state.rewardFoldCandidates {
-                guard let room = state.rooms[roomID] else {
-                    state.rewardFoldCandidates[roomID] = nil
-                    continue
-                }
-                guard let before = state.peers.rewardsCompleteBefore(room: roomID, seen: room.seen, nowMillis: now, windowMillis: window) else {
-                    continue
-                }
-                var remaining = Set<UserID>()
-                for user in users.sorted() {
-                    switch room.rewardFoldPlan(for: user, origin: replica, completeBeforeMillis: before, nowMillis: now) {
-                    case let .due(fold):
-                        folds.append((roomID, fold))
-                        remaining.insert(user)  // newer rewards may be left; the next pass says
-                    case .notYet:
-                        remaining.insert(user)
-                    case .nothing:
-                        break
-                    }
-                }
-                state.rewardFoldCandidates[roomID] = remaining.isEmpty ? nil : remaining
+        let folds = state.withLock { state -> [NodeEngine.Fold] in
+            guard !state.stopping else { return [] }
+            var completeBefore: [String: UInt64] = [:]
+            for (room, seen) in state.engine.roomsWithRewardsToFold {
+                completeBefore[room] = state.peers.rewardsCompleteBefore(room: room, seen: seen, nowMillis: now, windowMillis: window)
             }
-            return folds
+            return state.engine.dueRewardFolds(nowMillis: now, completeBefore: completeBefore)
         }
         for fold in folds {
             let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0, operation: fold.operation)
@@ -203,14 +166,6 @@ extension ClusterNode {
     /// Every user of every room is a candidate once, at start: a store written before
     /// folds existed (or while this node was down) is folded too.
     func noteEveryUserForFolding() {
-        let own = replica
-        state.withLock { state in
-            for (roomID, room) in state.rooms where !room.users.isEmpty {
-                state.foldCandidates[roomID, default: []].formUnion(room.users.keys)
-                for (user, record) in room.users where record.rewards.values.contains(where: { $0.stamp.clock.replica == own }) {
-                    state.rewardFoldCandidates[roomID, default: []].insert(user)
-                }
-            }
-        }
+        state.withLock { $0.engine.noteEveryUserForFolding() }
     }
 }

@@ -5,7 +5,7 @@ import HomeroomWire
 /// the history's age limit.
 extension ClusterNode {
     /// The origin this node sequences peer messages under: its id with the top bit flipped.
-    public var privateOrigin: ReplicaID { NodeState.privateOrigin(of: replica) }
+    public var privateOrigin: ReplicaID { replica.privateForm }
 
     /// Publishes deltas to clients: public ones on the room topic, each peer message on
     /// the private topics of its sender and its recipient only.
@@ -88,27 +88,5 @@ extension ClusterNode {
         guard !items.isEmpty else { return }
         sequenceSystemWrite(room: room, Write(author: "node:\(name)", authorRole: .system, authorCounter: 0,
                                               operation: .setPresenceState(user: user, session: new, items: items)))
-    }
-
-    /// Sequences, stores, applies and publishes a write the node makes itself (as system).
-    @discardableResult
-    func sequenceSystemWrite(room: String, _ write: Write) -> Bool {
-        state.withLock { state -> Bool in
-            guard !state.stopping, var current = state.rooms.removeValue(forKey: room) else { return false }
-            defer { state.rooms[room] = current }
-            let now = wallMillis()
-            let (delta, sequencer) = state.stamp(room: room, current.prepare(write, origin: state.sequencer.replica, nowMillis: now), nowMillis: now)
-            if let store = state.store {
-                guard (try? store.append(room: room, deltas: [delta])) != nil else { return false }
-                state.dirtyRooms[room, default: 0] += 1
-            }
-            state.commit(room: room, delta, sequencer)
-            var messaging: [MessagingChange] = []
-            _ = current.apply(delta, messaging: &messaging)
-            state.note(room: room, messaging)
-            state.noteSessions(room: room, [delta])
-            outbox.enqueue(room: room, deltas: [delta], toNodes: true)
-            return true
-        }
     }
 }

@@ -36,7 +36,11 @@ extension ClusterNode {
         guard declared, !state.withLock({ $0.stopping }) else { return }
         let next = max(current + 1, deadest + 1, WallClock.nowMillis())
         incarnationBox.withLock { $0 = next }
-        state.withLock { state in _ = try? state.store?.setMeta("incarnation", Int64(bitPattern: next)) }
+        let now = wallMillis()
+        state.withLock { state in
+            _ = try? state.store?.setMeta("incarnation", Int64(bitPattern: next))
+            state.engine.liveIncarnation(next, sinceMillis: now)
+        }
         metrics.add("refutations_total")
         logger.notice("declared down while alive: refuting with a new incarnation", ["old": "\(current)", "new": "\(next)"])
         let rooms = state.withLock { Array($0.rooms.keys) }
@@ -140,23 +144,4 @@ extension ClusterNode {
 
     /// Where the reincarnation mark starts in a session id, if it has one.
     static func markStart(in id: SessionID) -> String.Index? { SessionIDs.copyMarkStart(in: id) }
-
-    /// A write the node makes for the cluster: stored, applied, published.
-    func systemWrite(room: String, _ operation: Operation) {
-        let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0, operation: operation)
-        state.withLock { state in
-            guard var current = state.rooms.removeValue(forKey: room) else { return }
-            defer { state.rooms[room] = current }
-            let now = wallMillis()
-            let (delta, sequencer) = state.stamp(room: room, current.prepare(write, origin: state.sequencer.replica, nowMillis: now), nowMillis: now)
-            if let store = state.store {
-                guard (try? store.append(room: room, deltas: [delta])) != nil else { return }
-                state.dirtyRooms[room, default: 0] += 1
-            }
-            state.commit(room: room, delta, sequencer)
-            _ = current.apply(delta)
-            state.noteSessions(room: room, [delta])
-            outbox.enqueue(room: room, deltas: [delta], toNodes: true)
-        }
-    }
 }

@@ -1,4 +1,5 @@
 import HomeroomCore
+import HomeroomEngine
 import HomeroomWire
 
 extension ClusterNode {
@@ -179,124 +180,32 @@ extension ClusterNode {
         return WireCodec.encode(Self.errorEnvelope(code: code, message: message, room: room))
     }
 
-    /// An acknowledged write: checked, sequenced, applied and published before the
-    /// acknowledgement leaves.
+    /// An acknowledged write: admitted and numbered by the engine, then stored, applied and
+    /// published before the acknowledgement leaves (`carryOut`).
     func handleWrite(room roomID: String, _ request: WireMessage.WriteRequest, fromClient: Bool = false, size: Int = 0) -> WireMessage.WriteAck {
         let write = request.write
-        let result = state.withLock { state -> (WireMessage.WriteAck, Delta?) in
+        let result = state.withLock { state -> (WireMessage.WriteAck, Delta?, StoreError?) in
             // Read under the lock: a heartbeat (also built under it) then tells peers the
             // truth about which rewards this node admitted before its send time.
             let now = wallMillis()
-            if state.stopping { return (ack(request, .unavailable, "unavailable", "the node is stopping; retry on another node"), nil) }
+            if state.stopping { return (ack(request, .unavailable, "unavailable", "the node is stopping; retry on another node"), nil, nil) }
             if fromClient && !state.limiter.allow(write.author, size: size, nowMillis: WallClock.monotonicMillis()) {
                 return (ack(request, .rejected, "rate-limited",
-                            "\(write.author) sends more than \(config.writesPerSecond) writes or \(config.writeBytesPerSecond / 1024) KiB per second: slow down"), nil)
+                            "\(write.author) sends more than \(config.writesPerSecond) writes or \(config.writeBytesPerSecond / 1024) KiB per second: slow down"), nil, nil)
             }
-            if write.authorRole == .system {
-                return (ack(request, .rejected, "not-allowed", "clients cannot write as the system"), nil)
-            }
-            // A breakout group's room: the main room (held here, as every room is) says who
-            // may come in and write there, at every write, so a move or a ban takes effect
-            // (leaving is always allowed).
-            if let group = Breakout.parse(roomID: roomID), !isLeave(write.operation),
-               let refusal = state.rooms[group.mainRoom]?.groupRoomRefusal(user: write.author, role: write.authorRole, group: group.group) {
-                return (ack(request, .rejected, refusal.code, refusal.description), nil)
-            }
-            // Taken out of the dictionary while it changes, so the change is in place, not a copy.
-            let existed = state.rooms[roomID] != nil
-            if !existed && state.rooms.count >= config.maxRooms {
-                return (ack(request, .rejected, "node-full", "this node holds its maximum of \(config.maxRooms) rooms"), nil)
-            }
-            if case let .joinSession(user, _, _, _, _, _) = write.operation, let current = state.rooms[roomID],
-               current.users[user] == nil, current.users.count >= config.maxUsersPerRoom {
-                return (ack(request, .rejected, "room-full", "room \(roomID) has its maximum of \(config.maxUsersPerRoom) users"), nil)
-            }
-            var room = state.rooms.removeValue(forKey: roomID) ?? RoomState(roomID: roomID)
-            defer { if existed || room.seen.count > 0 { state.rooms[roomID] = room } }
-            if write.author == OperatorIdentity.user {
-                // The operator writes without joining, as the role it claims; it never joins.
-                if case .joinSession = write.operation {
-                    return (ack(request, .rejected, "invalid", "\(OperatorIdentity.user) writes without joining: it cannot join a room"), nil)
-                }
-            } else if case .joinSession = write.operation {
-                // Until signed tokens bind roles, a user keeps the role it first joined with.
-                if let record = room.users[write.author], record.isKnown, record.role.value != write.authorRole {
-                    return (ack(request, .rejected, "role-mismatch", "\(write.author) joined this room as \(record.role.value), not \(write.authorRole)"), nil)
-                }
-            } else if let record = room.users[write.author], record.isKnown {
-                if record.role.value != write.authorRole {
-                    return (ack(request, .rejected, "role-mismatch", "\(write.author) joined as \(record.role.value), not \(write.authorRole)"), nil)
-                }
-            } else {
-                return (ack(request, .rejected, "not-joined", "\(write.author) has not joined room \(roomID): join first"), nil)
-            }
-            // A retried reward (same author and counter) is acknowledged, not counted again.
-            if case let .reward(target, _, _) = write.operation,
-               let existing = room.users[target]?.rewards[RewardKey(author: write.author, authorCounter: write.authorCounter)] {
-                return (ack(request, .duplicate, "", "this reward was already counted", dot: existing.stamp.dot), nil)
-            }
-            // So is a retried message: stored and delivered once.
-            if write.operation.isMessage {
-                let key = MessageKey(sender: write.author, counter: write.authorCounter)
-                if let existing = room.messages[key] {
-                    return (ack(request, .duplicate, "", "this message was already sent", dot: existing.stamp.dot), nil)
-                }
-                if state.evicted[roomID]?.contains(key) == true {
-                    return (ack(request, .duplicate, "", "this message was already sent and has since left the history"), nil)
+            switch state.engine.decide(room: roomID, write, nowMillis: now) {
+            case let .answer(outcome):
+                return (ack(request, outcome), nil, nil)
+            case let .persist(stamped):
+                switch carryOut(stamped, in: &state) {
+                case let .failure(error):
+                    return (ack(request, .unavailable, "store-failed", "the node could not store the write: \(error); retry on another node"), nil, error)
+                case let .success(committed):
+                    return (ack(request, committed.outcome), committed.delta, nil)
                 }
             }
-            if let refusal = room.admit(write, nowMillis: now, rewardWindowMillis: config.rewardWindowMillis) {
-                return (ack(request, .rejected, refusal.code, refusal.description), nil)
-            }
-            // The origin fills in what depends on the room here (a property's next revision).
-            let prepared = room.prepare(write, origin: state.sequencer.replica, nowMillis: now)
-            // Stored (committed) before it is applied, published or acknowledged; the
-            // sequence number is consumed only once the store has it.
-            let (delta, sequencer) = state.stamp(room: roomID, prepared, nowMillis: now)
-            if let store = state.store {
-                let clock = ContinuousClock()
-                let started = clock.now
-                do {
-                    try store.append(room: roomID, deltas: [delta])
-                } catch {
-                    logger.error("store failed", ["error": "\(error)"])
-                    return (ack(request, .unavailable, "store-failed", "the node could not store the write: \(error); retry on another node"), nil)
-                }
-                let elapsed = clock.now - started
-                metrics.add("store_append_micros_sum", UInt64(elapsed.components.attoseconds / 1_000_000_000_000) + UInt64(elapsed.components.seconds) * 1_000_000)
-                metrics.add("store_append_count")
-                state.dirtyRooms[roomID, default: 0] += 1
-            }
-            state.commit(room: roomID, delta, sequencer)
-            var messaging: [MessagingChange] = []
-            let outcome = room.apply(delta, messaging: &messaging)
-            state.note(room: roomID, messaging)
-            state.noteSessions(room: roomID, [delta])
-            if case let .reward(target, _, _) = delta.operation { state.rewardFoldCandidates[roomID, default: []].insert(target) }
-            // Queued under the lock, so deltas leave in sequence order.
-            outbox.enqueue(room: roomID, deltas: [delta], toNodes: true)
-            if case let .rejected(reason) = outcome {
-                return (ack(request, .rejected, reason.code, reason.description, dot: delta.dot), delta)
-            }
-            var accepted = ack(request, .accepted, "", "", dot: delta.dot)
-            switch prepared.operation {
-            case let .setRoomProperty(_, _, _, revision):
-                accepted.revision = revision.assigned
-                accepted.setRevision = room.propertySetRevision(scope: .room)
-            case let .setUserProperty(user, _, _, _, revision):
-                accepted.revision = revision.assigned
-                accepted.setRevision = room.propertySetRevision(scope: .user(user))
-            case let .acquireLock(name, _, fence):
-                // A grant the merge did not take (a renewal stamped before a grant this node
-                // got by a patch from a clock ahead) is not one: say so rather than acknowledge it.
-                guard room.lockHolding(name, atMillis: now).map({ $0.holder == write.author && $0.fence == fence }) ?? false else {
-                    return (ack(request, .rejected, "lock-held", "the grant was not taken (the lock changed meanwhile): acquire again", dot: delta.dot), delta)
-                }
-                accepted.fence = fence
-            default: break
-            }
-            return (accepted, delta)
         }
+        if let error = result.2 { logger.error("store failed", ["error": "\(error)"]) }
         if let delta = result.1 {
             metrics.add("writes_accepted_total")
             if delta.operation.isMessage { metrics.add(delta.operation.peerRecipient == nil ? "room_messages_total" : "peer_messages_total") }
@@ -312,14 +221,25 @@ extension ClusterNode {
         return false
     }
 
-    private func isLeave(_ operation: Operation) -> Bool {
-        if case .leaveSession = operation { return true }
-        return false
-    }
-
     private func ack(_ request: WireMessage.WriteRequest, _ status: WireMessage.WriteStatus, _ code: String, _ message: String,
                      dot: Dot? = nil) -> WireMessage.WriteAck {
         WireMessage.WriteAck(requestID: request.requestID, status: status, errorCode: code, message: message, dot: dot)
+    }
+
+    /// The engine's answer as the wire's acknowledgement.
+    private func ack(_ request: WireMessage.WriteRequest, _ outcome: WriteOutcome) -> WireMessage.WriteAck {
+        let status: WireMessage.WriteStatus
+        switch outcome.status {
+        case .accepted: status = .accepted
+        case .duplicate: status = .duplicate
+        case .rejected: status = .rejected
+        case .unavailable: status = .unavailable
+        }
+        var reply = ack(request, status, outcome.code, outcome.message, dot: outcome.dot)
+        reply.revision = outcome.revision
+        reply.setRevision = outcome.setRevision
+        reply.fence = outcome.fence
+        return reply
     }
 
     /// A peer joins: its session starts here, then it gets the room (or what its

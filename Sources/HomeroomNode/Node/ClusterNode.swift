@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import HomeroomCore
+import HomeroomEngine
 import HomeroomWire
 import Synchronization
 
@@ -139,9 +140,10 @@ public final class ClusterNode: Sendable {
         self.incarnationBox = Mutex(incarnation)
         let replica = storeReplica ?? Self.freshReplicaID(name: config.name)
         self.replica = replica
-        var initial = NodeState(replica: replica, maxClockDriftMillis: config.maxClockDriftMillis)
+        // The engine numbers above everything the store holds of this replica id.
+        var initial = NodeState(engine: NodeEngine(replica: replica, rooms: rooms, policy: config.enginePolicy))
+        initial.engine.liveIncarnation(incarnation, sinceMillis: UInt64(max(0, Int64(bitPattern: WallClock.nowMillis()) + config.clockSkewMillis)))
         initial.sealsTopics = config.tokenVerifier != nil
-        initial.rooms = rooms
         initial.quarantined = quarantined
         if storedReplicaLoaded && !config.seeds.isEmpty {
             initial.peersAwaitedUntil = WallClock.monotonicMillis() + config.downMillis
@@ -151,11 +153,6 @@ public final class ClusterNode: Sendable {
         initial.joinLimiter = RateLimiter(messagesPerSecond: config.joinsPerSecond, bytesPerSecond: 1 << 30, burstSeconds: 3)
         initial.helloLimiter = RateLimiter(messagesPerSecond: config.hellosPerSecond, bytesPerSecond: 1 << 30, burstSeconds: 3)
         initial.syncLimiter = RateLimiter(messagesPerSecond: config.syncsPerSecond, bytesPerSecond: config.syncBytesPerSecond, burstSeconds: 3)
-        // Never reuse a sequence number this replica already gave out.
-        for (id, room) in rooms {
-            initial.roomSequences[id] = room.seen.origins[replica]?.highest ?? 0
-            initial.privateSequences[id] = room.seen.origins[NodeState.privateOrigin(of: replica)]?.highest ?? 0
-        }
         self.state = Mutex(initial)
         for (room, why) in quarantined.sorted(by: { $0.key < $1.key }) {
             self.logger.error("room quarantined: its stored state does not load; this node serves every other room and refuses this one (the other nodes serve it)",

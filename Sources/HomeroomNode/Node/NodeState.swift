@@ -1,22 +1,21 @@
 import HomeroomCore
+import HomeroomEngine
 import HomeroomWire
 
-/// Everything a node mutates, kept behind one lock: the rooms, the sequencer, the
-/// peer table, and the repairs to make.
+/// Everything a node mutates, kept behind one lock: the engine (rooms, numbering, the
+/// write policy), the peer table, and the repairs to make.
 struct NodeState {
-    var rooms: [String: RoomState] = [:]
-    var sequencer: Sequencer
+    var engine: NodeEngine
+    /// The engine's rooms, changed in place.
+    var rooms: [String: RoomState] {
+        get { engine.rooms }
+        _modify { yield &engine.rooms }
+    }
+    var sequencer: Sequencer { engine.sequencer }
     var peers = PeerTable()
     var faults = FaultPolicy()
     var dice = FaultDice(seed: 0)
     var envelopeSequence: UInt64 = 0
-    /// The last sequence number this node gave a delta, per room.
-    var roomSequences: [String: UInt64] = [:]
-    /// The same for peer messages, sequenced under the node's private origin.
-    var privateSequences: [String: UInt64] = [:]
-    /// Per room, messages that left this node's history: a retried send of one is
-    /// answered DUPLICATE rather than stored again (local, bounded, not replicated).
-    var evicted: [String: EvictedKeys] = [:]
     /// Per room, when this node last trimmed the history by age (monotonic ms).
     var lastTrim: [String: UInt64] = [:]
     /// Per room, the sessions hosted here whose clients renew them by syncing: the
@@ -49,18 +48,9 @@ struct NodeState {
     var quarantined: [String: String] = [:]
     /// Rooms whose log grew since their last snapshot.
     var dirtyRooms: [String: Int] = [:]
-    /// Per room, users whose sessions changed since the presence loop last checked
-    /// whether this node should fold the ones it started (`RoomState.sessionFold`).
-    var foldCandidates: [String: Set<UserID>] = [:]
-    /// Users with sessions over whose fold is not due yet (fewer than the threshold,
-    /// ended too recently): looked at again every second or so.
-    var foldLater: [String: Set<UserID>] = [:]
     /// The operators' room listing and when it was made (monotonic ms): made at most
     /// once a second, however many listing hellos arrive (`ClusterNode.roomSummaries`).
     var roomListing: (madeAtMillis: UInt64, rooms: [ClusterNode.RoomSummary])?
-    /// Per room, users with rewards this node sequenced that are not folded yet
-    /// (`RoomState.rewardFoldPlan`); those whose fold is not due stay.
-    var rewardFoldCandidates: [String: Set<UserID>] = [:]
 
     /// Per closed room, the epoch of its topic keys: raised when someone is kicked,
     /// banned or revoked, so their keys open nothing published afterwards.
@@ -108,68 +98,19 @@ struct NodeState {
     /// Syncs and digests per user and room, and the bytes their replies carry.
     var syncLimiter = RateLimiter(messagesPerSecond: 20, bytesPerSecond: 8 << 20, burstSeconds: 3)
 
-    /// Notes the users whose sessions these deltas touched (fold candidates).
-    mutating func noteSessions(room: String, _ deltas: [Delta]) {
+    /// A kick or a ban among these deltas rotates a closed room's topic keys (the engine
+    /// notes fold candidates itself).
+    mutating func noteRemovals(room: String, _ deltas: [Delta]) {
         for delta in deltas {
             switch delta.operation {
-            case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _):
-                foldCandidates[room, default: []].insert(user)
-            case let .kick(user), let .ban(user):
-                foldCandidates[room, default: []].insert(user)
-                rotateTopicKeys(room: room)
-            default:
-                break
+            case .kick, .ban: rotateTopicKeys(room: room)
+            default: break
             }
         }
     }
 
-    /// Notes the users of a merged patch that carry sessions this node started (only
-    /// those, or kicked and banned ones, can need a fold by this node; a 100,000-user
-    /// snapshot of others' sessions notes none).
-    mutating func noteSessions(room: String, patch: RoomState) {
-        let own = sequencer.replica
-        for (user, record) in patch.users
-        where record.sessions.contains(where: { $0.started.clock.replica == own }) || record.kicked != .origin || record.isBanned {
-            foldCandidates[room, default: []].insert(user)
-        }
-    }
-
-    init(replica: ReplicaID, maxClockDriftMillis: UInt64) {
-        sequencer = Sequencer(replica: replica, maxForwardDriftMillis: maxClockDriftMillis)
-    }
-
-    /// Stamps a write for a room without committing the sequence number: the caller
-    /// stores the delta first, then calls `commit`.
-    /// Peer messages are sequenced under the node's private origin (docs/MESSAGING.md),
-    /// so clients that may not see them find no gap in the node's public sequence.
-    func stamp(room: String, _ write: Write, nowMillis: UInt64) -> (Delta, Sequencer) {
-        var sequencer = self.sequencer
-        if write.operation.peerRecipient != nil {
-            let delta = sequencer.stamp(write, origin: Self.privateOrigin(of: sequencer.replica),
-                                        sequence: (privateSequences[room] ?? 0) + 1, nowMillis: nowMillis)
-            return (delta, sequencer)
-        }
-        let delta = sequencer.stamp(write, sequence: (roomSequences[room] ?? 0) + 1, nowMillis: nowMillis)
-        return (delta, sequencer)
-    }
-
-    mutating func commit(room: String, _ delta: Delta, _ sequencer: Sequencer) {
-        self.sequencer = sequencer
-        if delta.origin == sequencer.replica {
-            roomSequences[room] = delta.sequence
-        } else {
-            privateSequences[room] = delta.sequence
-        }
-    }
-
-    /// A node's private origin: its id with the top bit flipped.
-    static func privateOrigin(of replica: ReplicaID) -> ReplicaID { replica.privateForm }
-
-    /// Remembers the messages a change set removed from a room's history.
-    mutating func note(room: String, _ messaging: [MessagingChange]) {
-        for case let .messagesRemoved(keys, _) in messaging {
-            evicted[room, default: EvictedKeys()].insert(keys)
-        }
+    init(engine: NodeEngine) {
+        self.engine = engine
     }
 
     /// The newest (incarnation, envelope sequence) heard from each node: a heartbeat or
@@ -191,23 +132,5 @@ struct NodeState {
     mutating func nextEnvelopeSequence() -> UInt64 {
         envelopeSequence += 1
         return envelopeSequence
-    }
-}
-
-/// A bounded set of message keys, oldest forgotten first.
-struct EvictedKeys {
-    private var keys: Set<MessageKey> = []
-    private var order: [MessageKey] = []
-    static let capacity = 20_000
-
-    func contains(_ key: MessageKey) -> Bool { keys.contains(key) }
-
-    mutating func insert(_ new: [MessageKey]) {
-        for key in new where keys.insert(key).inserted { order.append(key) }
-        if order.count > Self.capacity {
-            let drop = order.count - Self.capacity
-            for key in order.prefix(drop) { keys.remove(key) }
-            order.removeFirst(drop)
-        }
     }
 }

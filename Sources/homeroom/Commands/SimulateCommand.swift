@@ -1,6 +1,7 @@
 import HomeroomCore
+import HomeroomSimulation
 
-/// `homeroom simulate`: seeded schedules of the pure Core, with loss,
+/// `homeroom simulate`: seeded schedules of the node engine over Core, with loss,
 /// duplication, partitions and restarts, ending in a convergence check.
 enum SimulateCommand {
     static let usage = """

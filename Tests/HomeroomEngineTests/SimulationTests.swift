@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import HomeroomCore
+import HomeroomCore
+import HomeroomSimulation
 
 /// Seeded schedules over several replicas with loss, duplication, reordering,
 /// partitions and restarts. `HOMEROOM_SCHEDULES` sets how many (CI runs 10,000);

@@ -1,11 +1,21 @@
+import HomeroomCore
+import HomeroomEngine
+
 /// A deterministic simulation of one room replicated on several nodes, driven by
 /// a seed: random actors write, messages are reordered, dropped, duplicated and
-/// cut by partitions, nodes restart, and anti-entropy repairs the rest. At the
-/// end every replica must be identical and every invariant must hold.
+/// cut by partitions, stores fail, nodes crash and restart from what they stored,
+/// and anti-entropy repairs the rest. At the end every replica must be identical
+/// and every invariant must hold.
+///
+/// Each node is the real node's policy, `NodeEngine`: the same admission, numbering,
+/// store-then-commit pipeline, remote apply and patch merge that `ClusterNode` runs.
+/// The oracles come from the workload alone: what each client was acknowledged.
 ///
 /// Pure: time is simulated, the seed decides everything, so a failing schedule
 /// replays exactly.
 public struct Simulation {
+    static let roomID = "sim-room"
+
     struct Actor {
         var id: UserID
         var role: Role
@@ -16,10 +26,15 @@ public struct Simulation {
     }
 
     struct Node {
-        var sequencer: Sequencer
-        var state: RoomState
+        /// The node's policy and in-memory rooms.
+        var engine: NodeEngine
+        /// What the node's store holds: a restart loads this (and loses the rest).
+        var durable: RoomState
         var incarnation: UInt64 = 1
         var skewMillis: UInt64
+        /// The room as this node holds it now.
+        var state: RoomState { engine.rooms[Simulation.roomID] ?? RoomState(roomID: Simulation.roomID) }
+        var sequencer: Sequencer { engine.sequencer }
         var highestClassState = ClassState.before
         // Mirrors built only from the change sets, checked against the state at the end.
         var mirrorOnline: Set<UserID> = []
@@ -36,10 +51,12 @@ public struct Simulation {
         var reportedLost: Set<Dot> = []
         /// The highest set revision seen per property set ("room", or a user id): it must never go down.
         var highestSetRevisions: [String: UInt64] = [:]
-        /// Messages that left this node's history: a retry of one is refused (the node's local marks).
+        /// Messages that left this node's history (counted when one comes back).
         var evictedHere: Set<MessageKey> = []
-        /// Peer messages are sequenced under the node's private origin.
-        var privateSequence: UInt64 = 0
+        /// Board, ban, property, lock, breakout and mute-all views, from change sets only.
+        var views = ChangeSetViews()
+        /// Per other node, its heartbeats as reward folds need them (memory only: a restart forgets them).
+        var checkpoints: [Int: RewardCheckpoint] = [:]
     }
 
     struct AcceptedPropertyWrite {
@@ -60,13 +77,15 @@ public struct Simulation {
     }
 
     public let seed: UInt64
-    public let config: SimulationConfig
+    public private(set) var config: SimulationConfig
     var rng: SplitMix64
     var nowMillis: UInt64 = 1_700_000_000_000
     var nodes: [Node] = []
     var actors: [Actor] = []
     var network: [InFlight] = []
     var partition: Set<Int>? = nil
+    /// (from, to): pulls the engines asked for when a gap showed.
+    var pendingPulls: [(from: Int, to: Int)] = []
     var expectedRewards: [UserID: [RewardKey: Int32]] = [:]
     var acceptedRewards: [AcceptedReward] = []
     var highestClassStateWritten = ClassState.before
@@ -88,13 +107,20 @@ public struct Simulation {
         self.rng = SplitMix64(seed: seed)
         self.report = SimulationReport(seed: seed)
         for index in 0..<config.replicas {
-            var state = RoomState(roomID: "sim-room")
+            var state = RoomState(roomID: Self.roomID)
             state.stageLimit = Register(config.stageLimit, stamp: .origin)
             state.handLimit = Register(config.handLimit, stamp: .origin)
             state.type = Register(config.roomType, stamp: .origin)
             state.historyLimit = Register(config.historyLimit, stamp: .origin)
-            let skew = UInt64.random(in: 0...2_000, using: &rng)
-            nodes.append(Node(sequencer: Sequencer(replica: ReplicaID(UInt64(index + 1))), state: state, skewMillis: skew))
+            // Now and then a clock beyond the drift limit: the others refuse its deltas
+            // (anti-entropy brings its writes instead).
+            let skew = rng.chance(config.farSkewPercent)
+                ? config.policy.maxClockDriftMillis + UInt64.random(in: 1_000...30_000, using: &rng)
+                : UInt64.random(in: 0...2_000, using: &rng)
+            if skew > config.policy.maxClockDriftMillis { report.farSkewedNodes += 1 }
+            var engine = NodeEngine(replica: ReplicaID(UInt64(index + 1)), rooms: [Self.roomID: state], policy: config.policy)
+            engine.liveIncarnation(1, sinceMillis: nowMillis + skew)
+            nodes.append(Node(engine: engine, durable: state, skewMillis: skew, views: ChangeSetViews(from: state)))
         }
         actors.append(Actor(id: "teacher", role: .teacher, replica: 0))
         actors.append(Actor(id: "assistant", role: .assistant, replica: config.replicas - 1))
@@ -125,7 +151,8 @@ public struct Simulation {
         let roll = Int.random(in: 0..<100, using: &rng)
         switch roll {
         case 0..<45: randomWrite()
-        case 45..<82: deliverOne()
+        case 45..<78: deliverOne()
+        case 78..<82: housekeeping(at: Int.random(in: 0..<nodes.count, using: &rng))
         case 82..<90: antiEntropy()
         case 90..<(90 + config.partitionPercent): flipPartition()
         case 93..<94: retryReward()
@@ -291,83 +318,119 @@ public struct Simulation {
     mutating func submit(_ write: Write, at replica: Int, forged: Bool) {
         report.writes += 1
         let now = nowMillis + nodes[replica].skewMillis
-        if !forged, nodes[replica].state.admit(write, nowMillis: now) != nil {
-            report.refusedAtOrigin += 1
-            return
-        }
-        // The node's duplicate check: a message it holds, or one that left its history.
-        var messageKey: MessageKey?
-        var isPeer = false
-        switch write.operation {
-        case .sendMessage: messageKey = MessageKey(sender: write.author, counter: write.authorCounter)
-        case .sendPeerMessage: messageKey = MessageKey(sender: write.author, counter: write.authorCounter); isPeer = true
-        default: break
-        }
-        if let key = messageKey, nodes[replica].state.messages[key] != nil || nodes[replica].evictedHere.contains(key) {
-            report.duplicateMessagesRefused += 1
-            return
-        }
-        let prepared = nodes[replica].state.prepare(write, origin: nodes[replica].sequencer.replica, nowMillis: now)
-        let delta: Delta
-        if isPeer {
-            nodes[replica].privateSequence += 1
-            delta = nodes[replica].sequencer.stamp(prepared, origin: Self.privateOrigin(replica), sequence: nodes[replica].privateSequence, nowMillis: now)
+        let stamped: StampedWrite
+        if forged && !write.operation.isMessage && !write.operation.isLeave {
+            // Past admission, as a forged or racing write would come: the merge alone keeps the
+            // invariants. Not messages (a retry is answered at the origin) and not leaves: a
+            // leave whose origin does not know the session's start cannot be admitted (it is
+            // refused `session-unknown`), and one made anyway (an old node's, a hostile peer's)
+            // leaves an ended record where the start was folded first (docs/ARCHITECTURE.md).
+            guard let unchecked = nodes[replica].engine.stampSystemWrite(room: Self.roomID, write, nowMillis: now) else { return }
+            stamped = unchecked
         } else {
-            delta = nodes[replica].sequencer.stamp(prepared, nowMillis: now)
-        }
-        let keptAtOrigin = nodes[replica].state.messages.admits(delta.stamp)
-        let outcome = apply(delta, at: replica)
-        if case .applied = outcome {
-            if let key = messageKey, keptAtOrigin {
-                acceptedMessages[key, default: []].append(delta.stamp)
-                report.messagesAccepted += 1
-                if !recentMessageWrites.contains(where: { $0.author == write.author && $0.authorCounter == write.authorCounter }) {
-                    recentMessageWrites.append(write)
-                    if recentMessageWrites.count > 6 { recentMessageWrites.removeFirst() }
+            switch nodes[replica].engine.decide(room: Self.roomID, write, nowMillis: now) {
+            case let .answer(outcome):
+                switch outcome.status {
+                case .duplicate where write.operation.isMessage: report.duplicateMessagesRefused += 1
+                case .duplicate: report.duplicatesAcknowledged += 1
+                default: report.refusedAtOrigin += 1
                 }
-            }
-            switch prepared.operation {
-            case let .acquireLock(_, _, fence):
-                grantedFences[fence, default: []].insert(write.author)
-                report.lockGrants += 1
-            case let .setRoomProperty(_, _, _, revision) where revision.fence != nil:
-                // Guarded writes lose by fence, which tells their writers; not a conflict to report.
-                largestGuardedFence = max(largestGuardedFence, revision.fence!.fence)
-                report.guardedWrites += 1
-            case let .setRoomProperty(key, _, _, revision):
-                acceptedPropertyWrites.append(AcceptedPropertyWrite(scope: .room, key: key, dot: delta.dot, revision: revision.assigned))
-            case let .setUserProperty(user, key, _, _, revision):
-                acceptedPropertyWrites.append(AcceptedPropertyWrite(scope: .user(user), key: key, dot: delta.dot, revision: revision.assigned))
-            default: break
+                return
+            case let .persist(numbered):
+                stamped = numbered
             }
         }
-        if case .rejected = outcome { report.rejectedByMerge += 1 }
-        if case .applied = outcome {
-            if case let .reward(target, amount, _) = write.operation {
-                expectedRewards[target, default: [:]][RewardKey(author: write.author, authorCounter: write.authorCounter)] = amount
-                acceptedRewards.append(AcceptedReward(write: write, target: target))
-            }
-            if case let .setClassState(state) = write.operation { highestClassStateWritten = max(highestClassStateWritten, state) }
+        guard store(stamped.delta, at: replica) else {
+            // Refused `store-failed`: nothing acknowledged, the number not consumed.
+            report.storeFailures += 1
+            return
         }
+        let committed = nodes[replica].engine.commit(stamped)
+        record(committed.changes, at: replica)
+        record(committed.messaging, at: replica)
+        checkSetRevisions(at: replica)
+        acknowledged(write, committed)
         for other in nodes.indices where other != replica {
-            network.append(InFlight(to: other, delta: delta))
+            network.append(InFlight(to: other, delta: committed.delta))
             report.messagesSent += 1
         }
     }
 
-    /// The origin a node sequences peer messages under.
-    static func privateOrigin(_ replica: Int) -> ReplicaID { ReplicaID(UInt64(replica + 1) | 0x8000_0000_0000_0000) }
-
-    @discardableResult
-    mutating func apply(_ delta: Delta, at replica: Int) -> ApplyOutcome {
+    /// A node's own write (as system): numbered without admission, stored, committed, sent.
+    mutating func systemWrite(_ write: Write, at replica: Int) {
         let now = nowMillis + nodes[replica].skewMillis
-        guard (try? nodes[replica].sequencer.observe(delta.clock, nowMillis: now)) != nil else { return .duplicate }
-        var messaging: [MessagingChange] = []
-        let outcome = nodes[replica].state.apply(delta, messaging: &messaging)
-        record(outcome.changes, at: replica)
-        record(messaging, at: replica)
+        guard let stamped = nodes[replica].engine.stampSystemWrite(room: Self.roomID, write, nowMillis: now),
+              store(stamped.delta, at: replica) else { return }
+        let committed = nodes[replica].engine.commit(stamped)
+        record(committed.changes, at: replica)
+        record(committed.messaging, at: replica)
+        for other in nodes.indices where other != replica { network.append(InFlight(to: other, delta: committed.delta)) }
+    }
+
+    /// The store's append: fails now and then (`storeFailurePercent`); what it took survives a crash.
+    mutating func store(_ delta: Delta, at replica: Int) -> Bool {
+        if rng.chance(config.storeFailurePercent) { return false }
+        _ = nodes[replica].durable.apply(delta)
+        return true
+    }
+
+    /// The oracles: only what the client was told it has.
+    mutating func acknowledged(_ write: Write, _ committed: CommittedWrite) {
+        guard committed.outcome.isAccepted else {
+            report.rejectedByMerge += 1
+            return
+        }
+        let delta = committed.delta
+        switch delta.operation {
+        case .sendMessage, .sendPeerMessage:
+            acceptedMessages[MessageKey(sender: write.author, counter: write.authorCounter), default: []].append(delta.stamp)
+            report.messagesAccepted += 1
+            if !recentMessageWrites.contains(where: { $0.author == write.author && $0.authorCounter == write.authorCounter }) {
+                recentMessageWrites.append(write)
+                if recentMessageWrites.count > 6 { recentMessageWrites.removeFirst() }
+            }
+        case let .acquireLock(_, _, fence):
+            grantedFences[fence, default: []].insert(write.author)
+            report.lockGrants += 1
+        case let .setRoomProperty(_, _, _, revision) where revision.fence != nil:
+            // Guarded writes lose by fence, which tells their writers; not a conflict to report.
+            largestGuardedFence = max(largestGuardedFence, revision.fence!.fence)
+            report.guardedWrites += 1
+        case let .setRoomProperty(key, _, _, revision):
+            acceptedPropertyWrites.append(AcceptedPropertyWrite(scope: .room, key: key, dot: delta.dot, revision: revision.assigned))
+        case let .setUserProperty(user, key, _, _, revision):
+            acceptedPropertyWrites.append(AcceptedPropertyWrite(scope: .user(user), key: key, dot: delta.dot, revision: revision.assigned))
+        case let .reward(target, amount, _):
+            expectedRewards[target, default: [:]][RewardKey(author: write.author, authorCounter: write.authorCounter)] = amount
+            acceptedRewards.append(AcceptedReward(write: write, target: target))
+        case let .setClassState(state):
+            highestClassStateWritten = max(highestClassStateWritten, state)
+        default:
+            break
+        }
+    }
+
+    /// The origin a node sequences peer messages under.
+    static func privateOrigin(_ replica: Int) -> ReplicaID { ReplicaID(UInt64(replica + 1)).privateForm }
+
+    /// Another node's delta arrives: the engine applies it (or refuses its clock), the
+    /// store takes what was new (or fails to: the delta comes back by anti-entropy).
+    mutating func apply(_ delta: Delta, at replica: Int) {
+        let now = nowMillis + nodes[replica].skewMillis
+        let origin = Int(delta.origin.rawValue & 0x7FFF_FFFF_FFFF_FFFF) - 1
+        let applied = nodes[replica].engine.applyRemote(room: Self.roomID, [delta], origin: delta.origin, nowMillis: now)
+        report.clockRefusals += applied.rejectedClock
+        for fresh in applied.fresh {
+            if rng.chance(config.storeFailurePercent) {
+                nodes[replica].engine.storeMissed(room: Self.roomID)
+            } else {
+                _ = nodes[replica].durable.apply(fresh)
+            }
+        }
+        record(applied.changes, at: replica)
+        record(applied.messaging, at: replica)
         checkSetRevisions(at: replica)
-        return outcome
+        if applied.needsPull { pendingPulls.append((from: origin, to: replica)) }
     }
 
     /// No property set's revision ever goes down on a replica (not through a delta, a
@@ -411,7 +474,20 @@ public struct Simulation {
         return partition.contains(from) == partition.contains(to)
     }
 
+    /// A pull a gap asked for, else a random pair's; and a node whose store missed an
+    /// append stores a snapshot (the node tries at every tick; here it can fail too).
     mutating func antiEntropy() {
+        let compacting = Int.random(in: 0..<nodes.count, using: &rng)
+        if !nodes[compacting].engine.appendsPatches(room: Self.roomID) && !rng.chance(config.storeFailurePercent) {
+            nodes[compacting].durable = nodes[compacting].state
+            nodes[compacting].engine.snapshotStored(room: Self.roomID)
+            report.snapshotsAfterMisses += 1
+        }
+        if let pull = pendingPulls.first {
+            pendingPulls.removeFirst()
+            if pull.from >= 0 && pull.from < nodes.count && connected(ReplicaID(UInt64(pull.from + 1)), pull.to) { sync(from: pull.from, to: pull.to) }
+            return
+        }
         let a = Int.random(in: 0..<nodes.count, using: &rng)
         let b = Int.random(in: 0..<nodes.count, using: &rng)
         guard a != b, connected(ReplicaID(UInt64(a + 1)), b) else { return }
@@ -421,10 +497,17 @@ public struct Simulation {
     mutating func sync(from a: Int, to b: Int) {
         let patch = nodes[a].state.missing(since: nodes[b].state.seen)
         report.patchesSent += 1
-        var messaging: [MessagingChange] = []
-        let changes = nodes[b].state.merge(patch, messaging: &messaging)
-        record(changes, at: b)
-        record(messaging, at: b)
+        let merged = nodes[b].engine.merge(room: Self.roomID, patch)
+        if merged.changed && nodes[b].engine.appendsPatches(room: Self.roomID) {
+            if rng.chance(config.storeFailurePercent) {
+                nodes[b].engine.storeMissed(room: Self.roomID)
+            } else {
+                nodes[b].durable.merge(patch)
+            }
+        }
+        if merged.ownSequenceBehind != nil { report.ownSequencesBehind += 1 }
+        record(merged.changes, at: b)
+        record(merged.messaging, at: b)
         checkSetRevisions(at: b)
     }
 
@@ -439,11 +522,12 @@ public struct Simulation {
         }
     }
 
-    /// A client whose acknowledgement was lost sends the same reward again, through another node.
+    /// A client whose acknowledgement was lost sends the same reward again, through another node
+    /// (half the time past admission, so the merge alone must count it once).
     mutating func retryReward() {
         guard let old = acceptedRewards.randomElement(using: &rng) else { return }
         let replica = Int.random(in: 0..<nodes.count, using: &rng)
-        submit(old.write, at: replica, forged: true)
+        submit(old.write, at: replica, forged: rng.chance(50))
     }
 
     /// A client whose acknowledgement was lost sends a recent message again, through any node.
@@ -464,23 +548,129 @@ public struct Simulation {
         join(index)
     }
 
-    /// A node crashes and restarts as a new incarnation; another node declares the old one down.
+    /// A node crashes and restarts from its store as a new incarnation, as `ClusterNode`
+    /// does: what the store missed is gone from it (anti-entropy brings it back), numbering
+    /// continues above what the store holds, and it ends its previous incarnation's sessions.
+    /// Sometimes another node declared it down first.
     mutating func restartNode() {
         let crashed = Int.random(in: 0..<nodes.count, using: &rng)
         let old = nodes[crashed].incarnation
+        let replica = nodes[crashed].sequencer.replica
+        report.restarts += 1
+        if rng.chance(50) {
+            let witness = (crashed + 1) % nodes.count
+            systemWrite(Write(author: "node-\(witness + 1)", authorRole: .system, authorCounter: 0,
+                              operation: .replicaDown(replica: replica, incarnation: old)), at: witness)
+        }
+        // What was in flight to it is lost with its sockets.
+        network.removeAll { $0.to == crashed }
+        pendingPulls.removeAll { $0.to == crashed }
+        nodes[crashed].engine = NodeEngine(replica: replica, rooms: [Self.roomID: nodes[crashed].durable], policy: config.policy)
+        nodes[crashed].engine.noteEveryUserForFolding()
+        nodes[crashed].checkpoints = [:]
         nodes[crashed].incarnation += 1
-        let witness = (crashed + 1) % nodes.count
-        let write = Write(author: "node-\(witness + 1)", authorRole: .system, authorCounter: 0,
-                          operation: .replicaDown(replica: nodes[crashed].sequencer.replica, incarnation: old))
-        submit(write, at: witness, forged: false)
+        nodes[crashed].engine.liveIncarnation(nodes[crashed].incarnation, sinceMillis: nowMillis + nodes[crashed].skewMillis)
+        rebuildMirrors(of: crashed)
+        systemWrite(Write(author: "node-\(crashed + 1)", authorRole: .system, authorCounter: 0,
+                          operation: .replicaDown(replica: replica, incarnation: old)), at: crashed)
         for index in actors.indices where actors[index].replica == crashed { join(index) }
+    }
+
+    /// After a restart the node's views start again from the state it loaded (a UI re-renders
+    /// from the snapshot); from then on the change sets must keep them right.
+    mutating func rebuildMirrors(of replica: Int) {
+        let state = nodes[replica].state
+        var node = nodes[replica]
+        node.mirrorOnline = Set(state.users.filter { $0.value.isOnline(deadIncarnations: state.deadIncarnations) }.keys)
+        node.mirrorStage = Set(state.stageWinners)
+        node.mirrorHands = Set(state.raisedHands)
+        node.mirrorStreams = [:]
+        node.mirrorRewards = [:]
+        node.mirrorUserMuted = [:]
+        node.mirrorPresence = [:]
+        for (user, record) in state.users {
+            node.mirrorStreams[user] = Self.streams(of: user, record, in: state)
+            if record.rewardTotal != 0 { node.mirrorRewards[user] = record.rewardTotal }
+            if record.chatMuted.value { node.mirrorUserMuted[user] = true }
+            let presence = state.presenceState(of: user)
+            if !presence.isEmpty { node.mirrorPresence[user] = presence }
+        }
+        node.mirrorMessages = Set(state.messages.entries.keys)
+        node.mirrorRoomMuted = state.chatMuted.value
+        node.highestClassState = state.classState.state
+        node.highestSetRevisions = [:]
+        node.views = ChangeSetViews(from: state)
+        nodes[replica] = node
+        checkSetRevisions(at: replica)
+    }
+
+    static func streams(of user: UserID, _ record: UserRecord, in state: RoomState) -> [StreamState] {
+        [Device.camera, .microphone].map { device -> StreamState in
+            let onStage = state.isOnStage(user)
+            return device == .camera
+                ? .derive(onStage: onStage, deviceOn: record.cameraDevice.value, privilegeOn: record.cameraPrivilege.value)
+                : .derive(onStage: onStage, deviceOn: record.microphoneDevice.value, privilegeOn: state.microphonePrivilege(record, muteAll: state.muteAll))
+        }
+    }
+
+    /// What a node's tick and presence loop do: a heartbeat to every node it reaches, and
+    /// the folds its engine says are due (session folds, and reward folds once every
+    /// node's heartbeat is confirmed), written through the pipeline.
+    mutating func housekeeping(at replica: Int, recheckLater: Bool? = nil) {
+        let now = nowMillis + nodes[replica].skewMillis
+        let mark = RewardCheckpoint.Mark(sentAtMillis: now, sequence: nodes[replica].state.seen.contiguous(nodes[replica].sequencer.replica))
+        for other in nodes.indices where other != replica && connected(ReplicaID(UInt64(replica + 1)), other) && !rng.chance(config.dropPercent) {
+            nodes[other].checkpoints[replica, default: RewardCheckpoint()].heard(mark)
+        }
+        for fold in nodes[replica].engine.dueSessionFolds(nowMillis: now, recheckLater: recheckLater ?? rng.chance(50)) {
+            report.sessionFolds += 1
+            systemWrite(Write(author: "node-\(replica + 1)", authorRole: .system, authorCounter: 0, operation: fold.operation), at: replica)
+        }
+        // As `PeerTable.rewardsCompleteBefore`: every other node counts, down or not.
+        let window = config.policy.rewardWindowMillis
+        var completeBefore: [String: UInt64] = [:]
+        for (room, seen) in nodes[replica].engine.roomsWithRewardsToFold {
+            var before: UInt64? = now &- window
+            for other in nodes.indices where other != replica {
+                var checkpoint = nodes[replica].checkpoints[other] ?? RewardCheckpoint()
+                let complete = checkpoint.completeBefore(seen: seen.contiguous(ReplicaID(UInt64(other + 1))), windowMillis: window)
+                nodes[replica].checkpoints[other] = checkpoint
+                before = complete.flatMap { complete in before.map { min($0, complete) } }
+            }
+            if let before { completeBefore[room] = before }
+        }
+        for fold in nodes[replica].engine.dueRewardFolds(nowMillis: now, completeBefore: completeBefore) {
+            report.rewardFolds += 1
+            systemWrite(Write(author: "node-\(replica + 1)", authorRole: .system, authorCounter: 0, operation: fold.operation), at: replica)
+        }
     }
 
     // MARK: - The end
 
+    /// The heal: full anti-entropy until the replicas agree; then, once the quiet time
+    /// and the reward window have passed, every node's folds (heartbeats delivered) and
+    /// anti-entropy again, twice, so the lifetime bounds can be checked.
     mutating func healAndConverge() {
         partition = nil
         network.removeAll()
+        syncUntilEqual()
+        let dropPercent = config.dropPercent
+        config.dropPercent = 0
+        for _ in 0..<2 {
+            // Past every clock a node observed too: a node's clock can have been pushed ahead
+            // by a peer's (up to the skew between them), and folds wait on stamps.
+            let spread = nodes.map(\.skewMillis).max()! - nodes.map(\.skewMillis).min()!
+            nowMillis += spread + config.policy.rewardWindowMillis + config.policy.reclaimGraceMillis
+                + max(config.policy.sessionFoldQuietMillis, config.policy.rewardFoldQuietMillis) + 2_000
+            for replica in nodes.indices { housekeeping(at: replica, recheckLater: true) }
+            for replica in nodes.indices { housekeeping(at: replica, recheckLater: true) }
+            network.removeAll()
+            syncUntilEqual()
+        }
+        config.dropPercent = dropPercent
+    }
+
+    mutating func syncUntilEqual() {
         for round in 1...8 {
             report.syncRounds = round
             for a in nodes.indices {
@@ -521,7 +711,9 @@ public struct Simulation {
     }
 
     mutating func record(_ changes: [RoomChange], at replica: Int) {
+        let state = nodes[replica].state
         for change in changes {
+            nodes[replica].views.record(change, in: state)
             switch change {
             case let .userJoined(user): nodes[replica].mirrorOnline.insert(user)
             case let .userLeft(user): nodes[replica].mirrorOnline.remove(user)
@@ -553,13 +745,34 @@ public struct Simulation {
             report.violations.append("replica \(index + 1)'s snapshot differs from replica 1's")
         }
         for (index, node) in nodes.enumerated() {
+            for difference in node.views.differences(from: node.state) { report.violations.append("replica \(index + 1): \(difference)") }
             checkInvariants(node, name: "replica \(index + 1)")
             checkMessaging(node, name: "replica \(index + 1)")
         }
+        if report.ownSequencesBehind > 0 {
+            report.violations.append("\(report.ownSequencesBehind) patches held a node's own writes above its numbering (a restart reused sequence numbers?)")
+        }
         checkHistory(reference)
+        checkLifetime(reference)
         checkLocks()
         checkBreakout()
         report.finalRoster = reference.roster()
+    }
+
+    /// After the final folds every node folded every session it started that is over (the
+    /// quiet time passed): a user keeps only live sessions, whatever the schedule did.
+    mutating func checkLifetime(_ state: RoomState) {
+        for (user, record) in state.users {
+            for index in nodes.indices {
+                let origin = nodes[index].sequencer.replica
+                if state.hasSessionsToFold(for: user, origin: origin, deadBelowIncarnation: nodes[index].incarnation) {
+                    let over = record.sessions.filter { $0.started.clock.replica == origin }.count
+                    report.violations.append("\(user) still has sessions over that node \(index + 1) started (\(over) records of it) after the final folds")
+                }
+            }
+            report.sessionRecordsLeft = max(report.sessionRecordsLeft, record.sessions.count)
+            report.rewardRecordsLeft = max(report.rewardRecordsLeft, record.rewards.count)
+        }
     }
 
     /// Every grant had its own fence; no replica ends below the largest grant, and the
@@ -650,9 +863,26 @@ public struct Simulation {
         }
     }
 
+    /// The stage's or the hands' winners as the rules define them, from the registers alone
+    /// (not the incremental queues the state keeps): candidates raised after any kick and not
+    /// banned, in order of the stamp that raised them, then user id; the first `limit` win.
+    static func modelWinners(_ state: RoomState, limit: Int, _ register: (UserRecord) -> Register<Bool>) -> [UserID] {
+        let candidates = state.users.compactMap { user, record -> (Stamp, UserID)? in
+            let raised = register(record)
+            return raised.value && record.kicked < raised.stamp && !record.isBanned ? (raised.stamp, user) : nil
+        }
+        return candidates.sorted { $0 < $1 }.prefix(max(limit, 0)).map(\.1)
+    }
+
     mutating func checkInvariants(_ node: Node, name: String) {
         let state = node.state
         let stage = state.stageWinners
+        if state.type.value != .oneToOne {
+            let model = Self.modelWinners(state, limit: state.stageLimitValue) { $0.stage }
+            if stage != model { report.violations.append("\(name): stage winners \(stage) but the rules give \(model)") }
+        }
+        let hands = Self.modelWinners(state, limit: Int(state.handLimit.value)) { $0.hand }
+        if state.raisedHands != hands { report.violations.append("\(name): hand winners \(state.raisedHands) but the rules give \(hands)") }
         if stage.count > state.stageLimitValue {
             report.violations.append("\(name): \(stage.count) on stage, limit \(state.stageLimitValue)")
         }
@@ -678,12 +908,7 @@ public struct Simulation {
             if online != node.mirrorOnline.contains(user) {
                 report.violations.append("\(name): \(user) online=\(online) but the change set said \(!online)")
             }
-            let streams = [Device.camera, .microphone].map { device -> StreamState in
-                let onStage = state.isOnStage(user)
-                return device == .camera
-                    ? .derive(onStage: onStage, deviceOn: record.cameraDevice.value, privilegeOn: record.cameraPrivilege.value)
-                    : .derive(onStage: onStage, deviceOn: record.microphoneDevice.value, privilegeOn: state.microphonePrivilege(record, muteAll: state.muteAll))
-            }
+            let streams = Self.streams(of: user, record, in: state)
             if streams != (node.mirrorStreams[user] ?? [.inoperable, .inoperable]) {
                 report.violations.append("\(name): \(user) streams \(streams) but the change set said \(node.mirrorStreams[user] ?? [])")
             }

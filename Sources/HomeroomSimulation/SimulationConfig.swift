@@ -1,3 +1,6 @@
+import HomeroomCore
+import HomeroomEngine
+
 /// The shape of one simulated schedule.
 public struct SimulationConfig: Sendable, Hashable {
     public var replicas = 3
@@ -18,6 +21,24 @@ public struct SimulationConfig: Sendable, Hashable {
     public var messagingPercent = 30
     /// A small history, so the count limit and the floor are exercised.
     public var historyLimit: UInt32 = 25
+    /// Percent of store appends that fail: a client write is refused `store-failed`; a
+    /// remote delta or patch is applied but not stored (a restart loses it).
+    public var storeFailurePercent = 3
+    /// Percent of nodes whose clock runs beyond the drift limit ahead of the others.
+    public var farSkewPercent = 5
+    /// The engine's limits: the node's, but with a 3 s reward window, folds due after two
+    /// sessions or rewards (or half a second of quiet), and sessions of a crashed
+    /// incarnation over 300 ms after the restart, so a schedule of a few simulated
+    /// seconds folds sessions and rewards under the faults.
+    public var policy: EnginePolicy = {
+        var policy = EnginePolicy(rewardWindowMillis: 3_000)
+        policy.sessionFoldThreshold = 2
+        policy.sessionFoldQuietMillis = 500
+        policy.reclaimGraceMillis = 300
+        policy.rewardFoldThreshold = 2
+        policy.rewardFoldQuietMillis = 500
+        return policy
+    }()
 
     public init() {}
 }
@@ -45,6 +66,22 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var lockGrants = 0
     public var guardedWrites = 0
     public var breakoutGroups = 0
+    /// Retried writes (rewards, messages) a node answered DUPLICATE.
+    public var duplicatesAcknowledged = 0
+    public var storeFailures = 0
+    /// Snapshots a node stored after its store missed an append.
+    public var snapshotsAfterMisses = 0
+    public var sessionFolds = 0
+    public var rewardFolds = 0
+    /// The most session and reward records one user keeps at the end (after the final folds).
+    public var sessionRecordsLeft = 0
+    public var rewardRecordsLeft = 0
+    public var restarts = 0
+    /// Remote deltas refused for a clock beyond the drift limit, and nodes with such a clock.
+    public var clockRefusals = 0
+    public var farSkewedNodes = 0
+    /// Patches that showed a node's own writes above its numbering (never expected here).
+    public var ownSequencesBehind = 0
     public var violations: [String] = []
     public var finalRoster: Roster?
 
@@ -59,6 +96,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
                 + "(\(duplicateMessagesRefused) refused as duplicates, \(messagesReadded) back after leaving), "
                 + "\(propertyConflicts) property conflicts reported, \(propertyWritesLost) property writes lost",
             "locks: \(lockGrants) grants, \(guardedWrites) guarded writes accepted; \(breakoutGroups) breakout groups at the end",
+            "lifetime: \(sessionFolds) session folds, \(rewardFolds) reward folds; at most \(sessionRecordsLeft) session and \(rewardRecordsLeft) reward records per user left",
+            "faults: \(restarts) restarts, \(storeFailures) store failures, \(duplicatesAcknowledged) retries answered duplicate, "
+                + "\(clockRefusals) deltas refused for a clock \(farSkewedNodes > 0 ? "beyond the limit (\(farSkewedNodes) far-skewed nodes)" : "ahead")",
         ]
         lines.append(violations.isEmpty ? "all replicas identical, every invariant held" : "VIOLATIONS:\n  " + violations.joined(separator: "\n  "))
         return lines.joined(separator: "\n")

@@ -1,0 +1,83 @@
+import HomeroomCore
+
+/// What another node's deltas did here.
+public struct RemoteApplication: Sendable {
+    /// The deltas new here (applied or rejected by the rules): to store and relay to clients.
+    public var fresh: [Delta] = []
+    /// Refused because their clock ran too far ahead of this node's: not recorded, so
+    /// anti-entropy offers them again later.
+    public var rejectedClock = 0
+    /// Held until what they depend on arrives.
+    public var deferred = 0
+    /// A gap shows (deferred deltas, or deltas after a hole): pull from the sender.
+    public var needsPull = false
+    public var changes: [RoomChange] = []
+    public var messaging: [MessagingChange] = []
+}
+
+/// What a repair patch did here.
+public struct PatchMerge: Sendable {
+    public var changed = false
+    /// The patch removed something (a kick, a ban, a session's end): closed rooms rotate their keys.
+    public var removalsChanged = false
+    /// The patch held writes of this node's own id above its last sequence number (its
+    /// store was restored from an old copy): (ours, theirs). Numbering continues above them.
+    public var ownSequenceBehind: (ours: UInt64, theirs: UInt64)?
+    public var changes: [RoomChange] = []
+    public var messaging: [MessagingChange] = []
+}
+
+extension NodeEngine {
+    /// Another node's deltas for a room.
+    public mutating func applyRemote(room roomID: String, _ deltas: [Delta], origin: ReplicaID, nowMillis now: UInt64) -> RemoteApplication {
+        var result = RemoteApplication()
+        var room = rooms.removeValue(forKey: roomID) ?? RoomState(roomID: roomID)
+        defer { rooms[roomID] = room }
+        for delta in deltas {
+            // A clock far ahead is refused and not recorded: anti-entropy offers it again later.
+            guard (try? sequencer.observe(delta.clock, nowMillis: now)) != nil else {
+                result.rejectedClock += 1
+                continue
+            }
+            let outcome = room.apply(delta, messaging: &result.messaging)
+            switch outcome {
+            case .duplicate: continue
+            case .deferred:
+                result.deferred += 1
+                continue
+            case .applied, .rejected: break
+            }
+            result.changes += outcome.changes
+            result.fresh.append(delta)
+        }
+        noteEvictions(room: roomID, result.messaging)
+        noteFoldCandidates(room: roomID, result.fresh, in: room)
+        result.needsPull = result.deferred > 0 || room.seen.origins[origin].map { !$0.early.isEmpty } ?? false
+        return result
+    }
+
+    /// A repair patch pulled from a peer.
+    public mutating func merge(room roomID: String, _ patch: RoomState) -> PatchMerge {
+        var result = PatchMerge()
+        var room = rooms.removeValue(forKey: roomID) ?? RoomState(roomID: roomID)
+        defer { rooms[roomID] = room }
+        let before = room.seen
+        let removals = room.removals(in: patch)
+        result.changes = room.merge(patch, messaging: &result.messaging)
+        result.removalsChanged = room.removals(in: patch) != removals
+        noteEvictions(room: roomID, result.messaging)
+        noteFoldCandidates(room: roomID, patch: patch, in: room)
+        // A peer holds writes under this node's own id that this node never made in this
+        // life (its store was restored from an old copy, or another node runs on a copy of
+        // it): never number a write at or below them.
+        let ownHighest = room.seen.origins[replica]?.highest ?? 0
+        if ownHighest > roomSequences[roomID] ?? 0 {
+            result.ownSequenceBehind = (roomSequences[roomID] ?? 0, ownHighest)
+            roomSequences[roomID] = ownHighest
+        }
+        let privateHighest = room.seen.origins[privateOrigin]?.highest ?? 0
+        privateSequences[roomID] = max(privateSequences[roomID] ?? 0, privateHighest)
+        result.changed = room.seen != before
+        return result
+    }
+}

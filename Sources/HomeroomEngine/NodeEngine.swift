@@ -1,0 +1,83 @@
+import HomeroomCore
+
+/// A node's policy, pure: which client writes it admits and how it numbers them, what it
+/// takes from other nodes' deltas and repair patches, and where its sequence numbers
+/// continue after a restart. No I/O, no threads, no clock reads: every input comes with
+/// the time, and every answer says what the shell must do (store, then commit; publish;
+/// pull). `ClusterNode` is the shell that carries it out; the seeded simulation
+/// (`HomeroomSimulation`) drives this same engine, so its schedules test the code that runs.
+///
+/// One write pipeline for every writer (clients, the node's own system writes):
+/// `decide` (or `stampSystemWrite`) → the shell stores the delta → `commit`.
+public struct NodeEngine: Sendable {
+    public let policy: EnginePolicy
+    public var rooms: [String: RoomState]
+    public internal(set) var sequencer: Sequencer
+    /// The last sequence number this node gave a delta, per room.
+    public internal(set) var roomSequences: [String: UInt64] = [:]
+    /// The same for peer messages, sequenced under the node's private origin.
+    public internal(set) var privateSequences: [String: UInt64] = [:]
+    /// Per room, messages that left this node's history (a retried send is a duplicate).
+    public internal(set) var evicted: [String: EvictedKeys] = [:]
+    /// Rooms whose store missed a remote delta or patch since their last snapshot
+    /// (`NodeEngine+Store`): no patch is appended there until a snapshot is stored.
+    public internal(set) var storeBehind: Set<String> = []
+    /// Per room, users whose sessions changed since the last fold pass (`NodeEngine+Lifetime`).
+    public internal(set) var foldCandidates: [String: Set<UserID>] = [:]
+    /// Users with sessions over whose fold was not due yet: looked at again now and then.
+    public internal(set) var foldLater: [String: Set<UserID>] = [:]
+    /// Per room, users with rewards this node sequenced that are not folded yet.
+    public internal(set) var rewardFoldCandidates: [String: Set<UserID>] = [:]
+    /// This node's incarnation and when it began (wall ms): `liveIncarnation(_:sinceMillis:)`.
+    public internal(set) var incarnation: UInt64 = 0
+    public internal(set) var incarnationSinceMillis: UInt64 = 0
+
+    /// An engine over the rooms a store holds: numbering continues above everything this
+    /// replica id already gave out in them, so a restart never reuses a sequence number,
+    /// and the clock above every stamp it wrote, so it never stamps a later write lower.
+    public init(replica: ReplicaID, rooms: [String: RoomState] = [:], policy: EnginePolicy = EnginePolicy()) {
+        self.policy = policy
+        self.rooms = rooms
+        self.sequencer = Sequencer(replica: replica, maxForwardDriftMillis: policy.maxClockDriftMillis)
+        let privateOrigin = replica.privateForm
+        for (id, room) in rooms {
+            roomSequences[id] = room.seen.origins[replica]?.highest ?? 0
+            privateSequences[id] = room.seen.origins[privateOrigin]?.highest ?? 0
+            // Nor stamp below its own earlier writes: per origin, a later write has a later stamp.
+            sequencer.restore(lastSequence: 0, lastClock: room.highestClock(writtenBy: [replica, privateOrigin]))
+        }
+    }
+
+    public var replica: ReplicaID { sequencer.replica }
+
+    /// The shell's incarnation, at boot and at each refutation: sessions of earlier ones
+    /// that are dead fold once the reclaim grace has passed since `sinceMillis`.
+    public mutating func liveIncarnation(_ incarnation: UInt64, sinceMillis: UInt64) {
+        self.incarnation = incarnation
+        incarnationSinceMillis = sinceMillis
+        // Every user with sessions is a candidate again when that grace has passed.
+        for (roomID, room) in rooms where !room.users.isEmpty { foldLater[roomID, default: []].formUnion(room.users.keys) }
+    }
+
+    /// Where this node numbers peer messages (docs/MESSAGING.md): its id with the top bit
+    /// flipped, so clients that may not see them find no gap in the public sequence.
+    public var privateOrigin: ReplicaID { sequencer.replica.privateForm }
+
+    /// Remembers the messages a change set removed from a room's history.
+    mutating func noteEvictions(room: String, _ messaging: [MessagingChange]) {
+        for case let .messagesRemoved(keys, _) in messaging {
+            evicted[room, default: EvictedKeys()].insert(keys)
+        }
+    }
+
+    /// Numbers a write for a room without consuming the number.
+    func stamp(room: String, _ write: Write, nowMillis: UInt64) -> (Delta, Sequencer) {
+        var sequencer = self.sequencer
+        if write.operation.peerRecipient != nil {
+            let delta = sequencer.stamp(write, origin: privateOrigin, sequence: (privateSequences[room] ?? 0) + 1, nowMillis: nowMillis)
+            return (delta, sequencer)
+        }
+        let delta = sequencer.stamp(write, sequence: (roomSequences[room] ?? 0) + 1, nowMillis: nowMillis)
+        return (delta, sequencer)
+    }
+}

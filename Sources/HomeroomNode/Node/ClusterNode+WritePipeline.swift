@@ -1,0 +1,52 @@
+import HomeroomCore
+import HomeroomEngine
+
+extension ClusterNode {
+    /// The one write pipeline, for client and system writes alike: the engine's numbered
+    /// write is stored (committed) before it is applied, published or acknowledged, and its
+    /// number is consumed only once the store has it. Runs under the state lock; the
+    /// caller logs a failure after leaving it.
+    func carryOut(_ stamped: StampedWrite, in state: inout NodeState) -> Result<CommittedWrite, StoreError> {
+        if let store = state.store {
+            let clock = ContinuousClock()
+            let started = clock.now
+            do throws(StoreError) {
+                try store.append(room: stamped.room, deltas: [stamped.delta])
+            } catch {
+                return .failure(error)
+            }
+            let elapsed = clock.now - started
+            metrics.add("store_append_micros_sum", UInt64(elapsed.components.attoseconds / 1_000_000_000_000) + UInt64(elapsed.components.seconds) * 1_000_000)
+            metrics.add("store_append_count")
+            state.dirtyRooms[stamped.room, default: 0] += 1
+        }
+        let committed = state.engine.commit(stamped)
+        state.noteRemovals(room: committed.room, [committed.delta])
+        // Queued under the lock, so deltas leave in sequence order.
+        outbox.enqueue(room: committed.room, deltas: [committed.delta], toNodes: true)
+        return .success(committed)
+    }
+
+    /// A write the node makes itself (as system) in a room it holds: numbered, stored,
+    /// applied, published. False when the node is stopping, lacks the room, or the store failed.
+    @discardableResult
+    func sequenceSystemWrite(room: String, _ write: Write, evenWhileStopping: Bool = false) -> Bool {
+        let result = state.withLock { state -> Result<CommittedWrite, StoreError>? in
+            guard evenWhileStopping || !state.stopping,
+                  let stamped = state.engine.stampSystemWrite(room: room, write, nowMillis: wallMillis()) else { return nil }
+            return carryOut(stamped, in: &state)
+        }
+        switch result {
+        case .success: return true
+        case let .failure(error):
+            logger.warning("store failed for a system write; it was not made", ["room": room, "error": "\(error)"])
+            return false
+        case nil: return false
+        }
+    }
+
+    /// A write the node makes for the cluster, as this node.
+    func systemWrite(room: String, _ operation: Operation) {
+        sequenceSystemWrite(room: room, Write(author: "node:\(name)", authorRole: .system, authorCounter: 0, operation: operation))
+    }
+}
