@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "HomeroomWire", targets: ["HomeroomWire"]),
         .library(name: "HomeroomNode", targets: ["HomeroomNode"]),
         .library(name: "HomeroomContext", targets: ["HomeroomContext"]),
+        .library(name: "HomeroomSupport", targets: ["HomeroomSupport"]),
         .library(name: "HomeroomTerminalUI", targets: ["HomeroomTerminalUI"]),
     ],
     targets: [
@@ -33,6 +34,8 @@ let package = Package(
             linkerSettings: [.linkedLibrary("protobuf-c")]
         ),
 
+        // What every layer above Core shares: the logger, the clocks, JSON text.
+        .target(name: "HomeroomSupport", swiftSettings: strict),
         // Pure, deterministic room-state engine: no I/O, no clock reads.
         .target(name: "HomeroomCore", swiftSettings: strict),
         // The node's policy, pure as Core is: admission and numbering of writes, what it takes
@@ -43,17 +46,17 @@ let package = Package(
         // Swift <-> protobuf mapping, limits and validation of untrusted bytes.
         .target(name: "HomeroomWire", dependencies: ["HomeroomCore", "CHomeroomProto"], swiftSettings: strict),
         // nng transport, cluster membership, anti-entropy.
-        .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomEngine", "HomeroomWire", "CNNG", "CLinuxEvents", "CSQLite", "CSodium", "COpenSSL"], swiftSettings: strict),
+        .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomEngine", "HomeroomWire", "HomeroomSupport", "CNNG", "CLinuxEvents", "CSQLite", "CSodium", "COpenSSL"], swiftSettings: strict),
         // The only door between a UI and the engine: room, user, stream, message, monitor contexts.
-        .target(name: "HomeroomContext", dependencies: ["HomeroomCore", "HomeroomNode"], swiftSettings: strict),
+        .target(name: "HomeroomContext", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomNode"], swiftSettings: strict),
         // Terminal scenes and components, themed by a JSON config.
         .target(name: "HomeroomTerminalUI", dependencies: ["HomeroomContext"], swiftSettings: strict),
 
-        .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomSimulation", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTerminalUI"], swiftSettings: strict),
+        .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomSimulation", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTerminalUI"], swiftSettings: strict),
         // The bench borrows the tests' raw-socket adversary (HomeroomTestSupport) for its resources suite.
-        .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode", "HomeroomTestSupport"], swiftSettings: strict),
+        .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomWire", "HomeroomNode", "HomeroomTestSupport"], swiftSettings: strict),
         // Partition and chaos runs against real `homeroom node` processes, with a checker.
-        .executableTarget(name: "homeroom-chaos", dependencies: ["HomeroomCore", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
+        .executableTarget(name: "homeroom-chaos", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
 
         .testTarget(name: "HomeroomCoreTests", dependencies: ["HomeroomCore"], swiftSettings: strict),
         .testTarget(name: "HomeroomEngineTests", dependencies: ["HomeroomEngine", "HomeroomSimulation", "HomeroomCore"], swiftSettings: strict),

@@ -5,6 +5,7 @@ import Dispatch
 import HomeroomCore
 import HomeroomNode
 import Synchronization
+import HomeroomSupport
 
 /// How a pool joins a room: who, where, and how patient it is with the link.
 public struct ClassroomConfig: Sendable, Equatable {
@@ -175,7 +176,7 @@ final class ClassroomSession: Sendable {
 
     var connectionState: ConnectionState {
         let (client, everJoined) = state.withLock { ($0.client, $0.everJoined) }
-        if let client { return client.connectionState }
+        if let client { return ConnectionState(client.connectionState) }
         return everJoined ? .aborted : .connecting
     }
 
@@ -332,7 +333,7 @@ final class ClassroomSession: Sendable {
         var events: [ContextEvent] = []
         let current = state.withLock { state -> Bool in
             guard state.generation == generation, let client = state.client else { return false }
-            let connection = client.connectionState
+            let connection = ConnectionState(client.connectionState)
             if connection != state.lastConnection {
                 state.lastConnection = connection
                 events.append(.connectionStateUpdated(connection))

@@ -12,7 +12,7 @@ public struct ContextError: Error, Equatable, Sendable, CustomStringConvertible 
         self.message = message
     }
 
-    public init(_ error: ClientError) {
+    init(_ error: ClientError) {
         switch error {
         case let .refused(code, message): self.init(code: code, message: message)
         default: self.init(code: error.code, message: error.description)

@@ -1,5 +1,6 @@
 import HomeroomCore
 import HomeroomNode
+import HomeroomSupport
 
 /// The door between a UI and the engine (AgoraEduContextPool): one local user in one
 /// room, with a context per concern. A UI holds a pool and never a client or a replica.

@@ -12,7 +12,19 @@ public typealias Schedule = HomeroomCore.Schedule
 public typealias BreakoutGroup = HomeroomCore.BreakoutGroup
 public typealias LockStatus = HomeroomCore.LockStatus
 public typealias LockFence = HomeroomCore.LockFence
-public typealias ConnectionState = HomeroomNode.ConnectionState
+/// The link between this client and the cluster, as a UI shows it.
+public enum ConnectionState: String, Sendable, Equatable {
+    case connecting, connected, reconnecting, aborted
+
+    init(_ state: ClientLinkState) {
+        switch state {
+        case .connecting: self = .connecting
+        case .connected: self = .connected
+        case .reconnecting: self = .reconnecting
+        case .aborted: self = .aborted
+        }
+    }
+}
 
 /// Who a user is: id, display name and role (AgoraEduContextUserInfo).
 public struct UserInfo: Hashable, Sendable {

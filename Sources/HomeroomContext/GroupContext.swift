@@ -1,5 +1,6 @@
 import HomeroomCore
 import HomeroomNode
+import HomeroomSupport
 
 /// Flexible Classroom's breakout groups (AgoraEduGroupContext): up to 20 groups of up to
 /// 17 members in a small classroom. Each group meets in a room of its own

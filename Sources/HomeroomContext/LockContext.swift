@@ -1,5 +1,6 @@
 import HomeroomCore
 import HomeroomNode
+import HomeroomSupport
 
 /// Signaling's locks, with fencing (docs/MESSAGING.md, "Locks"): at most 32 per room,
 /// each held by one user, with a TTL of 10 to 300 s that it outlives its holder's

@@ -1,5 +1,6 @@
 import HomeroomCore
 import HomeroomNode
+import HomeroomSupport
 
 /// Builds the contexts' read models from a replica. Internal: UIs see only the results.
 enum ReadModel {

@@ -1,5 +1,6 @@
 import HomeroomCore
 import HomeroomNode
+import HomeroomSupport
 
 /// Cameras and microphones (AgoraEduStreamContext and the device part of AgoraEduMediaContext):
 /// the local user's own devices, and publish privileges for others (teacher, assistant).

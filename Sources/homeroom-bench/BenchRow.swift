@@ -1,5 +1,6 @@
 import HomeroomCore
 import HomeroomNode
+import HomeroomSupport
 
 /// One measured case, printed as one JSON object per line.
 struct BenchRow {

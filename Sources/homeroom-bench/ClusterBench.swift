@@ -3,6 +3,7 @@ import HomeroomCore
 import HomeroomNode
 import HomeroomWire
 import Synchronization
+import HomeroomSupport
 
 /// Cluster suites: delivered deltas/s and propagation latency between in-process
 /// nodes on tcp loopback, each beside raw nng pub/sub of the same message size

@@ -2,6 +2,7 @@
 import HomeroomCore
 import HomeroomNode
 import HomeroomWire
+import HomeroomSupport
 
 /// Join time: a peer connects to a node holding a large room and receives its snapshot.
 /// Node-down detection: how long the others take to declare a silent node down.

@@ -2,6 +2,7 @@
 import HomeroomCore
 import HomeroomNode
 import HomeroomWire
+import HomeroomSupport
 
 /// A room through a simulated semester over real nodes (two in-process nodes, the
 /// first with a store, restarted twice per tenth; the second without one, restarted

@@ -5,6 +5,7 @@ import HomeroomNode
 import HomeroomTestSupport
 import HomeroomWire
 import Synchronization
+import HomeroomSupport
 
 /// A node's descriptors and threads before and after a minute of adversarial traffic
 /// (docs/NNG.md): raw connections of every hostile kind against its REP and PUB

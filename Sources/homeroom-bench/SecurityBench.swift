@@ -4,6 +4,7 @@ import HomeroomCore
 import HomeroomNode
 import HomeroomWire
 import Synchronization
+import HomeroomSupport
 
 /// Security suite: what sealing a closed room's topics costs per published message
 /// (against encoding the same envelope alone, in the same run), and how a victim's

@@ -2,6 +2,7 @@
 import HomeroomCore
 import HomeroomNode
 import Synchronization
+import HomeroomSupport
 
 /// A flag that several threads read.
 final class Flag: Sendable {

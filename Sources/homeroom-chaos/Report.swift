@@ -1,4 +1,5 @@
 import HomeroomNode
+import HomeroomSupport
 
 /// A small JSON value, written with keys in the order given (reports diff well).
 indirect enum JSON {

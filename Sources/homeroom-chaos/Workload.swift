@@ -2,6 +2,7 @@
 import HomeroomCore
 import HomeroomNode
 import Synchronization
+import HomeroomSupport
 
 /// A plain OS thread (blocking client calls stay off the Swift concurrency pool).
 final class Worker: Sendable {

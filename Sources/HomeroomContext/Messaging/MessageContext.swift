@@ -1,5 +1,6 @@
 import HomeroomCore
 import HomeroomNode
+import HomeroomSupport
 
 /// Room and peer messages, the history, chat moderation and presence
 /// (AgoraEduMessageContext plus RTM's presence). Messages arrive once each, in each

@@ -1,4 +1,5 @@
 import Synchronization
+import HomeroomSupport
 
 /// Author counters of Homeroom's own client (docs/PROTOCOL.md, Flow 6). A counter
 /// must grow across all of a user's connections and restarts and must never be used

@@ -1,4 +1,5 @@
 import HomeroomCore
+import HomeroomSupport
 
 /// A lock this client was granted (docs/MESSAGING.md, "Locks").
 public struct LockGrantResult: Hashable, Sendable {

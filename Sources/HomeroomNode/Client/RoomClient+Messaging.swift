@@ -1,5 +1,6 @@
 import HomeroomCore
 import HomeroomWire
+import HomeroomSupport
 
 /// A property write this client made, until its fate is known.
 struct PendingPropertyWrite: Sendable {

@@ -1,6 +1,7 @@
 import HomeroomCore
 import HomeroomWire
 import Synchronization
+import HomeroomSupport
 
 /// A node a client can attach to: its REP address (joins, writes, sync). The PUB
 /// address is asked from the node itself.
@@ -9,7 +10,7 @@ public struct NodeEndpoint: Sendable, Hashable {
     public init(_ address: String) { self.address = address }
 }
 
-public enum ConnectionState: String, Sendable, Equatable {
+public enum ClientLinkState: String, Sendable, Equatable {
     case connecting, connected, reconnecting, aborted
 }
 
@@ -87,7 +88,7 @@ public final class RoomClient: Sendable {
 
     struct State {
         var replica: RoomState
-        var connection = ConnectionState.connecting
+        var connection = ClientLinkState.connecting
         var endpointIndex = 0
         var session: SessionID
         var sessionCount = 0
@@ -158,7 +159,7 @@ public final class RoomClient: Sendable {
 
     // MARK: - Observing
 
-    public var connectionState: ConnectionState { state.withLock { $0.connection } }
+    public var connectionState: ClientLinkState { state.withLock { $0.connection } }
     public var replica: RoomState { state.withLock { $0.replica } }
     public var roster: Roster { state.withLock { $0.replica.roster() } }
     /// Sealed topic messages that did not open with this client's keys (altered or

@@ -1,4 +1,5 @@
 import Synchronization
+import HomeroomSupport
 
 /// Holds cluster messages for a while before they are processed (the delay fault):
 /// a sorted queue and one thread that releases what is due.

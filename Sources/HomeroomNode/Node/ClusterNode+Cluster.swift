@@ -1,6 +1,7 @@
 import HomeroomCore
 import HomeroomEngine
 import HomeroomWire
+import HomeroomSupport
 
 extension ClusterNode {
     /// A message from another node's PUB socket: deltas it sequenced, or a heartbeat.

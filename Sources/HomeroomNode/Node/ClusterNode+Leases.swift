@@ -1,5 +1,6 @@
 import HomeroomCore
 import HomeroomWire
+import HomeroomSupport
 
 /// Session leases: a client that vanishes (killed, unplugged, its laptop shut) never
 /// sends `leave_session`, and its node stays alive, so nothing else would ever end

@@ -1,6 +1,7 @@
 import HomeroomCore
 import HomeroomEngine
 import HomeroomWire
+import HomeroomSupport
 
 /// Lifetime (docs/ARCHITECTURE.md, "Lifetime"): the node folds away the sessions it
 /// started once enough of them are over, so a user who joins thousands of times in a

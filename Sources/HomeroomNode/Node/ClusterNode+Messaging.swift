@@ -1,5 +1,6 @@
 import HomeroomCore
 import HomeroomWire
+import HomeroomSupport
 
 /// Messaging in the node (docs/MESSAGING.md): peer messages on private topics, and
 /// the history's age limit.

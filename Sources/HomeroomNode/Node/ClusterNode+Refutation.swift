@@ -1,4 +1,5 @@
 import HomeroomCore
+import HomeroomSupport
 
 /// Refutation, as in SWIM: a node cut off longer than the down period is declared
 /// down by the others, who end the sessions of its current incarnation. When the

@@ -1,6 +1,7 @@
 import HomeroomCore
 import HomeroomEngine
 import HomeroomWire
+import HomeroomSupport
 
 extension ClusterNode {
     /// One request on the REP socket: decode, dispatch, encode the reply. Never throws,

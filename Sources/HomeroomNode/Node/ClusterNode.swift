@@ -3,6 +3,7 @@ import HomeroomCore
 import HomeroomEngine
 import HomeroomWire
 import Synchronization
+import HomeroomSupport
 
 /// A running Homeroom node: the I/O shell around Core.
 ///

@@ -1,5 +1,6 @@
 import HomeroomCore
 import HomeroomWire
+import HomeroomSupport
 
 /// What operators read: the rooms this node holds (users, who is online and on stage)
 /// and the members it sees (state, when last heard, how far behind this node), in the

@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import CLinuxEvents
 import Synchronization
+import HomeroomSupport
 
 /// A tiny HTTP/1.x server for /healthz and /metrics: GET routes answered by Swift
 /// closures, one `poll` thread, every descriptor closed by that thread. Bounded: at most

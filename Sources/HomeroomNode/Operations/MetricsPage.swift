@@ -1,4 +1,5 @@
 import HomeroomCore
+import HomeroomSupport
 
 /// /metrics in the Prometheus text format, and /healthz.
 extension ClusterNode {

@@ -1,4 +1,4 @@
-import HomeroomNode
+import HomeroomSupport
 
 /// A tiny JSON writer for `--json` output (keys keep the order they are given in).
 enum JSONText {

@@ -4,6 +4,7 @@ import HomeroomCore
 import HomeroomNode
 import HomeroomTerminalUI
 import Synchronization
+import HomeroomSupport
 
 /// `homeroom demo`: the main job. A three-node cluster in this process, a teacher, an
 /// assistant and students in a scripted lesson (hands, stage, devices, privileges,

@@ -1,6 +1,6 @@
 @preconcurrency import Glibc
+import HomeroomSupport
 import HomeroomContext
-import HomeroomNode
 import HomeroomTerminalUI
 
 /// `homeroom join`: an interactive session in a room, one command per line.

@@ -2,6 +2,7 @@
 import FoundationEssentials
 import HomeroomCore
 import HomeroomNode
+import HomeroomSupport
 
 /// `homeroom node`: run one node of a cluster until SIGTERM or SIGINT.
 enum NodeCommand {

@@ -1,6 +1,6 @@
 import HomeroomContext
-import HomeroomNode
 import HomeroomTerminalUI
+import HomeroomSupport
 
 /// `homeroom roster`: the roster once (text or JSON), or live and full-screen (--watch).
 enum RosterCommand {

@@ -1,5 +1,6 @@
 import HomeroomCore
 import HomeroomNode
+import HomeroomSupport
 
 /// `homeroom token create`: a signed join token, as LiveKit's `lk token create` does.
 enum TokenCommand {

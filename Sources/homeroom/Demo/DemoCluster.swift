@@ -2,6 +2,7 @@
 import HomeroomCore
 import HomeroomNode
 import Synchronization
+import HomeroomSupport
 
 /// The demo's cluster: in-process nodes on loopback (ephemeral tcp ports on 127.0.0.1)
 /// or ipc sockets in /tmp, never any other address. Stops every node it started.

@@ -1,6 +1,6 @@
 import HomeroomContext
-import HomeroomNode
 import Synchronization
+import HomeroomSupport
 
 /// What the demo did: narration, writes acknowledged and refused (by code, and which
 /// refusals the script meant to provoke), and rewards as acknowledged per student.

@@ -3,6 +3,7 @@ import HomeroomContext
 import HomeroomCore
 import HomeroomNode
 import Synchronization
+import HomeroomSupport
 
 /// The demo's scripted lesson: a teacher, an assistant and students in one small
 /// classroom on a three-node cluster, driven only through the contexts.

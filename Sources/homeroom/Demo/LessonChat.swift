@@ -1,5 +1,5 @@
+import HomeroomSupport
 import HomeroomContext
-import HomeroomNode
 import Synchronization
 
 /// The demo's chat: every client's received room messages, and what was sent, so the

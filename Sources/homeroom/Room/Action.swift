@@ -1,6 +1,7 @@
 import HomeroomCore
 import HomeroomContext
 import HomeroomNode
+import HomeroomSupport
 
 /// Whose properties a `prop` action reads or writes.
 enum PropertyOwner: Equatable {

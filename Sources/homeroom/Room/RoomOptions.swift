@@ -1,6 +1,7 @@
 import HomeroomContext
 import HomeroomCore
 import HomeroomNode
+import HomeroomSupport
 
 /// Where and as whom a room command joins: shared by join, roster and the one-shot actions.
 struct RoomOptions {

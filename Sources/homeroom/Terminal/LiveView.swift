@@ -1,8 +1,8 @@
 @preconcurrency import Glibc
 import HomeroomContext
-import HomeroomNode
 import HomeroomTerminalUI
 import Synchronization
+import HomeroomSupport
 
 /// The full-screen live roster (like top): redrawn when the room changes and every
 /// second (the class clock), paged with n/p in a lecture hall, left with q or Ctrl-C.

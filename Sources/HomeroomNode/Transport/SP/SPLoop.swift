@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import CLinuxEvents
 import Synchronization
+import HomeroomSupport
 
 /// What a socket kind does with its connections; called on the loop thread only.
 protocol SPRole: AnyObject {

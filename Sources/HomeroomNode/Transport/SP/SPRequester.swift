@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import HomeroomSupport
 
 /// The client side of REQ/REP over SP, safe to use from many threads and tasks at once:
 /// every request carries its own id, so many may be outstanding on one connection and
