@@ -4,7 +4,7 @@ import HomeroomWire
 import Testing
 @testable import HomeroomNode
 
-/// Links to a peer that is down are reconnected every suspect period (so the first
+/// Links to a peer that is suspect or down are reconnected every period (so the first
 /// packets after a partition heals do not wait out TCP's retransmission backoff), a peer
 /// that comes back keeps one subscription, and a peer down past the permanent-down
 /// period is forgotten.
@@ -23,26 +23,31 @@ import Testing
         let replaced = table.setDialer(a, 12, address: "tcp://10.0.0.1:7101")
         #expect(none == nil)
         #expect(replaced == 11, "the dialer replaced is handed back to be closed")
-        let nobody = table.renewalsDue(nowMillis: 100, everyMillis: 1_000)
+        let nobody = table.renewalsDue(nowMillis: 100, everyMillis: 1_000, silentForMillis: 1_000)
         #expect(nobody.isEmpty, "nobody is down")
 
-        // a goes silent: declared down at 2 s, due at once, then once per period.
+        // a goes silent: suspect at 1 s and due at once, down at 2 s, due once per period.
+        _ = table.heard(Self.heartbeat("b", port: 7200), nowMillis: 900)
+        _ = table.sweep(nowMillis: 1_000, suspectMillis: 1_000, downMillis: 2_000)
+        #expect(table.entries[a]?.status == .suspect)
+        let suspect = table.renewalsDue(nowMillis: 1_000, everyMillis: 1_000, silentForMillis: 1_000)
+        #expect(suspect.map(\.node) == [a], "a suspect peer's links are renewed, not only a dead one's")
         _ = table.heard(Self.heartbeat("b", port: 7200), nowMillis: 1_900)
         let down = table.sweep(nowMillis: 2_000, suspectMillis: 1_000, downMillis: 2_000)
         #expect(down.map(\.node) == [a])
-        let first = table.renewalsDue(nowMillis: 2_000, everyMillis: 1_000)
+        let first = table.renewalsDue(nowMillis: 2_000, everyMillis: 1_000, silentForMillis: 1_000)
         #expect(first.count == 1)
         #expect(first.first?.node == a && first.first?.dialer == 12 && first.first?.staleDialer == nil && first.first?.publishAddress == nil)
         #expect(first.first?.requestAddress == "tcp://10.0.0.1:7100")
         #expect(table.entries[a]?.subscriberDialer == 12, "the dialer stays: only its connection is replaced")
-        let early = table.renewalsDue(nowMillis: 2_500, everyMillis: 1_000)
-        let next = table.renewalsDue(nowMillis: 3_000, everyMillis: 1_000)
+        let early = table.renewalsDue(nowMillis: 2_500, everyMillis: 1_000, silentForMillis: 1_000)
+        let next = table.renewalsDue(nowMillis: 3_000, everyMillis: 1_000, silentForMillis: 1_000)
         #expect(early.isEmpty, "renewed again within the period")
         #expect(next.map(\.node) == [a])
 
         // a came back: no longer due; its one dialer stays.
         let cameBack = table.heard(Self.heartbeat("a", port: 7100), nowMillis: 3_100)
-        let later = table.renewalsDue(nowMillis: 9_000, everyMillis: 1_000)
+        let later = table.renewalsDue(nowMillis: 9_000, everyMillis: 1_000, silentForMillis: 1_000)
         #expect(cameBack, "a dead peer that is heard again is connected again")
         #expect(later.filter { $0.node == a }.isEmpty)
         #expect(table.entries[a]?.subscriberDialer == 12)
@@ -55,7 +60,7 @@ import Testing
         _ = table.heard(Self.heartbeat("a", port: 7100), nowMillis: 9_000)
         let restarted = table.sweep(nowMillis: 9_500, suspectMillis: 1_000, downMillis: 2_000)
         #expect(restarted.map(\.node) == [b])
-        let shared = table.renewalsDue(nowMillis: 9_500, everyMillis: 1_000)
+        let shared = table.renewalsDue(nowMillis: 9_500, everyMillis: 1_000, silentForMillis: 1_000)
         #expect(shared.count == 1)
         #expect(shared.first?.staleDialer == 21 && shared.first?.dialer == nil && shared.first?.requestAddress == nil)
         #expect(table.entries[b]?.subscriberDialer == nil)
@@ -68,7 +73,7 @@ import Testing
         _ = table.heard(WireMessage.Heartbeat(node: ReplicaID(name: "b#2"), incarnation: 2, address: "tcp://10.0.0.1:7200",
                                               publishAddress: "tcp://10.0.0.1:7201"), nowMillis: 1_000)
         _ = table.sweep(nowMillis: 9_000, suspectMillis: 1_000, downMillis: 2_000)
-        let due = table.renewalsDue(nowMillis: 9_000, everyMillis: 1_000)
+        let due = table.renewalsDue(nowMillis: 9_000, everyMillis: 1_000, silentForMillis: 1_000)
         #expect(due.map(\.node) == [ReplicaID(name: "b#2")], "only the id heard last renews the shared address: \(due.map(\.node))")
         #expect(due.first?.publishAddress == "tcp://10.0.0.1:7201" && due.first?.requestAddress == "tcp://10.0.0.1:7200")
     }
@@ -84,7 +89,7 @@ import Testing
         #expect(moved, "a peer on new addresses must be connected anew")
         // Had it been missed, renewal would not redial the old address: it subscribes anew.
         _ = table.sweep(nowMillis: 5_000, suspectMillis: 1_000, downMillis: 2_000)
-        let due = table.renewalsDue(nowMillis: 5_000, everyMillis: 1_000)
+        let due = table.renewalsDue(nowMillis: 5_000, everyMillis: 1_000, silentForMillis: 1_000)
         #expect(due.first?.dialer == nil && due.first?.staleDialer == 7 && due.first?.publishAddress == "tcp://10.0.0.1:7301")
         #expect(due.first?.requestAddress == "tcp://10.0.0.1:7300")
     }
@@ -102,7 +107,7 @@ import Testing
         let forgotten = table.forget(downForMillis: 300_000, nowMillis: 300_000)
         #expect(forgotten.map(\.node) == [a] && forgotten.first?.subscriberDialer == 5, "the dialer is handed back to be removed")
         #expect(table.entries[a] == nil && table.entries[ReplicaID(name: "b")] != nil, "only the dead peer is forgotten")
-        #expect(table.renewalsDue(nowMillis: 400_000, everyMillis: 1_000).isEmpty, "a forgotten peer is not redialled")
+        #expect(table.renewalsDue(nowMillis: 400_000, everyMillis: 1_000, silentForMillis: 1_000).isEmpty, "a forgotten peer is not redialled")
         let relearned = table.learn(WireMessage.Peer(node: a, address: "tcp://10.0.0.1:7100", incarnation: 1, status: .dead,
                                                      publishAddress: "tcp://10.0.0.1:7101", clusterPublishAddress: ""), nowMillis: 400_000)
         #expect(!relearned, "gossip that lists it as dead does not bring it back")

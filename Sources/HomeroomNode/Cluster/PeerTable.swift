@@ -114,9 +114,9 @@ struct PeerTable {
         return previous
     }
 
-    /// Down peers whose links were last replaced `everyMillis` ago or more (or never),
-    /// marked as renewed now.
-    mutating func renewalsDue(nowMillis: UInt64, everyMillis: UInt64) -> [Renewal] {
+    /// Peers not heard for `silentForMillis` or more (suspect or down) whose links were
+    /// last replaced `everyMillis` ago or more (or never), marked as renewed now.
+    mutating func renewalsDue(nowMillis: UInt64, everyMillis: UInt64, silentForMillis: UInt64) -> [Renewal] {
         // Each address belongs to one entry: a live one if any, else the dead one heard
         // last (older ids of a node that restarted in memory leave it to the newest).
         func owners(_ address: (Entry) -> String) -> [String: ReplicaID] {
@@ -134,7 +134,8 @@ struct PeerTable {
         let publishOwners = owners(\.subscribeAddress)
         let requestOwners = owners(\.address)
         var due: [Renewal] = []
-        for (node, entry) in entries where entry.status == .dead && nowMillis &- entry.linksRenewedMillis >= everyMillis {
+        for (node, entry) in entries where entry.status != .alive && nowMillis &- entry.lastHeardMillis >= silentForMillis
+            && nowMillis &- entry.linksRenewedMillis >= everyMillis {
             let publish = entry.subscribeAddress
             let owned = !publish.isEmpty && publishOwners[publish] == node
             let request = entry.address.isEmpty || requestOwners[entry.address] != node ? nil : entry.address

@@ -106,7 +106,7 @@ extension ClusterNode {
         }
         noteNameCollision(heartbeat)
         let now = WallClock.monotonicMillis()
-        let toConnect = state.withLock { state -> [PeerTable.Entry] in
+        let (toConnect, gap) = state.withLock { state -> ([PeerTable.Entry], Bool) in
             // A peer heard, and it knows of no newer store of this name: writes are safe now.
             state.peersAwaitedUntil = nil
             var connect: [ReplicaID] = []
@@ -115,16 +115,22 @@ extension ClusterNode {
             for peer in heartbeat.peers where peer.node != replica && !replica.supersedes(peer.node) {
                 if state.peers.learn(peer, nowMillis: now) { connect.append(peer.node) }
             }
+            var gap = false
             for digest in heartbeat.rooms where RoomID.validate(digest.roomID) == nil {
                 let mine = state.rooms[digest.roomID]?.seen ?? VersionVector()
                 if !mine.dominates(digest.seen) {
-                    state.pendingSyncs.insert(NodeState.SyncKey(peer: heartbeat.node, room: digest.roomID))
+                    gap = state.pendingSyncs.insert(NodeState.SyncKey(peer: heartbeat.node, room: digest.roomID)).inserted || gap
                 }
             }
             for node in connect { state.peers.markConnected(node) }
-            return connect.compactMap { state.peers.entries[$0] }
+            return (connect.compactMap { state.peers.entries[$0] }, gap && !state.pulling.contains(heartbeat.node))
         }
         for peer in toConnect { connect(peer) }
+        // At once, not at the next tick: after a heal the first heartbeat shows what is
+        // missing, and the tick came up to a heartbeat period later. Still at most one pull
+        // in flight per peer, and no more than one per heartbeat heard (a gap in a delta
+        // stream, often only reordering, waits for the tick as before).
+        if gap { runPendingSyncs() }
     }
 
     func connect(_ peer: PeerTable.Entry) {
@@ -151,25 +157,36 @@ extension ClusterNode {
 
     /// While a partition drops its packets, TCP backs off exponentially, on established
     /// connections and on connection attempts alike (after a 20 s cut, about 13 s between
-    /// tries), so the first packets after the heal wait that long. While a peer is down,
-    /// its links (this node's SUB connection to it and its REQ connection) are therefore
-    /// redialled every suspect period: a fresh connection attempt gets through within
-    /// about that long of the heal, and the peer is heard from, and repaired, at once.
-    /// Only the connection is replaced (the transport closes its own descriptor at once);
-    /// the dialer and its socket stay.
+    /// tries; a SYN is first retried after 1 s), so the first packets after the heal wait
+    /// that long. From the moment a peer is suspect, its links (this node's SUB
+    /// connection to it and its REQ connection) are therefore redialled every two
+    /// heartbeat periods: a fresh SYN leaves within that long of the heal, and the peer
+    /// is heard from, and repaired, at once. Only the connection is replaced (the
+    /// transport closes its own descriptor at once); the dialer and its socket stay.
     func renewLinksOfDownPeers() {
         let now = WallClock.monotonicMillis()
-        let due = state.withLock { $0.peers.renewalsDue(nowMillis: now, everyMillis: max(config.suspectMillis, 2 * config.heartbeatMillis)) }
+        let period = Self.renewalMillis(heartbeatMillis: config.heartbeatMillis)
+        let due = state.withLock {
+            $0.peers.renewalsDue(nowMillis: now, everyMillis: period, silentForMillis: config.suspectMillis)
+        }
         for renewal in due {
-            if let dialer = renewal.dialer { subscriber.redial(dialer) }
+            if let dialer = renewal.dialer { subscriber.redial(dialer, keepingAttemptsYoungerThan: period) }
             if let stale = renewal.staleDialer { subscriber.removeDialer(stale) }
             if let address = renewal.publishAddress { subscribe(to: renewal.node, at: address) }
             if let address = renewal.requestAddress {
-                if let requester = links.withLock({ $0[address] }) { requester.reconnect() } else { _ = link(address) }
+                if let requester = links.withLock({ $0[address] }) {
+                    requester.reconnect(keepingAttemptsYoungerThan: period)
+                } else {
+                    _ = link(address)
+                }
             }
             metrics.add("links_renewed_total")
         }
     }
+
+    /// How often a silent peer's links are redialled: two heartbeat periods, and no
+    /// attempt younger than that is cut short (connecting takes longer on a long round trip).
+    static func renewalMillis(heartbeatMillis: UInt64) -> UInt64 { 2 * heartbeatMillis }
 
     /// Forgets peers down for longer than the permanent-down period: their dialers and
     /// links close, and they are no longer dialled or gossiped. A forgotten peer that
@@ -264,12 +281,8 @@ extension ClusterNode {
             if tick % 5 == 0 { checkHealth() }
             if tick % 5 == 0 { reloadRevoked() }
             if tick % 5 == 0 { rotateKeysOfExpiredTokens() }
-            let (isolated, wedged) = state.withLock { ($0.faults.isolated, $0.wedged != nil) }
-            if !isolated && !wedged {
-                let message = WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat())))
-                try? nodePublisher.send(topic: Topics.heartbeat, payload: framing.seal(message))
-                greetSeeds()
-            }
+            heartbeatWanted.store(false, ordering: .relaxed)
+            if publishHeartbeat() { greetSeeds() }
             declareSilentNodesDown()
             renewLinksOfDownPeers()
             if tick % 25 == 0 { forgetPermanentlyDownPeers() }
@@ -278,14 +291,29 @@ extension ClusterNode {
             if tick % 2 == 0 { expireIdleSessions() }
             if tick % 25 == 0 { compactStore(force: true) } else { compactStore(force: false) }
             if tick % 25 == 0 { pruneRateLimiters() }
-            // Sleep the rest of the period, in short steps so stop() is prompt.
+            // Sleep the rest of the period, in short steps so stop() is prompt, and so a
+            // peer that has just (re)connected (after a heal: a renewed link) hears this
+            // node within a step rather than up to a period later.
+            // At most one such extra heartbeat per period, however many connect.
             let period = config.heartbeatMillis
+            var sentEarly = false
             while !state.withLock({ $0.stopping }) {
                 let elapsed = WallClock.monotonicMillis() &- started
                 if elapsed >= period { break }
+                if !sentEarly && heartbeatWanted.exchange(false, ordering: .relaxed) { sentEarly = publishHeartbeat() }
                 NNGSleep.milliseconds(min(20, period - elapsed))
             }
         }
+    }
+
+    /// Publishes this node's heartbeat to its peers; false while it is cut off or wedged.
+    @discardableResult
+    func publishHeartbeat() -> Bool {
+        let (isolated, wedged) = state.withLock { ($0.faults.isolated, $0.wedged != nil) }
+        guard !isolated && !wedged else { return false }
+        let message = WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat())))
+        try? nodePublisher.send(topic: Topics.heartbeat, payload: framing.seal(message))
+        return true
     }
 
     /// Forgets the rate-limit buckets that have refilled: the tables would otherwise

@@ -60,6 +60,9 @@ public final class ClusterNode: Sendable {
     /// The port /healthz and /metrics are served on, once started (0 without HTTP).
     public var httpPort: UInt16 { http.withLock { $0?.port ?? 0 } }
     let stopped = Atomic<Bool>(false)
+    /// Set when a node (or client) subscribed to the node publisher: the tick sends a
+    /// heartbeat within its next sleep step, not at the end of the period (ClusterNode+Cluster).
+    let heartbeatWanted = Atomic<Bool>(false)
 
     /// The last generation given out in this process: two stores of one name made within
     /// one 10 ms step (tests restart nodes in memory) still get distinct, increasing ids.
@@ -213,6 +216,9 @@ public final class ClusterNode: Sendable {
             throw .bind(address: config.listen, error)
         }
         noteEveryUserForFolding()
+        let wants = WeakNode()
+        wants.set(self)
+        nodePublisher.whenSubscriberConnects { wants.node?.heartbeatWanted.store(true, ordering: .relaxed) }
         let thread = try? NNGThread(name: "hr-tick") { [weak self] in self?.tickLoop() }
         ticker.withLock { $0 = thread }
         let publishing = try? NNGThread(name: "hr-publish") { [weak self] in self?.publishLoop() }

@@ -49,6 +49,12 @@ public final class SPPublisher: Sendable {
         try send(topic + payload)
     }
 
+    /// Calls `handler` (on the socket's loop thread: it must only note the event) each
+    /// time a subscriber's connection opens.
+    public func whenSubscriberConnects(_ handler: @escaping @Sendable () -> Void) {
+        role.onConnect.withLock { $0 = handler }
+    }
+
     /// Subscribers connected now.
     public var subscribers: Int { loop.stats.open.load(ordering: .relaxed) }
     /// Messages a slow subscriber lost.
@@ -62,10 +68,14 @@ final class PublishRole: SPRole, @unchecked Sendable {
     let dropped = Atomic<Int>(0)
     /// Messages posted to the loop and not yet broadcast.
     let backlog = Atomic<Int>(0)
+    let onConnect = Mutex<(@Sendable () -> Void)?>(nil)
     // Loop-confined.
     private var subscribers: [UInt64: SPConnection] = [:]
 
-    func opened(_ c: SPConnection, loop: SPLoop) { subscribers[c.id] = c }
+    func opened(_ c: SPConnection, loop: SPLoop) {
+        subscribers[c.id] = c
+        onConnect.withLock { $0 }?()
+    }
 
     func received(_ message: [UInt8], on c: SPConnection, loop: SPLoop) { loop.drop(c) }
 

@@ -12,6 +12,7 @@ public final class SPRequester: Sendable {
     private let loop: SPLoop
     private let role: RequestRole
     private let target = Mutex<String>("")
+    private let dialers = Mutex<[UInt64]>([])
 
     public init(limits: SPLimitsConfig = SPLimitsConfig(), name: String = "hr-req") throws(TransportError) {
         role = RequestRole()
@@ -22,15 +23,17 @@ public final class SPRequester: Sendable {
 
     /// Dials a replier (in the background; requests wait for the connection within their timeout).
     public func dial(_ url: String) throws(TransportError) {
-        _ = try loop.dial(url)
+        let id = try loop.dial(url)
+        dialers.withLock { $0.append(id) }
         target.withLock { $0 = $0.isEmpty ? url : $0 + "," + url }
     }
 
     /// Drops the connection and dials again at once (after a partition, a fresh attempt
-    /// gets through sooner than TCP's own retries).
-    public func reconnect() {
-        let role = self.role
-        loop.post { loop in role.dropAll(loop: loop) }
+    /// gets through sooner than TCP's own retries): an open connection, and an attempt
+    /// still connecting once it is `youngMillis` old (a SYN lost in the partition is
+    /// otherwise first retried a second after it was sent, then after three).
+    public func reconnect(keepingAttemptsYoungerThan youngMillis: UInt64 = 0) {
+        for id in dialers.withLock({ $0 }) { loop.redial(id, keepingAttemptsYoungerThan: youngMillis) }
     }
 
     /// True while a connection to the replier is up.
@@ -195,10 +198,6 @@ final class RequestRole: SPRole, @unchecked Sendable {
         case nil: what = "something that is not an SP socket at all (HTTP? the metrics port?)"
         }
         return TransportError(.timedOut, failure.operation, reason: "the address is \(what)")
-    }
-
-    func dropAll(loop: SPLoop) {
-        for c in Array(open.values) { loop.drop(c) }
     }
 
     func failAllFromOutside() {

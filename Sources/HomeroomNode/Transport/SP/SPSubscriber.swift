@@ -33,7 +33,11 @@ public final class SPSubscriber: Sendable {
     }
 
     public func removeDialer(_ id: UInt64) { loop.removeDialer(id) }
-    public func redial(_ id: UInt64) { loop.redial(id) }
+    /// Replaces the dialer's connection with a fresh attempt, unless an attempt younger
+    /// than `youngMillis` is still connecting.
+    public func redial(_ id: UInt64, keepingAttemptsYoungerThan youngMillis: UInt64 = 0) {
+        loop.redial(id, keepingAttemptsYoungerThan: youngMillis)
+    }
 
     /// Messages delivered to the handler.
     public var received: Int { role.delivered.load(ordering: .relaxed) }
