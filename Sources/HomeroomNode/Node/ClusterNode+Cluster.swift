@@ -169,13 +169,16 @@ extension ClusterNode {
         let due = state.withLock {
             $0.peers.renewalsDue(nowMillis: now, everyMillis: period, silentForMillis: config.suspectMillis)
         }
+        // An attempt made by the renewal before is a period old: replaced. One younger
+        // than a heartbeat period (the dialer's own retry) still has time to connect.
+        let young = config.heartbeatMillis
         for renewal in due {
-            if let dialer = renewal.dialer { subscriber.redial(dialer, keepingAttemptsYoungerThan: period) }
+            if let dialer = renewal.dialer { subscriber.redial(dialer, keepingAttemptsYoungerThan: young) }
             if let stale = renewal.staleDialer { subscriber.removeDialer(stale) }
             if let address = renewal.publishAddress { subscribe(to: renewal.node, at: address) }
             if let address = renewal.requestAddress {
                 if let requester = links.withLock({ $0[address] }) {
-                    requester.reconnect(keepingAttemptsYoungerThan: period)
+                    requester.reconnect(keepingAttemptsYoungerThan: young)
                 } else {
                     _ = link(address)
                 }
@@ -184,8 +187,8 @@ extension ClusterNode {
         }
     }
 
-    /// How often a silent peer's links are redialled: two heartbeat periods, and no
-    /// attempt younger than that is cut short (connecting takes longer on a long round trip).
+    /// How often a silent peer's links are redialled: two heartbeat periods (so a link
+    /// whose round trip is longer than that may not connect while its peer is silent).
     static func renewalMillis(heartbeatMillis: UInt64) -> UInt64 { 2 * heartbeatMillis }
 
     /// Forgets peers down for longer than the permanent-down period: their dialers and

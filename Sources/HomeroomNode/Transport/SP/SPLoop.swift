@@ -234,16 +234,20 @@ final class SPLoop: @unchecked Sendable {
     }
 
     /// Replaces a dialer's connection with a fresh attempt now (after a partition, TCP's
-    /// own retry back-off can be many seconds). An attempt still connecting, or still
-    /// exchanging headers, is left alone until it is `keepingAttemptsYoungerThan` old:
-    /// on a long round trip a redial every period would otherwise never connect.
+    /// own retry back-off can be many seconds). An attempt whose TCP connection is up
+    /// (exchanging headers) is left to its handshake deadline, and one still connecting
+    /// until it is `keepingAttemptsYoungerThan` old: on a long round trip a redial every
+    /// period would otherwise never connect.
     func redial(_ id: UInt64, keepingAttemptsYoungerThan youngMillis: UInt64 = 0) {
         post { loop in
             guard var dialer = loop.dialers[id] else { return }
             if let c = dialer.connection.flatMap({ loop.connections[$0] }) {
                 let startedMillis = c.deadlineMillis &- loop.limits.handshakeMillis
-                if c.phase != .open && WallClock.monotonicMillis() &- startedMillis < youngMillis { return }
-                loop.drop(c)
+                switch c.phase {
+                case .handshaking: return
+                case .connecting where WallClock.monotonicMillis() &- startedMillis < youngMillis: return
+                case .connecting, .open: loop.drop(c)
+                }
             }
             dialer.connection = nil
             dialer.nextAttemptMillis = 0
