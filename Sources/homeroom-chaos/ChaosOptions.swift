@@ -30,7 +30,7 @@ struct ChaosOptions: Sendable {
     var presenceBoundMillis: UInt64 = 5_000
     /// After every heal, writes acknowledged before it must be on every node within this
     /// (p99 over the heals), or the run fails. Measured on a 2-core VM (short runs, netns):
-    /// p99 0.43-0.94 s; 0.87-1.11 s before links were renewed from suspicion on (CHAOS.md).
+    /// p99 0.28-0.62 s; 0.87-1.11 s before links were renewed from suspicion on (CHAOS.md).
     var healBoundMillis: UInt64 = 2_500
     /// Of the writes a writer attempted, at least this share must be acknowledged, or the
     /// run fails (a cluster that refuses everything passes no other check). Measured: 99.8%.

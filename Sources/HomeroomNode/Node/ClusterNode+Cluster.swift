@@ -106,9 +106,11 @@ extension ClusterNode {
         }
         noteNameCollision(heartbeat)
         let now = WallClock.monotonicMillis()
-        let (toConnect, gap) = state.withLock { state -> ([PeerTable.Entry], Bool) in
+        let (toConnect, gap, cameBack) = state.withLock { state -> ([PeerTable.Entry], Bool, String?) in
             // A peer heard, and it knows of no newer store of this name: writes are safe now.
             state.peersAwaitedUntil = nil
+            // Silent until now (suspect, down, or new): a partition may just have healed.
+            let wasSilent = state.peers.entries[heartbeat.node].map { $0.status != .alive } ?? true
             var connect: [ReplicaID] = []
             if state.peers.heard(heartbeat, nowMillis: now) { connect.append(heartbeat.node) }
             // Never an older store of this node's own name: this node is that name now.
@@ -123,13 +125,16 @@ extension ClusterNode {
                 }
             }
             for node in connect { state.peers.markConnected(node) }
-            return (connect.compactMap { state.peers.entries[$0] }, gap && !state.pulling.contains(heartbeat.node))
+            return (connect.compactMap { state.peers.entries[$0] }, wasSilent && gap && !state.pulling.contains(heartbeat.node),
+                    wasSilent ? state.peers.entries[heartbeat.node]?.address : nil)
         }
         for peer in toConnect { connect(peer) }
-        // At once, not at the next tick: after a heal the first heartbeat shows what is
-        // missing, and the tick came up to a heartbeat period later. Still at most one pull
-        // in flight per peer, and no more than one per heartbeat heard (a gap in a delta
-        // stream, often only reordering, waits for the tick as before).
+        // A peer heard again after a silence: its REQ link's attempt made during the
+        // partition may wait a second for its lost SYN to be retried; a fresh one connects
+        // now. And what it has that this node lacks is pulled at once, not at the next
+        // tick. (From a peer heard all along, a gap in its digest is mostly writes whose
+        // deltas are still on the way: those wait for the tick, as before.)
+        if let address = cameBack, let requester = links.withLock({ $0[address] }) { requester.retryStalledAttempt() }
         if gap { runPendingSyncs() }
     }
 

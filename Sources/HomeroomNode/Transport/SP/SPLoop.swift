@@ -238,13 +238,15 @@ final class SPLoop: @unchecked Sendable {
     /// (exchanging headers) is left to its handshake deadline, and one still connecting
     /// until it is `keepingAttemptsYoungerThan` old: on a long round trip a redial every
     /// period would otherwise never connect.
-    func redial(_ id: UInt64, keepingAttemptsYoungerThan youngMillis: UInt64 = 0) {
+    /// With `keepingOpen`, an open connection stays too: only a stalled attempt goes.
+    func redial(_ id: UInt64, keepingAttemptsYoungerThan youngMillis: UInt64 = 0, keepingOpen: Bool = false) {
         post { loop in
             guard var dialer = loop.dialers[id] else { return }
             if let c = dialer.connection.flatMap({ loop.connections[$0] }) {
                 let startedMillis = c.deadlineMillis &- loop.limits.handshakeMillis
                 switch c.phase {
                 case .handshaking: return
+                case .open where keepingOpen: return
                 case .connecting where WallClock.monotonicMillis() &- startedMillis < youngMillis: return
                 case .connecting, .open: loop.drop(c)
                 }

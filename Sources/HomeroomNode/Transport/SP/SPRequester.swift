@@ -36,6 +36,13 @@ public final class SPRequester: Sendable {
         for id in dialers.withLock({ $0 }) { loop.redial(id, keepingAttemptsYoungerThan: youngMillis) }
     }
 
+    /// Replaces an attempt still connecting with a fresh one at once, and leaves an open
+    /// connection alone: for a peer just heard again, whose path works now while the SYN
+    /// of the attempt made before may have been lost.
+    public func retryStalledAttempt() {
+        for id in dialers.withLock({ $0 }) { loop.redial(id, keepingOpen: true) }
+    }
+
     /// True while a connection to the replier is up.
     public var isConnected: Bool { loop.stats.open.load(ordering: .relaxed) > 0 }
 
