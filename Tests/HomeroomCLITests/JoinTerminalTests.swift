@@ -139,13 +139,6 @@ import Testing
 func freeLoopbackPort() throws -> UInt16 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var size = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) == 0 && getsockname(fd, $0, &size) == 0 }
-    }
-    guard bound else { throw CLIError("no free loopback port: \(String(cString: strerror(errno)))") }
-    return UInt16(bigEndian: address.sin_port)
+    guard let port = bindLoopback(fd) else { throw CLIError("no free loopback port: \(String(cString: strerror(errno)))") }
+    return port
 }

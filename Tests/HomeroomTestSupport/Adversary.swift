@@ -5,6 +5,19 @@ import Foundation
 
 /// A raw TCP connection to a loopback port, for speaking (or mangling) the SP protocols
 /// by hand. Every read waits at most 3 s.
+/// Binds `fd` (an AF_INET socket) to 127.0.0.1 on a port the kernel picks; returns
+/// that port, or nil (errno says why).
+public func bindLoopback(_ fd: Int32) -> UInt16? {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var size = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) == 0 && getsockname(fd, $0, &size) == 0 }
+    }
+    return bound ? UInt16(bigEndian: address.sin_port) : nil
+}
+
 public struct RawConnection {
     public let fd: Int32
 
