@@ -42,7 +42,7 @@ private final class SilentListener {
     }
 }
 
-/// Link renewal (ClusterNode.renewLinksOfDownPeers) replaces connections stuck behind
+/// Link renewal (ClusterNode.renewLinksOfSilentPeers) replaces connections stuck behind
 /// TCP's back-off, never one whose TCP is up, and, for a peer just heard again, only a
 /// stalled attempt, not the open connection.
 @Suite("Redial")

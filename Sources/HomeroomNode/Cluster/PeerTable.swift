@@ -33,7 +33,7 @@ struct PeerTable {
         var subscribeAddress: String { clusterPublishAddress.isEmpty ? publishAddress : clusterPublishAddress }
     }
 
-    /// What to replace for one peer that is down (see `ClusterNode.renewLinksOfDownPeers`).
+    /// What to replace for one peer that is silent (suspect or down) (see `ClusterNode.renewLinksOfSilentPeers`).
     struct Renewal {
         var node: ReplicaID
         /// The SUB dialer to connect afresh (it dials the peer's current address).

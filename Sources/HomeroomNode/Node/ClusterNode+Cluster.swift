@@ -121,7 +121,8 @@ extension ClusterNode {
             for digest in heartbeat.rooms where RoomID.validate(digest.roomID) == nil {
                 let mine = state.rooms[digest.roomID]?.seen ?? VersionVector()
                 if !mine.dominates(digest.seen) {
-                    gap = state.pendingSyncs.insert(NodeState.SyncKey(peer: heartbeat.node, room: digest.roomID)).inserted || gap
+                    state.pendingSyncs.insert(NodeState.SyncKey(peer: heartbeat.node, room: digest.roomID))
+                    gap = true
                 }
             }
             for node in connect { state.peers.markConnected(node) }
@@ -168,7 +169,7 @@ extension ClusterNode {
     /// heartbeat periods: a fresh SYN leaves within that long of the heal, and the peer
     /// is heard from, and repaired, at once. Only the connection is replaced (the
     /// transport closes its own descriptor at once); the dialer and its socket stay.
-    func renewLinksOfDownPeers() {
+    func renewLinksOfSilentPeers() {
         let now = WallClock.monotonicMillis()
         let period = Self.renewalMillis(heartbeatMillis: config.heartbeatMillis)
         let due = state.withLock {
@@ -292,7 +293,7 @@ extension ClusterNode {
             heartbeatWanted.store(false, ordering: .relaxed)
             if publishHeartbeat() { greetSeeds() }
             declareSilentNodesDown()
-            renewLinksOfDownPeers()
+            renewLinksOfSilentPeers()
             if tick % 25 == 0 { forgetPermanentlyDownPeers() }
             runPendingSyncs()
             if tick % 5 == 0 { trimExpiredHistory() }

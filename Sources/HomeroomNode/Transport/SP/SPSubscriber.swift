@@ -33,8 +33,8 @@ public final class SPSubscriber: Sendable {
     }
 
     public func removeDialer(_ id: UInt64) { loop.removeDialer(id) }
-    /// Replaces the dialer's connection with a fresh attempt, unless an attempt younger
-    /// than `youngMillis` is still connecting.
+    /// Replaces the dialer's connection with a fresh attempt, unless its TCP is up and it
+    /// is exchanging headers, or it is an attempt younger than `youngMillis` still connecting.
     public func redial(_ id: UInt64, keepingAttemptsYoungerThan youngMillis: UInt64 = 0) {
         loop.redial(id, keepingAttemptsYoungerThan: youngMillis)
     }
