@@ -10,17 +10,35 @@ import HomeroomCore
 /// missed something in a room, patches are not appended there until a snapshot of the
 /// room, which holds everything, is stored (`ClusterNode.compactStore` tries every tick).
 /// Deltas still are: they cover only their own dots.
+///
+/// A snapshot is taken in memory and stored later, outside the node's lock: a miss
+/// between the two is not in it, so each miss is numbered and a stored snapshot clears
+/// only the misses made before it was taken (`SnapshotMark`).
 extension NodeEngine {
+    /// What a snapshot taken now covers of the store's misses.
+    public struct SnapshotMark: Sendable, Equatable {
+        public let misses: UInt64
+    }
+
     /// An append of remote deltas or a patch for this room failed.
     public mutating func storeMissed(room: String) {
-        storeBehind.insert(room)
+        storeMisses += 1
+        storeBehind[room] = storeMisses
+    }
+
+    /// Taken with the room's state, under the same lock, when a snapshot is made.
+    public var snapshotMark: SnapshotMark { SnapshotMark(misses: storeMisses) }
+
+    /// A snapshot of the room taken at `mark` was stored: misses made before it are covered.
+    public mutating func snapshotStored(room: String, takenAt mark: SnapshotMark) {
+        if let latest = storeBehind[room], latest <= mark.misses { storeBehind[room] = nil }
     }
 
     /// A snapshot of the room as it is now was stored.
     public mutating func snapshotStored(room: String) {
-        storeBehind.remove(room)
+        snapshotStored(room: room, takenAt: snapshotMark)
     }
 
     /// Whether a patch merged into this room may be appended to the store.
-    public func appendsPatches(room: String) -> Bool { !storeBehind.contains(room) }
+    public func appendsPatches(room: String) -> Bool { storeBehind[room] == nil }
 }

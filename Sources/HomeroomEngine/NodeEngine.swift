@@ -20,8 +20,11 @@ public struct NodeEngine: Sendable {
     /// Per room, messages that left this node's history (a retried send is a duplicate).
     public internal(set) var evicted: [String: EvictedKeys] = [:]
     /// Rooms whose store missed a remote delta or patch since their last snapshot
-    /// (`NodeEngine+Store`): no patch is appended there until a snapshot is stored.
-    public internal(set) var storeBehind: Set<String> = []
+    /// (`NodeEngine+Store`), each with the number of its latest miss: no patch is
+    /// appended there until a snapshot taken after that miss is stored.
+    public internal(set) var storeBehind: [String: UInt64] = [:]
+    /// How many store misses this engine has counted (numbers them for `storeBehind`).
+    public internal(set) var storeMisses: UInt64 = 0
     /// Per room, users whose sessions changed since the last fold pass (`NodeEngine+Lifetime`).
     public internal(set) var foldCandidates: [String: Set<UserID>] = [:]
     /// Users with sessions over whose fold was not due yet: looked at again now and then.

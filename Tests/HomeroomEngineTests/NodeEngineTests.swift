@@ -124,6 +124,22 @@ import HomeroomCore
         #expect(durable == origin.rooms[Self.room])
     }
 
+    /// A snapshot is taken under the lock and stored later: a miss in between is not in
+    /// it, so storing it must leave the room behind (and clear only earlier misses).
+    @Test func aSnapshotTakenBeforeAMissDoesNotCoverIt() {
+        var engine = NodeEngine(replica: ReplicaID(2))
+        engine.storeMissed(room: Self.room)
+        let taken = engine.snapshotMark
+        engine.storeMissed(room: Self.room)
+        engine.storeMissed(room: "other")
+        engine.snapshotStored(room: Self.room, takenAt: taken)
+        #expect(!engine.appendsPatches(room: Self.room), "the second miss came after the snapshot was taken")
+        let retaken = engine.snapshotMark
+        engine.snapshotStored(room: Self.room, takenAt: retaken)
+        #expect(engine.appendsPatches(room: Self.room))
+        #expect(!engine.appendsPatches(room: "other"), "a snapshot of one room covers no other")
+    }
+
     @Test func aPatchHoldingThisNodesOwnWritesAboveItsNumberingMovesTheNumberingUp() throws {
         var old = NodeEngine(replica: ReplicaID(5))
         Self.write(Self.join("t", .teacher, at: old), at: &old)

@@ -340,22 +340,71 @@ extension ClusterNode {
     /// Folds each room's log into a fresh snapshot: rooms whose log is long or whose store
     /// missed an append (at every tick), or every dirty room when `force` (every 25 ticks).
     func compactStore(force: Bool) {
-        let failures = state.withLock { state -> [(String, StoreError)] in
-            guard let store = state.store else { return [] }
-            var failures: [(String, StoreError)] = []
-            for (room, entries) in state.dirtyRooms where force || entries >= 2_000 || !state.engine.appendsPatches(room: room) {
-                guard let current = state.rooms[room] else { continue }
-                do throws(StoreError) {
-                    try store.compact(room: room, state: current)
-                    state.dirtyRooms[room] = nil
-                    state.engine.snapshotStored(room: room)
-                } catch {
-                    failures.append((room, error))
-                }
+        let due = state.withLock { state -> [String] in
+            guard state.store != nil else { return [] }
+            return state.dirtyRooms.compactMap { room, entries in
+                force || entries >= 2_000 || !state.engine.appendsPatches(room: room) ? room : nil
             }
-            return failures
         }
-        for (room, error) in failures { logger.error("store compaction failed", ["room": room, "error": "\(error)"]) }
+        for room in due.sorted() {
+            if case let .failed(error) = compact(room: room) {
+                logger.error("store compaction failed", ["room": room, "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Stores a snapshot of every room whose log grew, now (the tick does it every 25
+    /// ticks, and at once for a long log): for embedding and benchmarks. Returns how many
+    /// rooms were stored and the largest snapshot's bytes.
+    @discardableResult
+    public func storeSnapshots() -> (rooms: Int, bytes: Int) {
+        let due = state.withLock { state in state.store == nil ? [] : Array(state.dirtyRooms.keys) }
+        var stored = 0, largest = 0
+        for room in due.sorted() {
+            switch compact(room: room) {
+            case let .stored(bytes):
+                stored += 1
+                largest = max(largest, bytes)
+            case .unchanged: break
+            case let .failed(error): logger.error("store compaction failed", ["room": room, "error": "\(error)"])
+            }
+        }
+        return (stored, largest)
+    }
+
+    enum Compaction { case stored(bytes: Int), unchanged, failed(StoreError) }
+
+    /// Stores a snapshot of one room in place of its log. Only the copy of the room and
+    /// its log position are taken under the state lock; the snapshot is encoded and
+    /// stored outside it, while writes go on (they land after the position and stay in
+    /// the log). Called by one thread at a time (the tick, or recovery on a pull thread
+    /// for a quarantined room, which takes no writes).
+    func compact(room: String) -> Compaction {
+        let plan = state.withLock { state -> (NodeStore, RoomState, Int64, Int, NodeEngine.SnapshotMark)? in
+            guard let store = state.store, let current = state.rooms[room] else { return nil }
+            return (store, current, store.logMark(room: room), state.dirtyRooms[room] ?? 0, state.engine.snapshotMark)
+        }
+        guard let (store, current, logMark, entries, snapshotMark) = plan else { return .unchanged }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let encoded = WireCodec.encodePatch(current.snapshot())
+        let stored: Bool
+        do throws(StoreError) {
+            stored = try store.compact(room: room, snapshot: encoded, upTo: logMark)
+        } catch {
+            return .failed(error)
+        }
+        let elapsed = clock.now - started
+        metrics.add("store_compact_micros_sum", UInt64(elapsed.components.attoseconds / 1_000_000_000_000) + UInt64(elapsed.components.seconds) * 1_000_000)
+        metrics.add("store_compact_count")
+        guard stored else { return .unchanged }
+        state.withLock { state in
+            // What was appended since the copy stays counted: it is still in the log.
+            let left = (state.dirtyRooms[room] ?? 0) - entries
+            state.dirtyRooms[room] = left > 0 ? left : nil
+            state.engine.snapshotStored(room: room, takenAt: snapshotMark)
+        }
+        return .stored(bytes: encoded.count)
     }
 
     /// A reply from another node: sealed when the cluster has a key.
@@ -500,36 +549,41 @@ extension ClusterNode {
         }
         guard case let .syncResponse(response) = decoded.message, let patch = response.patch, patch.roomID == key.room else { return true }
         enum Merged { case unchanged, changed, recovered(String), changedBehind(ours: UInt64, theirs: UInt64) }
-        let (merged, storeError) = state.withLock { state -> (Merged, StoreError?) in
+        // Encoded before the lock: the store gets these bytes if the merge changes the room.
+        let hasStore = state.withLock { $0.store != nil }
+        let encodedPatch = hasStore ? WireCodec.encodePatch(patch) : []
+        let (merged, recovering) = state.withLock { state -> (Merged, Bool) in
             let merge = state.engine.merge(room: key.room, patch)
             if merge.removalsChanged { state.rotateTopicKeys(room: key.room) }
-            if let why = state.quarantined.removeValue(forKey: key.room) {
+            if let why = state.quarantined[key.room] {
                 // A quarantined room, rebuilt from a peer's full state (its sync asked from
-                // nothing): back in service. Its sequence numbers continue from what the
-                // peers hold of this node's (the engine's merge saw to it); the broken rows
-                // are replaced.
-                var storeError: StoreError?
-                if let store = state.store, let room = state.rooms[key.room] {
-                    do throws(StoreError) {
-                        try store.compact(room: key.room, state: room)
-                        state.engine.snapshotStored(room: key.room)
-                    } catch {
-                        storeError = error
-                        state.engine.storeMissed(room: key.room)
-                        state.dirtyRooms[key.room, default: 0] += 1
-                    }
-                }
-                return (.recovered(why), storeError)
+                // nothing). It stays out of service until a snapshot of it replaces its
+                // broken rows (below, outside the lock), so no write is appended to rows
+                // that would quarantine it again on a restart. Its sequence numbers continue
+                // from what the peers hold of this node's (the engine's merge saw to it).
+                return (.recovered(why), true)
             }
             if merge.changed, let store = state.store {
                 // Not after a missed append: the patch's vector would cover what the store lacks.
-                if state.engine.appendsPatches(room: key.room), (try? store.append(room: key.room, patch: patch)) == nil {
+                if state.engine.appendsPatches(room: key.room), (try? store.append(room: key.room, encodedPatch: encodedPatch)) == nil {
                     state.engine.storeMissed(room: key.room)
                 }
                 state.dirtyRooms[key.room, default: 0] += 1
             }
-            if let behind = merge.ownSequenceBehind { return (.changedBehind(ours: behind.ours, theirs: behind.theirs), nil) }
-            return (merge.changed ? .changed : .unchanged, nil)
+            if let behind = merge.ownSequenceBehind { return (.changedBehind(ours: behind.ours, theirs: behind.theirs), false) }
+            return (merge.changed ? .changed : .unchanged, false)
+        }
+        var storeError: StoreError?
+        if recovering {
+            if hasStore, case let .failed(error) = compact(room: key.room) { storeError = error }
+            state.withLock { state in
+                state.quarantined[key.room] = nil
+                // Served from memory; the tick stores its snapshot until one succeeds.
+                if storeError != nil {
+                    state.engine.storeMissed(room: key.room)
+                    state.dirtyRooms[key.room, default: 0] += 1
+                }
+            }
         }
         let changed: Bool
         switch merged {

@@ -281,10 +281,9 @@ public final class ClusterNode: Sendable {
         for requester in requesters { requester.close() }
         clusterPublisher?.close()
         publisher.close()
+        // Nothing else runs now: every dirty room's snapshot is stored, then the store closes.
+        compactStore(force: true)
         state.withLock { state in
-            for room in state.dirtyRooms.keys {
-                if let current = state.rooms[room] { try? state.store?.compact(room: room, state: current) }
-            }
             state.dirtyRooms.removeAll()
             state.store = nil
         }

@@ -1,5 +1,6 @@
 import HomeroomCore
 import HomeroomWire
+import Synchronization
 
 /// A node's durable state in SQLite (WAL mode): its identity, and per room a
 /// snapshot plus the log of what was applied since. An acknowledged write is in
@@ -7,10 +8,13 @@ import HomeroomWire
 ///
 /// `synchronous=NORMAL` in WAL mode survives a killed process (kill -9) with no
 /// loss; `--sync full` also survives power loss, at an fsync per commit.
-final class NodeStore {
-    private let database: SQLiteDatabase
-    private let insertLog: SQLiteDatabase.Statement
-    private let maxLogID: SQLiteDatabase.Statement
+///
+/// Safe across threads: one connection behind the store's own lock. The node appends
+/// under its state lock (so the log follows the order of the state), but encodes and
+/// stores snapshots outside it: a snapshot names the log position it covers
+/// (`logMark`, read with the state) and the compaction trims only up to that.
+final class NodeStore: Sendable {
+    private let connection: Mutex<Connection>
     let path: String
     /// Decoding what this node wrote itself: generous, but still bounded.
     static let limits: WireLimits = {
@@ -25,9 +29,40 @@ final class NodeStore {
 
     enum Kind: Int64 { case deltas = 1, patch = 2 }
 
+    /// The connection and what only the lock holder touches.
+    private final class Connection {
+        let database: SQLiteDatabase
+        let insertLog: SQLiteDatabase.Statement
+        let saveSnapshot: SQLiteDatabase.Statement
+        let trimLog: SQLiteDatabase.Statement
+        /// Per room, the id of its last log entry, or of the last entry its snapshot covers
+        /// (from the load, then every append): a compaction's upper bound.
+        var lastLogID: [String: Int64] = [:]
+
+        init(database: SQLiteDatabase) throws(StoreError) {
+            self.database = database
+            insertLog = try database.prepare("INSERT INTO log (room, kind, bytes) VALUES (?, ?, ?)")
+            // A snapshot never replaces one that covers more of the log.
+            saveSnapshot = try database.prepare("""
+                INSERT INTO rooms (room, snapshot, last_log_id) VALUES (?, ?, ?)
+                ON CONFLICT(room) DO UPDATE SET snapshot = excluded.snapshot, last_log_id = excluded.last_log_id
+                WHERE excluded.last_log_id >= rooms.last_log_id
+                """)
+            trimLog = try database.prepare("DELETE FROM log WHERE room = ? AND id <= ?")
+        }
+
+        func insert(room: String, kind: Kind, bytes: [UInt8], _ operation: String) throws(StoreError) {
+            insertLog.bind(1, room)
+            insertLog.bind(2, kind.rawValue)
+            insertLog.bind(3, bytes)
+            try insertLog.run(operation)
+            lastLogID[room] = database.lastInsertRowID
+        }
+    }
+
     init(path: String, synchronousFull: Bool = false) throws(StoreError) {
         self.path = path
-        database = try SQLiteDatabase(path: path)
+        let database = try SQLiteDatabase(path: path)
         // Refuse a file that is not ours rather than resetting it.
         try database.execute("PRAGMA quick_check", "check the database file")
         try database.execute("PRAGMA journal_mode=WAL", "switch to WAL mode")
@@ -38,64 +73,81 @@ final class NodeStore {
             CREATE TABLE IF NOT EXISTS log (id INTEGER PRIMARY KEY AUTOINCREMENT, room TEXT NOT NULL, kind INTEGER NOT NULL, bytes BLOB NOT NULL);
             CREATE INDEX IF NOT EXISTS log_room ON log (room, id);
             """, "create the schema")
-        insertLog = try database.prepare("INSERT INTO log (room, kind, bytes) VALUES (?, ?, ?)")
-        maxLogID = try database.prepare("SELECT COALESCE(MAX(id), 0) FROM log WHERE room = ?")
+        connection = Mutex(try Connection(database: database))
     }
 
     // MARK: - Identity
 
     func meta(_ key: String) throws(StoreError) -> Int64? {
-        let statement = try database.prepare("SELECT value FROM meta WHERE key = ?")
-        statement.bind(1, key)
-        var value: Int64?
-        try statement.query("read \(key)") { (row) throws(StoreError) in value = row.int64(0) }
-        return value
+        try connection.withLock { (connection) throws(StoreError) -> Int64? in
+            let statement = try connection.database.prepare("SELECT value FROM meta WHERE key = ?")
+            statement.bind(1, key)
+            var value: Int64?
+            try statement.query("read \(key)") { (row) throws(StoreError) in value = row.int64(0) }
+            return value
+        }
     }
 
     func setMeta(_ key: String, _ value: Int64) throws(StoreError) {
-        let statement = try database.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
-        statement.bind(1, key)
-        statement.bind(2, value)
-        try statement.run("write \(key)")
+        try connection.withLock { (connection) throws(StoreError) in
+            let statement = try connection.database.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+            statement.bind(1, key)
+            statement.bind(2, value)
+            try statement.run("write \(key)")
+        }
     }
 
     // MARK: - Writing
 
     func append(room: String, deltas: [Delta]) throws(StoreError) {
         guard let first = deltas.first else { return }
-        insertLog.bind(1, room)
-        insertLog.bind(2, Kind.deltas.rawValue)
-        insertLog.bind(3, WireCodec.encodeBatch(origin: first.origin, deltas: deltas))
-        try insertLog.run("append deltas to room \(room)")
+        let bytes = WireCodec.encodeBatch(origin: first.origin, deltas: deltas)
+        try connection.withLock { (connection) throws(StoreError) in
+            try connection.insert(room: room, kind: .deltas, bytes: bytes, "append deltas to room \(room)")
+        }
     }
 
-    func append(room: String, patch: RoomState) throws(StoreError) {
-        insertLog.bind(1, room)
-        insertLog.bind(2, Kind.patch.rawValue)
-        insertLog.bind(3, WireCodec.encodePatch(patch))
-        try insertLog.run("append a patch to room \(room)")
+    /// A patch encoded with `WireCodec.encodePatch` (by the caller, outside its locks).
+    func append(room: String, encodedPatch bytes: [UInt8]) throws(StoreError) {
+        try connection.withLock { (connection) throws(StoreError) in
+            try connection.insert(room: room, kind: .patch, bytes: bytes, "append a patch to room \(room)")
+        }
     }
 
-    /// Replaces a room's log by a snapshot of `state`, which must contain every logged entry.
-    func compact(room: String, state: RoomState) throws(StoreError) {
-        maxLogID.bind(1, room)
-        var last: Int64 = 0
-        try maxLogID.query("read the log position") { (row) throws(StoreError) in last = row.int64(0) }
-        try database.execute("BEGIN IMMEDIATE", "begin compaction")
-        do {
-            let save = try database.prepare("INSERT INTO rooms (room, snapshot, last_log_id) VALUES (?, ?, ?) ON CONFLICT(room) DO UPDATE SET snapshot = excluded.snapshot, last_log_id = excluded.last_log_id")
-            save.bind(1, room)
-            save.bind(2, WireCodec.encodePatch(state.snapshot()))
-            save.bind(3, last)
-            try save.run("save the snapshot of room \(room)")
-            let trim = try database.prepare("DELETE FROM log WHERE room = ? AND id <= ?")
-            trim.bind(1, room)
-            trim.bind(2, last)
-            try trim.run("trim the log of room \(room)")
-            try database.execute("COMMIT", "commit compaction")
-        } catch {
-            try? database.execute("ROLLBACK", "roll back compaction")
-            throw error
+    /// The room's log position now. Read under the node's state lock together with the
+    /// room's state, it names what a snapshot of that state covers: every entry up to
+    /// it was applied to that state, since entries are appended under the same lock.
+    func logMark(room: String) -> Int64 {
+        connection.withLock { $0.lastLogID[room] ?? 0 }
+    }
+
+    /// Replaces the room's log up to `mark` by `snapshot` (an encoded snapshot of the
+    /// room's state as it was when `mark` was read). Entries after `mark` stay: they
+    /// are replayed over the snapshot on load. False when a snapshot covering more is
+    /// already stored (this one is older: nothing is changed).
+    @discardableResult
+    func compact(room: String, snapshot: [UInt8], upTo mark: Int64) throws(StoreError) -> Bool {
+        try connection.withLock { (connection) throws(StoreError) -> Bool in
+            let database = connection.database
+            try database.execute("BEGIN IMMEDIATE", "begin compaction")
+            do throws(StoreError) {
+                connection.saveSnapshot.bind(1, room)
+                connection.saveSnapshot.bind(2, snapshot)
+                connection.saveSnapshot.bind(3, mark)
+                try connection.saveSnapshot.run("save the snapshot of room \(room)")
+                guard database.changes > 0 else {
+                    try database.execute("COMMIT", "end a compaction that changed nothing")
+                    return false
+                }
+                connection.trimLog.bind(1, room)
+                connection.trimLog.bind(2, mark)
+                try connection.trimLog.run("trim the log of room \(room)")
+                try database.execute("COMMIT", "commit compaction")
+                return true
+            } catch {
+                try? database.execute("ROLLBACK", "roll back compaction")
+                throw error
+            }
         }
     }
 
@@ -106,30 +158,40 @@ final class NodeStore {
     /// never keeps the others from loading: the node serves them and keeps that one
     /// out of service (quarantined), its rows left as they are.
     func loadRooms() throws(StoreError) -> (rooms: [String: RoomState], quarantined: [String: String]) {
+        try connection.withLock { (connection) throws(StoreError) in try Self.load(connection) }
+    }
+
+    private static func load(_ connection: Connection) throws(StoreError) -> (rooms: [String: RoomState], quarantined: [String: String]) {
+        let database = connection.database
+        let path = database.path
+        let limits = Self.limits
         var rooms: [String: RoomState] = [:]
         var quarantined: [String: String] = [:]
         var problem: StoreError?
-        let snapshots = try database.prepare("SELECT room, snapshot FROM rooms")
+        let snapshots = try database.prepare("SELECT room, snapshot, last_log_id FROM rooms")
         try snapshots.query("read snapshots") { (row) throws(StoreError) in
             let room = row.text(0)
+            connection.lastLogID[room] = max(connection.lastLogID[room] ?? 0, row.int64(2))
             do {
-                rooms[room] = try WireCodec.decodePatch(row.blob(1), limits: Self.limits)
+                rooms[room] = try WireCodec.decodePatch(row.blob(1), limits: limits)
             } catch {
                 quarantined[room] = "its snapshot does not decode: \(error)"
             }
         }
-        let log = try database.prepare("SELECT room, kind, bytes FROM log ORDER BY id")
+        let log = try database.prepare("SELECT room, kind, bytes, id FROM log ORDER BY id")
         try log.query("read the log") { (row) throws(StoreError) in
             let room = row.text(0)
+            // Quarantined rooms' entries too: a room recovered later trims its broken rows.
+            connection.lastLogID[room] = max(connection.lastLogID[room] ?? 0, row.int64(3))
             if quarantined[room] != nil { return }
             var state = rooms.removeValue(forKey: room) ?? RoomState(roomID: room)
             defer { rooms[room] = state }
             do {
                 switch Kind(rawValue: row.int64(1)) {
                 case .deltas:
-                    for delta in try WireCodec.decodeBatch(row.blob(2), limits: Self.limits).deltas { _ = state.apply(delta) }
+                    for delta in try WireCodec.decodeBatch(row.blob(2), limits: limits).deltas { _ = state.apply(delta) }
                 case .patch:
-                    let patch = try WireCodec.decodePatch(row.blob(2), limits: Self.limits)
+                    let patch = try WireCodec.decodePatch(row.blob(2), limits: limits)
                     if patch.roomID == room { state.merge(patch) }
                 case nil:
                     problem = StoreError(code: 11, message: "unknown log entry kind \(row.int64(1)): written by a newer Homeroom?", operation: "load", path: path)
@@ -144,9 +206,11 @@ final class NodeStore {
     }
 
     func logLength() throws(StoreError) -> Int64 {
-        let statement = try database.prepare("SELECT COUNT(*) FROM log")
-        var count: Int64 = 0
-        try statement.query("count the log") { (row) throws(StoreError) in count = row.int64(0) }
-        return count
+        try connection.withLock { (connection) throws(StoreError) -> Int64 in
+            let statement = try connection.database.prepare("SELECT COUNT(*) FROM log")
+            var count: Int64 = 0
+            try statement.query("count the log") { (row) throws(StoreError) in count = row.int64(0) }
+            return count
+        }
     }
 }

@@ -32,7 +32,7 @@ public struct StoreError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 /// One SQLite connection, owned by this object and closed in deinit. Not shared
-/// across threads without the caller's lock (the node holds its own).
+/// across threads without the caller's lock (`NodeStore` holds its own).
 final class SQLiteDatabase {
     private var handle: OpaquePointer?
     let path: String
@@ -72,6 +72,12 @@ final class SQLiteDatabase {
         }
         return Statement(statement, database: self)
     }
+
+    /// The row id of the last row this connection inserted.
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Rows changed by the last statement this connection ran.
+    var changes: Int32 { sqlite3_changes(handle) }
 
     func failure(_ status: Int32, _ operation: String) -> StoreError {
         StoreError(code: status, message: String(cString: sqlite3_errmsg(handle)), operation: operation, path: path)
