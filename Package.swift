@@ -66,6 +66,8 @@ let package = Package(
         .testTarget(name: "HomeroomNodeTests", dependencies: ["HomeroomNode", "HomeroomWire", "HomeroomCore", "HomeroomTestSupport"], swiftSettings: strict),
         .testTarget(name: "HomeroomContextTests", dependencies: ["HomeroomContext", "HomeroomNode", "HomeroomCore"], swiftSettings: strict),
         .testTarget(name: "HomeroomTerminalUITests", dependencies: ["HomeroomTerminalUI", "HomeroomContext", "HomeroomCore"], swiftSettings: strict),
+        // The chaos checker's pure parts (the harness itself runs in Deploy/test.sh).
+        .testTarget(name: "HomeroomChaosTests", dependencies: ["homeroom-chaos", "HomeroomSupport"], swiftSettings: strict),
         .testTarget(name: "HomeroomCLITests", dependencies: ["HomeroomNode", "HomeroomCore", "HomeroomTestSupport"], swiftSettings: strict),
     ]
 )

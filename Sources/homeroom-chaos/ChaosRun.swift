@@ -156,6 +156,7 @@ struct ChaosRun {
             fputs("homeroom-chaos: the cluster did not form within 20 s; node logs in \(runDirectory)\n", stderr)
             return 2
         }
+        let formedAt = Clock.now
         say("cluster formed: \(writers.count) writers (\(options.teachers) teachers, \(students.count) students, \(bannedUser)), \(n) observers")
 
         // Workload and nemesis.
@@ -251,10 +252,14 @@ struct ChaosRun {
 
         let metrics = cluster.nodes.map { ($0.name, $0.metrics()) }
         // Stop the nodes (graceful: their shutdown path is checked too), then read their logs.
+        let stoppingAt = Clock.now
         cluster.stopAll()
         var findings: [String] = []
+        var downs: [DeclaredDown] = []
+        let names = Dictionary(uniqueKeysWithValues: cluster.nodes.map { ($0.listen, $0.name) })
         for node in cluster.nodes {
             let log = readFile(node.logPath) ?? ""
+            downs += DeclaredDown.parse(log: log, node: node.name, names: names, origin: Clock.origin)
             for line in log.split(separator: "\n") where ["Fatal error", "Sanitizer", "panic", "Segmentation fault"].contains(where: { line.contains($0) }) {
                 findings.append("\(node.name): \(line.prefix(200))")
                 if findings.count > 20 { break }
@@ -266,12 +271,23 @@ struct ChaosRun {
         for heal in nemesis.fullHeals {
             heals.append((heal.at, starts.first { $0 > heal.at } ?? finalHealAt, heal.kinds))
         }
+        // Fault-free windows: before the first fault, between each heal and the next fault,
+        // and after the final heal until the nodes are stopped.
+        var quietWindows: [(from: UInt64, to: UInt64)] = [(formedAt, starts.first ?? finalHealAt)]
+        quietWindows += heals.map { ($0.at, $0.nextFault ?? finalHealAt) }
+        quietWindows.append((finalHealAt, stoppingAt))
+        let falseDowns = FalseDowns.find(downs, quietWindows: quietWindows)
+        // Faults that silence a node longer than the down period must show as downs, or the
+        // down lines are no longer read (and the check above would pass on nothing).
+        let downMillis = (options.heartbeatMillis ?? 200) * 10
+        let silencing: Set<FaultKind> = [.kill, .pause, .isolate, .halves, .ring, .bridge]
+        let downsExpected = schedule.contains { silencing.contains($0.kind) && $0.durationMillis >= downMillis + 1_000 }
         let connected = connectedWriters()
         let checker = Checker(history: history.all, tracking: observatory.snapshot, replicas: replicas,
                               finalConvergenceMillis: convergence, finalHealAt: finalHealAt, convergedAt: convergedAt,
                               heals: heals, options: options, bannedUser: bannedUser, banAcknowledged: banAcknowledged,
                               connectedWriters: connected, presenceMillis: presence, checkedAt: Clock.now - finalHealAt,
-                              nodeLogFindings: findings,
+                              nodeLogFindings: findings, declaredDowns: downs.count, downsExpected: downsExpected, falseDowns: falseDowns,
                               unexpectedExits: cluster.unexpectedExits, nemesisFailures: nemesis.failures, stuckWriters: stuck)
         var result = checker.run()
         if options.closed {

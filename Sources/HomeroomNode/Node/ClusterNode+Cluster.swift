@@ -453,7 +453,10 @@ extension ClusterNode {
         let now = WallClock.monotonicMillis()
         let dead = state.withLock { $0.peers.sweep(nowMillis: now, suspectMillis: config.suspectMillis, downMillis: config.downMillis) }
         for peer in dead {
-            logger.notice("peer declared down", ["peer": peer.node.description, "address": peer.address])
+            // monotonic_ms (this machine's CLOCK_MONOTONIC) lets a harness on the same machine
+            // place the silence among its faults (homeroom-chaos counts false downs so).
+            logger.notice("peer declared down", ["peer": peer.node.description, "address": peer.address,
+                                                 "silent_ms": "\(now &- peer.lastHeardMillis)", "monotonic_ms": "\(now)"])
             metrics.add("peers_declared_down_total")
             endSessions(of: peer.node, incarnation: peer.incarnation)
         }
