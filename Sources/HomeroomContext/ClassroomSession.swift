@@ -84,6 +84,13 @@ final class ClassroomSession: Sendable {
 
     private let state = Mutex(State())
 
+    /// The UI's roster, fed by the change sets of the current client (`generation`).
+    private struct RosterFeed {
+        var generation: Int?
+        var model = LiveRoster()
+    }
+    private let roster = Mutex(RosterFeed())
+
     init(config: ClassroomConfig, logger: Logger) {
         self.config = config
         self.logger = logger.with("room", config.room)
@@ -172,6 +179,23 @@ final class ClassroomSession: Sendable {
     /// The replica (empty before joining).
     var replica: RoomState {
         state.withLock { $0.client }?.replica ?? RoomState(roomID: config.room)
+    }
+
+    /// The read model UIs draw: the roster kept from the change sets (`LiveRoster`),
+    /// the students paged. The replica is copied under the roster's lock, so every change
+    /// noted so far is in the copy (a client notes a change after applying it).
+    func snapshot(page: (index: Int, size: Int)?) -> RoomSnapshot {
+        let local = localUser, connection = connectionState, latency = latencyMicros
+        return roster.withLock { feed in
+            let (client, generation) = state.withLock { ($0.client, $0.generation) }
+            if feed.generation != generation {
+                feed.generation = generation
+                feed.model.reset()
+            }
+            let replica = client?.replica ?? RoomState(roomID: config.room)
+            return feed.model.snapshot(replica, nowMillis: WallClock.nowMillis(), local: local, connection: connection,
+                                       latencyMicros: latency, page: page)
+        }
     }
 
     var connectionState: ConnectionState {
@@ -275,6 +299,10 @@ final class ClassroomSession: Sendable {
 
     /// From the client's threads: translate, and notice the local user's own kick or ban.
     private func received(_ changes: [RoomChange], from client: RoomClient) {
+        // Noted before the events go out, so the frame an event asks for draws the change.
+        if let generation = state.withLock({ $0.client === client ? $0.generation : nil }) {
+            roster.withLock { feed in if feed.generation == generation { feed.model.note(changes) } }
+        }
         let replica = client.replica
         var events = ContextEvent.translate(changes, localUser: config.user, room: { ReadModel.roomInfo(replica) },
                                             groups: { replica.breakout }, lookup: { ReadModel.userInfo(replica, $0) })

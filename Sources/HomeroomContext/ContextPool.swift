@@ -44,8 +44,7 @@ public final class ContextPool: Sendable {
     /// Everything a UI draws, read now. `page` pages the students (for large rooms);
     /// without it every student is in `students`.
     public func snapshot(page: Int? = nil, pageSize: Int = 50) -> RoomSnapshot {
-        ReadModel.snapshot(session.replica, local: session.localUser, connection: session.connectionState,
-                           latencyMicros: session.latencyMicros, page: page.map { ($0, pageSize) })
+        session.snapshot(page: page.map { ($0, pageSize) })
     }
 
     /// Every event from now on, as an async sequence (keeps the newest `limit` when the

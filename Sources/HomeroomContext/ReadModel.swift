@@ -39,9 +39,11 @@ enum ReadModel {
         return UserPage(rows: Array(rows[start..<end]), index: index, size: size, total: rows.count)
     }
 
+    /// The whole roster, built and sorted from the replica: the reference `LiveRoster`
+    /// (what UIs get, kept from the change sets) is checked against.
     static func snapshot(_ state: RoomState, local: UserInfo, connection: ConnectionState, latencyMicros: Double,
-                         page: (index: Int, size: Int)?) -> RoomSnapshot {
-        let roster = state.roster(nowMillis: WallClock.nowMillis())
+                         page: (index: Int, size: Int)?, nowMillis: UInt64 = WallClock.nowMillis()) -> RoomSnapshot {
+        let roster = state.roster(nowMillis: nowMillis)
         let all = roster.rows.map(row)
         var byID: [UserID: UserRow] = [:]
         byID.reserveCapacity(all.count)

@@ -42,51 +42,95 @@ public struct Roster: Hashable, Sendable {
     public var breakout: [BreakoutGroup] = []
 }
 
+/// The part of a roster that depends on the moment and on the stage and hand queues:
+/// who is on stage (a running carousel's turn decides), promoted and waiting, hands up.
+/// Small (bounded by the stage and hand limits), and cheap to take every frame.
+public struct RosterFrame: Hashable, Sendable {
+    public var turn: CarouselTurn?
+    public var stage: [UserID]
+    public var stageWaiting: [UserID]
+    public var raisedHands: [UserID]
+    public var waitingHands: [UserID]
+    public let stageRank: [UserID: Int]
+    let waiting: Set<UserID>
+    let hands: Set<UserID>
+
+    init(turn: CarouselTurn?, stage: [UserID], stageWaiting: [UserID], raisedHands: [UserID], waitingHands: [UserID]) {
+        self.turn = turn
+        self.stage = stage
+        self.stageWaiting = stageWaiting
+        self.raisedHands = raisedHands
+        self.waitingHands = waitingHands
+        stageRank = Dictionary(stage.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        waiting = Set(stageWaiting)
+        hands = Set(raisedHands)
+    }
+
+    /// Users whose row this frame marks (stage, waiting, hand): what a row depends on besides its own record.
+    public var marked: Set<UserID> { Set(stage).union(waiting).union(hands) }
+}
+
 extension RoomState {
+    /// The stage and hands at `nowMillis` (nil: the stage as written, without the carousel).
+    public func rosterFrame(nowMillis: UInt64?) -> RosterFrame {
+        let turn = nowMillis.flatMap { carouselTurn(atMillis: $0) }
+        return RosterFrame(turn: turn, stage: nowMillis == nil ? stageWinners : stage(during: turn),
+                           stageWaiting: turn == nil ? stageWaiting : [], raisedHands: raisedHands, waitingHands: waitingHands)
+    }
+
+    /// One known user's row in `frame` (banned users have rows too; the roster leaves them out).
+    public func rosterRow(_ user: UserID, _ record: UserRecord, in frame: RosterFrame) -> RosterRow {
+        let isOnline = record.isOnline(deadIncarnations: deadIncarnations)
+        let onStage = frame.stageRank[user] != nil
+        return RosterRow(
+            user: user, name: record.name.value, role: record.role.value, online: isOnline,
+            onStage: onStage, waitingForStage: frame.waiting.contains(user), boardGranted: record.board.value,
+            camera: .derive(onStage: onStage, deviceOn: record.cameraDevice.value, privilegeOn: record.cameraPrivilege.value),
+            microphone: .derive(onStage: onStage, deviceOn: record.microphoneDevice.value,
+                                privilegeOn: microphonePrivilege(record, muteAll: muteAll)),
+            rewards: record.rewardTotal, handRaised: frame.hands.contains(user),
+            kicked: !(record.kicked == .origin) && !isOnline, banned: record.isBanned,
+            group: breakoutAssignments.isEmpty ? nil : breakoutGroup(of: user))
+    }
+
+    /// The roster's order: on-stage users first (in stage order), then by name, then by id.
+    public static func rosterPrecedes(_ a: RosterRow, _ b: RosterRow, stageRank: [UserID: Int]) -> Bool {
+        switch (stageRank[a.user], stageRank[b.user]) {
+        case let (x?, y?): return x < y
+        case (.some, nil): return true
+        case (nil, .some): return false
+        case (nil, nil): return namePrecedes(a.name, a.user, b.name, b.user)
+        }
+    }
+
+    /// By name (natural order), then by id: the roster's order off the stage.
+    public static func namePrecedes(_ aName: String, _ aUser: UserID, _ bName: String, _ bUser: UserID) -> Bool {
+        aName != bName ? NaturalOrder.less(aName, bName) : NaturalOrder.less(aUser, bUser)
+    }
+
     /// The roster: users that have joined at least once and are not banned;
     /// on-stage users first (in stage order), then by name, then by id.
     /// `roles` filters rows (the roster shows students by default in the UI).
     /// `nowMillis`: the moment (Unix ms) a running carousel's turn is taken at; nil
     /// shows the stage as written (`stageWinners`), without the carousel.
     public func roster(roles: Set<Role>? = nil, includeOffline: Bool = true, nowMillis: UInt64? = nil) -> Roster {
-        let turn = nowMillis.flatMap { carouselTurn(atMillis: $0) }
-        let stage = nowMillis == nil ? stageWinners : self.stage(during: turn)
-        let stageRank = Dictionary(uniqueKeysWithValues: stage.enumerated().map { ($1, $0) })
-        let stageWaiting = turn == nil ? self.stageWaiting : []
-        let waiting = Set(stageWaiting)
-        let hands = Set(raisedHands)
+        let frame = rosterFrame(nowMillis: nowMillis)
         var rows: [RosterRow] = []
         var online = 0
         rows.reserveCapacity(users.count)
         for (user, record) in users where record.isKnown {
-            let isOnline = record.isOnline(deadIncarnations: deadIncarnations)
-            if isOnline { online += 1 }
+            let row = rosterRow(user, record, in: frame)
+            if row.online { online += 1 }
             if record.isBanned { continue }
             if let roles, !roles.contains(record.role.value) { continue }
-            if !includeOffline && !isOnline { continue }
-            let onStage = stageRank[user] != nil
-            rows.append(RosterRow(
-                user: user, name: record.name.value, role: record.role.value, online: isOnline,
-                onStage: onStage, waitingForStage: waiting.contains(user), boardGranted: record.board.value,
-                camera: .derive(onStage: onStage, deviceOn: record.cameraDevice.value, privilegeOn: record.cameraPrivilege.value),
-                microphone: .derive(onStage: onStage, deviceOn: record.microphoneDevice.value,
-                                    privilegeOn: microphonePrivilege(record, muteAll: muteAll)),
-                rewards: record.rewardTotal, handRaised: hands.contains(user),
-                kicked: !(record.kicked == .origin) && !isOnline, banned: record.isBanned,
-                group: breakoutAssignments.isEmpty ? nil : breakoutGroup(of: user)))
+            if !includeOffline && !row.online { continue }
+            rows.append(row)
         }
-        rows.sort { a, b in
-            switch (stageRank[a.user], stageRank[b.user]) {
-            case let (x?, y?): return x < y
-            case (.some, nil): return true
-            case (nil, .some): return false
-            case (nil, nil): return a.name != b.name ? NaturalOrder.less(a.name, b.name) : NaturalOrder.less(a.user, b.user)
-            }
-        }
+        rows.sort { Self.rosterPrecedes($0, $1, stageRank: frame.stageRank) }
         return Roster(roomID: roomID, roomName: name.value, roomType: type.value, classState: classState.state,
                       classStateSinceMillis: classState.stamp == .origin ? 0 : classState.stamp.clock.millis,
-                      schedule: schedule.value, stageLimit: stageLimitValue, rows: rows, stage: stage,
-                      stageWaiting: stageWaiting, raisedHands: raisedHands, waitingHands: waitingHands, onlineCount: online,
-                      carousel: carousel.value.running ? carousel.value : nil, carouselTurn: turn, breakout: breakout)
+                      schedule: schedule.value, stageLimit: stageLimitValue, rows: rows, stage: frame.stage,
+                      stageWaiting: frame.stageWaiting, raisedHands: frame.raisedHands, waitingHands: frame.waitingHands, onlineCount: online,
+                      carousel: carousel.value.running ? carousel.value : nil, carouselTurn: frame.turn, breakout: breakout)
     }
 }

@@ -146,11 +146,11 @@ extension ClusterNode {
                 reclaimSession(room: room, session: sync.session, user: reader)
                 renewLease(room: room, session: sync.session, user: reader)
             }
-            let (patch, seen) = state.withLock { state -> (RoomState, VersionVector) in
-                let current = state.rooms[room] ?? RoomState(roomID: room)
-                let missing = current.missing(since: sync.seen)
-                return (asNode ? missing : missing.visible(to: reader), current.seen)
-            }
+            // The copy is taken under the lock; the cut (a scan of the room) is made outside it.
+            let current = state.withLock { $0.rooms[room] } ?? RoomState(roomID: room)
+            let missing = current.missing(since: sync.seen)
+            let patch = asNode ? missing : missing.visible(to: reader)
+            let seen = current.seen
             let keys = asNode ? nil : claims.flatMap { topicKeys(room: room, user: $0.user, expiresAt: $0.exp) }
             reply = .syncResponse(WireMessage.SyncResponse(patch: patch, seen: seen, keys: keys))
             if !asNode { chargedSync = limitKey }
@@ -268,14 +268,24 @@ extension ClusterNode {
         // The lease starts with the join: a client that never syncs (its join reply was
         // lost, it died at once) does not leave an open session behind for ever.
         startLease(room: roomID, session: join.session, user: join.user)
-        let state = self.state.withLock { state -> RoomState in
-            let room = state.rooms[roomID] ?? RoomState(roomID: roomID)
-            // Other users' peer messages stay out of what the joining client gets.
-            return (join.resume.map { room.missing(since: $0) } ?? room.snapshot()).visible(to: join.user)
-        }
+        let state = cut(room: roomID, since: join.resume, visibleTo: join.user)
         metrics.add("joins_total")
         return .joinResponse(WireMessage.JoinResponse(session: join.session, host: replica, incarnation: incarnation,
                                                       state: state, isSnapshot: join.resume == nil))
+    }
+
+    /// What a joining `user` gets of the room: a snapshot, or what `resume` lacks; other
+    /// users' peer messages left out. Only the copy of the room is taken under the state
+    /// lock (copy-on-write, constant time); the cut, a scan of the whole room, is made
+    /// outside it, so a join to a lecture hall holds up no other room's writes.
+    func cut(room roomID: String, since resume: VersionVector?, visibleTo user: UserID) -> RoomState {
+        let room = state.withLock { $0.rooms[roomID] } ?? RoomState(roomID: roomID)
+        return (resume.map { room.missing(since: $0) } ?? room.snapshot()).visible(to: user)
+    }
+
+    /// The room as a newly joined `user` sees it (what a join reply carries): for embedding.
+    public func snapshot(room: String, visibleTo user: UserID) -> RoomState {
+        cut(room: room, since: nil, visibleTo: user)
     }
 
     /// The publisher thread: sends what the outbox holds, batched, until the node stops.
