@@ -54,7 +54,7 @@ let package = Package(
 
         .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomSimulation", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTerminalUI"], swiftSettings: strict),
         // The bench borrows the tests' raw-socket adversary (HomeroomTestSupport) for its resources suite.
-        .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomWire", "HomeroomNode", "HomeroomTestSupport"], swiftSettings: strict),
+        .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTestSupport"], swiftSettings: strict),
         // Partition and chaos runs against real `homeroom node` processes, with a checker.
         .executableTarget(name: "homeroom-chaos", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
 

@@ -11,8 +11,9 @@ import HomeroomCore
 /// change whose set has not been noted yet (the client notes it right after applying
 /// it, so the next frame draws it). `ReadModel.snapshot` (the whole roster, sorted) is
 /// the reference: `LiveRosterTests` checks the two agree after every step of seeded
-/// workloads.
-struct LiveRoster {
+/// workloads. Public for UIs that keep a replica of their own (a `RoomClient` without
+/// the contexts): feed it each change set after applying it, and draw its snapshots.
+public struct LiveRoster: Sendable {
     /// A student's place off the stage: by name (natural order), then by id.
     private struct NameKey {
         var name: String
@@ -33,11 +34,20 @@ struct LiveRoster {
     private var touched: Set<UserID> = []
     private var rebuildDue = true
     /// Frames made by a full rebuild, and by updates only (for tests and metrics).
-    private(set) var rebuilds = 0
-    private(set) var updates = 0
+    public private(set) var rebuilds = 0
+    public private(set) var updates = 0
+
+    public init() {}
+
+    /// The reference: the whole roster built and sorted from `state`, as a frame was made
+    /// before (what `snapshot` must equal; for tests and benchmarks).
+    public static func rebuilt(_ state: RoomState, nowMillis: UInt64, local: UserInfo, connection: ConnectionState,
+                               latencyMicros: Double, page: (index: Int, size: Int)?) -> RoomSnapshot {
+        ReadModel.snapshot(state, local: local, connection: connection, latencyMicros: latencyMicros, page: page, nowMillis: nowMillis)
+    }
 
     /// Notes what a change set touched (from the client, right after it applied it).
-    mutating func note(_ changes: [RoomChange]) {
+    public mutating func note(_ changes: [RoomChange]) {
         for change in changes {
             switch change {
             case let .userJoined(user), let .userLeft(user), let .userUpdated(user), let .streamUpdated(user, _, _),
@@ -55,10 +65,10 @@ struct LiveRoster {
     }
 
     /// Forget everything: the next frame rebuilds (a new client, a new replica).
-    mutating func reset() { rebuildDue = true }
+    public mutating func reset() { rebuildDue = true }
 
     /// The snapshot of `state` at `nowMillis`, its students paged as asked.
-    mutating func snapshot(_ state: RoomState, nowMillis: UInt64, local: UserInfo, connection: ConnectionState, latencyMicros: Double,
+    public mutating func snapshot(_ state: RoomState, nowMillis: UInt64, local: UserInfo, connection: ConnectionState, latencyMicros: Double,
                            page: (index: Int, size: Int)?) -> RoomSnapshot {
         refresh(state, nowMillis: nowMillis)
         let frame = self.frame!

@@ -18,7 +18,7 @@ struct BenchOptions {
         OPTIONS:
           --quick           Smaller sizes, for CI (well under 2 minutes).
           --markdown        Also print a Markdown table of the rows.
-          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, lifetime, resources, security, lock-scope, convergence, messaging,
+          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, lifetime, resources, security, lock-scope, convergence, ui, messaging,
                             messaging-100k, snapshot: the join in process, for profiles); repeatable.
           -h, --help        Show help information.
         """
@@ -80,6 +80,7 @@ func runBench() {
     if wants("security") { SecurityBench.run(quick: options.quick, emit: emit) }
     if wants("lock-scope") { LockScopeBench.run(quick: options.quick, emit: emit) }
     if wants("convergence") { ConvergenceBench.run(quick: options.quick, emit: emit) }
+    if wants("ui") { RosterFrameBench.run(quick: options.quick, emit: emit) }
     if options.suites.contains("snapshot") {
         // Not part of the full run (the join suite has these rows): the in-process join, for profiles.
         for users in options.quick ? [10_000] : [10_000, 100_000] { JoinBench.stages(users: users, emit: emit) }
@@ -104,7 +105,7 @@ func runBench() {
 /// starts no nng itself, so spawning is safe.
 func runEachSuiteInItsOwnProcess(_ options: BenchOptions) {
     // Memory first: it measures resident-set growth, which memory freed earlier would hide.
-    let suites = ["memory", "merge", "codec", "cluster", "join", "lifetime", "resources", "security", "lock-scope", "convergence"] + (options.quick ? [] : ["messaging-100k"]) + ["messaging"]
+    let suites = ["memory", "merge", "codec", "cluster", "join", "lifetime", "resources", "security", "lock-scope", "convergence", "ui"] + (options.quick ? [] : ["messaging-100k"]) + ["messaging"]
     let me = CommandLine.arguments[0]
     let quoted = "'" + me.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     var table: [String] = []
