@@ -22,6 +22,9 @@ public struct Simulation {
         var replica: Int
         var counter: UInt64 = 0
         var session: SessionID? = nil
+        /// The session the actor's node acknowledged joining (nil after a leave, or when the
+        /// join was refused): the presence check expects the user online while it is set.
+        var acknowledgedSession: SessionID? = nil
         var sessionCount = 0
     }
 
@@ -157,7 +160,8 @@ public struct Simulation {
         case 90..<(90 + config.partitionPercent): flipPartition()
         case 93..<94: retryReward()
         case 94..<95: retryMessage()
-        case 95..<98: reconnect()
+        case 95..<97: reconnect()
+        case 97..<98: declareAliveNodeDown()
         default: restartNode()
         }
     }
@@ -170,6 +174,9 @@ public struct Simulation {
         let node = nodes[actor.replica]
         submit(from: index, .joinSession(user: actor.id, session: session, name: actor.id.prefix(1).uppercased() + actor.id.dropFirst(), role: actor.role,
                                          host: node.sequencer.replica, incarnation: node.incarnation))
+        // Acknowledged: the origin applied it (a refusal or a failed store leaves no record).
+        let joined = nodes[actor.replica].state.users[actor.id]?.sessions.contains { $0.id == session } == true
+        actors[index].acknowledgedSession = joined ? session : nil
     }
 
     mutating func randomWrite() {
@@ -544,6 +551,7 @@ public struct Simulation {
         if let session = actors[index].session {
             submit(from: index, .leaveSession(user: actors[index].id, session: session))
         }
+        actors[index].acknowledgedSession = nil
         actors[index].replica = Int.random(in: 0..<nodes.count, using: &rng)
         join(index)
     }
@@ -574,6 +582,36 @@ public struct Simulation {
         systemWrite(Write(author: "node-\(crashed + 1)", authorRole: .system, authorCounter: 0,
                           operation: .replicaDown(replica: replica, incarnation: old)), at: crashed)
         for index in actors.indices where actors[index].replica == crashed { join(index) }
+    }
+
+    /// A node declared down while it is alive, as the others do when a partition cuts it
+    /// off longer than the down period: a witness writes `replica_down` for its current
+    /// incarnation. Once that reaches it, its housekeeping refutes (the engine's
+    /// `refutation`): a new incarnation, and copies of its live sessions.
+    mutating func declareAliveNodeDown() {
+        let declared = Int.random(in: 0..<nodes.count, using: &rng)
+        let witness = (declared + 1 + Int.random(in: 0..<(nodes.count - 1), using: &rng)) % nodes.count
+        report.falseDowns += 1
+        systemWrite(Write(author: "node-\(witness + 1)", authorRole: .system, authorCounter: 0,
+                          operation: .replicaDown(replica: nodes[declared].sequencer.replica, incarnation: nodes[declared].incarnation)), at: witness)
+    }
+
+    /// What the node's presence loop does about its own incarnation: refute a declaration
+    /// that reached it, and end copies whose client's session ended.
+    mutating func refuteAndEndOrphans(at replica: Int) {
+        let now = nowMillis + nodes[replica].skewMillis
+        if let refutation = nodes[replica].engine.refutation(nowMillis: now) {
+            report.refutations += 1
+            nodes[replica].incarnation = refutation.next
+            nodes[replica].engine.liveIncarnation(refutation.next, sinceMillis: now)
+            for copy in refutation.copies {
+                systemWrite(Write(author: "node-\(replica + 1)", authorRole: .system, authorCounter: 0, operation: copy.operation), at: replica)
+            }
+        }
+        for orphan in nodes[replica].engine.orphanedCopies() {
+            systemWrite(Write(author: "node-\(replica + 1)", authorRole: .system, authorCounter: 0,
+                              operation: .leaveSession(user: orphan.user, session: orphan.session)), at: replica)
+        }
     }
 
     /// After a restart the node's views start again from the state it loaded (a UI re-renders
@@ -617,6 +655,7 @@ public struct Simulation {
     /// the folds its engine says are due (session folds, and reward folds once every
     /// node's heartbeat is confirmed), written through the pipeline.
     mutating func housekeeping(at replica: Int, recheckLater: Bool? = nil) {
+        refuteAndEndOrphans(at: replica)
         let now = nowMillis + nodes[replica].skewMillis
         let mark = RewardCheckpoint.Mark(sentAtMillis: now, sequence: nodes[replica].state.seen.contiguous(nodes[replica].sequencer.replica))
         for other in nodes.indices where other != replica && connected(ReplicaID(UInt64(replica + 1)), other) && !rng.chance(config.dropPercent) {
@@ -756,7 +795,24 @@ public struct Simulation {
         checkLifetime(reference)
         checkLocks()
         checkBreakout()
+        checkPresence(reference)
         report.finalRoster = reference.roster()
+    }
+
+    /// Every user whose join was acknowledged, and who has not left since, is online on
+    /// every replica at the end, unless kicked or banned since: through crashes (a
+    /// restart joins its users again) and through downs declared while its node was
+    /// alive (the node refutes; without that, the user would stay offline everywhere).
+    mutating func checkPresence(_ state: RoomState) {
+        for actor in actors {
+            guard let session = actor.acknowledgedSession, let record = state.users[actor.id], !record.isBanned,
+                  let started = record.sessions.first(where: { $0.id == session })?.started, record.kicked < started else { continue }
+            report.presenceChecked += 1
+            if !record.isOnline(deadIncarnations: state.deadIncarnations) {
+                let sessions = record.sessions.map { "\($0.id)#\($0.incarnation)\($0.ended == nil ? "" : " ended")" }
+                report.violations.append("\(actor.id) joined (\(session)) and never left, but is offline: sessions \(sessions), dead \(state.deadIncarnations)")
+            }
+        }
     }
 
     /// After the final folds every node folded every session it started that is over (the

@@ -20,6 +20,7 @@ import HomeroomSimulation
             seeds = (0..<UInt64(count)).map { base &+ $0 }
         }
         var failures = 0
+        var refutations = 0, presenceChecked = 0
         for seed in seeds {
             var config = SimulationConfig()
             var rng = SplitMix64(seed: seed ^ 0xC0FFEE)
@@ -28,6 +29,8 @@ import HomeroomSimulation
             config.steps = Int.random(in: 50...250, using: &rng)
             config.roomType = Int.random(in: 0..<10, using: &rng) == 0 ? .oneToOne : .smallClassroom
             let report = Simulation.run(seed: seed, config: config)
+            refutations += report.refutations
+            presenceChecked += report.presenceChecked
             if !report.converged {
                 failures += 1
                 Issue.record("""
@@ -38,6 +41,10 @@ import HomeroomSimulation
             }
         }
         #expect(failures == 0, "\(failures) of \(seeds.count) schedules failed")
+        // The presence check must have had something to check, refutations included.
+        if seeds.count >= 100 {
+            #expect(refutations > 0 && presenceChecked > seeds.count, "\(refutations) refutations, \(presenceChecked) users checked online")
+        }
     }
 
     @Test func lectureHallScheduleConverges() {

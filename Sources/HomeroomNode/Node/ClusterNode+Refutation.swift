@@ -28,14 +28,12 @@ extension ClusterNode {
         }
     }
 
+    /// The engine decides (`NodeEngine.refutation`); the shell moves to the new
+    /// incarnation (stored first), writes the copies, and hands each copy its
+    /// original's lease and presence state.
     func refuteIfDeclaredDown() {
-        let current = incarnation
-        let (declared, deadest) = state.withLock { state -> (Bool, UInt64) in
-            let marks = state.rooms.values.compactMap { $0.deadIncarnations[replica] }
-            return (marks.contains { $0 >= current }, marks.max() ?? 0)
-        }
-        guard declared, !state.withLock({ $0.stopping }) else { return }
-        let next = max(current + 1, deadest + 1, WallClock.nowMillis())
+        guard let refutation = state.withLock({ $0.stopping ? nil : $0.engine.refutation(nowMillis: WallClock.nowMillis()) }) else { return }
+        let next = refutation.next
         incarnationBox.withLock { $0 = next }
         let now = wallMillis()
         state.withLock { state in
@@ -43,32 +41,14 @@ extension ClusterNode {
             state.engine.liveIncarnation(next, sinceMillis: now)
         }
         metrics.add("refutations_total")
-        logger.notice("declared down while alive: refuting with a new incarnation", ["old": "\(current)", "new": "\(next)"])
-        let rooms = state.withLock { Array($0.rooms.keys) }
-        for room in rooms {
-            let sessions = state.withLock { state -> [(UserID, SessionID, String, Role)] in
-                guard let roomState = state.rooms[room] else { return [] }
-                var live: [(UserID, SessionID, String, Role)] = []
-                for (user, record) in roomState.users where !record.isBanned {
-                    // Only sessions of the incarnation just declared down; older ones ended at boot.
-                    for session in record.sessions
-                    where session.host == replica && session.incarnation == current && session.ended == nil
-                        && record.kicked < session.started {
-                        live.append((user, session.id, record.name.value, record.role.value))
-                    }
-                }
-                return live
+        logger.notice("declared down while alive: refuting with a new incarnation", ["old": "\(refutation.declared)", "new": "\(next)"])
+        for copy in refutation.copies {
+            systemWrite(room: copy.room, copy.operation)
+            // The copy takes over the lease (renewed by the client's syncs from then on).
+            state.withLock { state in
+                if let lease = state.leases[copy.room]?[copy.original] { state.leases[copy.room]![copy.copy] = lease }
             }
-            for (user, session, name, role) in sessions {
-                let base = Self.baseSession(session)
-                let renewed = base + Self.reincarnationMark + String(next)
-                systemWrite(room: room, .joinSession(user: user, session: renewed, name: name, role: role, host: replica, incarnation: next))
-                // The copy takes over the lease (renewed by the client's syncs from then on).
-                state.withLock { state in
-                    if let lease = state.leases[room]?[session] { state.leases[room]![renewed] = lease }
-                }
-                carryPresence(room: room, user: user, from: session, to: renewed)
-            }
+            carryPresence(room: copy.room, user: copy.user, from: copy.original, to: copy.copy)
         }
     }
 
@@ -120,25 +100,10 @@ extension ClusterNode {
     }
 
     /// A client that leaves ends its original session; the copies a refutation made
-    /// of it must end too, or they would stay online as ghosts.
+    /// of it end too (`NodeEngine.orphanedCopies`).
     func endReincarnationsOfLeftSessions() {
-        let rooms = state.withLock { Array($0.rooms.keys) }
-        for room in rooms {
-            let orphans = state.withLock { state -> [(UserID, SessionID)] in
-                guard let current = state.rooms[room] else { return [] }
-                var result: [(UserID, SessionID)] = []
-                // Every 200 ms, under the lock, over every user: allocate nothing for the
-                // users (nearly all, in a lecture hall) without a live copy hosted here.
-                for (user, record) in current.users {
-                    let copies = record.sessions.filter { $0.ended == nil && $0.host == replica && Self.markStart(in: $0.id) != nil }
-                    guard !copies.isEmpty else { continue }
-                    let ended = Set(record.sessions.lazy.filter { $0.ended != nil }.map { Self.baseSession($0.id) })
-                    for copy in copies where ended.contains(Self.baseSession(copy.id)) { result.append((user, copy.id)) }
-                }
-                return result
-            }
-            for (user, session) in orphans { systemWrite(room: room, .leaveSession(user: user, session: session)) }
-        }
+        let orphans = state.withLock { $0.engine.orphanedCopies() }
+        for orphan in orphans { systemWrite(room: orphan.room, .leaveSession(user: orphan.user, session: orphan.session)) }
     }
 
     static func baseSession(_ id: SessionID) -> SessionID { SessionIDs.base(id) }

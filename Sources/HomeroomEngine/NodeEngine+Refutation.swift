@@ -1,0 +1,71 @@
+import HomeroomCore
+
+/// Refutation, as in SWIM: a node cut off longer than the down period is declared down
+/// by the others, who end the sessions of its current incarnation (`replica_down`).
+/// When the declaration reaches it, the node is evidently alive: it moves to a new
+/// incarnation and writes a copy of each of its live sessions under it, so its users
+/// are online everywhere without reconnecting. A copy's id is the client's session id
+/// with the copy mark and the new incarnation (`SessionIDs`); when the client's own
+/// session ends (it left), its copies end too (`orphanedCopies`).
+extension NodeEngine {
+    /// A session of the incarnation declared down, written again under the new one.
+    public struct SessionCopy: Sendable, Equatable {
+        public var room: String
+        public var user: UserID
+        /// The session the copy stands for (the client keeps naming it).
+        public var original: SessionID
+        public var copy: SessionID
+        public var operation: Operation
+    }
+
+    public struct Refutation: Sendable, Equatable {
+        /// The incarnation declared down (this node's current one).
+        public var declared: UInt64
+        /// The incarnation to move to: above the declared one, above every incarnation of
+        /// this node any room marks dead, and (so it also orders across restarts) at least now.
+        public var next: UInt64
+        public var copies: [SessionCopy]
+    }
+
+    /// Whether a room says this node's current incarnation is down, and if so what to
+    /// write: the copies of its live sessions (not banned, not kicked since they began).
+    /// The caller moves to `next` (`liveIncarnation`) and writes the copies as system.
+    public func refutation(nowMillis: UInt64) -> Refutation? {
+        let current = incarnation
+        let marks = rooms.values.compactMap { $0.deadIncarnations[replica] }
+        guard marks.contains(where: { $0 >= current }) else { return nil }
+        let next = max(current + 1, (marks.max() ?? 0) + 1, nowMillis)
+        var copies: [SessionCopy] = []
+        for roomID in rooms.keys.sorted() {
+            let room = rooms[roomID]!
+            for (user, record) in room.users where !record.isBanned {
+                // Only sessions of the incarnation just declared down; older ones ended at boot.
+                for session in record.sessions
+                where session.host == replica && session.incarnation == current && session.ended == nil && record.kicked < session.started {
+                    let copy = SessionIDs.base(session.id) + SessionIDs.copyMark + String(next)
+                    copies.append(SessionCopy(room: roomID, user: user, original: session.id, copy: copy,
+                                              operation: .joinSession(user: user, session: copy, name: record.name.value, role: record.role.value,
+                                                                      host: replica, incarnation: next)))
+                }
+            }
+        }
+        copies.sort { ($0.room, $0.user, $0.copy) < ($1.room, $1.user, $1.copy) }
+        return Refutation(declared: current, next: next, copies: copies)
+    }
+
+    /// Live copies hosted here whose client's own session has ended: each must end too
+    /// (`leaveSession`), or it would stay online as a ghost.
+    public func orphanedCopies() -> [(room: String, user: UserID, session: SessionID)] {
+        var orphans: [(room: String, user: UserID, session: SessionID)] = []
+        for roomID in rooms.keys.sorted() {
+            for (user, record) in rooms[roomID]!.users {
+                // Allocates nothing for the users (nearly all, in a lecture hall) without a live copy here.
+                let copies = record.sessions.filter { $0.ended == nil && $0.host == replica && SessionIDs.copyMarkStart(in: $0.id) != nil }
+                guard !copies.isEmpty else { continue }
+                let ended = Set(record.sessions.lazy.filter { $0.ended != nil }.map { SessionIDs.base($0.id) })
+                for copy in copies where ended.contains(SessionIDs.base(copy.id)) { orphans.append((roomID, user, copy.id)) }
+            }
+        }
+        return orphans
+    }
+}
