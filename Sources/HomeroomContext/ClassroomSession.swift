@@ -84,12 +84,19 @@ final class ClassroomSession: Sendable {
 
     private let state = Mutex(State())
 
-    /// The UI's roster, fed by the change sets of the current client (`generation`).
-    private struct RosterFeed {
+    /// The UI's roster (`LiveRoster`), held only while a frame is made, and what the
+    /// current client's change sets named since (its own small lock: a client applying
+    /// deltas never waits for a frame, however long a first build of a hall takes).
+    private struct RosterNotes {
+        var generation: Int?
+        var notes = LiveRoster.Notes()
+    }
+    private struct RosterModel {
         var generation: Int?
         var model = LiveRoster()
     }
-    private let roster = Mutex(RosterFeed())
+    private let rosterNotes = Mutex(RosterNotes())
+    private let roster = Mutex(RosterModel())
 
     init(config: ClassroomConfig, logger: Logger) {
         self.config = config
@@ -182,19 +189,24 @@ final class ClassroomSession: Sendable {
     }
 
     /// The read model UIs draw: the roster kept from the change sets (`LiveRoster`),
-    /// the students paged. The replica is copied under the roster's lock, so every change
-    /// noted so far is in the copy (a client notes a change after applying it).
+    /// the students paged. The notes are taken and the replica copied under the notes'
+    /// lock, so every change noted is in the copy (a client notes a change after
+    /// applying it); the frame is then made under the roster's lock alone.
     func snapshot(page: (index: Int, size: Int)?) -> RoomSnapshot {
         let local = localUser, connection = connectionState, latency = latencyMicros
-        return roster.withLock { feed in
-            let (client, generation) = state.withLock { ($0.client, $0.generation) }
-            if feed.generation != generation {
-                feed.generation = generation
-                feed.model.reset()
+        return roster.withLock { roster in
+            let (replica, generation, notes) = rosterNotes.withLock { feed -> (RoomState, Int, LiveRoster.Notes) in
+                let (client, generation) = state.withLock { ($0.client, $0.generation) }
+                var notes = LiveRoster.Notes()
+                if feed.generation == generation { swap(&notes, &feed.notes) } else { feed.generation = generation; feed.notes = LiveRoster.Notes() }
+                return (client?.replica ?? RoomState(roomID: config.room), generation, notes)
             }
-            let replica = client?.replica ?? RoomState(roomID: config.room)
-            return feed.model.snapshot(replica, nowMillis: WallClock.nowMillis(), local: local, connection: connection,
-                                       latencyMicros: latency, page: page)
+            if roster.generation != generation {
+                roster.generation = generation
+                roster.model.reset()
+            }
+            return roster.model.snapshot(replica, nowMillis: WallClock.nowMillis(), local: local, connection: connection,
+                                         latencyMicros: latency, page: page, notes: notes)
         }
     }
 
@@ -301,7 +313,7 @@ final class ClassroomSession: Sendable {
     private func received(_ changes: [RoomChange], from client: RoomClient) {
         // Noted before the events go out, so the frame an event asks for draws the change.
         if let generation = state.withLock({ $0.client === client ? $0.generation : nil }) {
-            roster.withLock { feed in if feed.generation == generation { feed.model.note(changes) } }
+            rosterNotes.withLock { feed in if feed.generation == generation { feed.notes.note(changes) } }
         }
         let replica = client.replica
         var events = ContextEvent.translate(changes, localUser: config.user, room: { ReadModel.roomInfo(replica) },

@@ -75,6 +75,8 @@ extension ContextEvent {
             case let .userLeft(user) where user != localUser: events.append(.remoteUserLeft(lookup(user)))
             case .userJoined, .userLeft: break
             case let .userUpdated(user): events.append(.userUpdated(lookup(user)))
+            // An offline row appearing is the roster's business (`LiveRoster`), not an event.
+            case .userKnown: break
             case let .coHostsAdded(users): events.append(.coHostsAdded(users.map(lookup)))
             case let .coHostsRemoved(users): events.append(.coHostsRemoved(users.map(lookup)))
             case let .streamUpdated(user, device, state): events.append(.streamUpdated(StreamInfo(owner: lookup(user), device: device, state: state)))

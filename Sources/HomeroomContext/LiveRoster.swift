@@ -2,10 +2,11 @@ import HomeroomCore
 
 /// The roster a UI draws, kept up to date from the change sets instead of rebuilt and
 /// sorted from the whole room every frame. A frame costs what changed since the last
-/// one (each changed user's row, re-placed by binary search) plus the page it shows;
-/// the whole roster is rebuilt only when something every row depends on changes (the
-/// room's type or limits, mute-all, breakout groups), or many users did. A node
-/// declared down names the users it hosted (they leave), so it costs their rows only.
+/// one (each changed user's row; re-placed by binary search when its name or role
+/// changed) plus the page it shows. When something every row depends on changes (the
+/// room's type or limits, mute-all, breakout groups) every row is recomputed in place,
+/// without sorting; the students are sorted again only on the first frame or when many
+/// of them moved at once.
 ///
 /// A frame is cut from one copy of the replica: every row is as of that copy, but for a
 /// change whose set has not been noted yet (the client notes it right after applying
@@ -30,10 +31,45 @@ public struct LiveRoster: Sendable {
     private var online: Set<UserID> = []
     private var observersOnline: Set<UserID> = []
     private var frame: RosterFrame?
-    /// Users whose change sets came since the last frame.
-    private var touched: Set<UserID> = []
-    private var rebuildDue = true
-    /// Frames made by a full rebuild, and by updates only (for tests and metrics).
+    /// What change sets named since the last frame. A client notes into this (a small
+    /// lock of its own, `ClassroomSession`), never into the roster a frame is being
+    /// made from, so applying deltas never waits for a frame.
+    public struct Notes: Sendable {
+        var touched: Set<UserID> = []
+        /// Every row depends on what changed: recompute them all (in place, no sort).
+        var everyRow = false
+
+        public init() {}
+
+        public var isEmpty: Bool { touched.isEmpty && !everyRow }
+
+        /// Notes what a change set touched (right after it was applied).
+        public mutating func note(_ changes: [RoomChange]) {
+            for change in changes {
+                switch change {
+                case let .userJoined(user), let .userLeft(user), let .userUpdated(user), let .userKnown(user), let .streamUpdated(user, _, _),
+                     let .boardUpdated(user, _), let .userRewarded(user, _, _), let .handWaved(user), let .handLowered(user),
+                     let .userKicked(user), let .userBanned(user):
+                    touched.insert(user)
+                case let .coHostsAdded(users), let .coHostsRemoved(users):
+                    touched.formUnion(users)
+                case .roomInfoUpdated, .allMicrophonesMuted, .breakoutUpdated:
+                    everyRow = true
+                case .classStateUpdated, .roomPropertiesUpdated, .locksUpdated, .userPropertiesUpdated:
+                    break
+                }
+            }
+        }
+
+        mutating func merge(_ other: Notes) {
+            touched.formUnion(other.touched)
+            everyRow = everyRow || other.everyRow
+        }
+    }
+
+    private var pending = Notes()
+    private var built = false
+    /// Frames made by a full build (sorted), and by updates only (for tests and metrics).
     public private(set) var rebuilds = 0
     public private(set) var updates = 0
 
@@ -47,29 +83,19 @@ public struct LiveRoster: Sendable {
     }
 
     /// Notes what a change set touched (from the client, right after it applied it).
-    public mutating func note(_ changes: [RoomChange]) {
-        for change in changes {
-            switch change {
-            case let .userJoined(user), let .userLeft(user), let .userUpdated(user), let .streamUpdated(user, _, _),
-                 let .boardUpdated(user, _), let .userRewarded(user, _, _), let .handWaved(user), let .handLowered(user),
-                 let .userKicked(user), let .userBanned(user):
-                touched.insert(user)
-            case let .coHostsAdded(users), let .coHostsRemoved(users):
-                touched.formUnion(users)
-            case .roomInfoUpdated, .allMicrophonesMuted, .breakoutUpdated:
-                rebuildDue = true
-            case .classStateUpdated, .roomPropertiesUpdated, .locksUpdated, .userPropertiesUpdated:
-                break
-            }
-        }
+    public mutating func note(_ changes: [RoomChange]) { pending.note(changes) }
+
+    /// Forget everything: the next frame builds afresh (a new client, a new replica).
+    public mutating func reset() {
+        built = false
+        pending = Notes()
     }
 
-    /// Forget everything: the next frame rebuilds (a new client, a new replica).
-    public mutating func reset() { rebuildDue = true }
-
-    /// The snapshot of `state` at `nowMillis`, its students paged as asked.
+    /// The snapshot of `state` at `nowMillis`, its students paged as asked. `notes`: what
+    /// was noted elsewhere since the last frame (every change in them is in `state`).
     public mutating func snapshot(_ state: RoomState, nowMillis: UInt64, local: UserInfo, connection: ConnectionState, latencyMicros: Double,
-                           page: (index: Int, size: Int)?) -> RoomSnapshot {
+                                  page: (index: Int, size: Int)?, notes: Notes = Notes()) -> RoomSnapshot {
+        pending.merge(notes)
         refresh(state, nowMillis: nowMillis)
         let frame = self.frame!
         let rows = self.rows
@@ -103,73 +129,92 @@ public struct LiveRoster: Sendable {
 
     private mutating func refresh(_ state: RoomState, nowMillis: UInt64) {
         let next = state.rosterFrame(nowMillis: nowMillis)
-        // Rows named by the change sets, and those the frame moved on or off the stage or
-        // its waiting list: a carousel's turn changes with the clock alone, and its
-        // candidates with other users' cameras. (Hands need no diff: the change sets name
-        // everyone whose place in the hand list moved.)
-        var changed = touched
-        if let frame {
-            func moved(_ a: [UserID], _ b: [UserID]) -> Set<UserID> { Set(a).symmetricDifference(b) }
-            changed.formUnion(moved(frame.stage, next.stage))
-            changed.formUnion(moved(frame.stageWaiting, next.stageWaiting))
-        }
-        // And every row on the stage, each frame (the stage is small): a user there by a
-        // carousel's turn has camera and microphone states the change sets do not follow
-        // (they derive them from the stage as written).
-        changed.formUnion(next.stage)
-        touched = []
-        frame = next
-        // Many changes at once: one sort beats that many binary-search insertions.
-        if rebuildDue || changed.count > max(64, rows.count / 8) {
-            rebuild(state, next)
-            rebuildDue = false
+        let notes = pending
+        pending = Notes()
+        defer { frame = next }
+        guard built, let frame else {
+            build(state, next)
+            built = true
             rebuilds += 1
             return
         }
-        for user in changed { update(user, state, next) }
         updates += 1
+        if notes.everyRow {
+            update(state.users.keys, state, next)
+            return
+        }
+        // Rows named by the change sets, and those the frame moved on or off the stage or
+        // its waiting list: a carousel's turn changes with the clock alone, and its
+        // candidates with other users' cameras. (Hands need no diff: the change sets name
+        // everyone whose place in the hand list moved.) And every row on the stage, each
+        // frame (the stage is small): a user there by a carousel's turn has camera and
+        // microphone states the change sets do not follow (they derive them from the
+        // stage as written).
+        var changed = notes.touched
+        changed.formUnion(Set(frame.stage).symmetricDifference(next.stage))
+        changed.formUnion(Set(frame.stageWaiting).symmetricDifference(next.stageWaiting))
+        changed.formUnion(next.stage)
+        update(changed, state, next)
     }
 
-    private mutating func rebuild(_ state: RoomState, _ frame: RosterFrame) {
+    /// Every row from `state`, the students sorted.
+    private mutating func build(_ state: RoomState, _ frame: RosterFrame) {
         rows = [:]
         rows.reserveCapacity(state.users.count)
         students = []
         moderators = []
         online = []
         observersOnline = []
-        for (user, record) in state.users where record.isKnown { place(user, record, state, frame, sorted: false) }
+        for (user, record) in state.users where record.isKnown {
+            if let key = place(user, record, state, frame) { students.append(key) }
+        }
         students.sort { $0.precedes($1) }
     }
 
-    private mutating func update(_ user: UserID, _ state: RoomState, _ frame: RosterFrame) {
-        if let old = rows.removeValue(forKey: user) {
-            switch old.info.role {
-            case .student:
-                let at = position(of: NameKey(name: old.info.name, user: user))
-                if at < students.count, students[at].user == user { students.remove(at: at) }
-            case .teacher, .assistant: moderators.remove(user)
-            default: break
-            }
+    /// Recomputes these users' rows; students whose name changed (or who came or went)
+    /// are re-placed by binary search, or, when many moved, all sorted again.
+    private mutating func update(_ users: some Sequence<UserID>, _ state: RoomState, _ frame: RosterFrame) {
+        var moved: [(from: NameKey?, to: NameKey?)] = []
+        for user in users {
+            let old = rows.removeValue(forKey: user)
+            let before = old.flatMap { $0.info.role == .student ? NameKey(name: $0.info.name, user: user) : nil }
+            if let old, old.info.role == .teacher || old.info.role == .assistant { moderators.remove(user) }
+            online.remove(user)
+            observersOnline.remove(user)
+            var after: NameKey?
+            if let record = state.users[user], record.isKnown { after = place(user, record, state, frame) }
+            if before?.name != after?.name || (before == nil) != (after == nil) { moved.append((before, after)) }
         }
-        online.remove(user)
-        observersOnline.remove(user)
-        if let record = state.users[user], record.isKnown { place(user, record, state, frame, sorted: true) }
+        guard !moved.isEmpty else { return }
+        if moved.count > max(64, students.count / 8) {
+            students = rows.values.filter { $0.info.role == .student }.map { NameKey(name: $0.info.name, user: $0.info.id) }
+            students.sort { $0.precedes($1) }
+            return
+        }
+        for (from, _) in moved {
+            guard let from else { continue }
+            let at = position(of: from)
+            if at < students.count, students[at].user == from.user { students.remove(at: at) }
+        }
+        for (_, to) in moved {
+            guard let to else { continue }
+            students.insert(to, at: position(of: to))
+        }
     }
 
-    private mutating func place(_ user: UserID, _ record: UserRecord, _ state: RoomState, _ frame: RosterFrame, sorted: Bool) {
+    /// Records one known user's row; returns its name key when it is a student with a row.
+    private mutating func place(_ user: UserID, _ record: UserRecord, _ state: RoomState, _ frame: RosterFrame) -> NameKey? {
         let row = state.rosterRow(user, record, in: frame)
         if row.online { online.insert(user) }
-        if record.isBanned { return }
-        let userRow = ReadModel.row(row)
-        rows[user] = userRow
+        if record.isBanned { return nil }
+        rows[user] = ReadModel.row(row)
         switch row.role {
-        case .student:
-            let key = NameKey(name: row.name, user: user)
-            if sorted { students.insert(key, at: position(of: key)) } else { students.append(key) }
+        case .student: return NameKey(name: row.name, user: user)
         case .teacher, .assistant: moderators.insert(user)
         case .observer: if row.online { observersOnline.insert(user) }
         default: break
         }
+        return nil
     }
 
     /// Where `key` is, or would go, in `students`.

@@ -59,12 +59,12 @@ enum ConvergenceBench {
         var faulted: [Round] = []
         for index in 0..<(rounds * 2) {
             // Alternate: a fault-free round, then a fault round, so both see the same machine.
-            if index % 2 == 0 {
-                if let round = self.round(nodes, fault: nil, rng: &rng) { baseline.append(round) }
-            } else {
-                let fault = Fault.allCases[Int(rng.next() % UInt64(Fault.allCases.count))]
-                if let round = self.round(nodes, fault: fault, rng: &rng) { faulted.append(round) }
+            let fault = index % 2 == 0 ? nil : Fault.allCases[Int(rng.next() % UInt64(Fault.allCases.count))]
+            guard let round = self.round(nodes, fault: fault, rng: &rng) else {
+                fputs("convergence: stopped; no rows from a run with a round that did not settle\n", stderr)
+                exit(1)
             }
+            if fault == nil { baseline.append(round) } else { faulted.append(round) }
         }
         func percentile(_ values: [Double], _ percent: Int) -> Double {
             let sorted = values.sorted()
@@ -151,7 +151,11 @@ enum ConvergenceBench {
         }
         // Quiet until every node hears every other again (refutations and sessions settle),
         // so the next round starts from a whole cluster.
-        _ = ClusterBench.waitUntil(seconds: 10) { nodes.allSatisfy { $0.alivePeers.count == 4 } && identical(nodes) }
+        guard ClusterBench.waitUntil(seconds: 10, { nodes.allSatisfy { $0.alivePeers.count == 4 } && identical(nodes) }) else {
+            // Its downs would spill into the next round's count.
+            fputs("convergence: the cluster did not re-form within 10 s of a round (\(fault?.name ?? "no fault"))\n", stderr)
+            return nil
+        }
         let downsAfter = nodes.reduce(UInt64(0)) { $0 + $1.metrics["peers_declared_down_total"] }
         guard let acknowledgedAt, let identicalAt else {
             fputs("convergence: a round (\(fault?.name ?? "no fault")) did not converge within 15 s of its heal\n", stderr)

@@ -156,7 +156,6 @@ struct ChaosRun {
             fputs("homeroom-chaos: the cluster did not form within 20 s; node logs in \(runDirectory)\n", stderr)
             return 2
         }
-        let formedAt = Clock.now
         say("cluster formed: \(writers.count) writers (\(options.teachers) teachers, \(students.count) students, \(bannedUser)), \(n) observers")
 
         // Workload and nemesis.
@@ -271,12 +270,8 @@ struct ChaosRun {
         for heal in nemesis.fullHeals {
             heals.append((heal.at, starts.first { $0 > heal.at } ?? finalHealAt, heal.kinds))
         }
-        // Fault-free windows: before the first fault, between each heal and the next fault,
-        // and after the final heal until the nodes are stopped.
-        var quietWindows: [(from: UInt64, to: UInt64)] = [(formedAt, starts.first ?? finalHealAt)]
-        quietWindows += heals.map { ($0.at, $0.nextFault ?? finalHealAt) }
-        quietWindows.append((finalHealAt, stoppingAt))
-        let falseDowns = FalseDowns.find(downs, quietWindows: quietWindows)
+        let nodeIndex = Dictionary(uniqueKeysWithValues: cluster.nodes.enumerated().map { ($1.name, $0) })
+        let falseDowns = FalseDowns.find(downs, spans: nemesis.spans, index: nodeIndex, until: stoppingAt)
         // Faults that silence a node longer than the down period must show as downs, or the
         // down lines are no longer read (and the check above would pass on nothing).
         let downMillis = (options.heartbeatMillis ?? 200) * 10

@@ -37,7 +37,7 @@ struct Checker {
     /// Milliseconds from the final heal to the check.
     var checkedAt: UInt64
     var nodeLogFindings: [String]
-    /// Every "peer declared down" in the node logs, and those that fell in fault-free windows.
+    /// Every "peer declared down" in the node logs, and those no fault explains.
     var declaredDowns: Int
     /// Whether a fault silenced some node past the down period (then downs must be read).
     var downsExpected: Bool
@@ -331,15 +331,15 @@ struct Checker {
         result.checks.append(Check(name: "no-crash", passed: crashes.isEmpty,
                                    detail: crashes.isEmpty ? "no \"Fatal error\", \"Sanitizer\" or \"panic\" in any node log; no node died unasked"
                                        : crashes.prefix(5).joined(separator: "; ")))
-        // 6b. No false down: a peer silent inside a fault-free window, under load, is a bug
-        // (a starved tick, a lost heartbeat path); each down ends sessions everywhere.
+        // 6b. No false down: a peer silent while no fault touched it or its observer, under
+        // load, is a bug (a starved tick, a lost heartbeat path); each down ends sessions everywhere.
         let unread = downsExpected && declaredDowns == 0
         result.checks.append(Check(name: "no-false-down", passed: falseDowns.isEmpty && !unread,
                                    detail: unread
                                        ? "no \"peer declared down\" line was read from the node logs although faults silenced nodes past the down period: the check cannot see downs"
                                        : falseDowns.isEmpty
-                                       ? "no peer declared down after falling silent in a fault-free window (\(declaredDowns) downs in all, each during or right after a fault)"
-                                       : "\(falseDowns.count) of \(declaredDowns) downs in fault-free windows, first: \(falseDowns[0].description)"))
+                                       ? "every down had a fault touching its pair during the silence (\(declaredDowns) downs in all)"
+                                       : "\(falseDowns.count) of \(declaredDowns) downs with no fault touching the pair during the silence, first: \(falseDowns[0].description)"))
         let harness = nemesisFailures + stuckWriters
         result.checks.append(Check(name: "harness", passed: harness.isEmpty,
                                    detail: harness.isEmpty ? "every fault injected and healed; every writer stopped" : harness.prefix(5).joined(separator: "; ")))

@@ -30,14 +30,33 @@ struct DeclaredDown {
     }
 }
 
-/// False downs: a peer declared down although it fell silent inside a fault-free window
-/// (after the heal that began it, before the next fault) and was declared down before
-/// that window ended. Under load and without faults a node must not lose its peers;
-/// each such down ends sessions on every replica.
+/// One fault as it ran: when, and which nodes it touched (nil: any pair may be cut).
+struct FaultSpan {
+    var kind: FaultKind
+    var plannedAt: UInt64
+    var affected: Set<Int>?
+    var from: UInt64
+    /// When it was healed; nil while it runs (or if it never was).
+    var to: UInt64?
+}
+
+/// False downs: a peer declared down although no fault touching either node (or able to
+/// cut any pair: partitions, loss on every link) ran at any moment of its silence.
+/// Under load a node must not lose a peer nothing separated it from; each such down
+/// ends sessions on every replica.
 enum FalseDowns {
-    static func find(_ downs: [DeclaredDown], quietWindows: [(from: UInt64, to: UInt64)]) -> [DeclaredDown] {
+    /// `index` maps node names to their index in the cluster; `until` is when the
+    /// harness began stopping the nodes (downs from then on are the stop's).
+    static func find(_ downs: [DeclaredDown], spans: [FaultSpan], index: [String: Int], until: UInt64) -> [DeclaredDown] {
         downs.filter { down in
-            quietWindows.contains { window in down.silentFrom >= window.from && down.at < window.to }
+            guard down.at < until else { return false }
+            let pair = [index[down.node], index[down.peer]].compactMap { $0 }
+            return !spans.contains { span in
+                let overlaps = span.from <= down.at && (span.to ?? .max) >= down.silentFrom
+                guard overlaps else { return false }
+                guard let affected = span.affected else { return true }
+                return pair.contains { affected.contains($0) }
+            }
         }
     }
 }

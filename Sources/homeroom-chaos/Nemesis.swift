@@ -151,6 +151,9 @@ final class Nemesis {
     private var sinceWhole: [FaultKind] = []
     private(set) var kindsExercised: [FaultKind: Int] = [:]
     private(set) var failures: [String] = []
+    /// Each fault's time span and the nodes it touches (nil: every pair may be cut), for
+    /// telling the downs a fault explains from false ones (`FalseDowns`).
+    private(set) var spans: [FaultSpan] = []
 
     // Active faults.
     private var cuts: [Set<Int>]
@@ -186,6 +189,8 @@ final class Nemesis {
     func begin(_ fault: PlannedFault) {
         let n = cluster.nodes.count
         let detail = fault.describe(nodeCount: n)
+        spans.append(FaultSpan(kind: fault.kind, plannedAt: fault.startMillis, affected: Self.affected(by: fault, cutsLinks: cluster.network.cutsLinks),
+                               from: Clock.now, to: nil))
         kindsExercised[fault.kind, default: 0] += 1
         active += 1
         sinceWhole.append(fault.kind)
@@ -271,9 +276,23 @@ final class Nemesis {
         if isolatedBySignal.contains(target) { cluster.nodes[target].signal(SIGUSR1) }
     }
 
+    /// The nodes a fault touches: whoever it kills, pauses, isolates or restarts; nil when
+    /// it may cut any pair (partitions, loss on every link).
+    static func affected(by fault: PlannedFault, cutsLinks: Bool) -> Set<Int>? {
+        switch fault.kind {
+        case .halves, .ring, .bridge: return nil
+        case .isolate, .pause: return [fault.nodes[0]]
+        case .kill, .clockSkew, .latency: return Set(fault.nodes.prefix(fault.targets))
+        case .loss: return cutsLinks ? nil : Set(fault.nodes.prefix(fault.targets))
+        }
+    }
+
     /// Ends one fault (restoring only what it did); when none is left, heals whatever remains.
     func end(_ fault: PlannedFault) {
         active -= 1
+        if let open = spans.lastIndex(where: { $0.kind == fault.kind && $0.plannedAt == fault.startMillis && $0.to == nil }) {
+            spans[open].to = Clock.now
+        }
         do throws(SpawnError) {
             switch fault.kind {
             case .halves, .ring, .bridge, .isolate:

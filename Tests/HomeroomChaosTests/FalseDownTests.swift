@@ -24,15 +24,18 @@ import Testing
         #expect(down.silentFrom == 10_500)
     }
 
-    @Test func onlyASilenceInsideAQuietWindowIsFalse() {
-        let quiet: [(from: UInt64, to: UInt64)] = [(from: 10_000, to: 20_000)]
-        // Silent since a moment inside the window, declared before it ended: false.
-        let false1 = DeclaredDown(node: "n1", peer: "n2", silentFrom: 12_000, at: 14_000)
-        // Silent since before the heal (a paused node waking, a partition's silence): explained.
-        let explained = DeclaredDown(node: "n1", peer: "n3", silentFrom: 9_000, at: 11_000)
-        // Declared after the next fault began: the fault may explain it.
-        let late = DeclaredDown(node: "n1", peer: "n4", silentFrom: 18_500, at: 20_500)
-        let found = FalseDowns.find([false1, explained, late], quietWindows: quiet)
-        #expect(found.map(\.peer) == ["n2"])
+    @Test func aDownIsFalseUnlessAFaultTouchedItsPairDuringTheSilence() {
+        let spans = [FaultSpan(kind: .isolate, plannedAt: 0, affected: [2], from: 10_000, to: 14_000),
+                     FaultSpan(kind: .halves, plannedAt: 1, affected: nil, from: 30_000, to: 33_000)]
+        let index = ["n1": 0, "n2": 1, "n3": 2, "n4": 3]
+        let downs = [
+            DeclaredDown(node: "n1", peer: "n3", silentFrom: 11_000, at: 13_000),   // n3 isolated: explained
+            DeclaredDown(node: "n1", peer: "n2", silentFrom: 11_000, at: 13_000),   // nothing touched n1 or n2: false
+            DeclaredDown(node: "n1", peer: "n3", silentFrom: 14_500, at: 16_500),   // silent only after the heal: false
+            DeclaredDown(node: "n2", peer: "n4", silentFrom: 29_000, at: 31_000),   // a partition may cut any pair: explained
+            DeclaredDown(node: "n4", peer: "n1", silentFrom: 38_000, at: 40_000),   // the harness was stopping the nodes
+        ]
+        let found = FalseDowns.find(downs, spans: spans, index: index, until: 39_000)
+        #expect(found.map { "\($0.node)>\($0.peer)@\($0.at)" } == ["n1>n2@13000", "n1>n3@16500"])
     }
 }

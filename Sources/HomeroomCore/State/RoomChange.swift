@@ -12,6 +12,10 @@ public enum RoomChange: Hashable, Sendable {
     case userJoined(UserID)
     case userLeft(UserID)
     case userUpdated(UserID)
+    /// Known now without having come online (its session's host was already declared
+    /// down, or a patch brought only ended sessions): an offline row in the roster.
+    /// Not an event: a join snapshot brings thousands of them in a long-lived room.
+    case userKnown(UserID)
     case coHostsAdded([UserID])
     case coHostsRemoved([UserID])
     case streamUpdated(UserID, Device, StreamState)

@@ -199,7 +199,7 @@ extension RoomState {
         }
         // Known now, but not online (its session's host is already declared down, or a
         // patch brought only ended sessions): the roster shows it offline, so say so.
-        if !before.known && after.known && !after.online { changes.append(.userUpdated(user)) }
+        if !before.known && after.known && !after.online { changes.append(.userKnown(user)) }
         if before.kicked != after.kicked { changes.append(.userKicked(user)) }
         if !before.banned && after.banned { changes.append(.userBanned(user)) }
         if before.online && !after.online { changes.append(.userLeft(user)) }

@@ -377,9 +377,15 @@ extension ClusterNode {
     /// Stores a snapshot of one room in place of its log. Only the copy of the room and
     /// its log position are taken under the state lock; the snapshot is encoded and
     /// stored outside it, while writes go on (they land after the position and stay in
-    /// the log). Called by one thread at a time (the tick, or recovery on a pull thread
-    /// for a quarantined room, which takes no writes).
+    /// the log). Compactions run one at a time (`compacting`, never taken under the state
+    /// lock): two copies with the same log position can differ in what only memory
+    /// holds (patches merged while the room was behind), and the later copy must be
+    /// the one stored last.
     func compact(room: String) -> Compaction {
+        compacting.withLock { _ in compactAlone(room: room) }
+    }
+
+    private func compactAlone(room: String) -> Compaction {
         let plan = state.withLock { state -> (NodeStore, RoomState, Int64, Int, NodeEngine.SnapshotMark)? in
             guard let store = state.store, let current = state.rooms[room] else { return nil }
             return (store, current, store.logMark(room: room), state.dirtyRooms[room] ?? 0, state.engine.snapshotMark)
@@ -564,11 +570,18 @@ extension ClusterNode {
                 // broken rows (below, outside the lock), so no write is appended to rows
                 // that would quarantine it again on a restart. Its sequence numbers continue
                 // from what the peers hold of this node's (the engine's merge saw to it).
+                // What it holds is in memory only: a miss, until a snapshot taken after it is stored.
+                if state.store != nil {
+                    state.engine.storeMissed(room: key.room)
+                    state.dirtyRooms[key.room, default: 0] += 1
+                }
                 return (.recovered(why), true)
             }
             if merge.changed, let store = state.store {
-                // Not after a missed append: the patch's vector would cover what the store lacks.
-                if state.engine.appendsPatches(room: key.room), (try? store.append(room: key.room, encodedPatch: encodedPatch)) == nil {
+                // Not after a missed append: the patch's vector would cover what the store
+                // lacks. A patch not appended is itself a miss (numbered anew), so a snapshot
+                // copied before this merge does not clear the room's behind mark.
+                if !state.engine.appendsPatches(room: key.room) || (try? store.append(room: key.room, encodedPatch: encodedPatch)) == nil {
                     state.engine.storeMissed(room: key.room)
                 }
                 state.dirtyRooms[key.room, default: 0] += 1
@@ -578,15 +591,10 @@ extension ClusterNode {
         }
         var storeError: StoreError?
         if recovering {
+            // On failure it is served from memory: still behind and dirty, so the tick
+            // stores its snapshot until one succeeds.
             if hasStore, case let .failed(error) = compact(room: key.room) { storeError = error }
-            state.withLock { state in
-                state.quarantined[key.room] = nil
-                // Served from memory; the tick stores its snapshot until one succeeds.
-                if storeError != nil {
-                    state.engine.storeMissed(room: key.room)
-                    state.dirtyRooms[key.room, default: 0] += 1
-                }
-            }
+            state.withLock { _ = $0.quarantined.removeValue(forKey: key.room) }
         }
         let changed: Bool
         switch merged {

@@ -52,6 +52,9 @@ public final class ClusterNode: Sendable {
     /// Seals the client topics of closed rooms (a node that requires tokens), or nil.
     let topicKeyring: TopicKeyring?
     let delayLine = DelayLine()
+    /// Held through each compaction, from the copy of the room to the bookkeeping after
+    /// its snapshot is stored: compactions run one at a time (`compact(room:)`).
+    let compacting = Mutex<Void>(())
     let appliedObservers = Mutex<[@Sendable (String, [Delta]) -> Void]>([])
     private let ticker: Mutex<NNGThread?> = Mutex(nil)
     private let sender: Mutex<NNGThread?> = Mutex(nil)
