@@ -41,4 +41,13 @@ extension NodeEngine {
 
     /// Whether a patch merged into this room may be appended to the store.
     public func appendsPatches(room: String) -> Bool { storeBehind[room] == nil }
+
+    /// A merged patch changed `room`: whether to append it to the store. Not while the
+    /// room is behind, and then the patch is a miss of its own: what it brought is in
+    /// memory only, so a snapshot copied before the merge must not clear the room.
+    public mutating func patchMerged(room: String) -> Bool {
+        if appendsPatches(room: room) { return true }
+        storeMissed(room: room)
+        return false
+    }
 }

@@ -140,6 +140,23 @@ import HomeroomCore
         #expect(!engine.appendsPatches(room: "other"), "a snapshot of one room covers no other")
     }
 
+    /// A patch merged while the room is behind is not appended, and is a miss of its own:
+    /// a snapshot copied before that merge (its encode outside the lock) does not hold
+    /// the patch, so storing it must leave the room behind.
+    @Test func aPatchSkippedWhileBehindOutlivesASnapshotCopiedBeforeIt() {
+        var engine = NodeEngine(replica: ReplicaID(2))
+        engine.storeMissed(room: Self.room)
+        let copied = engine.snapshotMark
+        let appended = engine.patchMerged(room: Self.room)
+        #expect(!appended, "behind: the patch is not appended")
+        engine.snapshotStored(room: Self.room, takenAt: copied)
+        #expect(!engine.appendsPatches(room: Self.room), "the stored snapshot lacks the skipped patch")
+        engine.snapshotStored(room: Self.room, takenAt: engine.snapshotMark)
+        #expect(engine.appendsPatches(room: Self.room))
+        let appendedNow = engine.patchMerged(room: Self.room)
+        #expect(appendedNow)
+    }
+
     @Test func aPatchHoldingThisNodesOwnWritesAboveItsNumberingMovesTheNumberingUp() throws {
         var old = NodeEngine(replica: ReplicaID(5))
         Self.write(Self.join("t", .teacher, at: old), at: &old)

