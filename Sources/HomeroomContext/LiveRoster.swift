@@ -41,8 +41,6 @@ public struct LiveRoster: Sendable {
 
         public init() {}
 
-        public var isEmpty: Bool { touched.isEmpty && !everyRow }
-
         /// Notes what a change set touched (right after it was applied).
         public mutating func note(_ changes: [RoomChange]) {
             for change in changes {
@@ -103,7 +101,7 @@ public struct LiveRoster: Sendable {
         let studentPage = self.page(stageStudents: stageStudents, page: page)
         // As the full roster orders them: roster order, then online first, teachers before assistants.
         let moderatorRows = moderators.compactMap { rows[$0] }
-            .sorted { a, b in Self.precedes(a, b, frame) }
+            .sorted { a, b in RoomState.rosterPrecedes(a.info.id, a.info.name, b.info.id, b.info.name, stageRank: frame.stageRank) }
             .sorted { a, b in a.online != b.online ? a.online : (a.info.role != b.info.role ? a.info.role > b.info.role : false) }
         func info(_ user: UserID) -> UserInfo { rows[user]?.info ?? ReadModel.userInfo(state, user) }
         let carousel = state.carousel.value.running ? state.carousel.value : nil
@@ -116,15 +114,6 @@ public struct LiveRoster: Sendable {
             carousel: carousel.flatMap { settings in frame.turn.map { CarouselStatus(settings, $0) } })
         snapshot.breakout = state.breakout
         return snapshot
-    }
-
-    private static func precedes(_ a: UserRow, _ b: UserRow, _ frame: RosterFrame) -> Bool {
-        switch (frame.stageRank[a.info.id], frame.stageRank[b.info.id]) {
-        case let (x?, y?): return x < y
-        case (.some, nil): return true
-        case (nil, .some): return false
-        case (nil, nil): return RoomState.namePrecedes(a.info.name, a.info.id, b.info.name, b.info.id)
-        }
     }
 
     private mutating func refresh(_ state: RoomState, nowMillis: UInt64) {

@@ -42,7 +42,7 @@ extension NodeEngine {
                 // Only sessions of the incarnation just declared down; older ones ended at boot.
                 for session in record.sessions
                 where session.host == replica && session.incarnation == current && session.ended == nil && record.kicked < session.started {
-                    let copy = SessionIDs.base(session.id) + SessionIDs.copyMark + String(next)
+                    let copy = SessionIDs.copy(of: session.id, incarnation: next)
                     copies.append(SessionCopy(room: roomID, user: user, original: session.id, copy: copy,
                                               operation: .joinSession(user: user, session: copy, name: record.name.value, role: record.role.value,
                                                                       host: replica, incarnation: next)))

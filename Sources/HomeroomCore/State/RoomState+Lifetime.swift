@@ -171,6 +171,11 @@ extension RoomState {
 public enum SessionIDs {
     public static let copyMark = "~r"
 
+    /// The id of a copy of `id`'s client session under `incarnation` (refutation, reclaim).
+    public static func copy(of id: SessionID, incarnation: UInt64) -> SessionID {
+        base(id) + copyMark + String(incarnation)
+    }
+
     /// The client's own session id (the id itself when it is not a copy).
     public static func base(_ id: SessionID) -> SessionID {
         guard let start = copyMarkStart(in: id) else { return id }

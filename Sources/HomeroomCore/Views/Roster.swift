@@ -94,12 +94,12 @@ extension RoomState {
     }
 
     /// The roster's order: on-stage users first (in stage order), then by name, then by id.
-    public static func rosterPrecedes(_ a: RosterRow, _ b: RosterRow, stageRank: [UserID: Int]) -> Bool {
-        switch (stageRank[a.user], stageRank[b.user]) {
+    public static func rosterPrecedes(_ aUser: UserID, _ aName: String, _ bUser: UserID, _ bName: String, stageRank: [UserID: Int]) -> Bool {
+        switch (stageRank[aUser], stageRank[bUser]) {
         case let (x?, y?): return x < y
         case (.some, nil): return true
         case (nil, .some): return false
-        case (nil, nil): return namePrecedes(a.name, a.user, b.name, b.user)
+        case (nil, nil): return namePrecedes(aName, aUser, bName, bUser)
         }
     }
 
@@ -126,7 +126,7 @@ extension RoomState {
             if !includeOffline && !row.online { continue }
             rows.append(row)
         }
-        rows.sort { Self.rosterPrecedes($0, $1, stageRank: frame.stageRank) }
+        rows.sort { Self.rosterPrecedes($0.user, $0.name, $1.user, $1.name, stageRank: frame.stageRank) }
         return Roster(roomID: roomID, roomName: name.value, roomType: type.value, classState: classState.state,
                       classStateSinceMillis: classState.stamp == .origin ? 0 : classState.stamp.clock.millis,
                       schedule: schedule.value, stageLimit: stageLimitValue, rows: rows, stage: frame.stage,

@@ -346,11 +346,7 @@ extension ClusterNode {
                 force || entries >= 2_000 || !state.engine.appendsPatches(room: room) ? room : nil
             }
         }
-        for room in due.sorted() {
-            if case let .failed(error) = compact(room: room) {
-                logger.error("store compaction failed", ["room": room, "error": "\(error)"])
-            }
-        }
+        compact(rooms: due)
     }
 
     /// Stores a snapshot of every room whose log grew, now (the tick does it every 25
@@ -358,9 +354,14 @@ extension ClusterNode {
     /// rooms were stored and the largest snapshot's bytes.
     @discardableResult
     public func storeSnapshots() -> (rooms: Int, bytes: Int) {
-        let due = state.withLock { state in state.store == nil ? [] : Array(state.dirtyRooms.keys) }
+        compact(rooms: state.withLock { state in state.store == nil ? [] : Array(state.dirtyRooms.keys) })
+    }
+
+    /// Compacts these rooms in turn, logging failures; how many were stored and the largest snapshot.
+    @discardableResult
+    private func compact(rooms: [String]) -> (rooms: Int, bytes: Int) {
         var stored = 0, largest = 0
-        for room in due.sorted() {
+        for room in rooms.sorted() {
             switch compact(room: room) {
             case let .stored(bytes):
                 stored += 1

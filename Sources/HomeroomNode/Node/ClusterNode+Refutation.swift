@@ -7,8 +7,6 @@ import HomeroomSupport
 /// alive: it moves to a new incarnation and announces its live sessions again, so
 /// its users are online everywhere without reconnecting.
 extension ClusterNode {
-    static let reincarnationMark = SessionIDs.copyMark
-
     func presenceLoop() {
         var round: UInt64 = 0
         while !state.withLock({ $0.stopping }) {
@@ -68,10 +66,10 @@ extension ClusterNode {
         let orphan = state.withLock { state -> (SessionID, String, Role)? in
             guard let roomState = state.rooms[room], let record = roomState.users[user], !record.isBanned else { return nil }
             let dead = roomState.deadIncarnations[replica] ?? 0
-            let wanted = named.isEmpty ? nil : Self.baseSession(named)
+            let wanted = named.isEmpty ? nil : SessionIDs.base(named)
             var newest: SessionRecord?
             for session in record.sessions where session.host == replica && session.ended == nil && record.kicked < session.started {
-                if let wanted, Self.baseSession(session.id) != wanted { continue }
+                if let wanted, SessionIDs.base(session.id) != wanted { continue }
                 // Live here (or awaiting this incarnation's own refutation): nothing to do.
                 if session.incarnation > dead || session.incarnation >= current {
                     // A copy (this one, or a refutation's) holds the lease the client renews
@@ -86,12 +84,12 @@ extension ClusterNode {
             guard let newest else { return nil }
             // Reclaimed once already in this incarnation, and that copy has ended (its lease
             // ran out): the client has to join again; writing the same copy again would not.
-            let renewed = Self.baseSession(newest.id) + Self.reincarnationMark + String(current)
+            let renewed = SessionIDs.copy(of: newest.id, incarnation: current)
             if record.sessions.contains(where: { $0.id == renewed }) { return nil }
             return (newest.id, record.name.value, record.role.value)
         }
         guard let (session, name, role) = orphan, !state.withLock({ $0.stopping }) else { return }
-        let renewed = Self.baseSession(session) + Self.reincarnationMark + String(current)
+        let renewed = SessionIDs.copy(of: session, incarnation: current)
         metrics.add("sessions_reclaimed_total")
         logger.info("a client attached across a restart: its session is live again", ["user": user, "session": renewed])
         systemWrite(room: room, .joinSession(user: user, session: renewed, name: name, role: role, host: replica, incarnation: current))
@@ -106,8 +104,5 @@ extension ClusterNode {
         for orphan in orphans { systemWrite(room: orphan.room, .leaveSession(user: orphan.user, session: orphan.session)) }
     }
 
-    static func baseSession(_ id: SessionID) -> SessionID { SessionIDs.base(id) }
 
-    /// Where the reincarnation mark starts in a session id, if it has one.
-    static func markStart(in id: SessionID) -> String.Index? { SessionIDs.copyMarkStart(in: id) }
 }
