@@ -163,7 +163,8 @@ public struct Simulation {
         case 90..<(90 + config.partitionPercent): flipPartition()
         case 93..<94: retryReward()
         case 94..<95: retryMessage()
-        case 95..<98: reconnect()
+        case 95..<97: reconnect()
+        case 97..<98: declareAliveNodeDown()
         default: restartNode()
         }
     }
@@ -328,12 +329,14 @@ public struct Simulation {
         report.writes += 1
         let now = nowMillis + nodes[replica].skewMillis
         let stamped: StampedWrite
-        if forged && !write.operation.isMessage && !write.operation.isLeave {
+        if forged && !write.operation.isMessage && !write.operation.isLeave && !outsideRewardWindow(write, nowMillis: now) {
             // Past admission, as a forged or racing write would come: the merge alone keeps the
             // invariants. Not messages (a retry is answered at the origin) and not leaves: a
             // leave whose origin does not know the session's start cannot be admitted (it is
             // refused `session-unknown`), and one made anyway (an old node's, a hostile peer's)
             // leaves an ended record where the start was folded first (docs/ARCHITECTURE.md).
+            // Not a reward outside its window either: that check reads only the write and the
+            // node's clock, so no race gets past it, and folds rely on it (`RewardFloor`).
             guard let unchecked = nodes[replica].engine.stampSystemWrite(room: Self.roomID, write, nowMillis: now) else { return }
             stamped = unchecked
         } else {
@@ -363,6 +366,14 @@ public struct Simulation {
             network.append(InFlight(to: other, delta: committed.delta))
             report.messagesSent += 1
         }
+    }
+
+    /// Whether `write` is a reward the node's clock puts outside the reward window: refused
+    /// at every node, racing or not (a copy made anyway, by a hostile peer, can count a
+    /// reward its origin folded again, as any reward such a peer forges counts).
+    func outsideRewardWindow(_ write: Write, nowMillis now: UInt64) -> Bool {
+        guard case let .reward(_, _, issuedAt) = write.operation else { return false }
+        return RoomState.isOutsideRewardWindow(issuedAtMillis: issuedAt, nowMillis: now, windowMillis: config.policy.rewardWindowMillis)
     }
 
     /// A node's own write (as system): numbered without admission, stored, committed, sent.
@@ -600,6 +611,18 @@ public struct Simulation {
         systemWrite(Write(author: "node-\(crashed + 1)", authorRole: .system, authorCounter: 0,
                           operation: .replicaDown(replica: replica, incarnation: old)), at: crashed)
         for index in actors.indices where actors[index].replica == crashed { join(index) }
+    }
+
+    /// A node declared down while it is alive, as the others do when a partition cuts it
+    /// off longer than the down period: a witness writes `replica_down` for its current
+    /// incarnation. Once that reaches it, its housekeeping refutes (the engine's
+    /// `refutation`): a new incarnation, and copies of its live sessions.
+    mutating func declareAliveNodeDown() {
+        let declared = Int.random(in: 0..<nodes.count, using: &rng)
+        let witness = (declared + 1 + Int.random(in: 0..<(nodes.count - 1), using: &rng)) % nodes.count
+        report.falseDowns += 1
+        systemWrite(Write(author: "node-\(witness + 1)", authorRole: .system, authorCounter: 0,
+                          operation: .replicaDown(replica: nodes[declared].sequencer.replica, incarnation: nodes[declared].incarnation)), at: witness)
     }
 
     /// What the node's presence loop does about its own incarnation: refute a declaration

@@ -77,7 +77,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var sessionRecordsLeft = 0
     public var rewardRecordsLeft = 0
     public var restarts = 0
-    /// Refutations nodes made; users the presence check expected online.
+    /// Nodes declared down while alive (as a partition longer than the down period does),
+    /// and the refutations they made; users the presence check expected online.
+    public var falseDowns = 0
     public var refutations = 0
     public var presenceChecked = 0
     /// Remote deltas refused for a clock beyond the drift limit, and nodes with such a clock.
@@ -102,7 +104,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
             "lifetime: \(sessionFolds) session folds, \(rewardFolds) reward folds; at most \(sessionRecordsLeft) session and \(rewardRecordsLeft) reward records per user left",
             "faults: \(restarts) restarts, \(storeFailures) store failures, \(duplicatesAcknowledged) retries answered duplicate, "
                 + "\(clockRefusals) deltas refused for a clock \(farSkewedNodes > 0 ? "beyond the limit (\(farSkewedNodes) far-skewed nodes)" : "ahead")",
-            "presence: \(refutations) refutations; \(presenceChecked) users expected online at the end",
+            "presence: \(falseDowns) downs declared while alive, \(refutations) refutations; \(presenceChecked) users expected online at the end",
         ]
         lines.append(violations.isEmpty ? "all replicas identical, every invariant held" : "VIOLATIONS:\n  " + violations.joined(separator: "\n  "))
         return lines.joined(separator: "\n")

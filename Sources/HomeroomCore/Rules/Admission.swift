@@ -102,6 +102,12 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 extension RoomState {
+    /// Whether a reward issued at `issuedAtMillis` is refused at a node whose clock reads
+    /// `nowMillis`. It reads nothing of the room, so no race gets a reward past it.
+    public static func isOutsideRewardWindow(issuedAtMillis issuedAt: UInt64, nowMillis: UInt64, windowMillis: UInt64) -> Bool {
+        issuedAt &+ windowMillis < nowMillis || issuedAt > nowMillis &+ windowMillis
+    }
+
     /// Checks a write against the rules and the room as it is now. `nowMillis`
     /// is passed in, so this stays pure.
     public func admit(_ write: Write, nowMillis: UInt64, rewardWindowMillis: UInt64 = RoomState.defaultRewardWindowMillis) -> WriteError? {
@@ -171,7 +177,7 @@ extension RoomState {
             if issuedAt == 0 {
                 return .invalid("a reward carries issued_at_ms: the author's clock (Unix ms) when it first sent it, the same on every retry")
             }
-            if issuedAt &+ rewardWindowMillis < nowMillis || issuedAt > nowMillis &+ rewardWindowMillis {
+            if Self.isOutsideRewardWindow(issuedAtMillis: issuedAt, nowMillis: nowMillis, windowMillis: rewardWindowMillis) {
                 return .rewardOutsideWindow(issuedAtMillis: issuedAt, nowMillis: nowMillis, windowMillis: rewardWindowMillis)
             }
             if (users[user]?.rewards.count ?? 0) >= Self.maxRewardsPerUser {
