@@ -58,8 +58,10 @@ public struct Simulation {
         var evictedHere: Set<MessageKey> = []
         /// Board, ban, property, lock, breakout and mute-all views, from change sets only.
         var views = ChangeSetViews()
-        /// Per other node, its heartbeats as reward folds need them (memory only: a restart forgets them).
-        var checkpoints: [Int: RewardCheckpoint] = [:]
+        /// The nodes it knows and how it sees them (the engine's failure detection), and per
+        /// node its heartbeats as reward folds need them: memory only, a restart forgets both.
+        var peers: [ReplicaID: PeerLiveness] = [:]
+        var checkpoints: [ReplicaID: RewardCheckpoint] = [:]
         /// A snapshot copied and not stored yet (the node encodes it outside its lock while
         /// writes and merges go on), with the engine's mark taken with the copy.
         var compaction: Compaction? = nil
@@ -86,6 +88,8 @@ public struct Simulation {
     public private(set) var config: SimulationConfig
     var rng: SplitMix64
     var nowMillis: UInt64 = 1_700_000_000_000
+    /// When the nodes' next tick is due (heartbeats, failure detection).
+    var nextTickMillis: UInt64 = 1_700_000_000_000
     var nodes: [Node] = []
     var actors: [Actor] = []
     var network: [InFlight] = []
@@ -154,6 +158,10 @@ public struct Simulation {
 
     mutating func step() {
         nowMillis += UInt64.random(in: 0...25, using: &rng)
+        while nextTickMillis <= nowMillis {
+            tick()
+            nextTickMillis += config.heartbeatMillis
+        }
         let roll = Int.random(in: 0..<100, using: &rng)
         switch roll {
         case 0..<45: randomWrite()
@@ -163,8 +171,7 @@ public struct Simulation {
         case 90..<(90 + config.partitionPercent): flipPartition()
         case 93..<94: retryReward()
         case 94..<95: retryMessage()
-        case 95..<97: reconnect()
-        case 97..<98: declareAliveNodeDown()
+        case 95..<98: reconnect()
         default: restartNode()
         }
     }
@@ -604,6 +611,8 @@ public struct Simulation {
         nodes[crashed].engine = NodeEngine(replica: replica, rooms: [Self.roomID: nodes[crashed].store.load()], policy: config.policy)
         nodes[crashed].engine.noteEveryUserForFolding()
         nodes[crashed].checkpoints = [:]
+        nodes[crashed].peers = [:]
+        expectWriters(at: crashed, in: nil)
         nodes[crashed].compaction = nil
         nodes[crashed].incarnation += 1
         nodes[crashed].engine.liveIncarnation(nodes[crashed].incarnation, sinceMillis: nowMillis + nodes[crashed].skewMillis)
@@ -611,18 +620,6 @@ public struct Simulation {
         systemWrite(Write(author: "node-\(crashed + 1)", authorRole: .system, authorCounter: 0,
                           operation: .replicaDown(replica: replica, incarnation: old)), at: crashed)
         for index in actors.indices where actors[index].replica == crashed { join(index) }
-    }
-
-    /// A node declared down while it is alive, as the others do when a partition cuts it
-    /// off longer than the down period: a witness writes `replica_down` for its current
-    /// incarnation. Once that reaches it, its housekeeping refutes (the engine's
-    /// `refutation`): a new incarnation, and copies of its live sessions.
-    mutating func declareAliveNodeDown() {
-        let declared = Int.random(in: 0..<nodes.count, using: &rng)
-        let witness = (declared + 1 + Int.random(in: 0..<(nodes.count - 1), using: &rng)) % nodes.count
-        report.falseDowns += 1
-        systemWrite(Write(author: "node-\(witness + 1)", authorRole: .system, authorCounter: 0,
-                          operation: .replicaDown(replica: nodes[declared].sequencer.replica, incarnation: nodes[declared].incarnation)), at: witness)
     }
 
     /// What the node's presence loop does about its own incarnation: refute a declaration
@@ -680,32 +677,81 @@ public struct Simulation {
         }
     }
 
-    /// What a node's tick and presence loop do: a heartbeat to every node it reaches, and
-    /// the folds its engine says are due (session folds, and reward folds once every
-    /// node's heartbeat is confirmed), written through the pipeline.
+    /// Every node's tick, as `ClusterNode`'s: a heartbeat to every node it reaches (lossy,
+    /// partitioned), then failure detection by the engine's `PeerLiveness`.
+    mutating func tick() {
+        for replica in nodes.indices { heartbeat(from: replica) }
+        for replica in nodes.indices { detectFailures(at: replica) }
+    }
+
+    /// A heartbeat: the node's incarnation, a reward checkpoint mark, and the nodes it
+    /// knows (a receiver learns those it does not know yet, as suspect, as `PeerTable.learn`).
+    mutating func heartbeat(from replica: Int) {
+        let sender = nodes[replica].sequencer.replica
+        let mark = RewardCheckpoint.Mark(sentAtMillis: nowMillis + nodes[replica].skewMillis, sequence: nodes[replica].state.seen.contiguous(sender))
+        let listed = nodes[replica].peers.filter { $0.value.health != .dead }
+        for other in nodes.indices where other != replica && connected(sender, other) && !rng.chance(config.dropPercent) {
+            let now = nowMillis + nodes[other].skewMillis
+            if nodes[other].peers[sender] == nil {
+                nodes[other].peers[sender] = .heard(incarnation: nodes[replica].incarnation, nowMillis: now)
+            } else {
+                nodes[other].peers[sender]!.heard(incarnation: nodes[replica].incarnation, nowMillis: now)
+            }
+            nodes[other].checkpoints[sender, default: RewardCheckpoint()].heard(mark)
+            for (node, liveness) in listed where node != nodes[other].sequencer.replica && !liveness.isExpectedOnly {
+                if nodes[other].peers[node] == nil {
+                    nodes[other].peers[node] = .learned(incarnation: liveness.incarnation, nowMillis: now)
+                } else if nodes[other].peers[node]!.isExpectedOnly {
+                    nodes[other].peers[node]!.learned(incarnation: liveness.incarnation)
+                }
+            }
+        }
+    }
+
+    /// As `PeerTable.expect`: the writers the rooms name that the node does not know yet
+    /// (after a restart, every one) are waited for by reward folds until heard.
+    mutating func expectWriters(at replica: Int, in rooms: [String]?) {
+        let now = nowMillis + nodes[replica].skewMillis
+        for node in nodes[replica].engine.writersToHearFrom(in: rooms) where nodes[replica].peers[node] == nil {
+            nodes[replica].peers[node] = .expected(nowMillis: now)
+        }
+    }
+
+    /// Nodes silent past the down period are declared down (`replica_down` for the
+    /// incarnation heard), as `ClusterNode.declareSilentNodesDown` does; an alive node
+    /// declared so refutes once the declaration reaches it.
+    mutating func detectFailures(at replica: Int) {
+        let now = nowMillis + nodes[replica].skewMillis
+        for node in nodes[replica].peers.keys.sorted()
+        where nodes[replica].peers[node]!.sweep(nowMillis: now, suspectMillis: config.suspectMillis, downMillis: config.downMillis) {
+            let incarnation = nodes[replica].peers[node]!.incarnation
+            report.downsDetected += 1
+            if let declared = nodes.firstIndex(where: { $0.sequencer.replica == node }), nodes[declared].incarnation == incarnation {
+                report.falseDowns += 1
+            }
+            systemWrite(Write(author: "node-\(replica + 1)", authorRole: .system, authorCounter: 0,
+                              operation: .replicaDown(replica: node, incarnation: incarnation)), at: replica)
+        }
+    }
+
+    /// What a node's presence loop does: refutation, then the folds its engine says are
+    /// due (session folds, and reward folds once every node it knows confirmed a
+    /// heartbeat), written through the pipeline.
     mutating func housekeeping(at replica: Int, recheckLater: Bool? = nil) {
         refuteAndEndOrphans(at: replica)
         let now = nowMillis + nodes[replica].skewMillis
-        let mark = RewardCheckpoint.Mark(sentAtMillis: now, sequence: nodes[replica].state.seen.contiguous(nodes[replica].sequencer.replica))
-        for other in nodes.indices where other != replica && connected(ReplicaID(UInt64(replica + 1)), other) && !rng.chance(config.dropPercent) {
-            nodes[other].checkpoints[replica, default: RewardCheckpoint()].heard(mark)
-        }
         for fold in nodes[replica].engine.dueSessionFolds(nowMillis: now, recheckLater: recheckLater ?? rng.chance(50)) {
             report.sessionFolds += 1
             systemWrite(Write(author: "node-\(replica + 1)", authorRole: .system, authorCounter: 0, operation: fold.operation), at: replica)
         }
-        // As `PeerTable.rewardsCompleteBefore`: every other node counts, down or not.
-        let window = config.policy.rewardWindowMillis
+        // As `PeerTable.rewardsCompleteBefore`: every node it knows or expects counts, down or not.
+        let folding = nodes[replica].engine.roomsWithRewardsToFold
+        expectWriters(at: replica, in: folding.map(\.room))
         var completeBefore: [String: UInt64] = [:]
-        for (room, seen) in nodes[replica].engine.roomsWithRewardsToFold {
-            var before: UInt64? = now &- window
-            for other in nodes.indices where other != replica {
-                var checkpoint = nodes[replica].checkpoints[other] ?? RewardCheckpoint()
-                let complete = checkpoint.completeBefore(seen: seen.contiguous(ReplicaID(UInt64(other + 1))), windowMillis: window)
-                nodes[replica].checkpoints[other] = checkpoint
-                before = complete.flatMap { complete in before.map { min($0, complete) } }
-            }
-            if let before { completeBefore[room] = before }
+        for (room, seen) in folding {
+            var checkpoints = Dictionary(uniqueKeysWithValues: nodes[replica].peers.keys.map { ($0, nodes[replica].checkpoints[$0] ?? RewardCheckpoint()) })
+            completeBefore[room] = RewardCheckpoint.completeBefore(peers: &checkpoints, seen: seen, nowMillis: now, windowMillis: config.policy.rewardWindowMillis)
+            for (node, checkpoint) in checkpoints { nodes[replica].checkpoints[node] = checkpoint }
         }
         for fold in nodes[replica].engine.dueRewardFolds(nowMillis: now, completeBefore: completeBefore) {
             report.rewardFolds += 1
@@ -736,7 +782,10 @@ public struct Simulation {
             let spread = nodes.map(\.skewMillis).max()! - nodes.map(\.skewMillis).min()!
             nowMillis += spread + config.policy.rewardWindowMillis + config.policy.reclaimGraceMillis
                 + max(config.policy.sessionFoldQuietMillis, config.policy.rewardFoldQuietMillis) + 2_000
+            // Heartbeats first (none lost now), as the nodes' ticks go on through the heal.
+            for replica in nodes.indices { heartbeat(from: replica) }
             for replica in nodes.indices { housekeeping(at: replica, recheckLater: true) }
+            for replica in nodes.indices { heartbeat(from: replica) }
             for replica in nodes.indices { housekeeping(at: replica, recheckLater: true) }
             network.removeAll()
             syncUntilEqual()

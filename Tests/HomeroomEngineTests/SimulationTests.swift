@@ -20,7 +20,7 @@ import HomeroomSimulation
             seeds = (0..<UInt64(count)).map { base &+ $0 }
         }
         var failures = 0
-        var refutations = 0, presenceChecked = 0
+        var refutations = 0, presenceChecked = 0, falseDowns = 0
         for seed in seeds {
             var config = SimulationConfig()
             var rng = SplitMix64(seed: seed ^ 0xC0FFEE)
@@ -30,6 +30,7 @@ import HomeroomSimulation
             config.roomType = Int.random(in: 0..<10, using: &rng) == 0 ? .oneToOne : .smallClassroom
             let report = Simulation.run(seed: seed, config: config)
             refutations += report.refutations
+            falseDowns += report.falseDowns
             presenceChecked += report.presenceChecked
             if !report.converged {
                 failures += 1
@@ -41,9 +42,12 @@ import HomeroomSimulation
             }
         }
         #expect(failures == 0, "\(failures) of \(seeds.count) schedules failed")
+        print("simulated \(seeds.count) schedules: \(falseDowns) alive nodes declared down, \(refutations) refutations, \(presenceChecked) users checked online")
         // The presence check must have had something to check.
         if seeds.count >= 100 {
             #expect(presenceChecked > seeds.count, "\(presenceChecked) users checked online (\(refutations) refutations)")
+            // Failure detection must have declared alive nodes down, and they refuted.
+            #expect(falseDowns > seeds.count / 20 && refutations > seeds.count / 20, "\(falseDowns) alive nodes declared down, \(refutations) refutations")
         }
     }
 

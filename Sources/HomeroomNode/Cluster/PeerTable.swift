@@ -13,11 +13,8 @@ struct PeerTable {
         var publishAddress: String
         /// Its node-only PUB socket, if it has one: where this node subscribes.
         var clusterPublishAddress = ""
-        var incarnation: UInt64
-        var lastHeardMillis: UInt64
-        /// Whether this node has heard from it itself (not only of it, from another's list).
-        var heardDirectly = false
-        var status: WireMessage.PeerStatus
+        /// Heard, suspect or down: the engine's failure detection (`PeerLiveness`).
+        var liveness: PeerLiveness
         var rooms: [String: VersionVector] = [:]
         var connected = false
         /// This node's SUB dialer to the peer's publish address, and that address: one per
@@ -31,6 +28,18 @@ struct PeerTable {
 
         /// Where this node subscribes to it: its node-only PUB socket if it has one.
         var subscribeAddress: String { clusterPublishAddress.isEmpty ? publishAddress : clusterPublishAddress }
+
+        var incarnation: UInt64 { liveness.incarnation }
+        var lastHeardMillis: UInt64 { liveness.lastHeardMillis }
+        /// Whether this node has heard from it itself (not only of it, from another's list).
+        var heardDirectly: Bool { liveness.heardDirectly }
+        var status: WireMessage.PeerStatus {
+            switch liveness.health {
+            case .alive: .alive
+            case .suspect: .suspect
+            case .dead: .dead
+            }
+        }
     }
 
     /// What to replace for one peer that is silent (suspect or down) (see `ClusterNode.renewLinksOfSilentPeers`).
@@ -49,6 +58,9 @@ struct PeerTable {
     }
 
     private(set) var entries: [ReplicaID: Entry] = [:]
+    /// Nodes forgotten (down past the permanent-down period, or older stores of a live
+    /// node) since this node started: no longer expected, until heard again.
+    private(set) var forgotten: Set<ReplicaID> = []
     /// Seeds with a hello in flight (each on its own thread): one at a time per seed.
     private(set) var greeting: Set<String> = []
 
@@ -62,8 +74,8 @@ struct PeerTable {
     /// Records a heartbeat (or hello) from a node; returns true when the node is new
     /// or came back (so the caller connects to it).
     mutating func heard(_ heartbeat: WireMessage.Heartbeat, nowMillis: UInt64) -> Bool {
+        forgotten.remove(heartbeat.node)
         if var entry = entries[heartbeat.node] {
-            let cameBack = entry.status == .dead
             // A node back on other addresses (a restart on new ports) is connected anew.
             let moved = entry.address != heartbeat.address
                 || (!heartbeat.publishAddress.isEmpty && entry.publishAddress != heartbeat.publishAddress)
@@ -71,10 +83,7 @@ struct PeerTable {
             entry.address = heartbeat.address
             if !heartbeat.publishAddress.isEmpty { entry.publishAddress = heartbeat.publishAddress }
             entry.clusterPublishAddress = heartbeat.clusterPublishAddress
-            entry.incarnation = max(entry.incarnation, heartbeat.incarnation)
-            entry.lastHeardMillis = nowMillis
-            entry.heardDirectly = true
-            entry.status = .alive
+            let cameBack = entry.liveness.heard(incarnation: heartbeat.incarnation, nowMillis: nowMillis)
             if !heartbeat.nodeName.isEmpty { entry.name = heartbeat.nodeName }
             for room in heartbeat.rooms { entry.rooms[room.roomID] = room.seen }
             entry.noteCheckpoints(heartbeat)
@@ -83,7 +92,7 @@ struct PeerTable {
         }
         var entry = Entry(node: heartbeat.node, address: heartbeat.address, publishAddress: heartbeat.publishAddress,
                           clusterPublishAddress: heartbeat.clusterPublishAddress,
-                          incarnation: heartbeat.incarnation, lastHeardMillis: nowMillis, heardDirectly: true, status: .alive)
+                          liveness: .heard(incarnation: heartbeat.incarnation, nowMillis: nowMillis))
         entry.name = heartbeat.nodeName
         for room in heartbeat.rooms { entry.rooms[room.roomID] = room.seen }
         entry.noteCheckpoints(heartbeat)
@@ -91,15 +100,34 @@ struct PeerTable {
         return true
     }
 
+    /// Adds the nodes this node's rooms name as writers and that it does not know yet
+    /// (`NodeEngine.writersToHearFrom`), without addresses: reward folds wait for them
+    /// until they are heard or forgotten (`PeerLiveness.expected`).
+    mutating func expect(_ writers: Set<ReplicaID>, nowMillis: UInt64) {
+        for node in writers.sorted() where entries[node] == nil && !forgotten.contains(node) {
+            entries[node] = Entry(node: node, address: "", publishAddress: "", liveness: .expected(nowMillis: nowMillis))
+        }
+    }
+
     /// Learns of a node second-hand (from another's peer list): never marks it alive.
     mutating func learn(_ peer: WireMessage.Peer, nowMillis: UInt64) -> Bool {
         if entries[peer.node]?.name.isEmpty == true, !peer.nodeName.isEmpty { entries[peer.node]!.name = peer.nodeName }
+        // An expected node (no address yet) takes the addresses another node lists for it.
+        if let expected = entries[peer.node], expected.liveness.isExpectedOnly, peer.status != .dead, !peer.publishAddress.isEmpty {
+            var entry = expected
+            entry.address = peer.address
+            entry.publishAddress = peer.publishAddress
+            entry.clusterPublishAddress = peer.clusterPublishAddress
+            entry.liveness.learned(incarnation: peer.incarnation)
+            entries[peer.node] = entry
+            return true
+        }
         guard entries[peer.node] == nil, peer.status != .dead, !peer.publishAddress.isEmpty else { return false }
         // An older store of a node whose newer store is known is gone: not met again.
         guard !entries.values.contains(where: { Self.supersedes($0.node, $0.name, peer.node, peer.nodeName) }) else { return false }
         entries[peer.node] = Entry(node: peer.node, name: peer.nodeName, address: peer.address, publishAddress: peer.publishAddress,
                                    clusterPublishAddress: peer.clusterPublishAddress,
-                                   incarnation: peer.incarnation, lastHeardMillis: nowMillis, status: .suspect)
+                                   liveness: .learned(incarnation: peer.incarnation, nowMillis: nowMillis))
         return true
     }
 
@@ -160,7 +188,10 @@ struct PeerTable {
     /// (their dialers and links are the caller's to close).
     mutating func forget(downForMillis: UInt64, nowMillis: UInt64) -> [Entry] {
         let gone = entries.values.filter { $0.status == .dead && nowMillis &- $0.lastHeardMillis >= downForMillis }
-        for entry in gone { entries.removeValue(forKey: entry.node) }
+        for entry in gone {
+            entries.removeValue(forKey: entry.node)
+            forgotten.insert(entry.node)
+        }
         return gone.sorted { $0.node < $1.node }
     }
 
@@ -172,7 +203,10 @@ struct PeerTable {
         let gone = entries.values.filter { entry in
             entry.status != .alive && live.contains { Self.supersedes($0.0, $0.1, entry.node, entry.name) }
         }
-        for entry in gone { entries.removeValue(forKey: entry.node) }
+        for entry in gone {
+            entries.removeValue(forKey: entry.node)
+            forgotten.insert(entry.node)
+        }
         return gone.sorted { $0.node < $1.node }
     }
 
@@ -195,24 +229,16 @@ struct PeerTable {
     /// Moves silent nodes to suspect, then dead; returns the nodes newly dead.
     mutating func sweep(nowMillis: UInt64, suspectMillis: UInt64, downMillis: UInt64) -> [Entry] {
         var died: [Entry] = []
-        for (node, entry) in entries where entry.status != .dead {
-            let silent = nowMillis &- entry.lastHeardMillis
-            if silent >= downMillis {
-                entries[node]!.status = .dead
-                died.append(entries[node]!)
-            } else if silent >= suspectMillis {
-                entries[node]!.status = .suspect
-            }
+        for node in entries.keys.sorted() where entries[node]!.liveness.sweep(nowMillis: nowMillis, suspectMillis: suspectMillis, downMillis: downMillis) {
+            died.append(entries[node]!)
         }
         return died
     }
 
     /// Marks a node dead at once (it said goodbye).
     mutating func markDead(_ node: ReplicaID) -> Entry? {
-        guard var entry = entries[node], entry.status != .dead else { return nil }
-        entry.status = .dead
-        entries[node] = entry
-        return entry
+        guard entries[node]?.liveness.markDead() == true else { return nil }
+        return entries[node]
     }
 
     /// The time before which this node holds every copy of every reward of `room` that
@@ -221,16 +247,12 @@ struct PeerTable {
     /// writes); a peer forgotten after the permanent-down period no longer does.
     /// `seen` is this node's version vector of the room; `nowMillis` its own clock.
     mutating func rewardsCompleteBefore(room: String, seen: VersionVector, nowMillis: UInt64, windowMillis: UInt64) -> UInt64? {
-        var before = nowMillis &- windowMillis
         // An older store of a node whose newer store is known makes no more copies: its
         // writes are all in (a retirement waits for that), and it is forgotten soon.
-        for node in entries.keys where !entries.values.contains(where: { Self.supersedes($0.node, $0.name, node, entries[node]!.name) }) {
-            var checkpoint = entries[node]!.rewardCheckpoints[room] ?? RewardCheckpoint()
-            let complete = checkpoint.completeBefore(seen: seen.contiguous(node), windowMillis: windowMillis)
-            entries[node]!.rewardCheckpoints[room] = checkpoint
-            guard let complete else { return nil }
-            before = min(before, complete)
-        }
+        let counted = entries.keys.filter { node in !entries.values.contains { Self.supersedes($0.node, $0.name, node, entries[node]!.name) } }
+        var checkpoints = Dictionary(uniqueKeysWithValues: counted.map { ($0, entries[$0]!.rewardCheckpoints[room] ?? RewardCheckpoint()) })
+        let before = RewardCheckpoint.completeBefore(peers: &checkpoints, seen: seen, nowMillis: nowMillis, windowMillis: windowMillis)
+        for (node, checkpoint) in checkpoints { entries[node]!.rewardCheckpoints[room] = checkpoint }
         return before
     }
 

@@ -32,7 +32,11 @@ extension ClusterNode {
         let folds = state.withLock { state -> [NodeEngine.Fold] in
             guard !state.stopping else { return [] }
             var completeBefore: [String: UInt64] = [:]
-            for (room, seen) in state.engine.roomsWithRewardsToFold {
+            let folding = state.engine.roomsWithRewardsToFold
+            // A writer of these rooms this node has not heard of (a room fetched from a peer
+            // names it) is waited for too, until heard or forgotten.
+            state.peers.expect(state.engine.writersToHearFrom(in: folding.map(\.0)), nowMillis: WallClock.monotonicMillis())
+            for (room, seen) in folding {
                 completeBefore[room] = state.peers.rewardsCompleteBefore(room: room, seen: seen, nowMillis: now, windowMillis: window)
             }
             return state.engine.dueRewardFolds(nowMillis: now, completeBefore: completeBefore)

@@ -151,6 +151,8 @@ public final class ClusterNode: Sendable {
         var initial = NodeState(engine: NodeEngine(replica: replica, rooms: rooms, policy: config.enginePolicy))
         initial.engine.liveIncarnation(incarnation, sinceMillis: UInt64(max(0, Int64(bitPattern: WallClock.nowMillis()) + config.clockSkewMillis)))
         initial.sealsTopics = config.tokenVerifier != nil
+        // Every node the stored rooms name is waited for by reward folds until heard or forgotten.
+        initial.peers.expect(initial.engine.writersToHearFrom(), nowMillis: WallClock.monotonicMillis())
         initial.quarantined = quarantined
         if storedReplicaLoaded && !config.seeds.isEmpty {
             initial.peersAwaitedUntil = WallClock.monotonicMillis() + config.downMillis

@@ -1,0 +1,126 @@
+import HomeroomCore
+
+/// How a node sees a peer: heard lately, silent past the suspect period, or declared down.
+public enum PeerHealth: Sendable {
+    case alive
+    case suspect
+    case dead
+}
+
+/// A peer's liveness as one node sees it, from the heartbeats it hears (failure detection).
+/// Pure: the shell (`PeerTable`) and the simulation feed it the same events with their
+/// clocks, and carry out what it decides (a peer newly dead: write `replica_down` for
+/// the incarnation it had, so its sessions end on every replica).
+public struct PeerLiveness: Equatable, Sendable {
+    /// The highest incarnation heard of it.
+    public private(set) var incarnation: UInt64
+    /// When it was last heard from, or learned of (this node's clock).
+    public private(set) var lastHeardMillis: UInt64
+    public private(set) var health: PeerHealth
+    /// Whether it was heard from directly (not only named in another node's list).
+    public private(set) var heardDirectly: Bool
+
+    /// A peer heard from directly now.
+    public static func heard(incarnation: UInt64, nowMillis: UInt64) -> PeerLiveness {
+        PeerLiveness(incarnation: incarnation, lastHeardMillis: nowMillis, health: .alive, heardDirectly: true)
+    }
+
+    /// A peer only learned of (from another node's peer list): suspect until it is heard,
+    /// so a stale list never keeps a node alive.
+    public static func learned(incarnation: UInt64, nowMillis: UInt64) -> PeerLiveness {
+        PeerLiveness(incarnation: incarnation, lastHeardMillis: nowMillis, health: .suspect, heardDirectly: false)
+    }
+
+    /// A node this node's rooms name as a writer but that it has not heard from since it
+    /// started (`NodeEngine.writersToHearFrom`): known to exist, not to run. Reward folds
+    /// wait for it like for any peer (a copy of a reward may be there and nowhere else)
+    /// until it is heard, or forgotten after the permanent-down period. With no
+    /// incarnation known, its silence declares nothing down.
+    public static func expected(nowMillis: UInt64) -> PeerLiveness {
+        PeerLiveness(incarnation: 0, lastHeardMillis: nowMillis, health: .suspect, heardDirectly: false)
+    }
+
+    /// Only expected: neither heard nor named with an incarnation by another node.
+    public var isExpectedOnly: Bool { incarnation == 0 && !heardDirectly }
+
+    /// A heartbeat (or hello) from it; returns true when it was down (it came back).
+    @discardableResult
+    public mutating func heard(incarnation heardIncarnation: UInt64, nowMillis: UInt64) -> Bool {
+        let cameBack = health == .dead
+        incarnation = max(incarnation, heardIncarnation)
+        lastHeardMillis = nowMillis
+        heardDirectly = true
+        health = .alive
+        return cameBack
+    }
+
+    /// Silent for `suspectMillis`: suspect; for `downMillis`: dead. Returns true when it
+    /// is declared dead now (the caller ends the sessions of the incarnation it had); an
+    /// expected node goes dead silently (it has no incarnation to end).
+    public mutating func sweep(nowMillis: UInt64, suspectMillis: UInt64, downMillis: UInt64) -> Bool {
+        guard health != .dead else { return false }
+        let silent = nowMillis &- lastHeardMillis
+        if silent >= downMillis {
+            health = .dead
+            return !isExpectedOnly
+        }
+        if silent >= suspectMillis { health = .suspect }
+        return false
+    }
+
+    /// Named by another node with an incarnation (an expected node, learned of).
+    public mutating func learned(incarnation learnedIncarnation: UInt64) {
+        incarnation = max(incarnation, learnedIncarnation)
+    }
+
+    /// It said goodbye: dead at once. Returns true when it was not dead already.
+    public mutating func markDead() -> Bool {
+        guard health != .dead else { return false }
+        health = .dead
+        return true
+    }
+
+    /// How long it has been silent, by this node's clock.
+    public func silentMillis(nowMillis: UInt64) -> UInt64 { nowMillis &- lastHeardMillis }
+}
+
+extension RewardCheckpoint {
+    /// The time before which this node holds every copy of every reward of a room that
+    /// will ever exist, or nil while a peer in `peers` has not confirmed a heartbeat for it
+    /// (see `RoomState.rewardFoldPlan`): its own clock less the window, and each peer's
+    /// confirmed heartbeat less the window. Every peer the caller passes counts, down ones
+    /// included (they may come back with writes). `seen` is this node's vector of the room.
+    public static func completeBefore(peers: inout [ReplicaID: RewardCheckpoint], seen: VersionVector,
+                                      nowMillis: UInt64, windowMillis: UInt64) -> UInt64? {
+        var before = nowMillis &- windowMillis
+        for node in peers.keys.sorted() {
+            guard let complete = peers[node]!.completeBefore(seen: seen.contiguous(node), windowMillis: windowMillis) else { return nil }
+            before = min(before, complete)
+        }
+        return before
+    }
+}
+
+extension NodeEngine {
+    /// The nodes this node's rooms name as writers, besides itself, its older stores and
+    /// retired ids: after a start, reward folds wait for each of them to be heard (or
+    /// forgotten) as for any peer (`PeerLiveness.expected`). Without this, a node that
+    /// restarts cut off from the others knows no peer, takes its rewards as complete, and
+    /// folds one whose earlier copy, retried through a node it has not heard from, that
+    /// node counts too (found by the simulation: one schedule in about 3,000).
+    public func writersToHearFrom(in roomIDs: [String]? = nil) -> Set<ReplicaID> {
+        let own = replica
+        var writers = Set<ReplicaID>()
+        for room in (roomIDs ?? Array(rooms.keys)).compactMap({ rooms[$0] }) {
+            let origins = room.seen.origins
+            for origin in origins.keys {
+                // A node's private-topic origin is its id with the private bit flipped.
+                let flipped = origin.privateForm
+                let node = origin.isStructured || !origin.hasPrivateBit || origins[flipped] == nil ? origin.nodeForm : flipped
+                guard node != own, node != own.privateForm, !own.supersedes(node), !room.isRetired(node) else { continue }
+                writers.insert(node)
+            }
+        }
+        return writers
+    }
+}

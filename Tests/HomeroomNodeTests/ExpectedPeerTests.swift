@@ -1,0 +1,79 @@
+import HomeroomCore
+import HomeroomEngine
+import HomeroomWire
+import Testing
+@testable import HomeroomNode
+
+/// A node that starts knows no peer, but its rooms name every node that wrote in them.
+/// Reward folds wait for those until heard or forgotten: a node restarted cut off from
+/// the others must not take its rewards as complete while a copy of one may sit at a
+/// node it has not heard from (the simulation found it counted twice otherwise).
+@Suite struct ExpectedPeerTests {
+    static let room = "room"
+    static let b = ReplicaID(node: "b", generation: 7)
+
+    static func heartbeat(sentAt: UInt64, seenOfB: UInt64) -> WireMessage.Heartbeat {
+        WireMessage.Heartbeat(node: b, incarnation: 3, address: "tcp://10.0.0.2:7100",
+                              rooms: [WireMessage.RoomDigest(roomID: room, seen: VersionVector(contiguous: [b: seenOfB]))],
+                              publishAddress: "tcp://10.0.0.2:7101", sentAtMillis: sentAt)
+    }
+
+    /// An engine whose one room holds writes of itself (a), of b, and of b's private-topic
+    /// origin, and whose own older store wrote too.
+    static func engine() -> NodeEngine {
+        let own = ReplicaID(node: "a", generation: 9)
+        let older = ReplicaID(node: "a", generation: 2)
+        var state = RoomState(roomID: room)
+        state.seen = VersionVector(contiguous: [own: 4, older: 2, b: 5, b.privateForm: 1, own.privateForm: 3])
+        return NodeEngine(replica: own, rooms: [room: state])
+    }
+
+    @Test func theWritersARoomNamesAreTheOtherNodesOnly() {
+        #expect(Self.engine().writersToHearFrom() == [Self.b], "not itself, its older store, or private-topic origins")
+    }
+
+    @Test func rewardFoldsWaitForAnExpectedNodeUntilItsHeartbeatIsConfirmed() {
+        var table = PeerTable()
+        table.expect(Self.engine().writersToHearFrom(), nowMillis: 1_000)
+        let seen = VersionVector(contiguous: [Self.b: 5])
+        #expect(table.rewardsCompleteBefore(room: Self.room, seen: seen, nowMillis: 100_000, windowMillis: 3_000) == nil,
+                "b may hold a copy of a reward this node has not seen")
+        // Its silence declares nothing down: no incarnation of it is known to end.
+        let declared = table.sweep(nowMillis: 10_000, suspectMillis: 1_000, downMillis: 2_000)
+        #expect(declared.isEmpty)
+        #expect(table.entries[Self.b]?.status == .dead)
+        // Heard: its heartbeat is confirmed once this node has b's writes up to it.
+        let cameBack = table.heard(Self.heartbeat(sentAt: 50_000, seenOfB: 5), nowMillis: 11_000)
+        #expect(cameBack, "heard: connected")
+        #expect(table.rewardsCompleteBefore(room: Self.room, seen: seen, nowMillis: 100_000, windowMillis: 3_000) == 47_000)
+    }
+
+    @Test func aNodeForgottenIsNotExpectedAgainUntilHeard() {
+        var table = PeerTable()
+        let writers = Self.engine().writersToHearFrom()
+        table.expect(writers, nowMillis: 0)
+        _ = table.sweep(nowMillis: 5_000, suspectMillis: 1_000, downMillis: 2_000)
+        let gone = table.forget(downForMillis: 300_000, nowMillis: 300_000)
+        #expect(gone.map(\.node) == [Self.b])
+        table.expect(writers, nowMillis: 300_001)
+        #expect(table.entries[Self.b] == nil, "forgotten: folds no longer wait for it")
+        #expect(table.rewardsCompleteBefore(room: Self.room, seen: VersionVector(), nowMillis: 400_000, windowMillis: 3_000) == 397_000)
+        _ = table.heard(Self.heartbeat(sentAt: 1, seenOfB: 0), nowMillis: 400_000)
+        #expect(table.entries[Self.b]?.status == .alive)
+    }
+
+    @Test func anExpectedNodeTakesTheAddressesAnotherNodeListsForIt() {
+        var table = PeerTable()
+        table.expect([Self.b], nowMillis: 0)
+        let listed = WireMessage.Peer(node: Self.b, address: "tcp://10.0.0.2:7100", incarnation: 3, status: .alive,
+                                      publishAddress: "tcp://10.0.0.2:7101")
+        let learned = table.learn(listed, nowMillis: 10)
+        #expect(learned, "learned: the caller connects to it")
+        #expect(table.entries[Self.b]?.address == "tcp://10.0.0.2:7100")
+        #expect(table.entries[Self.b]?.incarnation == 3)
+        #expect(table.entries[Self.b]?.status == .suspect, "a list never marks a node alive")
+        // Now its silence is a down of incarnation 3.
+        let down = table.sweep(nowMillis: 5_000, suspectMillis: 1_000, downMillis: 2_000)
+        #expect(down.map(\.incarnation) == [3])
+    }
+}
