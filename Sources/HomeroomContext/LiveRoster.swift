@@ -15,10 +15,14 @@ import HomeroomCore
 /// workloads. Public for UIs that keep a replica of their own (a `RoomClient` without
 /// the contexts): feed it each change set after applying it, and draw its snapshots.
 public struct LiveRoster: Sendable {
-    /// A student's place off the stage: by name (natural order), then by id.
+    /// A student's place off the stage: by name (natural order, its key made once), then by id.
     private struct NameKey {
-        var name: String
+        var name: NaturalOrder.Key
         var user: UserID
+        init(name: String, user: UserID) {
+            self.name = NaturalOrder.Key(name)
+            self.user = user
+        }
         func precedes(_ other: NameKey) -> Bool { RoomState.namePrecedes(name, user, other.name, other.user) }
     }
 

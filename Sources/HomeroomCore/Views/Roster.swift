@@ -108,6 +108,11 @@ extension RoomState {
         aName != bName ? NaturalOrder.less(aName, bName) : NaturalOrder.less(aUser, bUser)
     }
 
+    /// The same order, for names whose keys were made once (sorting many).
+    public static func namePrecedes(_ aName: NaturalOrder.Key, _ aUser: UserID, _ bName: NaturalOrder.Key, _ bUser: UserID) -> Bool {
+        aName != bName ? aName < bName : NaturalOrder.less(aUser, bUser)
+    }
+
     /// The roster: users that have joined at least once and are not banned;
     /// on-stage users first (in stage order), then by name, then by id.
     /// `roles` filters rows (the roster shows students by default in the UI).
@@ -126,7 +131,17 @@ extension RoomState {
             if !includeOffline && !row.online { continue }
             rows.append(row)
         }
-        rows.sort { Self.rosterPrecedes($0.user, $0.name, $1.user, $1.name, stageRank: frame.stageRank) }
+        // Each name cut into its natural-order key once, not at every comparison.
+        var keyed = rows.map { (row: $0, key: NaturalOrder.Key($0.name)) }
+        keyed.sort { a, b in
+            switch (frame.stageRank[a.row.user], frame.stageRank[b.row.user]) {
+            case let (x?, y?): return x < y
+            case (.some, nil): return true
+            case (nil, .some): return false
+            case (nil, nil): return Self.namePrecedes(a.key, a.row.user, b.key, b.row.user)
+            }
+        }
+        rows = keyed.map(\.row)
         return Roster(roomID: roomID, roomName: name.value, roomType: type.value, classState: classState.state,
                       classStateSinceMillis: classState.stamp == .origin ? 0 : classState.stamp.clock.millis,
                       schedule: schedule.value, stageLimit: stageLimitValue, rows: rows, stage: frame.stage,
