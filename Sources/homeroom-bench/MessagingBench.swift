@@ -46,7 +46,7 @@ enum MessagingBench {
                 continue
             }
             let subscribers = perNode * 3
-            let raw = try? RawBaseline.pubSubFanOut(subscribers: subscribers, messages: messages, messageSize: run.messageBytes,
+            let raw = try? RawBaseline.pubSubFanOut(publishers: 3, subscribers: subscribers, messages: messages, messageSize: run.messageBytes,
                                                     intervalMicros: intervalMicros)
             let complete = run.delivered == run.expected ? "" : "INCOMPLETE: \(run.delivered) of \(run.expected) delivered; "
             emit(BenchRow(suite: "messaging", name: "fanout-lecture-hall-10k-3-nodes-\(subscribers)-real-subscribers", n: run.delivered,
@@ -59,7 +59,7 @@ enum MessagingBench {
                 emit(BenchRow(suite: "raw-nng", name: "pubsub-fanout-tcp-\(subscribers)-subscribers-\(run.messageBytes)B", n: raw.delivered,
                               opsPerSecond: raw.deliveredPerSecond, bytesPerOp: Double(run.messageBytes), p50Micros: raw.p50Micros,
                               p99Micros: raw.p99Micros, seconds: raw.seconds,
-                              note: "one raw PUB to \(subscribers) SUB sockets, same size and pacing, same run"
+                              note: "three raw PUB sockets (as three nodes), each to a third of the \(subscribers) SUB sockets, same size and pacing, same run; deliveries/s count messages delivered"
                                   + (raw.delivered == raw.expected ? "" : "; \(raw.expected - raw.delivered) lost")))
             }
             if run.delivered == run.expected { points.append((perNode, run.p99)) }
@@ -99,7 +99,7 @@ enum MessagingBench {
         case let .failure(problem):
             emit(BenchRow(suite: "messaging", name: name, n: 0, note: "INCOMPLETE: \(problem.reason)"))
         case let .success(run):
-            let raw = try? RawBaseline.pubSubFanOut(subscribers: subscribers, messages: messages, messageSize: run.messageBytes,
+            let raw = try? RawBaseline.pubSubFanOut(publishers: 3, subscribers: subscribers, messages: messages, messageSize: run.messageBytes,
                                                     intervalMicros: intervalMicros)
             let complete = run.delivered == run.expected ? "" : "INCOMPLETE: \(run.delivered) of \(run.expected) delivered; "
             emit(BenchRow(suite: "messaging", name: name, n: run.delivered,
@@ -111,7 +111,7 @@ enum MessagingBench {
                 emit(BenchRow(suite: "raw-nng", name: "pubsub-fanout-tcp-\(subscribers)-subscribers-\(run.messageBytes)B-for-100k-hall", n: raw.delivered,
                               opsPerSecond: raw.deliveredPerSecond, bytesPerOp: Double(run.messageBytes), p50Micros: raw.p50Micros,
                               p99Micros: raw.p99Micros, seconds: raw.seconds,
-                              note: "one raw PUB to \(subscribers) SUB sockets, same size and pacing, same run"
+                              note: "three raw PUB sockets (as three nodes), each to a third of the \(subscribers) SUB sockets, same size and pacing, same run; deliveries/s count messages delivered"
                                   + (raw.delivered == raw.expected ? "" : "; \(raw.expected - raw.delivered) lost")))
             }
         }
@@ -125,7 +125,7 @@ enum MessagingBench {
             emit(BenchRow(suite: "messaging", name: "fanout-burst-lecture-hall-10k-3-nodes-\(subscribers)-real-subscribers", n: 0,
                           note: "INCOMPLETE: \(problem.reason)"))
         case let .success(run):
-            let raw = try? RawBaseline.pubSubFanOut(subscribers: subscribers, messages: messages, messageSize: run.messageBytes, intervalMicros: 0)
+            let raw = try? RawBaseline.pubSubFanOut(publishers: 3, subscribers: subscribers, messages: messages, messageSize: run.messageBytes, intervalMicros: 0)
             let complete = run.delivered == run.expected ? "" : "INCOMPLETE: \(run.delivered) of \(run.expected) delivered; "
             emit(BenchRow(suite: "messaging", name: "fanout-burst-lecture-hall-10k-3-nodes-\(subscribers)-real-subscribers", n: run.delivered,
                           opsPerSecond: run.deliveredPerSecond, bytesPerOp: Double(run.messageBytes), p50Micros: run.p50, p99Micros: run.p99,
@@ -137,7 +137,7 @@ enum MessagingBench {
                 emit(BenchRow(suite: "raw-nng", name: "pubsub-fanout-burst-tcp-\(subscribers)-subscribers-\(run.messageBytes)B", n: raw.delivered,
                               opsPerSecond: raw.deliveredPerSecond, bytesPerOp: Double(run.messageBytes), p50Micros: raw.p50Micros,
                               p99Micros: raw.p99Micros, seconds: raw.seconds,
-                              note: "one raw PUB sending \(messages) messages back to back to \(subscribers) SUB sockets, one message per send"
+                              note: "three raw PUB sockets (as three nodes) sending \(messages) messages back to back, each to a third of the \(subscribers) SUB sockets, one message per send; deliveries/s count messages delivered"
                                   + (raw.delivered == raw.expected ? "" : "; \(raw.expected - raw.delivered) lost")))
             }
         }

@@ -230,46 +230,57 @@ extension RawBaseline {
         }
     }
 
-    /// One raw PUB fanning out to `subscribers` SUB sockets (received with one nng aio
-    /// each), a `messageSize`-byte message every `intervalMicros`: deliveries per
-    /// second and one-way latency (send to each arrival). The baseline for a room's
-    /// fan-out: what nng alone does with the same subscribers, size and pacing.
-    public static func pubSubFanOut(url: String = "tcp://127.0.0.1:0", subscribers: Int, messages: Int, messageSize: Int,
+    /// Raw PUB sockets fanning out to `subscribers` SUB sockets spread evenly over them
+    /// (received with one nng aio each), a `messageSize`-byte message every
+    /// `intervalMicros`, sent on every PUB: deliveries per second and one-way latency
+    /// (send to each arrival). The baseline for a room's fan-out: what nng alone does
+    /// with the same subscribers, size and pacing, and, with `publishers` 3, the same
+    /// topology as three nodes each publishing to their own members.
+    public static func pubSubFanOut(url: String = "tcp://127.0.0.1:0", publishers: Int = 1, subscribers: Int, messages: Int, messageSize: Int,
                                     intervalMicros: Int) throws(NNGError) -> FanOut {
         let size = max(messageSize, 17)
-        let pub = try NNGSocket(.pub)
-        try pub.setSendBuffer(8192)
-        let bound = try pub.listen(url)
+        let publisherCount = max(1, min(publishers, subscribers))
+        var pubs: [NNGSocket] = []
+        var groups: [NNGSubscriberGroup] = []
         let sentAt = Mutex<[UInt64]>([UInt64](repeating: 0, count: messages))
         let attached = Mutex<Set<Int>>([])
         let samples = Mutex<[Double]>([])
         let delivered = Atomic<Int>(0)
         let lastArrival = Atomic<UInt64>(0)
-        let group = try NNGSubscriberGroup(count: subscribers, url: bound, topic: []) { member, bytes in
-            guard bytes.count >= 16 else { return }
-            let index = bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
-            if index == UInt64.max {
-                attached.withLock { _ = $0.insert(member) }
-                return
-            }
-            guard index < UInt64(messages) else { return }
-            let now = monotonicNanos()
-            let sent = sentAt.withLock { $0[Int(index)] }
-            samples.withLock { $0.append(Double(now &- sent) / 1_000) }
-            delivered.add(1, ordering: .relaxed)
-            lastArrival.store(now, ordering: .relaxed)
-        }
-        // The publisher closes first, so no message flows when the subscribers close
+        // The publishers close first, so no message flows when the subscribers close
         // (closing a busy SUB socket can hang in nng 1.5.2, issue 1543).
         defer {
-            pub.close()
+            for pub in pubs { pub.close() }
             usleep(50_000)
-            group.close()
+            for group in groups { group.close() }
+        }
+        for index in 0..<publisherCount {
+            let pub = try NNGSocket(.pub)
+            pubs.append(pub)
+            try pub.setSendBuffer(8192)
+            let bound = try pub.listen(url)
+            // Subscribers `first..<first + count` listen to this publisher.
+            let first = subscribers * index / publisherCount
+            let count = subscribers * (index + 1) / publisherCount - first
+            groups.append(try NNGSubscriberGroup(count: count, url: bound, topic: []) { member, bytes in
+                guard bytes.count >= 16 else { return }
+                let index = bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+                if index == UInt64.max {
+                    attached.withLock { _ = $0.insert(first + member) }
+                    return
+                }
+                guard index < UInt64(messages) else { return }
+                let now = monotonicNanos()
+                let sent = sentAt.withLock { $0[Int(index)] }
+                samples.withLock { $0.append(Double(now &- sent) / 1_000) }
+                delivered.add(1, ordering: .relaxed)
+                lastArrival.store(now, ordering: .relaxed)
+            })
         }
         var message = [UInt8](repeating: 0x5A, count: size)
         func send(_ index: UInt64) {
             withUnsafeBytes(of: index.littleEndian) { raw in for offset in 0..<8 { message[8 + offset] = raw[offset] } }
-            try? pub.send(message)
+            for pub in pubs { try? pub.send(message) }
         }
         // Probes until every subscriber is attached (the slow joiner).
         let attachBy = monotonicNanos() + 20_000_000_000
