@@ -68,14 +68,17 @@ public struct PeerLiveness: Equatable, Sendable {
         return false
     }
 
-    /// Named by another node with an incarnation (an expected node, learned of).
-    public mutating func learned(incarnation learnedIncarnation: UInt64) {
+    /// An expected node named by another node with an incarnation: from now on as a node
+    /// learned of (suspect, its silence counted from now).
+    public mutating func learned(incarnation learnedIncarnation: UInt64, nowMillis: UInt64) {
         incarnation = max(incarnation, learnedIncarnation)
+        lastHeardMillis = nowMillis
+        health = .suspect
     }
 
     /// It said goodbye: dead at once. Returns true when it was not dead already.
     public mutating func markDead() -> Bool {
-        guard health != .dead else { return false }
+        guard health != .dead, !isExpectedOnly else { return false }
         health = .dead
         return true
     }
@@ -102,9 +105,12 @@ extension RewardCheckpoint {
 }
 
 extension NodeEngine {
-    /// The nodes this node's rooms name as writers, besides itself, its older stores and
-    /// retired ids: after a start, reward folds wait for each of them to be heard (or
-    /// forgotten) as for any peer (`PeerLiveness.expected`). Without this, a node that
+    /// The origins this node's rooms name as writers, besides its own (and their private
+    /// forms), its older stores and retired ids: after a start, reward folds wait for each
+    /// of them to be heard (or forgotten) as for any peer (`PeerLiveness.expected`). An
+    /// origin may be another node's private-topic origin: which one cannot be told from
+    /// the id alone (ids from before structured ids have any bits), so the caller drops
+    /// an expected origin once the node it is the private form of is known. Without this, a node that
     /// restarts cut off from the others knows no peer, takes its rewards as complete, and
     /// folds one whose earlier copy, retried through a node it has not heard from, that
     /// node counts too (found by the simulation: one schedule in about 3,000).
@@ -112,13 +118,10 @@ extension NodeEngine {
         let own = replica
         var writers = Set<ReplicaID>()
         for room in (roomIDs ?? Array(rooms.keys)).compactMap({ rooms[$0] }) {
-            let origins = room.seen.origins
-            for origin in origins.keys {
-                // A node's private-topic origin is its id with the private bit flipped.
-                let flipped = origin.privateForm
-                let node = origin.isStructured || !origin.hasPrivateBit || origins[flipped] == nil ? origin.nodeForm : flipped
-                guard node != own, node != own.privateForm, !own.supersedes(node), !room.isRetired(node) else { continue }
-                writers.insert(node)
+            for origin in room.seen.origins.keys {
+                guard origin != own, origin != own.privateForm, !own.supersedes(origin),
+                      !room.isRetired(origin), !room.isRetired(origin.privateForm) else { continue }
+                writers.insert(origin)
             }
         }
         return writers

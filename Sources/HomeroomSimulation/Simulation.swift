@@ -697,13 +697,15 @@ public struct Simulation {
             } else {
                 nodes[other].peers[sender]!.heard(incarnation: nodes[replica].incarnation, nowMillis: now)
             }
+            dropExpectedPrivateForm(of: sender, at: other)
             nodes[other].checkpoints[sender, default: RewardCheckpoint()].heard(mark)
             for (node, liveness) in listed where node != nodes[other].sequencer.replica && !liveness.isExpectedOnly {
                 if nodes[other].peers[node] == nil {
                     nodes[other].peers[node] = .learned(incarnation: liveness.incarnation, nowMillis: now)
                 } else if nodes[other].peers[node]!.isExpectedOnly {
-                    nodes[other].peers[node]!.learned(incarnation: liveness.incarnation)
+                    nodes[other].peers[node]!.learned(incarnation: liveness.incarnation, nowMillis: now)
                 }
+                dropExpectedPrivateForm(of: node, at: other)
             }
         }
     }
@@ -712,9 +714,15 @@ public struct Simulation {
     /// (after a restart, every one) are waited for by reward folds until heard.
     mutating func expectWriters(at replica: Int, in rooms: [String]?) {
         let now = nowMillis + nodes[replica].skewMillis
-        for node in nodes[replica].engine.writersToHearFrom(in: rooms) where nodes[replica].peers[node] == nil {
+        for node in nodes[replica].engine.writersToHearFrom(in: rooms)
+        where nodes[replica].peers[node] == nil && nodes[replica].peers[node.privateForm].map({ !$0.isExpectedOnly }) != true {
             nodes[replica].peers[node] = .expected(nowMillis: now)
         }
+    }
+
+    /// As `PeerTable`: once a node is known, an expected origin that is its private form goes.
+    mutating func dropExpectedPrivateForm(of node: ReplicaID, at replica: Int) {
+        if nodes[replica].peers[node.privateForm]?.isExpectedOnly == true { nodes[replica].peers[node.privateForm] = nil }
     }
 
     /// Nodes silent past the down period are declared down (`replica_down` for the

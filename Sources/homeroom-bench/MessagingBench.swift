@@ -172,16 +172,7 @@ enum MessagingBench {
             if NNGSocket.stalledCloses > 0 { fputs("warning: \(NNGSocket.stalledCloses) nng_close calls stuck (nng issue 1543)\n", stderr) }
         }
         let room = "hall"
-        _ = nodes[0].join(room: room, user: "teacher", role: .teacher, session: "teacher-1", name: "Teacher")
-        _ = nodes[0].submit(room: room, Write(author: "teacher", authorRole: .teacher, authorCounter: 1, operation: .setRoomType(.lectureHall)))
-        for index in 0..<members {
-            let node = nodes[index % 3]
-            let user = "student-\(index)"
-            _ = node.submit(room: room, Write(author: user, authorRole: .student, authorCounter: 0,
-                                              operation: .joinSession(user: user, session: "s-\(index)", name: "Student \(index)", role: .student,
-                                                                      host: node.replica, incarnation: node.incarnation)))
-        }
-        _ = ClusterBench.waitUntil(seconds: 60) { nodes.allSatisfy { $0.room(room)?.users.count == members + 1 } }
+        joinHall(nodes, room: room, members: members)
 
         let sentAt = Mutex<[UInt64]>([UInt64](repeating: 0, count: messages))
         let samples = Mutex<[Double]>([])
@@ -272,6 +263,20 @@ enum MessagingBench {
                             p50: sorted[sorted.count / 2], p99: sorted[min(sorted.count - 1, sorted.count * 99 / 100)],
                             delivered: count, expected: expected, seconds: seconds,
                             messageBytes: WireCodec.encode(envelope).count + Topics.clientRoom(room).count))
+    }
+
+    /// A lecture hall with the teacher and `members` students joined over the nodes in turn.
+    static func joinHall(_ nodes: [ClusterNode], room: String, members: Int) {
+        _ = nodes[0].join(room: room, user: "teacher", role: .teacher, session: "teacher-1", name: "Teacher")
+        _ = nodes[0].submit(room: room, Write(author: "teacher", authorRole: .teacher, authorCounter: 1, operation: .setRoomType(.lectureHall)))
+        for index in 0..<members {
+            let node = nodes[index % nodes.count]
+            let user = "student-\(index)"
+            _ = node.submit(room: room, Write(author: user, authorRole: .student, authorCounter: 0,
+                                              operation: .joinSession(user: user, session: "s-\(index)", name: "Student \(index)", role: .student,
+                                                                      host: node.replica, incarnation: node.incarnation)))
+        }
+        _ = ClusterBench.waitUntil(seconds: 60) { nodes.allSatisfy { $0.room(room)?.users.count == members + 1 } }
     }
 
     /// The message indexes after each marker in the bytes (a batch holds several).

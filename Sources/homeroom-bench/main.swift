@@ -19,12 +19,16 @@ struct BenchOptions {
           --quick           Smaller sizes, for CI (well under 2 minutes).
           --markdown        Also print a Markdown table of the rows.
           --suite <name>    Run only this suite (merge, memory, codec, cluster, join, lifetime, resources, security, lock-scope, convergence, ui, messaging,
-                            messaging-100k, snapshot: the join in process, for profiles); repeatable.
+                            messaging-100k, messaging-processes: 10,000 subscribers in child
+                            processes, snapshot: the join in process, for profiles); repeatable.
           -h, --help        Show help information.
         """
 }
 
 func runBench() {
+    if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "--subscriber-child" {
+        SubscriberProcesses.childMain(Array(CommandLine.arguments.dropFirst(2)))
+    }
     var options = BenchOptions()
     var arguments = CommandLine.arguments.dropFirst()
     while let argument = arguments.popFirst() {
@@ -87,6 +91,7 @@ func runBench() {
     }
     // The 100,000-member hall: by name (the full run asks for it unless --quick).
     if options.suites.contains("messaging-100k") { MessagingBench.largeHall(quick: options.quick, emit: emit) }
+    if options.suites.contains("messaging-processes") { ProcessFanOutBench.run(quick: options.quick, emit: emit) }
     if wants("messaging") { MessagingBench.run(quick: options.quick, emit: emit) }
 
     if options.rowsForParent {
@@ -105,7 +110,7 @@ func runBench() {
 /// starts no nng itself, so spawning is safe.
 func runEachSuiteInItsOwnProcess(_ options: BenchOptions) {
     // Memory first: it measures resident-set growth, which memory freed earlier would hide.
-    let suites = ["memory", "merge", "codec", "cluster", "join", "lifetime", "resources", "security", "lock-scope", "convergence", "ui"] + (options.quick ? [] : ["messaging-100k"]) + ["messaging"]
+    let suites = ["memory", "merge", "codec", "cluster", "join", "lifetime", "resources", "security", "lock-scope", "convergence", "ui"] + (options.quick ? [] : ["messaging-100k", "messaging-processes"]) + ["messaging"]
     let me = CommandLine.arguments[0]
     let quoted = "'" + me.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     var table: [String] = []

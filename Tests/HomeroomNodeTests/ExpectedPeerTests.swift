@@ -28,13 +28,29 @@ import Testing
         return NodeEngine(replica: own, rooms: [room: state])
     }
 
-    @Test func theWritersARoomNamesAreTheOtherNodesOnly() {
-        #expect(Self.engine().writersToHearFrom() == [Self.b], "not itself, its older store, or private-topic origins")
+    @Test func theWritersARoomNamesAreTheOtherNodesOrigins() {
+        #expect(Self.engine().writersToHearFrom() == [Self.b, Self.b.privateForm], "not itself, its private form or its older store")
+    }
+
+    /// Which origin is whose private form cannot be told from an id (ids from before
+    /// structured ids have any bits, these two both of the top ones): once a node is
+    /// known, the expected origin that is its private form goes, and is not expected again.
+    @Test func anExpectedPrivateFormGoesOnceItsNodeIsKnown() {
+        let legacy = ReplicaID(0xC123_4567_89AB_CDEF)
+        var table = PeerTable()
+        table.expect([legacy, legacy.privateForm], nowMillis: 0)
+        #expect(table.entries.count == 2)
+        _ = table.heard(WireMessage.Heartbeat(node: legacy, incarnation: 2, address: "tcp://10.0.0.3:7100", publishAddress: "tcp://10.0.0.3:7101"),
+                        nowMillis: 10)
+        #expect(table.entries[legacy.privateForm] == nil, "its writes come with the node's heartbeats")
+        table.expect([legacy, legacy.privateForm], nowMillis: 20)
+        #expect(table.entries[legacy.privateForm] == nil)
+        #expect(table.entries.count == 1)
     }
 
     @Test func rewardFoldsWaitForAnExpectedNodeUntilItsHeartbeatIsConfirmed() {
         var table = PeerTable()
-        table.expect(Self.engine().writersToHearFrom(), nowMillis: 1_000)
+        table.expect([Self.b], nowMillis: 1_000)
         let seen = VersionVector(contiguous: [Self.b: 5])
         #expect(table.rewardsCompleteBefore(room: Self.room, seen: seen, nowMillis: 100_000, windowMillis: 3_000) == nil,
                 "b may hold a copy of a reward this node has not seen")
@@ -50,10 +66,11 @@ import Testing
 
     @Test func aNodeForgottenIsNotExpectedAgainUntilHeard() {
         var table = PeerTable()
-        let writers = Self.engine().writersToHearFrom()
+        let writers: Set<ReplicaID> = [Self.b]
         table.expect(writers, nowMillis: 0)
         _ = table.sweep(nowMillis: 5_000, suspectMillis: 1_000, downMillis: 2_000)
-        let gone = table.forget(downForMillis: 300_000, nowMillis: 300_000)
+        // Down peers never forgotten (--permanent-down-ms 0): an expected origin still is.
+        let gone = table.forget(downForMillis: nil, expectedForMillis: 300_000, nowMillis: 300_000)
         #expect(gone.map(\.node) == [Self.b])
         table.expect(writers, nowMillis: 300_001)
         #expect(table.entries[Self.b] == nil, "forgotten: folds no longer wait for it")
@@ -67,13 +84,26 @@ import Testing
         table.expect([Self.b], nowMillis: 0)
         let listed = WireMessage.Peer(node: Self.b, address: "tcp://10.0.0.2:7100", incarnation: 3, status: .alive,
                                       publishAddress: "tcp://10.0.0.2:7101")
-        let learned = table.learn(listed, nowMillis: 10)
+        let learned = table.learn(listed, nowMillis: 1_900)
         #expect(learned, "learned: the caller connects to it")
+        let early = table.sweep(nowMillis: 2_100, suspectMillis: 1_000, downMillis: 2_000)
+        #expect(early.isEmpty, "its silence counts from when it was learned, not from when it was expected")
         #expect(table.entries[Self.b]?.address == "tcp://10.0.0.2:7100")
         #expect(table.entries[Self.b]?.incarnation == 3)
         #expect(table.entries[Self.b]?.status == .suspect, "a list never marks a node alive")
         // Now its silence is a down of incarnation 3.
-        let down = table.sweep(nowMillis: 5_000, suspectMillis: 1_000, downMillis: 2_000)
+        let down = table.sweep(nowMillis: 3_900, suspectMillis: 1_000, downMillis: 2_000)
         #expect(down.map(\.incarnation) == [3])
+    }
+
+    @Test func withoutPermanentDownANodeHeardAndDownStays() {
+        var table = PeerTable()
+        let c = ReplicaID(name: "c")
+        _ = table.heard(WireMessage.Heartbeat(node: c, incarnation: 1, address: "tcp://10.0.0.4:7100", publishAddress: "tcp://10.0.0.4:7101"),
+                        nowMillis: 0)
+        _ = table.sweep(nowMillis: 5_000, suspectMillis: 1_000, downMillis: 2_000)
+        let gone = table.forget(downForMillis: nil, expectedForMillis: 300_000, nowMillis: 900_000)
+        #expect(gone.isEmpty)
+        #expect(table.entries[c]?.status == .dead)
     }
 }

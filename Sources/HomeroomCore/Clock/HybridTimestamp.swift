@@ -60,8 +60,6 @@ extension ReplicaID {
     public var generation: UInt64 { rawValue & Self.generationMask }
     /// The origin that sequences this node's private-topic writes (peer messages).
     public var privateForm: ReplicaID { ReplicaID(rawValue ^ Self.privateBit) }
-    /// Whether the private-topic bit is set (for an unstructured id, possibly part of its hash).
-    public var hasPrivateBit: Bool { rawValue & Self.privateBit != 0 }
     /// The node id itself, for an id that may be a private-topic origin.
     public var nodeForm: ReplicaID { isStructured ? ReplicaID(rawValue & ~Self.privateBit) : self }
 

@@ -75,6 +75,7 @@ struct PeerTable {
     /// or came back (so the caller connects to it).
     mutating func heard(_ heartbeat: WireMessage.Heartbeat, nowMillis: UInt64) -> Bool {
         forgotten.remove(heartbeat.node)
+        dropExpectedPrivateForm(of: heartbeat.node)
         if var entry = entries[heartbeat.node] {
             // A node back on other addresses (a restart on new ports) is connected anew.
             let moved = entry.address != heartbeat.address
@@ -104,27 +105,40 @@ struct PeerTable {
     /// (`NodeEngine.writersToHearFrom`), without addresses: reward folds wait for them
     /// until they are heard or forgotten (`PeerLiveness.expected`).
     mutating func expect(_ writers: Set<ReplicaID>, nowMillis: UInt64) {
-        for node in writers.sorted() where entries[node] == nil && !forgotten.contains(node) {
+        // Not an origin that is the private form of a node known already (see `writersToHearFrom`).
+        for node in writers.sorted() where entries[node] == nil && !forgotten.contains(node) && !isKnown(node.privateForm) {
             entries[node] = Entry(node: node, address: "", publishAddress: "", liveness: .expected(nowMillis: nowMillis))
         }
+    }
+
+    /// Whether `node` is in the table other than as an expected origin.
+    func isKnown(_ node: ReplicaID) -> Bool { entries[node].map { !$0.liveness.isExpectedOnly } ?? false }
+
+    /// A node became known: an expected origin that is its private form is dropped (its
+    /// writes come with the node's).
+    private mutating func dropExpectedPrivateForm(of node: ReplicaID) {
+        if entries[node.privateForm]?.liveness.isExpectedOnly == true { entries.removeValue(forKey: node.privateForm) }
     }
 
     /// Learns of a node second-hand (from another's peer list): never marks it alive.
     mutating func learn(_ peer: WireMessage.Peer, nowMillis: UInt64) -> Bool {
         if entries[peer.node]?.name.isEmpty == true, !peer.nodeName.isEmpty { entries[peer.node]!.name = peer.nodeName }
         // An expected node (no address yet) takes the addresses another node lists for it.
-        if let expected = entries[peer.node], expected.liveness.isExpectedOnly, peer.status != .dead, !peer.publishAddress.isEmpty {
+        guard peer.status != .dead, !peer.publishAddress.isEmpty else { return false }
+        // An older store of a node whose newer store is known is gone: not met again.
+        guard !entries.values.contains(where: { Self.supersedes($0.node, $0.name, peer.node, peer.nodeName) }) else { return false }
+        if let expected = entries[peer.node], expected.liveness.isExpectedOnly {
             var entry = expected
             entry.address = peer.address
             entry.publishAddress = peer.publishAddress
             entry.clusterPublishAddress = peer.clusterPublishAddress
-            entry.liveness.learned(incarnation: peer.incarnation)
+            entry.liveness.learned(incarnation: peer.incarnation, nowMillis: nowMillis)
             entries[peer.node] = entry
+            dropExpectedPrivateForm(of: peer.node)
             return true
         }
-        guard entries[peer.node] == nil, peer.status != .dead, !peer.publishAddress.isEmpty else { return false }
-        // An older store of a node whose newer store is known is gone: not met again.
-        guard !entries.values.contains(where: { Self.supersedes($0.node, $0.name, peer.node, peer.nodeName) }) else { return false }
+        guard entries[peer.node] == nil else { return false }
+        dropExpectedPrivateForm(of: peer.node)
         entries[peer.node] = Entry(node: peer.node, name: peer.nodeName, address: peer.address, publishAddress: peer.publishAddress,
                                    clusterPublishAddress: peer.clusterPublishAddress,
                                    liveness: .learned(incarnation: peer.incarnation, nowMillis: nowMillis))
@@ -184,10 +198,15 @@ struct PeerTable {
         return due.sorted { $0.node < $1.node }
     }
 
-    /// Removes the nodes dead and silent for `downForMillis` or more, and returns them
-    /// (their dialers and links are the caller's to close).
-    mutating func forget(downForMillis: UInt64, nowMillis: UInt64) -> [Entry] {
-        let gone = entries.values.filter { $0.status == .dead && nowMillis &- $0.lastHeardMillis >= downForMillis }
+    /// Removes the nodes dead and silent for `downForMillis` or more (nil: never), and
+    /// expected origins never heard for `expectedForMillis`, and returns them (their
+    /// dialers and links are the caller's to close).
+    mutating func forget(downForMillis: UInt64?, expectedForMillis: UInt64, nowMillis: UInt64) -> [Entry] {
+        let gone = entries.values.filter { entry in
+            guard entry.status == .dead else { return false }
+            let silent = nowMillis &- entry.lastHeardMillis
+            return entry.liveness.isExpectedOnly ? silent >= expectedForMillis : downForMillis.map { silent >= $0 } ?? false
+        }
         for entry in gone {
             entries.removeValue(forKey: entry.node)
             forgotten.insert(entry.node)

@@ -69,7 +69,8 @@ public struct NodeConfig: Sendable, Equatable {
     public var sessionTimeoutMillis: UInt64 = 10_000
     /// A peer down for this long is forgotten: no longer dialled nor listed. It comes
     /// back by greeting again (a heartbeat, or a seed hello). 0: never forget.
-    public var permanentDownMillis: UInt64 = 300_000
+    public var permanentDownMillis: UInt64 = NodeConfig.defaultPermanentDownMillis
+    public static let defaultPermanentDownMillis: UInt64 = 300_000
     /// How far from this node's clock a reward's issue time may be (`--reward-window-ms`);
     /// the same on every node: folding rewards relies on it (docs/ARCHITECTURE.md, "Lifetime").
     public var rewardWindowMillis: UInt64 = RoomState.defaultRewardWindowMillis

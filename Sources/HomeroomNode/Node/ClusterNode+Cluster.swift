@@ -207,7 +207,10 @@ extension ClusterNode {
         for entry in superseded {
             logger.notice("peer forgotten: a newer store of its node name is running", ["peer": entry.node.description, "address": entry.address])
         }
-        let down = config.permanentDownMillis == 0 ? [] : state.withLock { $0.peers.forget(downForMillis: config.permanentDownMillis, nowMillis: now) }
+        // An origin only expected (never heard since this node started) is forgotten after the
+        // permanent-down period even when down peers are never forgotten: it may never run again.
+        let permanent = config.permanentDownMillis == 0 ? nil : config.permanentDownMillis
+        let down = state.withLock { $0.peers.forget(downForMillis: permanent, expectedForMillis: permanent ?? NodeConfig.defaultPermanentDownMillis, nowMillis: now) }
         for entry in down {
             logger.notice("peer forgotten: down for longer than the permanent-down period", ["peer": entry.node.description, "address": entry.address])
         }

@@ -99,6 +99,8 @@ extension ClusterNode {
                     plans[roomID] = .waiting("an older store of this node's name is alive (\(aliveOlder.node) at \(aliveOlder.address))")
                     continue
                 }
+                // A writer of the room not heard of yet (a room fetched from a peer names it) is waited for too.
+                state.peers.expect(state.engine.writersToHearFrom(in: [roomID]), nowMillis: WallClock.monotonicMillis())
                 let peers = state.peers.entries.values.filter { !PeerTable.supersedes(own, name, $0.node, $0.name) }.map { $0.rooms[roomID] ?? VersionVector() }
                 let before = state.peers.rewardsCompleteBefore(room: roomID, seen: room.seen, nowMillis: now, windowMillis: window)
                 plans[roomID] = room.retirementPlan(successor: own, peers: peers, completeBeforeMillis: before)

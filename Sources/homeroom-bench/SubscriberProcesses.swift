@@ -1,0 +1,196 @@
+@preconcurrency import Glibc
+import HomeroomNode
+import Synchronization
+
+/// Subscribers in child processes of their own (`homeroom-bench --subscriber-child`),
+/// so a fan-out to 10,000 real subscribers is measured rather than modelled: the nodes'
+/// process holds only the nodes, as in production, and each child holds its share of the
+/// SUB sockets. A child notes the first arrival of every message at every subscriber
+/// (CLOCK_MONOTONIC, which every process on the machine shares, so the parent's send
+/// times and the children's arrival times compare), says `ready` once every one of its
+/// subscribers got a probe, and writes its arrivals out when the parent asks it to stop.
+enum SubscriberProcesses {
+    struct Child {
+        var pid: pid_t
+        var outputPath: String
+        var stopPath: String
+        var subscribers: Int
+    }
+
+    struct Arrivals {
+        /// Per arrival, the message index and its monotonic arrival time (ns).
+        var arrivals: [(index: UInt64, nanos: UInt64)] = []
+        var childrenFailed = 0
+    }
+
+    // MARK: - Child
+
+    /// `--subscriber-child <url> <topic hex or -> <count> <stop file>`: never returns.
+    static func childMain(_ arguments: [String]) -> Never {
+        guard arguments.count == 4, let count = Int(arguments[2]), count > 0 else {
+            fputs("usage: homeroom-bench --subscriber-child <url> <topic hex or -> <count> <stop file>\n", stderr)
+            exit(64)
+        }
+        let url = arguments[0], stopPath = arguments[3]
+        // One descriptor per subscriber, and nng's own: raise the soft limit to the hard one.
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = min(limit.rlim_max, 65_536)
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        let topic = arguments[1] == "-" ? [] : hexBytes(arguments[1])
+        let attached = Mutex<Set<Int>>([])
+        let seen = Mutex<Set<UInt64>>([])
+        let arrivals = Mutex<[(UInt64, UInt64)]>([])
+        let marker = MessagingBench.marker
+        let group: NNGSubscriberGroup
+        do {
+            group = try NNGSubscriberGroup(count: count, url: url, topic: topic) { member, bytes in
+                let now = monotonicNanos()
+                for index in MessagingBench.indexes(in: bytes, marker: marker) {
+                    if index == UInt64.max {
+                        let all = attached.withLock { set -> Bool in
+                            let before = set.count
+                            set.insert(member)
+                            return set.count == count && before < count
+                        }
+                        if all { writeAll(1, "ready\n") }
+                        continue
+                    }
+                    guard index < UInt64(UInt32.max), seen.withLock({ $0.insert(UInt64(member) << 32 | index).inserted }) else { continue }
+                    arrivals.withLock { $0.append((index, now)) }
+                }
+            }
+        } catch {
+            fputs("subscriber child: \(count) subscribers to \(url): \(error)\n", stderr)
+            exit(1)
+        }
+        _ = group
+        // Bounded: a child whose parent died stops by itself after ten minutes.
+        let deadline = monotonicNanos() + 600_000_000_000
+        while access(stopPath, F_OK) != 0 && monotonicNanos() < deadline { usleep(20_000) }
+        var text = ""
+        text.reserveCapacity(1 << 20)
+        for (index, nanos) in arrivals.withLock({ $0 }) {
+            text += "\(index) \(nanos)\n"
+            if text.utf8.count > 1 << 20 { writeAll(1, text); text = "" }
+        }
+        writeAll(1, text + "done\n")
+        // Exit without closing the sockets: closing busy SUB sockets can hang in nng 1.5.2 (issue 1543).
+        _exit(0)
+    }
+
+    // MARK: - Parent
+
+    /// Starts one child per entry (its URL and how many subscribers it holds).
+    static func start(_ shares: [(url: String, subscribers: Int)], topic: [UInt8]) -> [Child]? {
+        let me = CommandLine.arguments[0]
+        let base = "/tmp/homeroom-bench-subscribers-\(getpid())"
+        var children: [Child] = []
+        for (index, share) in shares.enumerated() {
+            let output = "\(base)-\(index).out", stop = "\(base)-\(index).stop"
+            unlink(output)
+            unlink(stop)
+            let arguments = [me, "--subscriber-child", share.url, topic.isEmpty ? "-" : hexString(topic), String(share.subscribers), stop]
+            guard let pid = spawn(arguments, stdout: output) else {
+                finish(children, timeoutSeconds: 5)
+                return nil
+            }
+            children.append(Child(pid: pid, outputPath: output, stopPath: stop, subscribers: share.subscribers))
+        }
+        return children
+    }
+
+    /// Whether every child said `ready` (each of its subscribers got a probe) in time;
+    /// `probe` is called every 20 ms meanwhile.
+    static func waitReady(_ children: [Child], timeoutSeconds: Double, probe: () -> Void) -> Bool {
+        let deadline = monotonicNanos() + UInt64(timeoutSeconds * 1e9)
+        while monotonicNanos() < deadline {
+            if children.allSatisfy({ (readFile($0.outputPath) ?? "").contains("ready") }) { return true }
+            probe()
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// Asks every child to stop, waits for it (bounded, then SIGKILL), and reads its arrivals.
+    @discardableResult
+    static func finish(_ children: [Child], timeoutSeconds: Double = 60) -> Arrivals {
+        var result = Arrivals()
+        for child in children { close(open(child.stopPath, O_WRONLY | O_CREAT, 0o644)) }
+        let deadline = monotonicNanos() + UInt64(timeoutSeconds * 1e9)
+        for child in children {
+            var status: Int32 = 0
+            var exited = false
+            while monotonicNanos() < deadline {
+                if waitpid(child.pid, &status, WNOHANG) == child.pid { exited = true; break }
+                usleep(10_000)
+            }
+            if !exited {
+                kill(child.pid, SIGKILL)
+                waitpid(child.pid, &status, 0)
+            }
+            let text = readFile(child.outputPath) ?? ""
+            if !exited || !text.hasSuffix("done\n") { result.childrenFailed += 1 }
+            for line in text.split(separator: "\n") {
+                let parts = line.split(separator: " ")
+                guard parts.count == 2, let index = UInt64(parts[0]), let nanos = UInt64(parts[1]) else { continue }
+                result.arrivals.append((index, nanos))
+            }
+            unlink(child.outputPath)
+            unlink(child.stopPath)
+        }
+        return result
+    }
+
+    // MARK: - Helpers
+
+    /// posix_spawn (never fork: nng runs in this process), stdout to a file.
+    static func spawn(_ arguments: [String], stdout path: String) -> pid_t? {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
+        argv.append(nil)
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        return posix_spawn(&pid, arguments[0], &actions, nil, argv, environ) == 0 ? pid : nil
+    }
+
+    static func writeAll(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if written <= 0 { return }
+            offset += written
+        }
+        bytes.removeAll()
+    }
+
+    static func readFile(_ path: String) -> String? {
+        guard let file = fopen(path, "r") else { return nil }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count <= 0 { break }
+            bytes.append(contentsOf: buffer[0..<count])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func hexString(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+    }
+
+    static func hexBytes(_ text: String) -> [UInt8] {
+        let utf8 = Array(text.utf8)
+        func value(_ c: UInt8) -> UInt8 { c >= 0x61 ? c - 0x61 + 10 : c - 0x30 }
+        return stride(from: 0, to: utf8.count - 1, by: 2).map { value(utf8[$0]) << 4 | value(utf8[$0 + 1]) }
+    }
+}
