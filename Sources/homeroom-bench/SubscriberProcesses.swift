@@ -65,10 +65,10 @@ enum SubscriberProcesses {
             fputs("subscriber child: \(count) subscribers to \(url): \(error)\n", stderr)
             exit(1)
         }
-        _ = group
         // Bounded: a child whose parent died stops by itself after ten minutes.
         let deadline = monotonicNanos() + 600_000_000_000
         while access(stopPath, F_OK) != 0 && monotonicNanos() < deadline { usleep(20_000) }
+        withExtendedLifetime(group) {}
         var text = ""
         text.reserveCapacity(1 << 20)
         for (index, nanos) in arrivals.withLock({ $0 }) {
@@ -83,11 +83,12 @@ enum SubscriberProcesses {
     // MARK: - Parent
 
     /// Starts one child per entry (its URL and how many subscribers it holds).
-    static func start(_ shares: [(url: String, subscribers: Int)], topic: [UInt8]) -> [Child]? {
+    static func start(_ shares: [(url: String, subscribers: Int)], topic: [UInt8], index first: Int = 0) -> [Child]? {
         let me = CommandLine.arguments[0]
         let base = "/tmp/homeroom-bench-subscribers-\(getpid())"
         var children: [Child] = []
-        for (index, share) in shares.enumerated() {
+        for (offset, share) in shares.enumerated() {
+            let index = first + offset
             let output = "\(base)-\(index).out", stop = "\(base)-\(index).stop"
             unlink(output)
             unlink(stop)
@@ -101,15 +102,41 @@ enum SubscriberProcesses {
         return children
     }
 
+    /// Starts the children one at a time, each once the one before it is ready (every
+    /// subscriber of it got a probe): 10,000 subscribers dialling at once wedge a node's
+    /// publish loop on this 2-core VM (see docs/PERFORMANCE.md), and this measures the
+    /// fan-out, not the connection storm. Nil when one did not start or get ready in time.
+    static func startOneByOne(_ shares: [(url: String, subscribers: Int)], topic: [UInt8], timeoutSeconds: Double,
+                              probe: () -> Void) -> [Child]? {
+        var children: [Child] = []
+        for (index, share) in shares.enumerated() {
+            guard let started = start([share], topic: topic, index: index) else {
+                finish(children, timeoutSeconds: 5)
+                return nil
+            }
+            children += started
+            // A probe reaches every subscriber started so far: a few a second, or probes alone
+            // would keep the publishers busy.
+            guard waitReady(started, timeoutSeconds: timeoutSeconds, probeEveryMillis: 250, probe: probe) else {
+                finish(children, timeoutSeconds: 5)
+                return nil
+            }
+        }
+        return children
+    }
+
     /// Whether every child said `ready` (each of its subscribers got a probe) in time;
-    /// `probe` is called every 20 ms meanwhile.
-    static func waitReady(_ children: [Child], timeoutSeconds: Double, probe: () -> Void) -> Bool {
+    /// `probe` is called every `probeEveryMillis` meanwhile.
+    static func waitReady(_ children: [Child], timeoutSeconds: Double, probeEveryMillis: UInt32 = 20, probe: () -> Void) -> Bool {
         let deadline = monotonicNanos() + UInt64(timeoutSeconds * 1e9)
         while monotonicNanos() < deadline {
             if children.allSatisfy({ (readFile($0.outputPath) ?? "").contains("ready") }) { return true }
             probe()
-            usleep(20_000)
+            usleep(probeEveryMillis * 1_000)
         }
+        let waiting = children.filter { !(readFile($0.outputPath) ?? "").contains("ready") }
+        fputs("subscriber processes: \(waiting.count) of \(children.count) not ready after \(Int(timeoutSeconds)) s "
+              + "(\(waiting.map { "pid \($0.pid), \($0.subscribers) subscribers" }.joined(separator: "; ")))\n", stderr)
         return false
     }
 
