@@ -37,6 +37,31 @@ private func port(of url: String) -> UInt16 { UInt16(url.split(separator: ":").l
 @Suite("SP transport")
 struct SPTransportTests {
 
+    /// A backlog of posted work (a publisher far behind, broadcasting to thousands of
+    /// subscribers) runs a slice per turn: the loop keeps turning, so it still accepts and
+    /// reads, and is never taken as wedged. Drained in one turn, 200 items of 5 ms each
+    /// kept it from turning for a whole second.
+    @Test func aBacklogOfPostedWorkRunsASlicePerTurn() throws {
+        let loop = try SPLoop(name: "hr-test-backlog", protocolKind: .pub, limits: SPLimits(), role: PublishRole())
+        defer { loop.close() }
+        let ran = Atomic<Int>(0)
+        for _ in 0..<200 {
+            loop.post { _ in
+                usleep(5_000)
+                ran.add(1, ordering: .relaxed)
+            }
+        }
+        var longestSilence: UInt64 = 0
+        let deadline = WallClock.monotonicMillis() + 30_000
+        while ran.load(ordering: .relaxed) < 200 && WallClock.monotonicMillis() < deadline {
+            longestSilence = max(longestSilence, loop.stats.silenceMillis)
+            usleep(2_000)
+        }
+        #expect(ran.load(ordering: .relaxed) == 200, "every item runs, in the end")
+        // A slice is about 20 ms; generous for a loaded machine, far below the 1 s of one turn.
+        #expect(longestSilence < 500, "the loop did not turn for \(longestSilence) ms")
+    }
+
     // MARK: Protocol pieces
 
     @Test("SP headers, framing and backtraces as nng writes them")

@@ -359,11 +359,13 @@ final class SPLoop: @unchecked Sendable {
 
     private func run() {
         var events = [epoll_event](repeating: epoll_event(), count: 128)
+        var posted = false
         while !stopping.load(ordering: .acquiring) {
             let now = WallClock.monotonicMillis()
             stats.lastTurnMillis.store(now, ordering: .relaxed)
             let next = turnTimers(nowMillis: now)
-            let timeout: Int32 = next.map { $0 <= now ? 0 : Int32(min($0 - now, 1_000)) } ?? 1_000
+            // Work left in the mailbox: look at the sockets without waiting, then go on with it.
+            let timeout: Int32 = posted ? 0 : next.map { $0 <= now ? 0 : Int32(min($0 - now, 1_000)) } ?? 1_000
             let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, 128, timeout) }
             if count < 0 {
                 if Glibc.errno == EINTR { continue }
@@ -384,18 +386,35 @@ final class SPLoop: @unchecked Sendable {
                     handle(c, flags: flags)
                 }
             }
-            runMailbox()
+            posted = runMailbox()
         }
         shutdown()
     }
 
-    private func runMailbox() {
+    /// Runs what was posted, for about `mailboxBudgetMillis` at most, and returns whether
+    /// work is left (put back first in line, in order). A publisher far behind (a backlog
+    /// of broadcasts to thousands of subscribers) so still lets the loop accept, finish
+    /// handshakes and read every turn, and the loop keeps turning (a loop that does not
+    /// turn for 10 s is taken as wedged: the node steps aside).
+    private func runMailbox() -> Bool {
         let work = mailbox.withLock { box -> [@Sendable (SPLoop) -> Void] in
             defer { box.removeAll(keepingCapacity: true) }
             return box
         }
-        for item in work { item(self) }
+        let deadline = WallClock.monotonicMillis() + Self.mailboxBudgetMillis
+        var done = 0
+        while done < work.count {
+            work[done](self)
+            done += 1
+            if done % 8 == 0 && done < work.count && WallClock.monotonicMillis() >= deadline { break }
+        }
+        guard done < work.count else { return false }
+        mailbox.withLock { box in box.insert(contentsOf: work[done...], at: 0) }
+        return true
     }
+
+    /// How long one turn runs posted work before it looks at the sockets again.
+    static let mailboxBudgetMillis: UInt64 = 20
 
     private func shutdown() {
         runMailbox() // listeners registered late still get closed
