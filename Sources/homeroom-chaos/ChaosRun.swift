@@ -324,6 +324,7 @@ struct ChaosRun {
                                               : problems.joined(separator: "; ") + " (rotations: \(counts))")
     }
 
+    @discardableResult
     func recordWrite(_ history: History, _ writer: Writer, _ operation: Operation) -> Bool {
         guard let client = writer.current else { return false }
         let invoked = Clock.now
