@@ -18,7 +18,7 @@ struct BenchOptions {
         OPTIONS:
           --quick           Smaller sizes, for CI (well under 2 minutes).
           --markdown        Also print a Markdown table of the rows.
-          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, lifetime, resources, security, lock-scope, convergence, ui, messaging,
+          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, lifetime, resources, security, lock-scope, convergence, ui, idle, messaging,
                             messaging-100k, messaging-processes: 10,000 subscribers in child
                             processes, snapshot: the join in process, for profiles); repeatable.
           -h, --help        Show help information.
@@ -28,6 +28,9 @@ struct BenchOptions {
 func runBench() {
     if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "--subscriber-child" {
         SubscriberProcesses.childMain(Array(CommandLine.arguments.dropFirst(2)))
+    }
+    if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "--node-child" {
+        NodeProcesses.childMain(Array(CommandLine.arguments.dropFirst(2)))
     }
     var options = BenchOptions()
     var arguments = CommandLine.arguments.dropFirst()
@@ -85,6 +88,7 @@ func runBench() {
     if wants("lock-scope") { LockScopeBench.run(quick: options.quick, emit: emit) }
     if wants("convergence") { ConvergenceBench.run(quick: options.quick, emit: emit) }
     if wants("ui") { RosterFrameBench.run(quick: options.quick, emit: emit) }
+    if wants("idle") { IdleCostBench.run(quick: options.quick, emit: emit) }
     if options.suites.contains("snapshot") {
         // Not part of the full run (the join suite has these rows): the in-process join, for profiles.
         for users in options.quick ? [10_000] : [10_000, 100_000] { JoinBench.stages(users: users, emit: emit) }
@@ -110,7 +114,7 @@ func runBench() {
 /// starts no nng itself, so spawning is safe.
 func runEachSuiteInItsOwnProcess(_ options: BenchOptions) {
     // Memory first: it measures resident-set growth, which memory freed earlier would hide.
-    let suites = ["memory", "merge", "codec", "cluster", "join", "lifetime", "resources", "security", "lock-scope", "convergence", "ui"] + (options.quick ? [] : ["messaging-100k", "messaging-processes"]) + ["messaging"]
+    let suites = ["memory", "merge", "codec", "cluster", "join", "lifetime", "resources", "security", "lock-scope", "convergence", "ui", "idle"] + (options.quick ? [] : ["messaging-100k", "messaging-processes"]) + ["messaging"]
     let me = CommandLine.arguments[0]
     let quoted = "'" + me.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     var table: [String] = []

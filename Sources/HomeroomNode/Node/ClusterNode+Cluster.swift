@@ -323,8 +323,9 @@ extension ClusterNode {
     func publishHeartbeat() -> Bool {
         let (isolated, wedged) = state.withLock { ($0.faults.isolated, $0.wedged != nil) }
         guard !isolated && !wedged else { return false }
-        let message = WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat())))
-        try? nodePublisher.send(topic: Topics.heartbeat, payload: framing.seal(message))
+        let message = framing.seal(WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat()))))
+        try? nodePublisher.send(topic: Topics.heartbeat, payload: message)
+        metrics.add("heartbeat_bytes_total", UInt64(message.count))
         return true
     }
 
