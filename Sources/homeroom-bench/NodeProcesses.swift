@@ -8,8 +8,7 @@ import HomeroomSupport
 /// operator would read it, and nothing else in the benchmark weighs on it.
 ///
 /// A child starts one node on loopback (the given seeds), creates `rooms` rooms if asked
-/// (one teacher joins each, in process, then the session expires as an idle class's
-/// does), writes `ready <listen address>` to its stdout file, and then once a second its
+/// (one teacher joins each, in process), writes `ready <listen address>` to its stdout file, and then once a second its
 /// counters (`metric <name> <value>`), until its stop file appears.
 enum NodeProcesses {
     struct Child {
