@@ -11,7 +11,8 @@ import HomeroomCore
 /// `decide` (or `stampSystemWrite`) → the shell stores the delta → `commit`.
 public struct NodeEngine: Sendable {
     public let policy: EnginePolicy
-    public var rooms: [String: RoomState]
+    /// The rooms, noting which changed (gossip announces only those: `OwnRoomDigest`).
+    public var rooms: RoomTable
     public internal(set) var sequencer: Sequencer
     /// The last sequence number this node gave a delta, per room.
     public internal(set) var roomSequences: [String: UInt64] = [:]
@@ -40,7 +41,7 @@ public struct NodeEngine: Sendable {
     /// and the clock above every stamp it wrote, so it never stamps a later write lower.
     public init(replica: ReplicaID, rooms: [String: RoomState] = [:], policy: EnginePolicy = EnginePolicy()) {
         self.policy = policy
-        self.rooms = rooms
+        self.rooms = RoomTable(rooms)
         self.sequencer = Sequencer(replica: replica, maxForwardDriftMillis: policy.maxClockDriftMillis)
         let privateOrigin = replica.privateForm
         for (id, room) in rooms {
@@ -49,6 +50,11 @@ public struct NodeEngine: Sendable {
             // Nor stamp below its own earlier writes: per origin, a later write has a later stamp.
             sequencer.restore(lastSequence: 0, lastClock: room.highestClock(writtenBy: [replica, privateOrigin]))
         }
+    }
+
+    /// The same, over another engine's rooms (a restart in a test or the simulation).
+    public init(replica: ReplicaID, rooms: RoomTable, policy: EnginePolicy = EnginePolicy()) {
+        self.init(replica: replica, rooms: rooms.all, policy: policy)
     }
 
     public var replica: ReplicaID { sequencer.replica }

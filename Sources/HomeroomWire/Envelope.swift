@@ -83,6 +83,8 @@ extension CEncoder {
             body.pointee.node_name = string(heartbeat.nodeName)
             body.pointee.health = string(heartbeat.health)
             body.pointee.listing = heartbeat.listing ? 1 : 0
+            body.pointee.rooms_partial = heartbeat.roomsPartial ? 1 : 0
+            body.pointee.rooms_hash = heartbeat.roomsHash
             let rooms = arena.pointers(Homeroom__V1__RoomDigest.self, count: heartbeat.rooms.count)
             for (index, room) in heartbeat.rooms.enumerated() {
                 let entry = make(homeroom__v1__room_digest__init)
@@ -337,6 +339,8 @@ extension CDecoder {
                                             sentAtMillis: heartbeat.sent_at_ms)
         decoded.health = try string(heartbeat.health, "envelope.heartbeat.health")
         decoded.listing = heartbeat.listing != 0
+        decoded.roomsPartial = heartbeat.rooms_partial != 0
+        decoded.roomsHash = heartbeat.rooms_hash
         decoded.nodeName = try string(heartbeat.node_name, "envelope.heartbeat.node_name")
         return decoded
     }

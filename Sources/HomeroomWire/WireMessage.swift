@@ -288,6 +288,11 @@ extension WireMessage {
         public var listing = false
         /// The sender's node name (`--name`); empty in a client's hello.
         public var nodeName = ""
+        /// True: `rooms` lists only the rooms whose vector moved lately (an empty vector:
+        /// no longer held), and `roomsHash` is the hash of every room the sender holds
+        /// (`RoomDigestHash`, summed). False: `rooms` is every room.
+        public var roomsPartial = false
+        public var roomsHash: UInt64 = 0
 
         public init(node: ReplicaID, incarnation: UInt64, address: String, rooms: [RoomDigest] = [], peers: [Peer] = [],
                     publishAddress: String = "", clusterPublishAddress: String = "", sentAtMillis: UInt64 = 0) {

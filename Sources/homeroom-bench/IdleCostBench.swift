@@ -28,7 +28,8 @@ enum IdleCostBench {
                               bytesPerOp: rooms > 0 ? measured.heartbeatBytesPerSecond / Double(rooms) : nil,
                               seconds: perNode.reduce(0, +) / Double(nodes),
                               note: "seconds: mean CPU-s per minute per node (each: \(perNode.map { String(format: "%.2f", $0) }.joined(separator: ", "))) over \(Int(window)) s; "
-                                  + "heartbeats: \(Int(measured.heartbeatBytesPerSecond)) bytes/s per node"
+                                  + "heartbeats: \(Int(measured.heartbeatBytesPerSecond)) bytes/s per node; "
+                                  + "in the window, gossip view mismatches: \(measured.mismatches), peers declared down: \(measured.downs)"
                                   + (rooms > 0 ? ", bytes/op: per room per second" : "")))
                 if rooms > 0, let baseline {
                     let extra = (perNode.reduce(0, +) - baseline.cpuPerMinute.reduce(0, +)) / Double(nodes)
@@ -45,6 +46,9 @@ enum IdleCostBench {
     struct Measurement {
         var cpuPerMinute: [Double]
         var heartbeatBytesPerSecond: Double
+        /// Summed over the nodes, during the window.
+        var mismatches: UInt64
+        var downs: UInt64
     }
 
     static func measure(nodes: Int, rooms: Int, windowSeconds: Double) -> Measurement? {
@@ -55,17 +59,21 @@ enum IdleCostBench {
         usleep(3_000_000)
         let cpuBefore = children.map { NodeProcesses.cpuSeconds($0.pid) ?? 0 }
         let bytesBefore = children.map { NodeProcesses.metric($0, "heartbeat_bytes_total") }
+        let mismatchesBefore = children.map { NodeProcesses.metric($0, "gossip_view_mismatches_total") }
+        let downsBefore = children.map { NodeProcesses.metric($0, "peers_declared_down_total") }
         let started = monotonicNanos()
         usleep(UInt32(windowSeconds * 1e6))
         let cpuAfter = children.map { NodeProcesses.cpuSeconds($0.pid) ?? 0 }
         // The counters are reported once a second: let one more report come.
         usleep(1_100_000)
         let bytesAfter = children.map { NodeProcesses.metric($0, "heartbeat_bytes_total") }
+        let mismatches = zip(mismatchesBefore, children.map { NodeProcesses.metric($0, "gossip_view_mismatches_total") }).map { $1 &- $0 }.reduce(0, +)
+        let downs = zip(downsBefore, children.map { NodeProcesses.metric($0, "peers_declared_down_total") }).map { $1 &- $0 }.reduce(0, +)
         let seconds = Double(monotonicNanos() - started) / 1e9
         let cpuWindow = windowSeconds
         let bytes = zip(bytesBefore, bytesAfter).map { Double($1 &- $0) }.reduce(0, +) / Double(nodes)
         return Measurement(cpuPerMinute: zip(cpuBefore, cpuAfter).map { ($1 - $0) * 60 / cpuWindow },
-                           heartbeatBytesPerSecond: bytes / seconds)
+                           heartbeatBytesPerSecond: bytes / seconds, mismatches: mismatches, downs: downs)
     }
 
     /// Whether every node lists every room, identical, and sees every

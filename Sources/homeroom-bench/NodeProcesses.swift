@@ -48,7 +48,7 @@ enum NodeProcesses {
         let deadline = monotonicNanos() + 3_600_000_000_000
         while access(stopPath, F_OK) != 0 && monotonicNanos() < deadline {
             let metrics = node.metrics.snapshot
-            let lines = ["heartbeat_bytes_total", "sync_bytes_total", "reply_bytes_total", "peers_declared_down_total"]
+            let lines = ["heartbeat_bytes_total", "sync_bytes_total", "reply_bytes_total", "peers_declared_down_total", "gossip_view_mismatches_total"]
                 .map { "metric \($0) \(metrics[$0] ?? 0)\n" }.joined()
             SubscriberProcesses.writeAll(1, lines)
             for _ in 0..<50 where access(stopPath, F_OK) != 0 { usleep(20_000) }

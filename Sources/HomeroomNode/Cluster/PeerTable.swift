@@ -15,7 +15,12 @@ struct PeerTable {
         var clusterPublishAddress = ""
         /// Heard, suspect or down: the engine's failure detection (`PeerLiveness`).
         var liveness: PeerLiveness
-        var rooms: [String: VersionVector] = [:]
+        /// Its rooms as its heartbeats announced them (`PeerRoomView`).
+        var view = PeerRoomView()
+        /// Whether its last partial heartbeat's hash differed from `view`: this node then
+        /// asks it for the complete list (`ClusterNode.heard`).
+        var viewMismatched = false
+        var rooms: [String: VersionVector] { view.rooms }
         var connected = false
         /// This node's SUB dialer to the peer's publish address, and that address: one per
         /// peer, so a peer that comes back keeps it rather than getting a second one.
@@ -86,8 +91,7 @@ struct PeerTable {
             entry.clusterPublishAddress = heartbeat.clusterPublishAddress
             let cameBack = entry.liveness.heard(incarnation: heartbeat.incarnation, nowMillis: nowMillis)
             if !heartbeat.nodeName.isEmpty { entry.name = heartbeat.nodeName }
-            for room in heartbeat.rooms { entry.rooms[room.roomID] = room.seen }
-            entry.noteCheckpoints(heartbeat)
+            entry.noteRooms(heartbeat)
             entries[heartbeat.node] = entry
             return cameBack || moved || !entry.connected
         }
@@ -95,8 +99,7 @@ struct PeerTable {
                           clusterPublishAddress: heartbeat.clusterPublishAddress,
                           liveness: .heard(incarnation: heartbeat.incarnation, nowMillis: nowMillis))
         entry.name = heartbeat.nodeName
-        for room in heartbeat.rooms { entry.rooms[room.roomID] = room.seen }
-        entry.noteCheckpoints(heartbeat)
+        entry.noteRooms(heartbeat)
         entries[heartbeat.node] = entry
         return true
     }
@@ -269,7 +272,7 @@ struct PeerTable {
         // An older store of a node whose newer store is known makes no more copies: its
         // writes are all in (a retirement waits for that), and it is forgotten soon.
         let counted = entries.keys.filter { node in !entries.values.contains { Self.supersedes($0.node, $0.name, node, entries[node]!.name) } }
-        var checkpoints = Dictionary(uniqueKeysWithValues: counted.map { ($0, entries[$0]!.rewardCheckpoints[room] ?? RewardCheckpoint()) })
+        var checkpoints = Dictionary(uniqueKeysWithValues: counted.map { ($0, entries[$0]!.checkpoint(room: room)) })
         let before = RewardCheckpoint.completeBefore(peers: &checkpoints, seen: seen, nowMillis: nowMillis, windowMillis: windowMillis)
         for (node, checkpoint) in checkpoints { entries[node]!.rewardCheckpoints[room] = checkpoint }
         return before
@@ -288,6 +291,29 @@ struct PeerTable {
 }
 
 extension PeerTable.Entry {
+    /// Its rooms and reward checkpoints, from one of its heartbeats (or hellos).
+    mutating func noteRooms(_ heartbeat: WireMessage.Heartbeat) {
+        let digests = heartbeat.rooms.map { (roomID: $0.roomID, seen: $0.seen) }
+        if heartbeat.roomsPartial {
+            viewMismatched = !view.apply(changes: digests, senderHash: heartbeat.roomsHash, sentAtMillis: heartbeat.sentAtMillis)
+        } else {
+            view.replace(with: digests, sentAtMillis: heartbeat.sentAtMillis)
+            viewMismatched = false
+        }
+        noteCheckpoints(heartbeat)
+    }
+
+    /// Its reward checkpoint for `room`. With none waiting, a view checked against one of
+    /// its heartbeats (`PeerRoomView.verifiedAtMillis`) is a mark of that heartbeat for
+    /// every room, listed or not: the view then holds exactly its rooms at that time.
+    func checkpoint(room: String) -> RewardCheckpoint {
+        var checkpoint = rewardCheckpoints[room] ?? RewardCheckpoint()
+        if checkpoint.pending == nil, let verified = view.verifiedAtMillis, verified > (checkpoint.confirmed?.sentAtMillis ?? 0) {
+            checkpoint.heard(RewardCheckpoint.Mark(sentAtMillis: verified, sequence: view.rooms[room]?.contiguous(node) ?? 0))
+        }
+        return checkpoint
+    }
+
     mutating func noteCheckpoints(_ heartbeat: WireMessage.Heartbeat) {
         guard heartbeat.sentAtMillis != 0 else { return }
         for room in heartbeat.rooms {

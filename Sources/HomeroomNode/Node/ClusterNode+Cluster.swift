@@ -106,6 +106,7 @@ extension ClusterNode {
         }
         noteNameCollision(heartbeat)
         let now = WallClock.monotonicMillis()
+        var askNow = false
         let (toConnect, gap, cameBack) = state.withLock { state -> ([PeerTable.Entry], Bool, String?) in
             // A peer heard, and it knows of no newer store of this name: writes are safe now.
             state.peersAwaitedUntil = nil
@@ -118,11 +119,25 @@ extension ClusterNode {
                 if state.peers.learn(peer, nowMillis: now) { connect.append(peer.node) }
             }
             var gap = false
-            for digest in heartbeat.rooms where RoomID.validate(digest.roomID) == nil {
-                let mine = state.rooms[digest.roomID]?.seen ?? VersionVector()
-                if !mine.dominates(digest.seen) {
-                    state.pendingSyncs.insert(NodeState.SyncKey(peer: heartbeat.node, room: digest.roomID))
-                    gap = true
+            func compare(_ roomID: String, _ theirs: VersionVector) {
+                guard RoomID.validate(roomID) == nil, !(state.rooms[roomID]?.seen ?? VersionVector()).dominates(theirs) else { return }
+                state.pendingSyncs.insert(NodeState.SyncKey(peer: heartbeat.node, room: roomID))
+                gap = true
+            }
+            // What changed on the peer is compared at once; everything it holds after a
+            // silence (this node may have missed anything meanwhile) or a complete list.
+            if let entry = state.peers.entries[heartbeat.node] {
+                if heartbeat.roomsPartial && !wasSilent {
+                    for digest in heartbeat.rooms { compare(digest.roomID, digest.seen) }
+                } else {
+                    for (roomID, theirs) in entry.rooms { compare(roomID, theirs) }
+                }
+                // Its rooms' hash differs from this node's view of them: heartbeats with
+                // changes were missed. Ask for the complete list (a hello) first.
+                if entry.viewMismatched {
+                    state.pendingSyncs.insert(NodeState.SyncKey(peer: heartbeat.node, room: NodeState.SyncKey.completeList))
+                    metrics.add("gossip_view_mismatches_total")
+                    askNow = !state.pulling.contains(heartbeat.node)
                 }
             }
             for node in connect { state.peers.markConnected(node) }
@@ -136,7 +151,7 @@ extension ClusterNode {
         // tick. (From a peer heard all along, a gap in its digest is mostly writes whose
         // deltas are still on the way: those wait for the tick, as before.)
         if let address = cameBack, let requester = links.withLock({ $0[address] }) { requester.retryStalledAttempt() }
-        if gap { runPendingSyncs() }
+        if gap || askNow { runPendingSyncs() }
     }
 
     func connect(_ peer: PeerTable.Entry) {
@@ -271,13 +286,25 @@ extension ClusterNode {
                                      publishAddress: publishAddress, clusterPublishAddress: "")
     }
 
-    func ownHeartbeat() -> WireMessage.Heartbeat {
+    /// This node's heartbeat. A hello and a hello's answer list every room; a published
+    /// heartbeat (`published`) mostly only the rooms that changed lately, with the hash of
+    /// all of them (`OwnRoomDigest`), so an idle room costs gossip nothing.
+    func ownHeartbeat(published: Bool = false) -> WireMessage.Heartbeat {
         var heartbeat = state.withLock { state in
-            WireMessage.Heartbeat(node: replica, incarnation: incarnation, address: listenAddress,
-                                  rooms: state.rooms.keys.sorted().map { WireMessage.RoomDigest(roomID: $0, seen: state.rooms[$0]!.seen) },
-                                  peers: state.peers.wirePeers, publishAddress: publishAddress,
-                                  clusterPublishAddress: clusterPublisher == nil ? "" : clusterPublishAddress,
-                                  sentAtMillis: wallMillis())
+            let changed = state.rooms.takeChanged()
+            state.ownDigest.refresh(changed: changed, in: state.rooms)
+            let announcement = published ? state.ownDigest.nextHeartbeat() : nil
+            let listed = announcement?.rooms ?? state.rooms.keys.sorted()
+            var heartbeat = WireMessage.Heartbeat(node: replica, incarnation: incarnation, address: listenAddress,
+                                                  rooms: listed.map { WireMessage.RoomDigest(roomID: $0, seen: state.rooms[$0]?.seen ?? VersionVector()) },
+                                                  peers: state.peers.wirePeers, publishAddress: publishAddress,
+                                                  clusterPublishAddress: clusterPublisher == nil ? "" : clusterPublishAddress,
+                                                  sentAtMillis: wallMillis())
+            if let announcement, !announcement.complete {
+                heartbeat.roomsPartial = true
+                heartbeat.roomsHash = announcement.hash
+            }
+            return heartbeat
         }
         heartbeat.nodeName = name
         return heartbeat
@@ -323,7 +350,7 @@ extension ClusterNode {
     func publishHeartbeat() -> Bool {
         let (isolated, wedged) = state.withLock { ($0.faults.isolated, $0.wedged != nil) }
         guard !isolated && !wedged else { return false }
-        let message = framing.seal(WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat()))))
+        let message = framing.seal(WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat(published: true)))))
         try? nodePublisher.send(topic: Topics.heartbeat, payload: message)
         metrics.add("heartbeat_bytes_total", UInt64(message.count))
         return true
@@ -449,14 +476,21 @@ extension ClusterNode {
 
     /// One hello to one seed; its answer is a heartbeat like any other.
     func greet(_ seed: String) {
-        guard !state.withLock({ $0.stopping }), let requester = link(seed) else { return }
+        _ = askForCompleteList(seed)
+    }
+
+    /// A hello to the node at `address`: its answer lists every room it holds, and is
+    /// heard as any heartbeat. False when it did not answer.
+    func askForCompleteList(_ address: String) -> Bool {
+        guard !state.withLock({ $0.stopping }), let requester = link(address) else { return false }
         let hello = framing.seal(WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat()))))
         guard let reply = try? requester.request(hello, timeout: .milliseconds(Int64(config.requestTimeoutMillis))),
               let body = openReply(reply),
               let decoded = try? WireCodec.decode(Array(body), limits: config.limits),
-              case let .heartbeat(heartbeat) = decoded.message else { return }
-        if state.withLock({ $0.faults.cuts(heartbeat.node) }) { return }
+              case let .heartbeat(heartbeat) = decoded.message else { return false }
+        if state.withLock({ $0.faults.cuts(heartbeat.node) }) { return false }
         heard(heartbeat)
+        return true
     }
 
     /// Nodes silent past the down period are declared down: their sessions end on every replica.
@@ -531,8 +565,9 @@ extension ClusterNode {
         }
     }
 
-    /// Pulls one room from one peer; false when the peer did not answer.
+    /// Pulls one room from one peer (or its complete room list); false when the peer did not answer.
     func pull(_ key: NodeState.SyncKey, from address: String) -> Bool {
+        if key.room == NodeState.SyncKey.completeList { return askForCompleteList(address) }
         guard let requester = link(address) else { return false }
         let seen = state.withLock { $0.rooms[key.room]?.seen ?? VersionVector() }
         let request = framing.seal(WireCodec.encode(envelope(room: key.room, .syncRequest(WireMessage.SyncRequest(seen: seen)))))

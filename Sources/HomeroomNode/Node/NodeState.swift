@@ -7,12 +7,14 @@ import HomeroomWire
 struct NodeState {
     var engine: NodeEngine
     /// The engine's rooms, changed in place.
-    var rooms: [String: RoomState] {
+    var rooms: RoomTable {
         get { engine.rooms }
         _modify { yield &engine.rooms }
     }
     var sequencer: Sequencer { engine.sequencer }
     var peers = PeerTable()
+    /// What this node's heartbeats announce of its rooms (only what changed, and a hash).
+    var ownDigest = OwnRoomDigest()
     var faults = FaultPolicy()
     var dice = FaultDice(seed: 0)
     var envelopeSequence: UInt64 = 0
@@ -88,6 +90,9 @@ struct NodeState {
     struct SyncKey: Hashable {
         var peer: ReplicaID
         var room: String
+        /// Not a room (no room id is empty): the peer's complete room list, asked for when
+        /// its heartbeats' hash differs from this node's view of its rooms. Sorted first.
+        static let completeList = ""
     }
 
     var limiter = RateLimiter(messagesPerSecond: 60, bytesPerSecond: 256 * 1024)

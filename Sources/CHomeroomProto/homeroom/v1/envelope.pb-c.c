@@ -1783,7 +1783,7 @@ const ProtobufCMessageDescriptor homeroom__v1__peer__descriptor =
   (ProtobufCMessageInit) homeroom__v1__peer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[11] =
+static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[13] =
 {
   {
     "node",
@@ -1917,6 +1917,30 @@ static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "rooms_partial",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Heartbeat, rooms_partial),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "rooms_hash",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Heartbeat, rooms_hash),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
   2,   /* field[2] = address */
@@ -1929,12 +1953,14 @@ static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
   4,   /* field[4] = peers */
   5,   /* field[5] = publish_address */
   3,   /* field[3] = rooms */
+  12,   /* field[12] = rooms_hash */
+  11,   /* field[11] = rooms_partial */
   7,   /* field[7] = sent_at_ms */
 };
 static const ProtobufCIntRange homeroom__v1__heartbeat__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 11 }
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
 {
@@ -1944,7 +1970,7 @@ const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
   "Homeroom__V1__Heartbeat",
   "homeroom.v1",
   sizeof(Homeroom__V1__Heartbeat),
-  11,
+  13,
   homeroom__v1__heartbeat__field_descriptors,
   homeroom__v1__heartbeat__field_indices_by_name,
   1,  homeroom__v1__heartbeat__number_ranges,

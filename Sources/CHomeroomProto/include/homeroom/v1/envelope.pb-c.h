@@ -432,10 +432,19 @@ struct  Homeroom__V1__Heartbeat
    * "Replica ids").
    */
   char *node_name;
+  /*
+   * Gossip between nodes (docs/PROTOCOL.md "Heartbeats"). False: `rooms` lists every
+   * room the sender holds (a hello, its answer, and now and then a published heartbeat).
+   * True: `rooms` lists only the rooms whose vector moved in the sender's last few
+   * heartbeats (an empty `seen`: the sender no longer holds it), and `rooms_hash` is
+   * the hash of all of them; a receiver whose view then differs sends the sender a hello.
+   */
+  protobuf_c_boolean rooms_partial;
+  uint64_t rooms_hash;
 };
 #define HOMEROOM__V1__HEARTBEAT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__heartbeat__descriptor) \
-    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0 }
 
 
 struct  Homeroom__V1__JoinRequest
