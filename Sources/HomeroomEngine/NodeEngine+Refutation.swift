@@ -30,9 +30,11 @@ extension NodeEngine {
     /// Whether a room says this node's current incarnation is down, and if so what to
     /// write: the copies of its live sessions (not banned, not kicked since they began).
     /// The caller moves to `next` (`liveIncarnation`) and writes the copies as system.
-    public func refutation(nowMillis: UInt64) -> Refutation? {
+    /// Only rooms changed since the last call are looked at again (`RoomTable.Pass`).
+    public mutating func refutation(nowMillis: UInt64) -> Refutation? {
         let current = incarnation
-        let marks = rooms.values.compactMap { $0.deadIncarnations[replica] }
+        for roomID in rooms.takeChanged(for: .refutation) { deadMarks[roomID] = rooms[roomID]?.deadIncarnations[replica] }
+        let marks = deadMarks.values
         guard marks.contains(where: { $0 >= current }) else { return nil }
         let next = max(current + 1, (marks.max() ?? 0) + 1, nowMillis)
         var copies: [SessionCopy] = []
@@ -55,15 +57,23 @@ extension NodeEngine {
 
     /// Live copies hosted here whose client's own session has ended: each must end too
     /// (`leaveSession`), or it would stay online as a ghost.
-    public func orphanedCopies() -> [(room: String, user: UserID, session: SessionID)] {
+    /// Only rooms changed since the last call are looked at, and rooms that had orphans
+    /// then (until their copies end): whether a copy is orphaned depends on its room alone.
+    public mutating func orphanedCopies() -> [(room: String, user: UserID, session: SessionID)] {
         var orphans: [(room: String, user: UserID, session: SessionID)] = []
-        for roomID in rooms.keys.sorted() {
-            for (user, record) in rooms[roomID]!.users {
+        let candidates = roomsWithOrphans.union(rooms.takeChanged(for: .orphanedCopies))
+        roomsWithOrphans = []
+        for roomID in candidates.sorted() {
+            guard let room = rooms[roomID] else { continue }
+            for (user, record) in room.users {
                 // Allocates nothing for the users (nearly all, in a lecture hall) without a live copy here.
                 let copies = record.sessions.filter { $0.ended == nil && $0.host == replica && SessionIDs.copyMarkStart(in: $0.id) != nil }
                 guard !copies.isEmpty else { continue }
                 let ended = Set(record.sessions.lazy.filter { $0.ended != nil }.map { SessionIDs.base($0.id) })
-                for copy in copies where ended.contains(SessionIDs.base(copy.id)) { orphans.append((roomID, user, copy.id)) }
+                for copy in copies where ended.contains(SessionIDs.base(copy.id)) {
+                    orphans.append((roomID, user, copy.id))
+                    roomsWithOrphans.insert(roomID)
+                }
             }
         }
         return orphans

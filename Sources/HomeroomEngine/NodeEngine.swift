@@ -32,6 +32,10 @@ public struct NodeEngine: Sendable {
     public internal(set) var foldLater: [String: Set<UserID>] = [:]
     /// Per room, users with rewards this node sequenced that are not folded yet.
     public internal(set) var rewardFoldCandidates: [String: Set<UserID>] = [:]
+    /// Per room, the latest incarnation of this node it marks dead (`refutation`).
+    public internal(set) var deadMarks: [String: UInt64] = [:]
+    /// Rooms whose last look found orphaned copies (`orphanedCopies`).
+    public internal(set) var roomsWithOrphans: Set<String> = []
     /// This node's incarnation and when it began (wall ms): `liveIncarnation(_:sinceMillis:)`.
     public internal(set) var incarnation: UInt64 = 0
     public internal(set) var incarnationSinceMillis: UInt64 = 0

@@ -20,18 +20,18 @@ import HomeroomCore
 
     @Test func theRoomTableNotesEveryChangeAndNoRead() {
         var table = RoomTable(["a": Self.room("a", [1: 1]), "b": Self.room("b", [1: 1])])
-        let initial = table.takeChanged()
+        let initial = table.takeChanged(for: .gossip)
         #expect(initial == ["a", "b"], "rooms a table starts with are news to gossip")
         _ = table["a"]?.seen
         _ = table.values.count
         for _ in table {}
-        let afterReads = table.takeChanged()
+        let afterReads = table.takeChanged(for: .gossip)
         #expect(afterReads.isEmpty)
         table["a"]!.seen = VersionVector(contiguous: [ReplicaID(1): 2])
         table["c", default: RoomState(roomID: "c")].seen = VersionVector(contiguous: [ReplicaID(3): 1])
         table.removeValue(forKey: "b")
         table["d"] = Self.room("d", [2: 1])
-        let changed = table.takeChanged(), again = table.takeChanged()
+        let changed = table.takeChanged(for: .gossip), again = table.takeChanged(for: .gossip)
         #expect(changed == ["a", "b", "c", "d"])
         #expect(again.isEmpty)
     }
@@ -71,7 +71,7 @@ import HomeroomCore
                     Self.bump(&table, id, ReplicaID(1 + rng.next() % 3))
                 }
             }
-            digest.refresh(changed: table.takeChanged(), in: table)
+            digest.refresh(changed: table.takeChanged(for: .gossip), in: table)
             let announcement = digest.nextHeartbeat()
             // Runs of up to five losses.
             let lost = lostInARow < 5 && rng.next() % 4 == 0
@@ -109,7 +109,7 @@ import HomeroomCore
         for round in 0..<600 {
             let id = "room-\(round % 7)"
             Self.bump(&table, id, ReplicaID(1))
-            digest.refresh(changed: table.takeChanged(), in: table)
+            digest.refresh(changed: table.takeChanged(for: .gossip), in: table)
             let announcement = digest.nextHeartbeat()
             // Every third heartbeat arrives: two lost in a row, always.
             guard round % 3 == 0 else { continue }
@@ -129,7 +129,7 @@ import HomeroomCore
         var digest = OwnRoomDigest()
         var complete: [Int] = []
         for round in 0..<400 {
-            digest.refresh(changed: table.takeChanged(), in: table)
+            digest.refresh(changed: table.takeChanged(for: .gossip), in: table)
             let announcement = digest.nextHeartbeat()
             if announcement.complete {
                 complete.append(round)

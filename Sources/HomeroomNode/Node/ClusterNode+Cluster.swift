@@ -291,7 +291,7 @@ extension ClusterNode {
     /// all of them (`OwnRoomDigest`), so an idle room costs gossip nothing.
     func ownHeartbeat(published: Bool = false) -> WireMessage.Heartbeat {
         var heartbeat = state.withLock { state in
-            let changed = state.rooms.takeChanged()
+            let changed = state.rooms.takeChanged(for: .gossip)
             state.ownDigest.refresh(changed: changed, in: state.rooms)
             let announcement = published ? state.ownDigest.nextHeartbeat() : nil
             let listed = announcement?.rooms ?? state.rooms.keys.sorted()

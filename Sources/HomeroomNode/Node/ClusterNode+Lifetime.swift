@@ -90,7 +90,9 @@ extension ClusterNode {
             var plans: [String: RoomState.RetirementPlan] = [:]
             let aliveOlder = state.peers.entries.values.first { $0.status == .alive && PeerTable.supersedes(own, name, $0.node, $0.name) }
             let colliding = state.peers.nameCollision(own: own, name: name)?.name ?? state.collidingNames.sorted().first
-            for (roomID, room) in state.rooms where !room.predecessors(of: own).isEmpty {
+            state.refreshRetirementRooms(own: own)
+            for roomID in state.retirementRooms.sorted() {
+                guard let room = state.rooms[roomID], !room.predecessors(of: own).isEmpty else { continue }
                 if let colliding {
                     plans[roomID] = .waiting("node \(colliding) shares this node's replica-id name hash: rename one of them")
                     continue
@@ -113,7 +115,10 @@ extension ClusterNode {
     /// newer store of its name runs elsewhere, and every replica drops this one's writes.
     func stepAsideIfRetired() {
         let own = replica
-        guard let room = state.withLock({ state in state.rooms.values.first(where: { $0.isRetired(own) })?.roomID }) else { return }
+        guard let room = state.withLock({ state -> String? in
+            state.refreshRetirementRooms(own: own)
+            return state.retirementRooms.sorted().first { state.rooms[$0]?.isRetired(own) == true }
+        }) else { return }
         stepAside(superseded: "a newer store of node \(name) retired this one's replica id \(own) (seen in room \(room))")
     }
 

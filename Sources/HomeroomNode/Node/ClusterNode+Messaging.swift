@@ -61,8 +61,9 @@ extension ClusterNode {
         let cutoff = now - retention
         let due = state.withLock { state -> [String] in
             let leader = state.peers.alive.filter { $0.status == .alive }.allSatisfy { replica < $0.node }
-            return state.rooms.compactMap { id, room in
-                guard let oldest = room.messages.oldest, oldest.sentAtMillis < cutoff else { return nil }
+            state.refreshHistoryRooms()
+            return state.historyRooms.sorted().compactMap { id in
+                guard let oldest = state.rooms[id]?.messages.oldest, oldest.sentAtMillis < cutoff else { return nil }
                 if !leader && oldest.sentAtMillis + 30_000 >= cutoff { return nil }
                 if let last = state.lastTrim[id], monotonic &- last < 5_000 { return nil }
                 return id

@@ -15,6 +15,11 @@ struct NodeState {
     var peers = PeerTable()
     /// What this node's heartbeats announce of its rooms (only what changed, and a hash).
     var ownDigest = OwnRoomDigest()
+    /// Rooms naming an older store of this node, or retiring this one: all the retirement
+    /// passes look at (`refreshRetirementRooms`).
+    var retirementRooms: Set<String> = []
+    /// Rooms holding message history: all the trim by age looks at (`refreshHistoryRooms`).
+    var historyRooms: Set<String> = []
     var faults = FaultPolicy()
     var dice = FaultDice(seed: 0)
     var envelopeSequence: UInt64 = 0
@@ -137,5 +142,25 @@ struct NodeState {
     mutating func nextEnvelopeSequence() -> UInt64 {
         envelopeSequence += 1
         return envelopeSequence
+    }
+}
+
+extension NodeState {
+    /// Brings `retirementRooms` up to date with the rooms changed since the last call.
+    mutating func refreshRetirementRooms(own: ReplicaID) {
+        for roomID in rooms.takeChanged(for: .retirement) {
+            if let room = rooms[roomID], room.isRetired(own) || !room.predecessors(of: own).isEmpty {
+                retirementRooms.insert(roomID)
+            } else {
+                retirementRooms.remove(roomID)
+            }
+        }
+    }
+
+    /// Brings `historyRooms` up to date with the rooms changed since the last call.
+    mutating func refreshHistoryRooms() {
+        for roomID in rooms.takeChanged(for: .history) {
+            if rooms[roomID]?.messages.oldest != nil { historyRooms.insert(roomID) } else { historyRooms.remove(roomID) }
+        }
     }
 }
