@@ -353,6 +353,7 @@ extension ClusterNode {
         let message = framing.seal(WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat(published: true)))))
         try? nodePublisher.send(topic: Topics.heartbeat, payload: message)
         metrics.add("heartbeat_bytes_total", UInt64(message.count))
+        metrics.add("heartbeats_published_total")
         return true
     }
 
