@@ -82,9 +82,6 @@ public struct PeerLiveness: Equatable, Sendable {
         health = .dead
         return true
     }
-
-    /// How long it has been silent, by this node's clock.
-    public func silentMillis(nowMillis: UInt64) -> UInt64 { nowMillis &- lastHeardMillis }
 }
 
 extension RewardCheckpoint {

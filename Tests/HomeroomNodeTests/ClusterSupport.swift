@@ -13,6 +13,17 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
     return condition()
 }
 
+/// `eventually` for async tests: sleeps with `Task.sleep`, so the wait holds no thread of
+/// the shared pool (a blocking wait there starves the other suites' async tests).
+func settles(within seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+    let deadline = WallClock.monotonicMillis() + UInt64(seconds * 1000)
+    while WallClock.monotonicMillis() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return condition()
+}
+
 /// A cluster of in-process nodes on loopback (ephemeral ports) or inproc, each
 /// seeded with the first node; stops every node it started.
 final class TestCluster {

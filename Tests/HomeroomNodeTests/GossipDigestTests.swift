@@ -7,21 +7,22 @@ import HomeroomWire
 /// Gossip that costs what changes (docs/PROTOCOL.md "Heartbeats"), with real nodes:
 /// idle rooms stay out of published heartbeats, and a change every repeat of which a
 /// peer missed still reaches it, through the hash of the rooms and a complete list.
+/// The waits are async (`settles`): they hold no thread other suites need.
 @Suite(.serialized) struct GossipDigestTests {
-    @Test func idleRoomsStayOutOfPublishedHeartbeats() throws {
+    @Test func idleRoomsStayOutOfPublishedHeartbeats() async throws {
         let cluster = try TestCluster(size: 2, label: "gossip-idle", heartbeatMillis: 100)
-        #expect(cluster.meshed())
+        #expect(await settles(within: 10) { cluster.nodes.allSatisfy { $0.alivePeers.count == cluster.nodes.count - 1 } })
         let rooms = (0..<300).map { "idle-\($0)" }
         for (index, room) in rooms.enumerated() {
             _ = cluster.nodes[0].join(room: room, user: "teacher", role: .teacher, session: "s\(index)", name: "Teacher")
         }
-        #expect(eventually(20) { rooms.allSatisfy { cluster.converged(room: $0) } }, "the rooms did not reach the other node")
+        #expect(await settles(within: 20) { rooms.allSatisfy { cluster.converged(room: $0) } }, "the rooms did not reach the other node")
         // Past the repeats of the last change, and past the start's complete lists.
-        usleep(1_000_000)
+        try await Task.sleep(for: .seconds(1))
         let node = cluster.nodes[0]
         let complete = WireCodec.encode(node.envelope(room: "", .heartbeat(node.ownHeartbeat()))).count
         let bytesBefore = node.metrics["heartbeat_bytes_total"], sentBefore = node.metrics["heartbeats_published_total"]
-        usleep(2_000_000)
+        try await Task.sleep(for: .seconds(2))
         let bytes = node.metrics["heartbeat_bytes_total"] - bytesBefore, sent = node.metrics["heartbeats_published_total"] - sentBefore
         #expect(sent >= 5, "only \(sent) heartbeats in 2 s")
         // At most one complete list (every 150 heartbeats) falls in the window.
@@ -29,16 +30,16 @@ import HomeroomWire
                 "\(sent) heartbeats of \(bytes / max(sent, 1)) bytes on average; a complete list of the 300 rooms is \(complete) bytes")
     }
 
-    @Test func aChangeWhoseEveryRepeatWasMissedComesThroughTheHash() throws {
+    @Test func aChangeWhoseEveryRepeatWasMissedComesThroughTheHash() async throws {
         // Slow failure detection: the cut below must not make anyone suspect.
         let cluster = try TestCluster(size: 2, label: "gossip-missed", heartbeatMillis: 100) { _, config in
             config.suspectMillis = 2_000
             config.downMillis = 4_000
         }
-        #expect(cluster.meshed())
+        #expect(await settles(within: 10) { cluster.nodes.allSatisfy { $0.alivePeers.count == cluster.nodes.count - 1 } })
         let (origin, peer) = (cluster.nodes[0], cluster.nodes[1])
         _ = origin.join(room: "maths", user: "teacher", role: .teacher, session: "s1", name: "Teacher")
-        #expect(eventually(10) { cluster.converged(room: "maths") })
+        #expect(await settles(within: 10) { cluster.converged(room: "maths") })
         let mismatchesBefore = peer.metrics["gossip_view_mismatches_total"]
         var cut = FaultPolicy()
         cut.blocked = [origin.replica]
@@ -47,29 +48,29 @@ import HomeroomWire
                                                      operation: .setRoomProperty(key: "topic", value: Array("fractions".utf8), cause: "test")))
         let dot = try #require(ack.dot, "the write was not acknowledged: \(ack.status)")
         // The delta and every heartbeat that lists the change (3 of them) are lost.
-        usleep(1_000_000)
+        try await Task.sleep(for: .seconds(1))
         peer.faults = FaultPolicy()
-        #expect(eventually(5) { peer.room("maths")?.seen.contains(dot) == true }, "the missed write never reached the peer")
+        #expect(await settles(within: 5) { peer.room("maths")?.seen.contains(dot) == true }, "the missed write never reached the peer")
         #expect(peer.metrics["gossip_view_mismatches_total"] > mismatchesBefore, "the peer's view should have missed the change")
-        #expect(eventually(5) { cluster.converged(room: "maths") })
+        #expect(await settles(within: 5) { cluster.converged(room: "maths") })
     }
 
     /// A quiet room's rewards fold long before the next complete list (every 150
     /// heartbeats: 30 s here): the peers' confirmed views are their checkpoints.
-    @Test func rewardsInAQuietRoomFoldWithoutWaitingForACompleteList() throws {
+    @Test func rewardsInAQuietRoomFoldWithoutWaitingForACompleteList() async throws {
         let cluster = try TestCluster(size: 2, label: "gossip-fold", heartbeatMillis: 200) { _, config in
             config.rewardWindowMillis = 1_000
         }
-        #expect(cluster.meshed())
+        #expect(await settles(within: 10) { cluster.nodes.allSatisfy { $0.alivePeers.count == cluster.nodes.count - 1 } })
         let teacher = cluster.client("tina", .teacher, node: 0, room: "semester")
         let bob = cluster.client("bob", .student, node: 1, room: "semester")
         defer { for client in [teacher, bob] { client.close() } }
         try bob.connect()
         try teacher.connect()
-        #expect(eventually(10) { teacher.replica.users["bob"]?.isKnown == true })
+        #expect(await settles(within: 10) { teacher.replica.users["bob"]?.isKnown == true })
         for _ in 0..<3 { _ = try teacher.write(.reward(user: "bob", amount: 1)) }
-        let folded = eventually(12) { cluster.nodes[0].metrics["reward_folds_total"] >= 1 }
+        let folded = await settles(within: 12) { cluster.nodes[0].metrics["reward_folds_total"] >= 1 }
         #expect(folded, "no fold 12 s after the rewards (a complete list comes every 30 s)")
-        #expect(eventually(10) { cluster.nodes.allSatisfy { $0.room("semester")?.users["bob"]?.rewardTotal == 3 } })
+        #expect(await settles(within: 10) { cluster.nodes.allSatisfy { $0.room("semester")?.users["bob"]?.rewardTotal == 3 } })
     }
 }

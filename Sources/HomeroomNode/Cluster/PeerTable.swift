@@ -126,6 +126,9 @@ struct PeerTable {
     /// Learns of a node second-hand (from another's peer list): never marks it alive.
     mutating func learn(_ peer: WireMessage.Peer, nowMillis: UInt64) -> Bool {
         if entries[peer.node]?.name.isEmpty == true, !peer.nodeName.isEmpty { entries[peer.node]!.name = peer.nodeName }
+        // Known already (not only expected): nothing to learn; before the scan below, as
+        // every heartbeat lists every peer.
+        if let known = entries[peer.node], !known.liveness.isExpectedOnly { return false }
         // An expected node (no address yet) takes the addresses another node lists for it.
         guard peer.status != .dead, !peer.publishAddress.isEmpty else { return false }
         // An older store of a node whose newer store is known is gone: not met again.
@@ -140,7 +143,6 @@ struct PeerTable {
             dropExpectedPrivateForm(of: peer.node)
             return true
         }
-        guard entries[peer.node] == nil else { return false }
         dropExpectedPrivateForm(of: peer.node)
         entries[peer.node] = Entry(node: peer.node, name: peer.nodeName, address: peer.address, publishAddress: peer.publishAddress,
                                    clusterPublishAddress: peer.clusterPublishAddress,

@@ -65,6 +65,9 @@ extension ClusterNode {
         "replica_retirements_total": "Retirements this node wrote: older stores of its name retired in a room (docs/ARCHITECTURE.md, Lifetime).",
         "peers_forgotten_total": "Peers forgotten after the permanent-down period (--permanent-down-ms), or superseded by a newer store of their name.",
         "links_renewed_total": "Reconnections of the links to down peers (every suspect period while they are down).",
+        "heartbeats_published_total": "Heartbeats this node published (every --heartbeat-ms).",
+        "heartbeat_bytes_total": "Bytes of the heartbeats this node published: mostly only rooms that changed lately (docs/PROTOCOL.md, Heartbeats).",
+        "gossip_view_mismatches_total": "Peer heartbeats whose rooms hash differed from this node's view of that peer's rooms (heartbeats with changes were missed): each asks that peer for its complete list.",
     ]
 
     func metricsText() -> String {
