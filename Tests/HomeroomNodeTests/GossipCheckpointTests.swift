@@ -57,3 +57,32 @@ import Testing
         #expect(table.rewardsCompleteBefore(room: Self.quiet, seen: Self.vector(9), nowMillis: 100_000, windowMillis: 3_000) == 7_000)
     }
 }
+
+/// A gap a peer's heartbeat showed is asked again at every tick until it is closed: the
+/// peer's partial heartbeats no longer list a quiet room, so nothing else would ask.
+@Suite struct OpenGapTests {
+    @Test func anOpenGapIsQueuedAgainUntilThisNodeHoldsWhatThePeerShows() {
+        let b = GossipCheckpointTests.b
+        var state = NodeState(engine: NodeEngine(replica: ReplicaID(node: "a", generation: 1)))
+        var room = RoomState(roomID: "quiet")
+        room.seen = VersionVector(contiguous: [b: 1])
+        state.rooms["quiet"] = room
+        _ = state.peers.heard(GossipCheckpointTests.heartbeat(sentAt: 10_000, rooms: [("quiet", GossipCheckpointTests.vector(3))]), nowMillis: 1)
+        let key = NodeState.SyncKey(peer: b, room: "quiet")
+        state.openGaps.insert(key)
+        // The pull was lost (a short cut): the key left `pendingSyncs` without a repair.
+        for _ in 0..<3 {
+            state.requeueOpenGaps()
+            #expect(state.pendingSyncs == [key], "an open gap is asked again")
+            state.pendingSyncs.removeAll()
+        }
+        room.seen = VersionVector(contiguous: [b: 3])
+        state.rooms["quiet"] = room
+        state.requeueOpenGaps()
+        #expect(state.pendingSyncs.isEmpty && state.openGaps.isEmpty, "closed: nothing more to ask")
+        // A gap whose peer is gone is dropped too.
+        state.openGaps.insert(NodeState.SyncKey(peer: ReplicaID(node: "gone", generation: 1), room: "quiet"))
+        state.requeueOpenGaps()
+        #expect(state.openGaps.isEmpty)
+    }
+}

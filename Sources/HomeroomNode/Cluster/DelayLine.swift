@@ -47,14 +47,22 @@ final class DelayLine: Sendable {
         if startThread { startReleasing() }
     }
 
-    /// Not under `queue`: the previous thread (finished, or about to) is joined here.
+    /// Not under `queue`: the previous thread (finished, or about to) is joined here. The
+    /// new one is made and stored under `thread`, after a look at `running`, so `stop()`
+    /// (which clears `running`, then takes `thread`) joins every thread ever started.
     private func startReleasing() {
-        let started = try? NNGThread(name: "hr-delay") { [weak self] in self?.releaseUntilIdle() }
-        // No thread: the next message held tries again.
-        if started == nil { queue.withLock { $0.releasing = false } }
         let previous = thread.withLock { slot -> NNGThread? in
+            guard queue.withLock({ $0.running }) else {
+                queue.withLock { $0.releasing = false }
+                return nil
+            }
+            guard let started = try? NNGThread(name: "hr-delay", { [weak self] in self?.releaseUntilIdle() }) else {
+                // No thread: the next message held tries again.
+                queue.withLock { $0.releasing = false }
+                return nil
+            }
             let previous = slot
-            if let started { slot = started }
+            slot = started
             return previous
         }
         previous?.join()

@@ -121,7 +121,9 @@ extension ClusterNode {
             var gap = false
             func compare(_ roomID: String, _ theirs: VersionVector) {
                 guard RoomID.validate(roomID) == nil, !(state.rooms[roomID]?.seen ?? VersionVector()).dominates(theirs) else { return }
-                state.pendingSyncs.insert(NodeState.SyncKey(peer: heartbeat.node, room: roomID))
+                let key = NodeState.SyncKey(peer: heartbeat.node, room: roomID)
+                state.pendingSyncs.insert(key)
+                state.openGaps.insert(key)
                 gap = true
             }
             // What changed on the peer is compared at once; everything it holds after a
@@ -325,7 +327,7 @@ extension ClusterNode {
             declareSilentNodesDown()
             renewLinksOfSilentPeers()
             if tick % 25 == 0 { forgetPermanentlyDownPeers() }
-            runPendingSyncs()
+            runPendingSyncs(recheckGaps: true)
             if tick % 5 == 0 { trimExpiredHistory() }
             if tick % 2 == 0 { expireIdleSessions() }
             if tick % 25 == 0 { compactStore(force: true) } else { compactStore(force: false) }
@@ -520,8 +522,9 @@ extension ClusterNode {
     /// clients. Off the tick: each peer's pulls run on a thread of their own, one request
     /// in flight per peer, so a peer that answers slowly or not at all (cut off, paused)
     /// holds up neither this node's heartbeats nor its pulls from the others.
-    func runPendingSyncs() {
+    func runPendingSyncs(recheckGaps: Bool = false) {
         let batches = state.withLock { state -> [(peer: ReplicaID, address: String, keys: [NodeState.SyncKey])] in
+            if recheckGaps { state.requeueOpenGaps() }
             var byPeer: [ReplicaID: [NodeState.SyncKey]] = [:]
             var dropped: [NodeState.SyncKey] = []
             for key in state.pendingSyncs where !state.pulling.contains(key.peer) {

@@ -32,6 +32,10 @@ struct NodeState {
     var decodeFailureLogged: [SyncKey: UInt64] = [:]
     /// (peer, room) pairs to pull from at the next tick.
     var pendingSyncs: Set<SyncKey> = []
+    /// (peer, room) pairs where the peer's view shows what this node lacks, until it no
+    /// longer does (or the peer is forgotten): queued again at every tick. At most one
+    /// per peer and room.
+    var openGaps: Set<SyncKey> = []
     /// Peers with a pull in flight (`ClusterNode.runPendingSyncs`): one at a time each.
     var pulling: Set<ReplicaID> = []
     var stopping = false
@@ -154,6 +158,22 @@ extension NodeState {
             } else {
                 retirementRooms.remove(roomID)
             }
+        }
+    }
+
+    /// Queues a pull for every open gap, and forgets those closed (this node now holds
+    /// what the peer's view shows) or whose peer is gone. A gap a heartbeat showed is so
+    /// asked again at every tick until it is closed: a peer's partial heartbeats list a
+    /// quiet room no more, so a pull lost to a short cut, or one that merged nothing,
+    /// would otherwise wait for the peer's next complete list (30 s).
+    mutating func requeueOpenGaps() {
+        for key in openGaps {
+            guard let theirs = peers.entries[key.peer]?.rooms[key.room],
+                  !(rooms[key.room]?.seen ?? VersionVector()).dominates(theirs) else {
+                openGaps.remove(key)
+                continue
+            }
+            pendingSyncs.insert(key)
         }
     }
 
