@@ -117,16 +117,7 @@ enum NodeProcesses {
         for child in children { close(open(child.stopPath, O_WRONLY | O_CREAT, 0o644)) }
         let deadline = monotonicNanos() + UInt64(timeoutSeconds * 1e9)
         for child in children {
-            var status: Int32 = 0
-            var exited = false
-            while monotonicNanos() < deadline {
-                if waitpid(child.pid, &status, WNOHANG) == child.pid { exited = true; break }
-                usleep(10_000)
-            }
-            if !exited {
-                kill(child.pid, SIGKILL)
-                waitpid(child.pid, &status, 0)
-            }
+            SubscriberProcesses.waitOrKill(child.pid, deadlineNanos: deadline)
             unlink(child.outputPath)
             unlink(child.stopPath)
         }

@@ -147,16 +147,7 @@ enum SubscriberProcesses {
         for child in children { close(open(child.stopPath, O_WRONLY | O_CREAT, 0o644)) }
         let deadline = monotonicNanos() + UInt64(timeoutSeconds * 1e9)
         for child in children {
-            var status: Int32 = 0
-            var exited = false
-            while monotonicNanos() < deadline {
-                if waitpid(child.pid, &status, WNOHANG) == child.pid { exited = true; break }
-                usleep(10_000)
-            }
-            if !exited {
-                kill(child.pid, SIGKILL)
-                waitpid(child.pid, &status, 0)
-            }
+            let exited = waitOrKill(child.pid, deadlineNanos: deadline)
             let text = readFile(child.outputPath) ?? ""
             if !exited || !text.hasSuffix("done\n") { result.childrenFailed += 1 }
             for line in text.split(separator: "\n") {
@@ -171,6 +162,20 @@ enum SubscriberProcesses {
     }
 
     // MARK: - Helpers
+
+    /// Waits for the child to exit until the deadline (monotonic ns), then kills it; true
+    /// when it exited by itself. Shared by every kind of benchmark child.
+    @discardableResult
+    static func waitOrKill(_ pid: pid_t, deadlineNanos: UInt64) -> Bool {
+        var status: Int32 = 0
+        while monotonicNanos() < deadlineNanos {
+            if waitpid(pid, &status, WNOHANG) == pid { return true }
+            usleep(10_000)
+        }
+        kill(pid, SIGKILL)
+        waitpid(pid, &status, 0)
+        return false
+    }
 
     /// posix_spawn (never fork: nng runs in this process), stdout to a file.
     static func spawn(_ arguments: [String], stdout path: String) -> pid_t? {
