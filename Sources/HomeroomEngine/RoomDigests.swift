@@ -12,14 +12,7 @@ import HomeroomCore
 /// process). 0 stands for no room (or an empty vector): a room's hash is never 0.
 public enum RoomDigestHash {
     public static func of(roomID: String, seen: VersionVector) -> UInt64 {
-        var hash = mix(0x686F_6D65_726F_6F6D, UInt64(roomID.utf8.count))
-        var word: UInt64 = 0, filled = 0
-        for byte in roomID.utf8 {
-            word = word << 8 | UInt64(byte)
-            filled += 1
-            if filled == 8 { hash = mix(hash, word); word = 0; filled = 0 }
-        }
-        if filled > 0 { hash = mix(hash, word) }
+        var hash = of(roomID: roomID)
         var origins = 0
         for (origin, progress) in seen.origins.sorted(by: { $0.key.rawValue < $1.key.rawValue })
         where progress.contiguous > 0 || !progress.early.isEmpty {
@@ -29,6 +22,21 @@ public enum RoomDigestHash {
         }
         if origins == 0 { return 0 }
         return hash == 0 ? 1 : hash
+    }
+
+    /// A room id alone (placement scores start from it): the finaliser over the id's
+    /// length, then its UTF-8 bytes eight at a time, big-endian, the last word holding
+    /// what is left.
+    public static func of(roomID: String) -> UInt64 {
+        var hash = mix(0x686F_6D65_726F_6F6D, UInt64(roomID.utf8.count))
+        var word: UInt64 = 0, filled = 0
+        for byte in roomID.utf8 {
+            word = word << 8 | UInt64(byte)
+            filled += 1
+            if filled == 8 { hash = mix(hash, word); word = 0; filled = 0 }
+        }
+        if filled > 0 { hash = mix(hash, word) }
+        return hash
     }
 
     /// splitmix64's finaliser over the running hash and one word.

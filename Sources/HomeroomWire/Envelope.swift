@@ -102,23 +102,8 @@ extension CEncoder {
             }
             body.pointee.n_rooms = heartbeat.rooms.count
             body.pointee.rooms = rooms
-            let peers = arena.pointers(Homeroom__V1__Peer.self, count: heartbeat.peers.count)
-            for (index, peer) in heartbeat.peers.enumerated() {
-                let entry = make(homeroom__v1__peer__init)
-                entry.pointee.node = peer.node.rawValue
-                entry.pointee.address = string(peer.address)
-                entry.pointee.publish_address = string(peer.publishAddress)
-                entry.pointee.cluster_publish_address = string(peer.clusterPublishAddress)
-                entry.pointee.incarnation = peer.incarnation
-                entry.pointee.status = Homeroom__V1__PeerStatus(rawValue: UInt32(peer.status.rawValue))
-                entry.pointee.heard_ms_ago = peer.heardMillisAgo
-                entry.pointee.behind = peer.behind
-                entry.pointee.rooms = peer.rooms
-                entry.pointee.node_name = string(peer.nodeName)
-                peers[index] = entry
-            }
             body.pointee.n_peers = heartbeat.peers.count
-            body.pointee.peers = peers
+            body.pointee.peers = peers(heartbeat.peers)
             message.pointee.heartbeat = body
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_HEARTBEAT
         case let .joinRequest(request):
@@ -170,10 +155,31 @@ extension CEncoder {
             body.pointee.code = string(reply.code)
             body.pointee.message = string(reply.message)
             body.pointee.supported_version = reply.supportedVersion
+            body.pointee.n_owners = reply.owners.count
+            body.pointee.owners = peers(reply.owners)
             message.pointee.error = body
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_ERROR
         }
         return message
+    }
+
+    private func peers(_ list: [WireMessage.Peer]) -> UnsafeMutablePointer<UnsafeMutablePointer<Homeroom__V1__Peer>?>? {
+        let peers = arena.pointers(Homeroom__V1__Peer.self, count: list.count)
+        for (index, peer) in list.enumerated() {
+            let entry = make(homeroom__v1__peer__init)
+            entry.pointee.node = peer.node.rawValue
+            entry.pointee.address = string(peer.address)
+            entry.pointee.publish_address = string(peer.publishAddress)
+            entry.pointee.cluster_publish_address = string(peer.clusterPublishAddress)
+            entry.pointee.incarnation = peer.incarnation
+            entry.pointee.status = Homeroom__V1__PeerStatus(rawValue: UInt32(peer.status.rawValue))
+            entry.pointee.heard_ms_ago = peer.heardMillisAgo
+            entry.pointee.behind = peer.behind
+            entry.pointee.rooms = peer.rooms
+            entry.pointee.node_name = string(peer.nodeName)
+            peers[index] = entry
+        }
+        return peers
     }
 
     private func topicKeys(_ keys: WireMessage.TopicKeys) -> UnsafeMutablePointer<Homeroom__V1__TopicKeys> {
@@ -233,7 +239,8 @@ extension CDecoder {
             let reply = envelope.error.pointee
             body = .error(WireMessage.ErrorReply(code: try string(reply.code, "envelope.error.code"),
                                                  message: try string(reply.message, "envelope.error.message"),
-                                                 supportedVersion: reply.supported_version))
+                                                 supportedVersion: reply.supported_version,
+                                                 owners: try peers(reply.owners, count: reply.n_owners, "envelope.error.owners")))
         default:
             throw .missingField("envelope.body (absent, or of a kind this version does not know)")
         }
@@ -295,9 +302,33 @@ extension CDecoder {
         return decoded
     }
 
+    private func peers(_ list: UnsafeMutablePointer<UnsafeMutablePointer<Homeroom__V1__Peer>?>?, count total: Int,
+                       _ field: String) throws(WireError) -> [WireMessage.Peer] {
+        try count(total, max: limits.maxMapEntries, field)
+        var peers: [WireMessage.Peer] = []
+        peers.reserveCapacity(total)
+        for index in 0..<total {
+            let peer = list![index]!.pointee
+            let raw = peer.status.rawValue
+            if raw == 0 { throw .missingField("\(field)[\(index)].status") }
+            guard raw <= 255, let status = WireMessage.PeerStatus(rawValue: UInt8(raw)) else {
+                throw .invalidValue(field: "\(field)[\(index)].status", reason: "status \(raw) is not one of 1-3")
+            }
+            var entry = WireMessage.Peer(node: ReplicaID(peer.node), address: try string(peer.address, "\(field)[\(index)].address"),
+                                         incarnation: peer.incarnation, status: status,
+                                         publishAddress: try string(peer.publish_address, "\(field)[\(index)].publish_address"),
+                                         clusterPublishAddress: try string(peer.cluster_publish_address, "\(field)[\(index)].cluster_publish_address"))
+            entry.heardMillisAgo = peer.heard_ms_ago
+            entry.behind = peer.behind
+            entry.rooms = peer.rooms
+            entry.nodeName = try string(peer.node_name, "\(field)[\(index)].node_name")
+            peers.append(entry)
+        }
+        return peers
+    }
+
     private func heartbeat(_ heartbeat: Homeroom__V1__Heartbeat) throws(WireError) -> WireMessage.Heartbeat {
         try count(heartbeat.n_rooms, max: limits.maxMapEntries, "envelope.heartbeat.rooms")
-        try count(heartbeat.n_peers, max: limits.maxMapEntries, "envelope.heartbeat.peers")
         var rooms: [WireMessage.RoomDigest] = []
         rooms.reserveCapacity(heartbeat.n_rooms)
         for index in 0..<heartbeat.n_rooms {
@@ -312,26 +343,7 @@ extension CDecoder {
             }
             rooms.append(digest)
         }
-        var peers: [WireMessage.Peer] = []
-        peers.reserveCapacity(heartbeat.n_peers)
-        for index in 0..<heartbeat.n_peers {
-            let peer = heartbeat.peers[index]!.pointee
-            let raw = peer.status.rawValue
-            if raw == 0 { throw .missingField("envelope.heartbeat.peers[\(index)].status") }
-            guard raw <= 255, let status = WireMessage.PeerStatus(rawValue: UInt8(raw)) else {
-                throw .invalidValue(field: "envelope.heartbeat.peers[\(index)].status", reason: "status \(raw) is not one of 1-3")
-            }
-            var entry = WireMessage.Peer(node: ReplicaID(peer.node), address: try string(peer.address, "envelope.heartbeat.peers[\(index)].address"),
-                                         incarnation: peer.incarnation, status: status,
-                                         publishAddress: try string(peer.publish_address, "envelope.heartbeat.peers[\(index)].publish_address"),
-                                         clusterPublishAddress: try string(peer.cluster_publish_address,
-                                                                           "envelope.heartbeat.peers[\(index)].cluster_publish_address"))
-            entry.heardMillisAgo = peer.heard_ms_ago
-            entry.behind = peer.behind
-            entry.rooms = peer.rooms
-            entry.nodeName = try string(peer.node_name, "envelope.heartbeat.peers[\(index)].node_name")
-            peers.append(entry)
-        }
+        let peers = try peers(heartbeat.peers, count: heartbeat.n_peers, "envelope.heartbeat.peers")
         var decoded = WireMessage.Heartbeat(node: ReplicaID(heartbeat.node), incarnation: heartbeat.incarnation,
                                             address: try string(heartbeat.address, "envelope.heartbeat.address"), rooms: rooms, peers: peers,
                                             publishAddress: try string(heartbeat.publish_address, "envelope.heartbeat.publish_address"),

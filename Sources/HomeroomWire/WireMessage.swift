@@ -387,17 +387,21 @@ extension WireMessage {
         public var message: String
         /// Set with code "unsupported-version": the version the replier speaks.
         public var supportedVersion: UInt32
+        /// Set with code "not-owner": the nodes that hold the room, best first.
+        public var owners: [Peer]
 
-        public init(code: String, message: String, supportedVersion: UInt32 = 0) {
+        public init(code: String, message: String, supportedVersion: UInt32 = 0, owners: [Peer] = []) {
             self.code = code
             self.message = message
             self.supportedVersion = supportedVersion
+            self.owners = owners
         }
 
         /// The reply to send for bytes that failed to decode.
         public init(_ error: WireError) {
             self.code = error.code
             self.message = error.description
+            self.owners = []
             if case .unsupportedVersion = error {
                 self.supportedVersion = WireProtocol.version
             } else {

@@ -130,6 +130,9 @@ public final class RoomClient: Sendable {
         /// Why the nodes refuse this client for good (banned, its token revoked or
         /// expired): it stops syncing and is not revived.
         var finalRefusal: String?
+        /// The room's owners, as the last `not-owner` reply named them (placement): tried
+        /// before the configured nodes (docs/PROTOCOL.md, "Placement").
+        var owners: [NodeEndpoint] = []
     }
 
     let state: Mutex<State>
@@ -196,15 +199,31 @@ public final class RoomClient: Sendable {
         ticker.withLock { $0 = thread }
     }
 
+    /// Owners a round of attaches tries at most (a node's `not-owner` reply names a few).
+    static let ownersTriedPerRound = 16
+
     func attachToSomeNode(initial: Bool) throws(ClientError) {
         var lastError = ClientError.unavailable("no node endpoints given")
         let rounds = initial ? 1 : options.reconnectRounds
         for round in 0..<rounds {
-            for _ in endpoints.indices {
+            var configuredTried = 0
+            var ownersTried: Set<NodeEndpoint> = []
+            while configuredTried < endpoints.count {
                 if state.withLock({ $0.closing }) { throw .aborted }
+                // The room's owners first, once a node named them; then the configured nodes in turn.
+                let owner = ownersTried.count < Self.ownersTriedPerRound
+                    ? state.withLock { $0.owners.first { !ownersTried.contains($0) } } : nil
                 let index = state.withLock { $0.endpointIndex }
+                let endpoint: NodeEndpoint
+                if let owner {
+                    ownersTried.insert(owner)
+                    endpoint = owner
+                } else {
+                    configuredTried += 1
+                    endpoint = endpoints[index % endpoints.count]
+                }
                 do {
-                    try attach(to: endpoints[index % endpoints.count])
+                    try attach(to: endpoint)
                     return
                 } catch {
                     lastError = error
@@ -215,8 +234,8 @@ public final class RoomClient: Sendable {
                         }
                         throw error
                     }
-                    logger.debug("attach failed", ["node": endpoints[index % endpoints.count].address, "error": error.description])
-                    state.withLock { $0.endpointIndex = (index + 1) % max(1, endpoints.count) }
+                    logger.debug("attach failed", ["node": endpoint.address, "error": error.description])
+                    if owner == nil { state.withLock { $0.endpointIndex = (index + 1) % max(1, endpoints.count) } }
                 }
             }
             if round + 1 < rounds { NNGSleep.milliseconds(min(100 * UInt64(round + 1), 1_000)) }
@@ -465,6 +484,10 @@ public final class RoomClient: Sendable {
                     default:
                         throw ClientError.refused(code: ack.errorCode, message: ack.message)
                     }
+                case let .error(reply) where reply.code == "not-owner" && attempt < retries:
+                    // The room moved (placement): to its owners, then the same write again.
+                    attempt += 1
+                    try reconnect(observed: generation)
                 case let .error(reply):
                     throw ClientError.refused(code: reply.code, message: reply.message)
                 default:
@@ -643,6 +666,12 @@ public final class RoomClient: Sendable {
                     let reply = try request(link, .syncRequest(WireMessage.SyncRequest(seen: seen, user: user, session: session)))
                     // A node that stepped aside (wedged) answers, but will not serve: move.
                     if case let .error(refusal) = reply.message, refusal.code == "unavailable" { throw ClientError.unavailable(refusal.message) }
+                    // The room moved to other nodes (placement): to its owners, now.
+                    if case let .error(refusal) = reply.message, refusal.code == "not-owner" {
+                        logger.info("the room is kept on other nodes; moving", ["room": room, "reason": refusal.message])
+                        try? reconnect(observed: generation)
+                        continue
+                    }
                     // Banned, or the token revoked or expired: no node will serve this client again.
                     if case let .error(refusal) = reply.message, Self.isFinal(refusal.code) {
                         endForGood(code: refusal.code, message: refusal.message)
@@ -688,10 +717,16 @@ public final class RoomClient: Sendable {
         } catch {
             throw .unavailable("\(error)")
         }
+        let decoded: WireEnvelope
         do {
-            return try WireCodec.decode(reply, limits: options.limits)
+            decoded = try WireCodec.decode(reply, limits: options.limits)
         } catch {
             throw .protocolError("\(error)")
         }
+        if case let .error(refusal) = decoded.message, refusal.code == "not-owner" {
+            let owners = refusal.owners.filter { !$0.address.isEmpty }.map { NodeEndpoint($0.address) }
+            state.withLock { $0.owners = Array(owners.prefix(Self.ownersTriedPerRound)) }
+        }
+        return decoded
     }
 }

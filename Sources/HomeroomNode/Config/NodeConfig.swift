@@ -74,6 +74,11 @@ public struct NodeConfig: Sendable, Equatable {
     /// How far from this node's clock a reward's issue time may be (`--reward-window-ms`);
     /// the same on every node: folding rewards relies on it (docs/ARCHITECTURE.md, "Lifetime").
     public var rewardWindowMillis: UInt64 = RoomState.defaultRewardWindowMillis
+    /// Copies of each room in the cluster (docs/PROTOCOL.md, "Placement"): a room lives on
+    /// this many nodes, picked by rendezvous hashing over the members; a join or a write at
+    /// another node is answered `not-owner` with the owners' addresses. 0: every node holds
+    /// every room. The same on every node.
+    public var replicas = 0
     /// Connections each listening socket (REP, PUB) accepts at once; more are closed.
     public var maxConnections = 4_096
     /// Open descriptors past which the node reports itself unhealthy and stops
@@ -107,6 +112,7 @@ public struct NodeConfig: Sendable, Equatable {
             && (a.tokenVerifier == nil) == (b.tokenVerifier == nil) && (a.clusterKey == nil) == (b.clusterKey == nil)
             && a.clockSkewMillis == b.clockSkewMillis && a.dataDirectory == b.dataDirectory && a.synchronousFull == b.synchronousFull && a.httpAddress == b.httpAddress
             && a.messageRetentionSeconds == b.messageRetentionSeconds && a.clusterPublish == b.clusterPublish
+            && a.replicas == b.replicas
     }
 
     public func validate() throws(NodeConfigError) {
@@ -153,6 +159,9 @@ public struct NodeConfig: Sendable, Equatable {
         }
         if sessionTimeoutMillis != 0 && !(1_000...3_600_000).contains(sessionTimeoutMillis) {
             throw .invalid(field: "session-timeout-ms", reason: "\(sessionTimeoutMillis) must be from 1000 to 3600000 (or 0 for no leases)")
+        }
+        if replicas < 0 || replicas > 64 {
+            throw .invalid(field: "replicas", reason: "\(replicas) must be from 1 to 64 copies of each room (or 0: every node holds every room)")
         }
         if workers < 1 || workers > 64 {
             throw .invalid(field: "workers", reason: "\(workers) must be from 1 to 64")

@@ -68,7 +68,10 @@ extension ClusterNode {
     func applyRemote(room roomID: String, batch: WireMessage.DeltaBatch, from sender: ReplicaID) {
         guard RoomID.validate(roomID) == nil, state.withLock({ $0.quarantined[roomID] == nil }) else { return }
         let now = wallMillis()
-        let (applied, storeError) = state.withLock { state -> (RemoteApplication, StoreError?) in
+        let (applied, storeError) = state.withLock { state -> (RemoteApplication?, StoreError?) in
+            // A room kept elsewhere (placement) is not followed: a copy held here stays as
+            // it is until its owners hold it (`handOffRooms`).
+            guard state.owns(roomID, own: replica) else { return (nil, nil) }
             let applied = state.engine.applyRemote(room: roomID, batch.deltas, origin: batch.origin, nowMillis: now)
             state.noteRemovals(room: roomID, applied.fresh)
             var storeError: StoreError?
@@ -88,6 +91,10 @@ extension ClusterNode {
         // Not fatal: the room's next snapshot stores them, and until then no patch is
         // appended there (NodeEngine+Store), so a restart before it pulls them again.
         if let storeError { logger.warning("store failed for remote deltas", ["error": "\(storeError)"]) }
+        guard let applied else {
+            metrics.add("deltas_ignored_total{reason=\"not-owner\"}", UInt64(batch.deltas.count))
+            return
+        }
         let fresh = applied.fresh, rejectedClock = applied.rejectedClock, deferred = applied.deferred
         metrics.add("deltas_in_total", UInt64(fresh.count))
         if !fresh.isEmpty {
@@ -119,8 +126,10 @@ extension ClusterNode {
                 if state.peers.learn(peer, nowMillis: now) { connect.append(peer.node) }
             }
             var gap = false
+            let placement = state.placement(own: replica)
             func compare(_ roomID: String, _ theirs: VersionVector) {
-                guard RoomID.validate(roomID) == nil, !(state.rooms[roomID]?.seen ?? VersionVector()).dominates(theirs) else { return }
+                guard RoomID.validate(roomID) == nil, placement.owns(replica, room: roomID),
+                      !(state.rooms[roomID]?.seen ?? VersionVector()).dominates(theirs) else { return }
                 let key = NodeState.SyncKey(peer: heartbeat.node, room: roomID)
                 state.pendingSyncs.insert(key)
                 state.openGaps.insert(key)
@@ -327,6 +336,7 @@ extension ClusterNode {
             declareSilentNodesDown()
             renewLinksOfSilentPeers()
             if tick % 25 == 0 { forgetPermanentlyDownPeers() }
+            if tick % 5 == 0 { handOffRooms() }
             runPendingSyncs(recheckGaps: true)
             if tick % 5 == 0 { trimExpiredHistory() }
             if tick % 2 == 0 { expireIdleSessions() }
@@ -511,7 +521,8 @@ extension ClusterNode {
     }
 
     func endSessions(of node: ReplicaID, incarnation: UInt64) {
-        let rooms = state.withLock { Array($0.rooms.keys) }
+        // Each owner ends them in the rooms it owns.
+        let rooms = state.withLock { state in state.rooms.keys.filter { state.owns($0, own: replica) } }
         let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0,
                           operation: .replicaDown(replica: node, incarnation: incarnation))
         // Also while stopping: this node's own sessions end as it goes.
@@ -572,6 +583,8 @@ extension ClusterNode {
     /// Pulls one room from one peer (or its complete room list); false when the peer did not answer.
     func pull(_ key: NodeState.SyncKey, from address: String) -> Bool {
         if key.room == NodeState.SyncKey.completeList { return askForCompleteList(address) }
+        // Not a room this node owns (any more): its owners pull it.
+        guard state.withLock({ $0.owns(key.room, own: replica) }) else { return true }
         guard let requester = link(address) else { return false }
         let seen = state.withLock { $0.rooms[key.room]?.seen ?? VersionVector() }
         let request = framing.seal(WireCodec.encode(envelope(room: key.room, .syncRequest(WireMessage.SyncRequest(seen: seen)))))

@@ -75,6 +75,12 @@ extension ClusterNode {
         // Nodes (sealed, or node-numbered without a cluster key) get everything and no
         // limits; clients get what their token allows.
         let asNode = fromNode || (claimsToBeNode && !framing.isEnabled)
+        // A room kept on other nodes (placement): clients are sent to its owners. Nodes
+        // still sync a copy held here, so a new owner can take it over.
+        if !asNode, config.replicas > 0, !room.isEmpty, Self.isRoomRequest(request.message), let refusal = notOwnerReply(room: room) {
+            metrics.add("requests_rejected_total{reason=\"not-owner\"}")
+            return WireCodec.encode(WireEnvelope(roomID: room, sender: ReplicaID(0), sequence: 0, clock: .zero, message: .error(refusal)))
+        }
         var reply: WireMessage
         // A client sync's budget key: its reply's bytes are charged once encoded.
         var chargedSync: String?
@@ -217,6 +223,14 @@ extension ClusterNode {
     }
 
     /// A client's leave, which the group-room gate always lets through.
+    /// A client's request about one room's state: joins, writes, syncs, digests.
+    static func isRoomRequest(_ message: WireMessage) -> Bool {
+        switch message {
+        case .joinRequest, .writeRequest, .syncRequest, .digest: return true
+        default: return false
+        }
+    }
+
     static func isLeaveRequest(_ message: WireMessage) -> Bool {
         if case let .writeRequest(write) = message, case .leaveSession = write.write.operation { return true }
         return false

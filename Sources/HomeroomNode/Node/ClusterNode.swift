@@ -101,6 +101,7 @@ public final class ClusterNode: Sendable {
         var store: NodeStore?
         var rooms: [String: RoomState] = [:]
         var quarantined: [String: String] = [:]
+        var floors: [String: SequenceFloor] = [:]
         var previousIncarnation: UInt64?
         var incarnation = requestedIncarnation ?? WallClock.nowMillis()
         var storeReplica: ReplicaID?
@@ -133,6 +134,7 @@ public final class ClusterNode: Sendable {
                 try opened.setMeta("replica", Int64(bitPattern: replica.rawValue))
                 try opened.setMeta("incarnation", Int64(bitPattern: incarnation))
                 (rooms, quarantined) = try opened.loadRooms()
+                floors = try opened.loadFloors()
                 store = opened
             } catch let error as StoreError {
                 throw .store(error)
@@ -149,6 +151,8 @@ public final class ClusterNode: Sendable {
         self.replica = replica
         // The engine numbers above everything the store holds of this replica id.
         var initial = NodeState(engine: NodeEngine(replica: replica, rooms: rooms, policy: config.enginePolicy))
+        initial.engine.restore(floors: floors)
+        initial.replicas = config.replicas
         initial.engine.liveIncarnation(incarnation, sinceMillis: UInt64(max(0, Int64(bitPattern: WallClock.nowMillis()) + config.clockSkewMillis)))
         initial.sealsTopics = config.tokenVerifier != nil
         // Every node the stored rooms name is waited for by reward folds until heard or forgotten.

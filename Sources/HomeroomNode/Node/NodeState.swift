@@ -13,6 +13,13 @@ struct NodeState {
     }
     var sequencer: Sequencer { engine.sequencer }
     var peers = PeerTable()
+    /// Copies of each room (`NodeConfig.replicas`; 0: every node holds every room).
+    var replicas = 0
+    /// The members placement last saw (`ClusterNode.handOffRooms`): when they change,
+    /// every peer's view is compared again for the rooms this node now owns.
+    var placedMembers: [ReplicaID] = []
+    /// Rooms this node holds and no longer owns, to hand off once their owners hold them.
+    var handingOff: Set<String> = []
     /// What this node's heartbeats announce of its rooms (only what changed, and a hash).
     var ownDigest = OwnRoomDigest()
     /// Rooms naming an older store of this node, or retiring this one: all the retirement

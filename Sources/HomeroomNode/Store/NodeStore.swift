@@ -1,4 +1,5 @@
 import HomeroomCore
+import HomeroomEngine
 import HomeroomWire
 import Synchronization
 
@@ -72,6 +73,7 @@ final class NodeStore: Sendable {
             CREATE TABLE IF NOT EXISTS rooms (room TEXT PRIMARY KEY, snapshot BLOB NOT NULL, last_log_id INTEGER NOT NULL);
             CREATE TABLE IF NOT EXISTS log (id INTEGER PRIMARY KEY AUTOINCREMENT, room TEXT NOT NULL, kind INTEGER NOT NULL, bytes BLOB NOT NULL);
             CREATE INDEX IF NOT EXISTS log_room ON log (room, id);
+            CREATE TABLE IF NOT EXISTS handed_off (room TEXT PRIMARY KEY, sequence INTEGER NOT NULL, private_sequence INTEGER NOT NULL);
             """, "create the schema")
         connection = Mutex(try Connection(database: database))
     }
@@ -148,6 +150,50 @@ final class NodeStore: Sendable {
                 try? database.execute("ROLLBACK", "roll back compaction")
                 throw error
             }
+        }
+    }
+
+    /// Removes a room this node handed off (its snapshot and log) and keeps its
+    /// sequence floor, in one transaction: a restart never numbers below what this node
+    /// gave there (docs/PROTOCOL.md, "Placement"). One row per room handed off.
+    func handOff(room: String, floor: SequenceFloor) throws(StoreError) {
+        try connection.withLock { (connection) throws(StoreError) in
+            let database = connection.database
+            try database.execute("BEGIN IMMEDIATE", "begin a handoff")
+            do throws(StoreError) {
+                let rooms = try database.prepare("DELETE FROM rooms WHERE room = ?")
+                rooms.bind(1, room)
+                try rooms.run("remove the snapshot of room \(room)")
+                let log = try database.prepare("DELETE FROM log WHERE room = ?")
+                log.bind(1, room)
+                try log.run("remove the log of room \(room)")
+                let keep = try database.prepare("""
+                    INSERT INTO handed_off (room, sequence, private_sequence) VALUES (?, ?, ?)
+                    ON CONFLICT(room) DO UPDATE SET sequence = max(sequence, excluded.sequence),
+                        private_sequence = max(private_sequence, excluded.private_sequence)
+                    """)
+                keep.bind(1, room)
+                keep.bind(2, Int64(bitPattern: floor.sequence))
+                keep.bind(3, Int64(bitPattern: floor.privateSequence))
+                try keep.run("keep the sequence floor of room \(room)")
+                try database.execute("COMMIT", "commit a handoff")
+                connection.lastLogID[room] = nil
+            } catch {
+                try? database.execute("ROLLBACK", "roll back a handoff")
+                throw error
+            }
+        }
+    }
+
+    /// The sequence floors of every room handed off (`handOff`).
+    func loadFloors() throws(StoreError) -> [String: SequenceFloor] {
+        try connection.withLock { (connection) throws(StoreError) -> [String: SequenceFloor] in
+            let statement = try connection.database.prepare("SELECT room, sequence, private_sequence FROM handed_off")
+            var floors: [String: SequenceFloor] = [:]
+            try statement.query("read the sequence floors") { (row) throws(StoreError) in
+                floors[row.text(0)] = SequenceFloor(sequence: UInt64(bitPattern: row.int64(1)), privateSequence: UInt64(bitPattern: row.int64(2)))
+            }
+            return floors
         }
     }
 

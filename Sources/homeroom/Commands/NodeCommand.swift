@@ -27,7 +27,7 @@ enum NodeCommand {
                                  suspect_ms, down_ms, workers, log_level, log_format, data_dir, sync,
                                  http, token_keys, app, revoked, cluster_key, cluster_publish,
                                  message_retention_s, session_timeout_ms, tls_cert, tls_key,
-                                 tls_ca.                                      (HOMEROOM_CONFIG)
+                                 tls_ca, replicas.                                      (HOMEROOM_CONFIG)
           --heartbeat-ms <n>     Heartbeat period (default 200).             (HOMEROOM_HEARTBEAT_MS)
           --suspect-ms <n>       Silence before a node is suspect (default 1000).
           --down-ms <n>          Silence before a node is down (default 2000, at least twice the heartbeat).
@@ -54,6 +54,9 @@ enum NodeCommand {
           --sync-bytes-per-second <n>  Per-user sync reply bytes in a room (default 8388608).
           --max-rooms <n>        Rooms this node accepts (default 10000).
           --max-users <n>        Users per room (default 200000).
+          --replicas <n>         Keep each room on n nodes, picked by rendezvous hashing (default 0:
+                                 every node holds every room; the same on every node). Joins and
+                                 writes elsewhere are answered not-owner, naming the owners.  (HOMEROOM_REPLICAS)
           --permanent-down-ms <n>  Forget a peer down this long: no more dialling (default 300000;
                                  0: never). It returns by greeting again.
           --reward-window-ms <n>  Take rewards issued within this of the node's clock (default 60000;
@@ -104,6 +107,7 @@ enum NodeCommand {
         var tls_cert: String?
         var tls_key: String?
         var tls_ca: String?
+        var replicas: Int?
     }
 
     static func run(_ arguments: ArraySlice<String>) throws(CommandLineError) {
@@ -167,6 +171,12 @@ enum NodeCommand {
         let syncBytesPerSecond = try reader.integer("--sync-bytes-per-second", in: 1_024...(1 << 34))
         let maxRooms = try reader.integer("--max-rooms", in: 1...10_000_000)
         let maxUsers = try reader.integer("--max-users", in: 2...500_000)
+        var replicas = try reader.integer("--replicas", in: 0...64)
+        if replicas == nil, let text = environment["HOMEROOM_REPLICAS"] {
+            guard let value = Int(text) else { throw .usage("HOMEROOM_REPLICAS must be a whole number of copies, not '\(text)'", usage: usage) }
+            replicas = value
+        }
+        if replicas == nil { replicas = file.replicas }
         let permanentDown = try reader.integer("--permanent-down-ms", in: UInt64(0)...UInt64(86_400_000))
         let rewardWindow = try reader.integer("--reward-window-ms", in: UInt64(1_000)...UInt64(3_600_000))
         let maxConnections = try reader.integer("--max-connections", in: 1...1_000_000)
@@ -205,6 +215,7 @@ enum NodeCommand {
         if let maxRooms { config.maxRooms = maxRooms }
         if let maxUsers { config.maxUsersPerRoom = maxUsers }
         if let permanentDown { config.permanentDownMillis = permanentDown }
+        if let replicas { config.replicas = replicas }
         if let rewardWindow { config.rewardWindowMillis = rewardWindow }
         if let maxConnections { config.maxConnections = maxConnections }
         if let wedgeDescriptors { config.wedgeDescriptors = wedgeDescriptors }

@@ -2363,7 +2363,7 @@ const ProtobufCMessageDescriptor homeroom__v1__peer_message__descriptor =
   (ProtobufCMessageInit) homeroom__v1__peer_message__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__error_reply__field_descriptors[3] =
+static const ProtobufCFieldDescriptor homeroom__v1__error_reply__field_descriptors[4] =
 {
   {
     "code",
@@ -2401,16 +2401,29 @@ static const ProtobufCFieldDescriptor homeroom__v1__error_reply__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "owners",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__ErrorReply, n_owners),
+    offsetof(Homeroom__V1__ErrorReply, owners),
+    &homeroom__v1__peer__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__error_reply__field_indices_by_name[] = {
   0,   /* field[0] = code */
   1,   /* field[1] = message */
+  3,   /* field[3] = owners */
   2,   /* field[2] = supported_version */
 };
 static const ProtobufCIntRange homeroom__v1__error_reply__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__error_reply__descriptor =
 {
@@ -2420,7 +2433,7 @@ const ProtobufCMessageDescriptor homeroom__v1__error_reply__descriptor =
   "Homeroom__V1__ErrorReply",
   "homeroom.v1",
   sizeof(Homeroom__V1__ErrorReply),
-  3,
+  4,
   homeroom__v1__error_reply__field_descriptors,
   homeroom__v1__error_reply__field_indices_by_name,
   1,  homeroom__v1__error_reply__number_ranges,

@@ -564,10 +564,17 @@ struct  Homeroom__V1__ErrorReply
    * set with code "unsupported-version"
    */
   uint32_t supported_version;
+  /*
+   * Set with code "not-owner" (docs/PROTOCOL.md, "Placement"): the nodes that hold the
+   * room, best first. Ask one of them (`address`) instead; `status` says which the
+   * answering node last heard as alive.
+   */
+  size_t n_owners;
+  Homeroom__V1__Peer **owners;
 };
 #define HOMEROOM__V1__ERROR_REPLY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__error_reply__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL }
 
 
 /* Homeroom__V1__Envelope methods */

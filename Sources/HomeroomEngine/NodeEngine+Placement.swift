@@ -1,0 +1,55 @@
+import HomeroomCore
+
+/// Rooms a node hands off when it no longer owns them (`Placement`; docs/PROTOCOL.md,
+/// "Placement"). A copy that is not this node's to keep goes only once every owner
+/// holds all of it (`coveredByOwners`), and its sequence numbers stay: a node that owns
+/// the room again later numbers above what it gave there before, so no dot is ever
+/// given twice (a second write under a dot the owners hold would be dropped as a
+/// duplicate everywhere: an acknowledged write lost).
+public struct SequenceFloor: Sendable, Equatable {
+    /// The last sequence number this node gave in the room, and under its private origin.
+    public var sequence: UInt64
+    public var privateSequence: UInt64
+
+    public init(sequence: UInt64, privateSequence: UInt64) {
+        self.sequence = sequence
+        self.privateSequence = privateSequence
+    }
+}
+
+extension NodeEngine {
+    /// Whether every owner but this node is known to hold everything this copy holds:
+    /// `views` gives, per owner, the room's vector as that owner last announced it (nil
+    /// when it announced none, or its view of this node is not confirmed).
+    public func coveredByOwners(room roomID: String, owners: [ReplicaID], views: (ReplicaID) -> VersionVector?) -> Bool {
+        guard let room = rooms[roomID] else { return true }
+        for owner in owners where owner != replica {
+            guard let theirs = views(owner), theirs.dominates(room.seen) else { return false }
+        }
+        return owners.contains { $0 != replica }
+    }
+
+    /// Drops a room this node no longer owns; returns its sequence floor (to be stored
+    /// with the removal), or nil when the engine does not hold it.
+    public mutating func handOff(room roomID: String) -> SequenceFloor? {
+        guard rooms[roomID] != nil else { return nil }
+        rooms.removeValue(forKey: roomID)
+        evicted[roomID] = nil
+        storeBehind[roomID] = nil
+        foldCandidates[roomID] = nil
+        foldLater[roomID] = nil
+        rewardFoldCandidates[roomID] = nil
+        deadMarks[roomID] = nil
+        roomsWithOrphans.remove(roomID)
+        // Kept, so a later write here continues above them.
+        return SequenceFloor(sequence: roomSequences[roomID] ?? 0, privateSequence: privateSequences[roomID] ?? 0)
+    }
+
+    /// Floors of rooms handed off before a restart (from the store): numbering continues above them.
+    public mutating func restore(floors: [String: SequenceFloor]) {
+        for (roomID, floor) in floors {
+            roomSequences[roomID] = max(roomSequences[roomID] ?? 0, floor.sequence)
+            privateSequences[roomID] = max(privateSequences[roomID] ?? 0, floor.privateSequence)
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import HomeroomCore
+
+/// Which nodes hold a room (docs/PROTOCOL.md, "Placement"): the `replicas` members with
+/// the highest score for it, by rendezvous (highest-random-weight) hashing. Every node
+/// that knows the same members picks the same owners, without asking anyone, and a
+/// member joining or leaving moves only the rooms it gains or loses (about
+/// `replicas / members` of them), never a room between two members that stay.
+///
+/// Members are the nodes a node knows and has not forgotten (down past the permanent-down
+/// period), alive or not: a crash or a partition moves no room; a node forgotten (or
+/// drained) does. Nodes that know different members for a while pick different owners
+/// for some rooms; the handoff rule (a copy goes only once every owner holds it) makes
+/// that safe, and gossip makes the members agree again.
+public struct Placement: Sendable, Equatable {
+    /// Copies of each room; 0: every member holds every room (no placement).
+    public var replicas: Int
+    public private(set) var members: [ReplicaID]
+
+    public init(replicas: Int, members: some Sequence<ReplicaID>) {
+        self.replicas = max(0, replicas)
+        self.members = Array(Set(members)).sorted()
+    }
+
+    /// Whether every member holds every room.
+    public var everywhere: Bool { replicas == 0 || replicas >= members.count }
+
+    /// The room's owners, best score first.
+    public func owners(of roomID: String) -> [ReplicaID] {
+        if everywhere { return members }
+        let base = RoomDigestHash.of(roomID: roomID)
+        var scored = members.map { (score: Self.score(base, $0), node: $0) }
+        scored.sort { ($0.score, $0.node) > ($1.score, $1.node) }
+        return scored.prefix(replicas).map(\.node)
+    }
+
+    public func owns(_ node: ReplicaID, room roomID: String) -> Bool {
+        if everywhere { return members.contains(node) || members.isEmpty }
+        return owners(of: roomID).contains(node)
+    }
+
+    /// A member's score for a room: the finaliser over the room id's hash
+    /// (`RoomDigestHash.of(roomID:)`) and the member's replica id.
+    public static func score(_ roomHash: UInt64, _ node: ReplicaID) -> UInt64 {
+        RoomDigestHash.mix(roomHash, node.rawValue)
+    }
+}

@@ -1,0 +1,111 @@
+import Testing
+import HomeroomCore
+@testable import HomeroomEngine
+
+/// Placement (docs/PROTOCOL.md, "Placement"): rendezvous hashing picks the same owners
+/// everywhere, spreads rooms evenly, and moves only what a joining or leaving member
+/// gains or loses; a copy goes only once every owner holds it, and its numbers stay.
+@Suite struct PlacementTests {
+    static let members = (1...6).map { ReplicaID(UInt64($0) &* 0x9E37_79B9_7F4A_7C15) }
+    static let rooms = (0..<6_000).map { "class-\($0)" }
+
+    @Test func ownersAreDistinctMembersAndTheSameInAnyOrder() {
+        let placement = Placement(replicas: 3, members: Self.members)
+        let shuffled = Placement(replicas: 3, members: Self.members.reversed() + Self.members)
+        for room in Self.rooms.prefix(500) {
+            let owners = placement.owners(of: room)
+            #expect(owners.count == 3 && Set(owners).count == 3 && Set(owners).isSubset(of: Set(Self.members)))
+            #expect(shuffled.owners(of: room) == owners)
+            for member in Self.members { #expect(placement.owns(member, room: room) == owners.contains(member)) }
+        }
+        // More copies than members, or 0: every member owns every room.
+        for replicas in [0, 6, 9] {
+            let everywhere = Placement(replicas: replicas, members: Self.members)
+            #expect(everywhere.everywhere && everywhere.owners(of: "any") == Self.members.sorted())
+        }
+    }
+
+    /// A constant, as another implementation computes it from docs/PROTOCOL.md.
+    @Test func theScoreIsFixedAcrossProcesses() {
+        #expect(RoomDigestHash.of(roomID: "maths") == RoomDigestHash.mix(RoomDigestHash.mix(0x686F_6D65_726F_6F6D, 5), 0x6D_6174_6873))
+        #expect(Placement.score(RoomDigestHash.of(roomID: "maths"), ReplicaID(1)) == 0x56FC_F6F9_E7FE_D9BE, "computed in Python from the spelled-out algorithm")
+    }
+
+    @Test func roomsSpreadEvenly() {
+        let placement = Placement(replicas: 3, members: Self.members)
+        var owned: [ReplicaID: Int] = [:]
+        for room in Self.rooms { for owner in placement.owners(of: room) { owned[owner, default: 0] += 1 } }
+        let fair = Self.rooms.count * 3 / Self.members.count
+        for member in Self.members {
+            let count = owned[member] ?? 0
+            #expect(abs(count - fair) < fair / 10, "\(member) owns \(count) rooms; a fair share is \(fair)")
+        }
+    }
+
+    @Test func aJoiningOrLeavingMemberMovesOnlyWhatItGainsOrLoses() {
+        let before = Placement(replicas: 3, members: Self.members)
+        let newcomer = ReplicaID(0xABCD_EF01)
+        let grown = Placement(replicas: 3, members: Self.members + [newcomer])
+        var moved = 0
+        for room in Self.rooms {
+            let old = Set(before.owners(of: room)), new = Set(grown.owners(of: room))
+            if old != new {
+                moved += 1
+                // Exactly one owner gave its place to the newcomer; nothing moved between others.
+                #expect(new.contains(newcomer) && old.subtracting(new).count == 1 && new.subtracting(old) == [newcomer])
+            }
+        }
+        let expected = Self.rooms.count * 3 / 7
+        #expect(abs(moved - expected) < expected / 5, "\(moved) rooms moved; about \(expected) should")
+        let leaving = Self.members[2]
+        let shrunk = Placement(replicas: 3, members: Self.members.filter { $0 != leaving })
+        for room in Self.rooms {
+            let old = Set(before.owners(of: room)), new = Set(shrunk.owners(of: room))
+            if old.contains(leaving) {
+                #expect(new.isSuperset(of: old.subtracting([leaving])) && new.count == 3)
+            } else {
+                #expect(old == new, "room \(room) moved though its owners all stayed")
+            }
+        }
+    }
+
+    @Test func aCopyGoesOnlyOnceEveryOtherOwnerHoldsAllOfIt() {
+        let own = ReplicaID(1), first = ReplicaID(2), second = ReplicaID(3)
+        var engine = NodeEngine(replica: own)
+        var room = RoomState(roomID: "r")
+        room.seen = VersionVector(contiguous: [own: 4, first: 2])
+        engine.rooms["r"] = room
+        let all = VersionVector(contiguous: [own: 4, first: 2])
+        let short = VersionVector(contiguous: [own: 3, first: 2])
+        #expect(engine.coveredByOwners(room: "r", owners: [first, second]) { _ in all })
+        #expect(!engine.coveredByOwners(room: "r", owners: [first, second]) { $0 == first ? all : short })
+        #expect(!engine.coveredByOwners(room: "r", owners: [first, second]) { $0 == first ? all : nil })
+        // Owning it itself with no other owner: never covered (it is this node's to keep).
+        #expect(!engine.coveredByOwners(room: "r", owners: [own]) { _ in all })
+    }
+
+    @Test func aRoomHandedOffAndOwnedAgainNumbersAboveWhatItGaveBefore() throws {
+        let own = ReplicaID(7)
+        var engine = NodeEngine(replica: own)
+        let join = NodeEngineTests.join("t", .teacher, at: engine)
+        for counter in 1...3 {
+            var write = join
+            write.authorCounter = UInt64(counter)
+            let committed = NodeEngineTests.write(write, at: &engine, room: "r")
+            #expect(committed != nil)
+        }
+        #expect(engine.roomSequences["r"] == 3)
+        let handedOff = engine.handOff(room: "r")
+        let floor = try #require(handedOff)
+        #expect(floor == SequenceFloor(sequence: 3, privateSequence: 0))
+        #expect(engine.rooms["r"] == nil && engine.handOff(room: "r") == nil)
+        // Owned again before the room came back: the next write is number 4, not 1.
+        let again = NodeEngineTests.write(join, at: &engine, room: "r")
+        #expect(again?.delta.sequence == 4)
+        // The same after a restart, from the stored floor.
+        var restarted = NodeEngine(replica: own)
+        restarted.restore(floors: ["r": floor])
+        let afterRestart = NodeEngineTests.write(join, at: &restarted, room: "r")
+        #expect(afterRestart?.delta.sequence == 4)
+    }
+}
