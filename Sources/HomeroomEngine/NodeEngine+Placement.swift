@@ -18,15 +18,14 @@ public struct SequenceFloor: Sendable, Equatable {
 }
 
 extension NodeEngine {
-    /// Whether every owner but this node is known to hold everything this copy holds:
-    /// `views` gives, per owner, the room's vector as that owner last announced it (nil
-    /// when it announced none, or its view of this node is not confirmed).
-    public func coveredByOwners(room roomID: String, owners: [ReplicaID], views: (ReplicaID) -> VersionVector?) -> Bool {
+    /// Whether every other owner is known to hold everything this copy holds: `views`
+    /// gives, per other owner, the room's vector as it last announced it (nil when it
+    /// announced none, or is not heard as alive with a confirmed view). With no other
+    /// owner, never: the copy is this node's to keep.
+    public func coveredByOwners(room roomID: String, views: [VersionVector?]) -> Bool {
         guard let room = rooms[roomID] else { return true }
-        for owner in owners where owner != replica {
-            guard let theirs = views(owner), theirs.dominates(room.seen) else { return false }
-        }
-        return owners.contains { $0 != replica }
+        guard !views.isEmpty else { return false }
+        return views.allSatisfy { $0?.dominates(room.seen) == true }
     }
 
     /// Drops a room this node no longer owns; returns its sequence floor (to be stored

@@ -6,17 +6,19 @@ import HomeroomCore
 /// member joining or leaving moves only the rooms it gains or loses (about
 /// `replicas / members` of them), never a room between two members that stay.
 ///
-/// Members are the nodes a node knows and has not forgotten (down past the permanent-down
-/// period), alive or not: a crash or a partition moves no room; a node forgotten (or
-/// drained) does. Nodes that know different members for a while pick different owners
+/// Members are node names (`--name`), not replica ids: a node rebuilt with a new store
+/// (a new replica id) keeps its rooms. They are the nodes a node knows and has not
+/// forgotten (down past the permanent-down period), alive or not: a crash or a
+/// partition moves no room; a node forgotten does. Nodes that know different members for a while pick different owners
 /// for some rooms; the handoff rule (a copy goes only once every owner holds it) makes
 /// that safe, and gossip makes the members agree again.
 public struct Placement: Sendable, Equatable {
     /// Copies of each room; 0: every member holds every room (no placement).
     public var replicas: Int
-    public private(set) var members: [ReplicaID]
+    /// Node names, sorted.
+    public private(set) var members: [String]
 
-    public init(replicas: Int, members: some Sequence<ReplicaID>) {
+    public init(replicas: Int, members: some Sequence<String>) {
         self.replicas = max(0, replicas)
         self.members = Array(Set(members)).sorted()
     }
@@ -25,7 +27,7 @@ public struct Placement: Sendable, Equatable {
     public var everywhere: Bool { replicas == 0 || replicas >= members.count }
 
     /// The room's owners, best score first.
-    public func owners(of roomID: String) -> [ReplicaID] {
+    public func owners(of roomID: String) -> [String] {
         if everywhere { return members }
         let base = RoomDigestHash.of(roomID: roomID)
         var scored = members.map { (score: Self.score(base, $0), node: $0) }
@@ -33,14 +35,15 @@ public struct Placement: Sendable, Equatable {
         return scored.prefix(replicas).map(\.node)
     }
 
-    public func owns(_ node: ReplicaID, room roomID: String) -> Bool {
+    public func owns(_ node: String, room roomID: String) -> Bool {
         if everywhere { return members.contains(node) || members.isEmpty }
         return owners(of: roomID).contains(node)
     }
 
     /// A member's score for a room: the finaliser over the room id's hash
-    /// (`RoomDigestHash.of(roomID:)`) and the member's replica id.
-    public static func score(_ roomHash: UInt64, _ node: ReplicaID) -> UInt64 {
-        RoomDigestHash.mix(roomHash, node.rawValue)
+    /// (`RoomDigestHash.of(roomID:)`) and the 64-bit FNV-1a hash of the member's name
+    /// (`ReplicaID(name:)`). Ties (never seen in practice) go to the greater name.
+    public static func score(_ roomHash: UInt64, _ name: String) -> UInt64 {
+        RoomDigestHash.mix(roomHash, ReplicaID(name: name).rawValue)
     }
 }

@@ -71,7 +71,7 @@ extension ClusterNode {
         let (applied, storeError) = state.withLock { state -> (RemoteApplication?, StoreError?) in
             // A room kept elsewhere (placement) is not followed: a copy held here stays as
             // it is until its owners hold it (`handOffRooms`).
-            guard state.owns(roomID, own: replica) else { return (nil, nil) }
+            guard state.owns(roomID, ownName: name) else { return (nil, nil) }
             let applied = state.engine.applyRemote(room: roomID, batch.deltas, origin: batch.origin, nowMillis: now)
             state.noteRemovals(room: roomID, applied.fresh)
             var storeError: StoreError?
@@ -126,9 +126,9 @@ extension ClusterNode {
                 if state.peers.learn(peer, nowMillis: now) { connect.append(peer.node) }
             }
             var gap = false
-            let placement = state.placement(own: replica)
+            let placement = state.placement(ownName: name)
             func compare(_ roomID: String, _ theirs: VersionVector) {
-                guard RoomID.validate(roomID) == nil, placement.owns(replica, room: roomID),
+                guard RoomID.validate(roomID) == nil, placement.owns(name, room: roomID),
                       !(state.rooms[roomID]?.seen ?? VersionVector()).dominates(theirs) else { return }
                 let key = NodeState.SyncKey(peer: heartbeat.node, room: roomID)
                 state.pendingSyncs.insert(key)
@@ -522,7 +522,7 @@ extension ClusterNode {
 
     func endSessions(of node: ReplicaID, incarnation: UInt64) {
         // Each owner ends them in the rooms it owns.
-        let rooms = state.withLock { state in state.rooms.keys.filter { state.owns($0, own: replica) } }
+        let rooms = state.withLock { state in state.rooms.keys.filter { state.owns($0, ownName: name) } }
         let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0,
                           operation: .replicaDown(replica: node, incarnation: incarnation))
         // Also while stopping: this node's own sessions end as it goes.
@@ -584,7 +584,7 @@ extension ClusterNode {
     func pull(_ key: NodeState.SyncKey, from address: String) -> Bool {
         if key.room == NodeState.SyncKey.completeList { return askForCompleteList(address) }
         // Not a room this node owns (any more): its owners pull it.
-        guard state.withLock({ $0.owns(key.room, own: replica) }) else { return true }
+        guard state.withLock({ $0.owns(key.room, ownName: name) }) else { return true }
         guard let requester = link(address) else { return false }
         let seen = state.withLock { $0.rooms[key.room]?.seen ?? VersionVector() }
         let request = framing.seal(WireCodec.encode(envelope(room: key.room, .syncRequest(WireMessage.SyncRequest(seen: seen)))))

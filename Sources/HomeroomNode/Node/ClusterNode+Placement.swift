@@ -7,21 +7,28 @@ import HomeroomWire
 /// this node no longer owns. With `replicas` 0 every node owns every room and none of
 /// this does anything.
 extension NodeState {
-    /// Placement over this node and every peer it knows by address and has not forgotten.
-    func placement(own: ReplicaID) -> Placement {
-        Placement(replicas: replicas, members: [own] + peers.entries.values
-            .filter { !$0.liveness.isExpectedOnly && !$0.address.isEmpty }.map(\.node))
+    /// Placement over this node and every peer it knows by name and address and has not
+    /// forgotten (an older store of a name counts once, with the name).
+    func placement(ownName: String) -> Placement {
+        Placement(replicas: replicas, members: [ownName] + peers.entries.values
+            .filter { !$0.liveness.isExpectedOnly && !$0.address.isEmpty && !$0.name.isEmpty }.map(\.name))
     }
 
     /// Whether this node is one of the room's owners.
-    func owns(_ room: String, own: ReplicaID) -> Bool {
-        replicas == 0 || placement(own: own).owns(own, room: room)
+    func owns(_ room: String, ownName: String) -> Bool {
+        replicas == 0 || placement(ownName: ownName).owns(ownName, room: room)
+    }
+
+    /// The peer entry that stands for a node name: alive if any, else the one heard last.
+    func entry(named name: String) -> PeerTable.Entry? {
+        peers.entries.values.filter { $0.name == name && !$0.address.isEmpty }
+            .max { ($0.status == .alive ? 1 : 0, $0.lastHeardMillis, $0.node) < ($1.status == .alive ? 1 : 0, $1.lastHeardMillis, $1.node) }
     }
 
     /// The room's owners other than this node, as a `not-owner` reply names them.
-    func ownerPeers(of room: String, own: ReplicaID) -> [WireMessage.Peer] {
+    func ownerPeers(of room: String, ownName: String) -> [WireMessage.Peer] {
         let wire = Dictionary(peers.wirePeers.map { ($0.node, $0) }, uniquingKeysWith: { first, _ in first })
-        return placement(own: own).owners(of: room).compactMap { wire[$0] }
+        return placement(ownName: ownName).owners(of: room).compactMap { entry(named: $0).flatMap { wire[$0.node] } }
     }
 }
 
@@ -30,7 +37,7 @@ extension ClusterNode {
     /// (nil when it owns it): the owners' addresses, best first, for the client to ask.
     func notOwnerReply(room: String) -> WireMessage.ErrorReply? {
         let owners = state.withLock { state -> [WireMessage.Peer]? in
-            state.owns(room, own: replica) ? nil : state.ownerPeers(of: room, own: replica)
+            state.owns(room, ownName: name) ? nil : state.ownerPeers(of: room, ownName: name)
         }
         guard let owners else { return nil }
         let names = owners.map { $0.nodeName.isEmpty ? $0.address : "\($0.nodeName) (\($0.address))" }
@@ -45,7 +52,7 @@ extension ClusterNode {
     func handOffRooms() {
         guard config.replicas > 0 else { return }
         let due = state.withLock { state -> [String] in
-            let placement = state.placement(own: replica)
+            let placement = state.placement(ownName: name)
             if placement.members != state.placedMembers {
                 state.placedMembers = placement.members
                 rescanPlacement(placement, in: &state)
@@ -60,9 +67,9 @@ extension ClusterNode {
     /// After a change of members: rooms to pull (owned now, and a peer's view shows more)
     /// and rooms to hand off (held, no longer owned).
     private func rescanPlacement(_ placement: Placement, in state: inout NodeState) {
-        state.handingOff = Set(state.rooms.keys.filter { !placement.owns(replica, room: $0) })
+        state.handingOff = Set(state.rooms.keys.filter { !placement.owns(name, room: $0) })
         for (peer, entry) in state.peers.entries where entry.status != .dead {
-            for (room, theirs) in entry.rooms where placement.owns(replica, room: room)
+            for (room, theirs) in entry.rooms where placement.owns(name, room: room)
                 && !(state.rooms[room]?.seen ?? VersionVector()).dominates(theirs) {
                 let key = NodeState.SyncKey(peer: peer, room: room)
                 state.pendingSyncs.insert(key)
@@ -70,17 +77,18 @@ extension ClusterNode {
             }
         }
         // Gaps in rooms this node no longer owns are not its to close.
-        for key in state.openGaps where key.room != NodeState.SyncKey.completeList && !placement.owns(replica, room: key.room) {
+        for key in state.openGaps where key.room != NodeState.SyncKey.completeList && !placement.owns(name, room: key.room) {
             state.openGaps.remove(key)
             state.pendingSyncs.remove(key)
         }
     }
 
     private func coveredByOwners(_ room: String, _ placement: Placement, in state: NodeState) -> Bool {
-        state.engine.coveredByOwners(room: room, owners: placement.owners(of: room)) { owner in
-            guard let entry = state.peers.entries[owner], entry.status == .alive, !entry.viewMismatched else { return nil }
+        let views = placement.owners(of: room).filter { $0 != name }.map { owner -> VersionVector? in
+            guard let entry = state.entry(named: owner), entry.status == .alive, !entry.viewMismatched else { return nil }
             return entry.rooms[room]
         }
+        return state.engine.coveredByOwners(room: room, views: views)
     }
 
     /// Drops one copy this node no longer owns, with its store rows, keeping its sequence
@@ -89,8 +97,8 @@ extension ClusterNode {
     private func handOff(room: String) {
         let outcome = compacting.withLock { _ in
             state.withLock { state -> Result<Void, StoreError>? in
-                let placement = state.placement(own: replica)
-                guard !placement.owns(replica, room: room), state.leases[room] == nil,
+                let placement = state.placement(ownName: name)
+                guard !placement.owns(name, room: room), state.leases[room] == nil,
                       coveredByOwners(room, placement, in: state), let floor = state.engine.handOff(room: room) else { return nil }
                 state.handingOff.remove(room)
                 state.dirtyRooms[room] = nil

@@ -17,7 +17,7 @@ struct NodeState {
     var replicas = 0
     /// The members placement last saw (`ClusterNode.handOffRooms`): when they change,
     /// every peer's view is compared again for the rooms this node now owns.
-    var placedMembers: [ReplicaID] = []
+    var placedMembers: [String] = []
     /// Rooms this node holds and no longer owns, to hand off once their owners hold them.
     var handingOff: Set<String> = []
     /// What this node's heartbeats announce of its rooms (only what changed, and a hash).

@@ -1,0 +1,179 @@
+import Foundation
+import Testing
+import HomeroomCore
+import HomeroomEngine
+import HomeroomWire
+@testable import HomeroomNode
+
+/// Placement with real nodes and clients (docs/PROTOCOL.md, "Placement"): a room lives
+/// on its owners only; a client that asks another node is sent to them; a new member
+/// takes over its rooms and the old copies go only once it holds them; a forgotten
+/// owner's rooms get a new owner; nothing acknowledged is lost in any move.
+/// The waits are async (`settles`): they hold no thread other suites need.
+@Suite(.serialized) struct PlacementNodeTests {
+    static func owners(_ room: String, _ cluster: TestCluster, replicas: Int) -> Set<String> {
+        Set(Placement(replicas: replicas, members: cluster.nodes.map(\.name)).owners(of: room))
+    }
+
+    /// Where the room is held, and whether every holder has every dot.
+    static func placed(_ room: String, _ cluster: TestCluster, replicas: Int, dots: [Dot]) -> Bool {
+        let owners = owners(room, cluster, replicas: replicas)
+        return cluster.nodes.allSatisfy { node in
+            guard let copy = node.room(room) else { return !owners.contains(node.name) }
+            return owners.contains(node.name) && dots.allSatisfy { copy.seen.contains($0) }
+        }
+    }
+
+    static func meshed(_ cluster: TestCluster) async -> Bool {
+        await settles(within: 15) { cluster.nodes.allSatisfy { $0.alivePeers.count == cluster.nodes.count - 1 } }
+    }
+
+    /// Joins through `node` and writes one property: the acknowledged dots.
+    static func classroom(_ room: String, through node: Int, _ cluster: TestCluster) throws -> (client: RoomClient, dots: [Dot]) {
+        let client = cluster.client("teacher", .teacher, node: node, room: room)
+        try client.connect()
+        let dot = try client.write(.setRoomProperty(key: "topic", value: Array(room.utf8), cause: "placement test"))
+        return (client, [dot])
+    }
+
+    @Test func aRoomLivesOnItsOwnersOnlyAndClientsAreSentThere() async throws {
+        let replicas = 2
+        let cluster = try TestCluster(size: 4, label: "placed", heartbeatMillis: 50) { _, config in config.replicas = replicas }
+        #expect(await Self.meshed(cluster))
+        let rooms = (0..<8).map { "placed-\($0)" }
+        var clients: [RoomClient] = []
+        defer { for client in clients { client.close() } }
+        var dots: [String: [Dot]] = [:]
+        for room in rooms {
+            let (client, acknowledged) = try Self.classroom(room, through: 0, cluster)
+            clients.append(client)
+            dots[room] = acknowledged
+            let attached = cluster.nodes.first { $0.replica == client.attachedNode }?.name ?? "?"
+            #expect(Self.owners(room, cluster, replicas: replicas).contains(attached),
+                    "the client of \(room) is attached to \(client.attachedNode), not one of its owners")
+        }
+        let notOwned = rooms.filter { !Self.owners($0, cluster, replicas: replicas).contains(cluster.nodes[0].name) }
+        #expect(!notOwned.isEmpty, "node 0 owns all 8 rooms: pick other room names")
+        #expect(cluster.nodes[0].metrics["requests_rejected_total{reason=\"not-owner\"}"] >= UInt64(notOwned.count))
+        #expect(await settles(within: 15) { rooms.allSatisfy { Self.placed($0, cluster, replicas: replicas, dots: dots[$0]!) } },
+                "some room is not on exactly its owners: \(rooms.map { room in cluster.nodes.filter { $0.room(room) != nil }.count })")
+        // The not-owner reply names the owners, with addresses to ask.
+        let room = try #require(notOwned.first)
+        let hello = WireEnvelope(roomID: room, sender: ReplicaID(0), sequence: 0, clock: .zero,
+                                 message: .joinRequest(WireMessage.JoinRequest(user: "probe", role: .student, session: "probe-1", name: "Probe")))
+        let reply = try WireCodec.decode(cluster.nodes[0].handleRequest(WireCodec.encode(hello)))
+        guard case let .error(refusal) = reply.message else { Issue.record("a join at a non-owner got \(reply.message.kind)"); return }
+        #expect(refusal.code == "not-owner")
+        #expect(Set(refusal.owners.map(\.nodeName)) == Self.owners(room, cluster, replicas: replicas))
+        let addresses = Set(cluster.nodes.filter { Self.owners(room, cluster, replicas: replicas).contains($0.name) }.map(\.listenAddress))
+        #expect(Set(refusal.owners.map(\.address)) == addresses)
+    }
+
+    @Test func aNewMemberTakesOverItsRoomsAndOldCopiesGoOnlyOnceItHoldsThem() async throws {
+        let replicas = 2
+        let cluster = try TestCluster(size: 3, label: "takeover", heartbeatMillis: 50) { _, config in config.replicas = replicas }
+        #expect(await Self.meshed(cluster))
+        let rooms = (0..<24).map { "takeover-\($0)" }
+        var clients: [RoomClient] = []
+        defer { for client in clients { client.close() } }
+        var dots: [String: [Dot]] = [:]
+        for (index, room) in rooms.enumerated() {
+            let (client, acknowledged) = try Self.classroom(room, through: index % 3, cluster)
+            clients.append(client)
+            dots[room] = acknowledged
+        }
+        #expect(await settles(within: 15) { rooms.allSatisfy { Self.placed($0, cluster, replicas: replicas, dots: dots[$0]!) } })
+        let before = rooms.map { Self.owners($0, cluster, replicas: replicas) }
+        // A new member, met through node 2 only: nodes 0 and 1 refuse it (they learn of it
+        // from node 2's peer list), so it cannot take the rooms they own yet.
+        let newcomer = try cluster.add(name: "takeover-3", heartbeatMillis: 50) { config in
+            config.replicas = replicas
+            config.seeds = [cluster.nodes[2].listenAddress]
+        }
+        var cut = FaultPolicy()
+        cut.blocked = [newcomer.replica]
+        cluster.nodes[0].faults = cut
+        cluster.nodes[1].faults = cut
+        let stuck = rooms.indices.filter { before[$0] == [cluster.nodes[0].name, cluster.nodes[1].name]
+            && Self.owners(rooms[$0], cluster, replicas: replicas).contains(newcomer.name) }.map { rooms[$0] }
+        #expect(!stuck.isEmpty, "no room moves from nodes 0 and 1 to the new member: pick other room names")
+        // Meanwhile the old owners keep every copy: each acknowledged write stays on two nodes.
+        var thin: Set<String> = []
+        let deadline = WallClock.monotonicMillis() + 3_000
+        while WallClock.monotonicMillis() < deadline {
+            for room in stuck where cluster.nodes.filter({ node in dots[room]!.allSatisfy { node.room(room)?.seen.contains($0) == true } }).count < replicas {
+                thin.insert(room)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(thin.isEmpty, "copies went before the new owner held them: \(thin.sorted())")
+        // (The new member may hold them already: their clients, sent to it, joined there.)
+        #expect(stuck.allSatisfy { room in !dots[room]!.allSatisfy { newcomer.room(room)?.seen.contains($0) == true } },
+                "the new member got writes from nodes it was cut from")
+        cluster.nodes[0].faults = FaultPolicy()
+        cluster.nodes[1].faults = FaultPolicy()
+        #expect(await settles(within: 30) { rooms.allSatisfy { Self.placed($0, cluster, replicas: replicas, dots: dots[$0]!) } },
+                "the rooms did not settle on their owners among 4 nodes")
+        let moved = rooms.indices.filter { before[$0] != Self.owners(rooms[$0], cluster, replicas: replicas) }.count
+        let handedOff = cluster.nodes.map { $0.metrics["rooms_handed_off_total"] }.reduce(0, +)
+        #expect(moved > 0 && handedOff >= UInt64(moved), "\(handedOff) copies handed off for \(moved) rooms moved")
+        // The clients of moved rooms follow them and keep writing.
+        for (index, room) in rooms.enumerated() {
+            let dot = try clients[index].write(.setRoomProperty(key: "after", value: [1], cause: "placement test"))
+            #expect(await settles(within: 10) { Self.placed(room, cluster, replicas: replicas, dots: dots[room]! + [dot]) },
+                    "a write after the move did not reach the owners of \(room)")
+        }
+    }
+
+    @Test func aForgottenOwnersRoomsGetANewOwner() async throws {
+        let replicas = 2
+        let cluster = try TestCluster(size: 3, label: "forgotten", heartbeatMillis: 50) { _, config in
+            config.replicas = replicas
+            config.permanentDownMillis = 2_000
+        }
+        #expect(await Self.meshed(cluster))
+        let rooms = (0..<9).map { "forgotten-\($0)" }
+        var dots: [String: [Dot]] = [:]
+        for (index, room) in rooms.enumerated() {
+            let (client, acknowledged) = try Self.classroom(room, through: index % 3, cluster)
+            client.close()
+            dots[room] = acknowledged
+        }
+        #expect(await settles(within: 15) { rooms.allSatisfy { Self.placed($0, cluster, replicas: replicas, dots: dots[$0]!) } })
+        let gone = cluster.nodes[2]
+        let lost = rooms.filter { Self.owners($0, cluster, replicas: replicas).contains(gone.name) }
+        #expect(!lost.isEmpty)
+        gone.stop()
+        cluster.nodes.removeLast()
+        // Down after 1 s, forgotten after 2 s more: then both remaining nodes own every room.
+        #expect(await settles(within: 20) {
+            rooms.allSatisfy { room in cluster.nodes.allSatisfy { node in dots[room]!.allSatisfy { node.room(room)?.seen.contains($0) == true } } }
+        }, "rooms the stopped node owned did not reach their new owner")
+    }
+
+    /// A handed-off room leaves the store, and its sequence floor stays there.
+    @Test func aHandoffRemovesTheRowsAndKeepsTheFloor() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hr-placement-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/homeroom.sqlite3"
+        var engine = NodeEngine(replica: ReplicaID(5))
+        let join = Write(author: "t", authorRole: .teacher, authorCounter: 1,
+                         operation: .joinSession(user: "t", session: "t#1", name: "T", role: .teacher, host: ReplicaID(5), incarnation: 1))
+        guard case let .persist(stamped) = engine.decide(room: "moving", join, nowMillis: 1_800_000_000_000) else {
+            Issue.record("the join was refused")
+            return
+        }
+        do {
+            let store = try NodeStore(path: path)
+            try store.append(room: "moving", deltas: [stamped.delta])
+            try store.append(room: "staying", deltas: [stamped.delta])
+            try store.handOff(room: "moving", floor: SequenceFloor(sequence: 9, privateSequence: 2))
+            try store.handOff(room: "moving", floor: SequenceFloor(sequence: 4, privateSequence: 1))
+        }
+        let reopened = try NodeStore(path: path)
+        let loaded = try reopened.loadRooms()
+        #expect(loaded.rooms["moving"] == nil && loaded.rooms["staying"] != nil)
+        #expect(try reopened.loadFloors() == ["moving": SequenceFloor(sequence: 9, privateSequence: 2)], "a floor never goes down")
+    }
+}
