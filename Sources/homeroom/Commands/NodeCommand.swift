@@ -27,7 +27,7 @@ enum NodeCommand {
                                  suspect_ms, down_ms, workers, log_level, log_format, data_dir, sync,
                                  http, token_keys, app, revoked, cluster_key, cluster_publish,
                                  message_retention_s, session_timeout_ms, tls_cert, tls_key,
-                                 tls_ca, replicas.                                      (HOMEROOM_CONFIG)
+                                 tls_ca, replicas.                            (HOMEROOM_CONFIG)
           --heartbeat-ms <n>     Heartbeat period (default 200).             (HOMEROOM_HEARTBEAT_MS)
           --suspect-ms <n>       Silence before a node is suspect (default 1000).
           --down-ms <n>          Silence before a node is down (default 2000, at least twice the heartbeat).
