@@ -73,6 +73,7 @@ CLOSED_DEADLINE_SECONDS = 20.0        # the closed-room phase (run_closed), when
 TLS_DEADLINE_SECONDS = 15.0           # the TLS phase (run_tls), when it runs
 RETIRE_DEADLINE_SECONDS = 40.0        # the retirement phase (run_retire), when it runs
 FENCES_DEADLINE_SECONDS = 10.0        # the spent-fences phase (run_spent_fences), when it runs
+PLACEMENT_DEADLINE_SECONDS = 20.0     # the placement phase (run_placement), when it runs
 
 
 def fold_wait(reward_window):
@@ -2199,11 +2200,11 @@ def run_tls(args, hw, pynng, checks):
         student.close_sockets()
 
 
-def start_node(binary, name, seed=None, reward_window=1.0):
+def start_node(binary, name, seed=None, reward_window=1.0, extra=()):
     """Starts `homeroom node` (no data directory: a new replica id at each start); returns (process, listen)."""
     command = [binary, "node", "--name", name, "--listen", "tcp://127.0.0.1:0", "--publish", "tcp://127.0.0.1:0",
                "--heartbeat-ms", "100", "--suspect-ms", "500", "--down-ms", "1500", "--session-timeout-ms", "2000",
-               "--reward-window-ms", str(int(reward_window * 1000)), "--log-level", "warning"]
+               "--reward-window-ms", str(int(reward_window * 1000)), "--log-level", "warning", *extra]
     if seed:
         command += ["--seed", seed]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -2307,6 +2308,114 @@ def run_spent_fences(args, hw, pynng, checks):
 def rejected_code(E, reply, code):
     return (reply.WhichOneof("body") == "write_ack" and reply.write_ack.status == E.WRITE_STATUS_REJECTED
             and reply.write_ack.error_code == code)
+
+
+MASK64 = (1 << 64) - 1
+
+
+def placement_mix(h, w):
+    """splitmix64's finaliser of (h XOR w) + 0x9E3779B97F4A7C15 (docs/PROTOCOL.md, "Heartbeats")."""
+    z = ((h ^ w) + 0x9E3779B97F4A7C15) & MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def placement_owners(room_id, names, replicas):
+    """The room's owners, best first ("Placement"): mix(room_hash, fnv1a64(name)), highest first."""
+    data = room_id.encode()
+    h = placement_mix(0x686F6D65726F6F6D, len(data))
+    for start in range(0, len(data), 8):
+        h = placement_mix(h, int.from_bytes(data[start:start + 8], "big"))
+
+    def fnv1a64(name):
+        f = 0xCBF29CE484222325
+        for byte in name.encode():
+            f = ((f ^ byte) * 0x100000001B3) & MASK64
+        return f
+    return sorted(names, key=lambda name: (placement_mix(h, fnv1a64(name)), name), reverse=True)[:replicas]
+
+
+def run_placement(args, hw, pynng, checks):
+    """Placement ("Placement"): three nodes started with --replicas 2. A join through a node that does not
+    keep the room is answered not-owner, naming the owners this client computes from the spelled-out score;
+    the client follows it, joins and writes there; both owners hold the write and the third node keeps
+    sending clients on (not-owner to a digest)."""
+    C = hw.common_pb2
+    E = hw.envelope_pb2
+    tag = f"{os.getpid()}-{int(time.time())}"
+    names = [f"place-{i}-{tag}" for i in range(3)]
+    print("== placement: three nodes with --replicas 2")
+    nodes, listen = [], {}
+    teacher = None
+    try:
+        for name in names:
+            process, address = start_node(args.homeroom_bin, name, seed=listen.get(names[0]),
+                                          reward_window=args.reward_window, extra=("--replicas", "2"))
+            nodes.append(process)
+            listen[name] = address
+        probe = Peer(hw, pynng, "placement-probe", "probe", C.ROLE_OBSERVER, "Probe", "probe")
+
+        def meshed():
+            for name in names:
+                sock = pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS)
+                try:
+                    sock.dial(listen[name], block=True)
+                    heard = probe.hello(sock)
+                finally:
+                    sock.close()
+                if sorted(p.node_name for p in heard.peers if p.status == E.PEER_STATUS_ALIVE) != sorted(set(names) - {name}):
+                    return False
+            return True
+        deadline = time.monotonic() + 10
+        while not meshed() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        checks.require("placement: the three nodes know each other by name", meshed())
+        # A room node 0 does not keep, by this client's own computation.
+        room_id = next(f"placed-{tag}-{i}" for i in range(100) if names[0] not in placement_owners(f"placed-{tag}-{i}", names, 2))
+        owners = placement_owners(room_id, names, 2)
+        teacher = Peer(hw, pynng, room_id, "teach", C.ROLE_TEACHER, "Grace", "teacher@place-0")
+        reply = teacher.connect(listen[names[0]])
+        refusal = reply.error if reply.WhichOneof("body") == "error" else None
+        checks.require("placement: a join at a node that does not keep the room is answered not-owner",
+                       refusal is not None and refusal.code == "not-owner", describe_reply(E, reply))
+        named = [owner.node_name for owner in refusal.owners]
+        checks.check("placement: not-owner names the owners, best first, as the spelled-out score ranks them",
+                     named == owners, f"named {named}, computed {owners}")
+        checks.check("placement: each owner comes with its REP address",
+                     [owner.address for owner in refusal.owners] == [listen[name] for name in owners],
+                     str([owner.address for owner in refusal.owners]))
+        reply = teacher.connect(refusal.owners[0].address)
+        checks.require("placement: the join at the first owner is answered join_response",
+                       reply.WhichOneof("body") == "join_response", describe_reply(E, reply))
+        written, _ = teacher.write("set_room_name", name="Placed lesson")
+        checks.require("placement: a write at the owner is ACCEPTED", is_accepted(E, written), describe_reply(E, written))
+        dot = written.write_ack.dot
+
+        def digest(address):
+            sock = pynng.Req0(recv_max_size=0, send_timeout=REQUEST_TIMEOUT_MS)
+            try:
+                sock.dial(address, block=True)
+                return teacher.request(lambda e: e.digest.SetInParent(), sock=sock)
+            finally:
+                sock.close()
+
+        def on_both_owners():
+            return all(hw.VersionVector.from_proto(digest(listen[name]).digest.seen).contains(dot.origin, dot.sequence)
+                       for name in owners)
+        deadline = time.monotonic() + 5
+        while not on_both_owners() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        checks.check("placement: both owners hold the write", on_both_owners())
+        elsewhere = digest(listen[names[0]])
+        checks.check("placement: the third node answers a digest of the room not-owner",
+                     elsewhere.WhichOneof("body") == "error" and elsewhere.error.code == "not-owner", describe_reply(E, elsewhere))
+        teacher.write("leave_session", target=teacher.user, session=teacher.session)
+    finally:
+        if teacher is not None:
+            teacher.close_sockets()
+        for process in nodes:
+            stop_node(process)
 
 
 def run_retire(args, hw, pynng, checks):
@@ -2435,14 +2544,14 @@ def main():
         deadline = (RUN_DEADLINE_SECONDS + GROUPS_DEADLINE_SECONDS + fold_wait(args.reward_window)
                     + (CLOSED_DEADLINE_SECONDS if args.closed_node else 0)
                     + (TLS_DEADLINE_SECONDS if args.tls_node else 0)
-                    + (RETIRE_DEADLINE_SECONDS + FENCES_DEADLINE_SECONDS if args.homeroom_bin else 0))
+                    + (RETIRE_DEADLINE_SECONDS + FENCES_DEADLINE_SECONDS + PLACEMENT_DEADLINE_SECONDS if args.homeroom_bin else 0))
         signal.signal(signal.SIGALRM, overtime)
         signal.alarm(int(deadline) + 1)
         try:
             aborted = None
             # TLS last: when pynng wedges closing its TLS sockets (close_tls_socket), nothing runs after it.
             phases = [run, run_groups] + ([run_closed] if args.closed_node else []) \
-                + ([run_spent_fences, run_retire] if args.homeroom_bin else []) + ([run_tls] if args.tls_node else [])
+                + ([run_spent_fences, run_retire, run_placement] if args.homeroom_bin else []) + ([run_tls] if args.tls_node else [])
             for phase in phases:
                 try:
                     phase(args, hw, pynng, checks)
