@@ -96,6 +96,7 @@ _homeroom() {
                     --data-dir) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --sync) COMPREPLY=( $(compgen -W "normal full" -- "$cur") ); return ;;
                     --http) return ;;
+                    --wait-s) return ;;
                     --token-key) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --app) return ;;
                     --revoked) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
@@ -110,6 +111,8 @@ _homeroom() {
                     --sync-bytes-per-second) return ;;
                     --max-rooms) return ;;
                     --max-users) return ;;
+                    --replicas) return ;;
+                    --handoff-settle-ms) return ;;
                     --permanent-down-ms) return ;;
                     --reward-window-ms) return ;;
                     --max-connections) return ;;
@@ -123,7 +126,8 @@ _homeroom() {
                     --fault-jitter-ms) return ;;
                     --clock-skew-ms) return ;;
                 esac
-                options="--name --listen --publish --seed --cluster-publish --message-retention --session-timeout-ms --config --heartbeat-ms --suspect-ms --down-ms --workers --data-dir --sync --http --token-key --app --revoked --token-max-lifetime --cluster-key --tls-cert --tls-key --tls-ca --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --max-users --permanent-down-ms --reward-window-ms --max-connections --wedge-descriptors --log-level --log-format --fault-seed --fault-drop-percent --fault-duplicate-percent --fault-delay-ms --fault-jitter-ms --clock-skew-ms --help"
+                options="--name --listen --publish --seed --cluster-publish --message-retention --session-timeout-ms --config --heartbeat-ms --suspect-ms --down-ms --workers --data-dir --sync --http --wait-s --token-key --app --revoked --token-max-lifetime --cluster-key --tls-cert --tls-key --tls-ca --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --max-users --replicas --handoff-settle-ms --permanent-down-ms --reward-window-ms --max-connections --wedge-descriptors --log-level --log-format --fault-seed --fault-drop-percent --fault-duplicate-percent --fault-delay-ms --fault-jitter-ms --clock-skew-ms --help"
+                words_here="drain"
                 ;;
             keys)
                 case "$prev" in

@@ -27,9 +27,11 @@ public struct Placement: Sendable, Equatable {
     public var everywhere: Bool { replicas == 0 || replicas >= members.count }
 
     /// The room's owners, best score first.
+    /// A breakout group's room (`<room>:<group>`) lives with its main room: its doors
+    /// are checked against the main room's state.
     public func owners(of roomID: String) -> [String] {
         if everywhere { return members }
-        let base = RoomDigestHash.of(roomID: roomID)
+        let base = RoomDigestHash.of(roomID: Self.key(of: roomID))
         var scored = members.map { (score: Self.score(base, $0), node: $0) }
         scored.sort { ($0.score, $0.node) > ($1.score, $1.node) }
         return scored.prefix(replicas).map(\.node)
@@ -38,6 +40,11 @@ public struct Placement: Sendable, Equatable {
     public func owns(_ node: String, room roomID: String) -> Bool {
         if everywhere { return members.contains(node) || members.isEmpty }
         return owners(of: roomID).contains(node)
+    }
+
+    /// What a room is placed by: its own id, or its main room's for a group's room.
+    public static func key(of roomID: String) -> String {
+        Breakout.parse(roomID: roomID)?.mainRoom ?? roomID
     }
 
     /// A member's score for a room: the finaliser over the room id's hash

@@ -85,6 +85,7 @@ extension CEncoder {
             body.pointee.listing = heartbeat.listing ? 1 : 0
             body.pointee.rooms_partial = heartbeat.roomsPartial ? 1 : 0
             body.pointee.rooms_hash = heartbeat.roomsHash
+            body.pointee.draining = heartbeat.draining ? 1 : 0
             let rooms = arena.pointers(Homeroom__V1__RoomDigest.self, count: heartbeat.rooms.count)
             for (index, room) in heartbeat.rooms.enumerated() {
                 let entry = make(homeroom__v1__room_digest__init)
@@ -177,6 +178,7 @@ extension CEncoder {
             entry.pointee.behind = peer.behind
             entry.pointee.rooms = peer.rooms
             entry.pointee.node_name = string(peer.nodeName)
+            entry.pointee.draining = peer.draining ? 1 : 0
             peers[index] = entry
         }
         return peers
@@ -322,6 +324,7 @@ extension CDecoder {
             entry.behind = peer.behind
             entry.rooms = peer.rooms
             entry.nodeName = try string(peer.node_name, "\(field)[\(index)].node_name")
+            entry.draining = peer.draining != 0
             peers.append(entry)
         }
         return peers
@@ -353,6 +356,7 @@ extension CDecoder {
         decoded.listing = heartbeat.listing != 0
         decoded.roomsPartial = heartbeat.rooms_partial != 0
         decoded.roomsHash = heartbeat.rooms_hash
+        decoded.draining = heartbeat.draining != 0
         decoded.nodeName = try string(heartbeat.node_name, "envelope.heartbeat.node_name")
         return decoded
     }

@@ -241,6 +241,8 @@ extension WireMessage {
         public var rooms: UInt32 = 0
         /// The peer's node name, as its own heartbeats give it; empty while not known.
         public var nodeName = ""
+        /// The peer is draining: placement leaves it out.
+        public var draining = false
 
         public init(node: ReplicaID, address: String, incarnation: UInt64, status: PeerStatus, publishAddress: String = "",
                     clusterPublishAddress: String = "") {
@@ -293,6 +295,8 @@ extension WireMessage {
         /// (`RoomDigestHash`, summed). False: `rooms` is every room.
         public var roomsPartial = false
         public var roomsHash: UInt64 = 0
+        /// The sender is draining (`homeroom node drain`): placement leaves it out.
+        public var draining = false
 
         public init(node: ReplicaID, incarnation: UInt64, address: String, rooms: [RoomDigest] = [], peers: [Peer] = [],
                     publishAddress: String = "", clusterPublishAddress: String = "", sentAtMillis: UInt64 = 0) {

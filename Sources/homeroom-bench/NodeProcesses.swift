@@ -20,10 +20,11 @@ enum NodeProcesses {
 
     // MARK: - Child
 
-    /// `--node-child <rooms> <seeds, comma-separated, or -> <stop file>`: never returns.
+    /// `--node-child <rooms> <seeds, comma-separated, or -> <stop file> [replicas]`: never returns.
     static func childMain(_ arguments: [String]) -> Never {
-        guard arguments.count == 3, let rooms = Int(arguments[0]), rooms >= 0 else {
-            fputs("usage: homeroom-bench --node-child <rooms> <seeds or -> <stop file>\n", stderr)
+        guard arguments.count == 3 || arguments.count == 4, let rooms = Int(arguments[0]), rooms >= 0,
+              let replicas = arguments.count == 4 ? Int(arguments[3]) : 0, replicas >= 0 else {
+            fputs("usage: homeroom-bench --node-child <rooms> <seeds or -> <stop file> [replicas]\n", stderr)
             exit(64)
         }
         let seeds = arguments[1] == "-" ? [] : arguments[1].split(separator: ",").map(String.init)
@@ -33,6 +34,7 @@ enum NodeProcesses {
         config.writesPerSecond = 1_000_000
         config.writeBytesPerSecond = 1 << 40
         config.maxRooms = max(config.maxRooms, rooms + 1)
+        config.replicas = replicas
         let node: ClusterNode
         do {
             node = try ClusterNode(config: config, logger: Logger(label: "bench-node", level: .error))
@@ -48,7 +50,8 @@ enum NodeProcesses {
         let deadline = monotonicNanos() + 3_600_000_000_000
         while access(stopPath, F_OK) != 0 && monotonicNanos() < deadline {
             let metrics = node.metrics.snapshot
-            let lines = ["heartbeat_bytes_total", "sync_bytes_total", "reply_bytes_total", "peers_declared_down_total", "gossip_view_mismatches_total"]
+            let lines = ["heartbeat_bytes_total", "sync_bytes_total", "reply_bytes_total", "peers_declared_down_total", "gossip_view_mismatches_total",
+                         "writes_accepted_total", "deltas_in_total"]
                 .map { "metric \($0) \(metrics[$0] ?? 0)\n" }.joined()
             SubscriberProcesses.writeAll(1, lines)
             for _ in 0..<50 where access(stopPath, F_OK) != 0 { usleep(20_000) }
@@ -65,7 +68,7 @@ enum NodeProcesses {
     /// Starts `count` node children one after another, each seeded with the ones before
     /// it; the first creates `rooms` rooms. Nil (and every child stopped) when one did not
     /// get ready within 60 s.
-    static func start(count: Int, rooms: Int) -> [Child]? {
+    static func start(count: Int, rooms: Int, replicas: Int = 0) -> [Child]? {
         let me = CommandLine.arguments[0]
         let base = "/tmp/homeroom-bench-nodes-\(getpid())"
         var children: [Child] = []
@@ -74,7 +77,7 @@ enum NodeProcesses {
             unlink(output)
             unlink(stop)
             let seeds = children.isEmpty ? "-" : children.map(\.address).joined(separator: ",")
-            guard let pid = SubscriberProcesses.spawn([me, "--node-child", String(index == 0 ? rooms : 0), seeds, stop], stdout: output) else {
+            guard let pid = SubscriberProcesses.spawn([me, "--node-child", String(index == 0 ? rooms : 0), seeds, stop, String(replicas)], stdout: output) else {
                 finish(children)
                 return nil
             }

@@ -18,7 +18,7 @@ struct BenchOptions {
         OPTIONS:
           --quick           Smaller sizes, for CI (well under 2 minutes).
           --markdown        Also print a Markdown table of the rows.
-          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, lifetime, resources, security, lock-scope, convergence, ui, idle, messaging,
+          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, lifetime, resources, security, lock-scope, convergence, ui, idle, writes, messaging,
                             messaging-100k, messaging-processes: 10,000 subscribers in child
                             processes, snapshot: the join in process, for profiles); repeatable.
           -h, --help        Show help information.
@@ -89,6 +89,7 @@ func runBench() {
     if wants("convergence") { ConvergenceBench.run(quick: options.quick, emit: emit) }
     if wants("ui") { RosterFrameBench.run(quick: options.quick, emit: emit) }
     if wants("idle") { IdleCostBench.run(quick: options.quick, emit: emit) }
+    if wants("writes") { WriteCapacityBench.run(quick: options.quick, emit: emit) }
     if options.suites.contains("snapshot") {
         // Not part of the full run (the join suite has these rows): the in-process join, for profiles.
         for users in options.quick ? [10_000] : [10_000, 100_000] { JoinBench.stages(users: users, emit: emit) }
@@ -114,7 +115,7 @@ func runBench() {
 /// starts no nng itself, so spawning is safe.
 func runEachSuiteInItsOwnProcess(_ options: BenchOptions) {
     // Memory first: it measures resident-set growth, which memory freed earlier would hide.
-    let suites = ["memory", "merge", "codec", "cluster", "join", "lifetime", "resources", "security", "lock-scope", "convergence", "ui", "idle"] + (options.quick ? [] : ["messaging-100k", "messaging-processes"]) + ["messaging"]
+    let suites = ["memory", "merge", "codec", "cluster", "join", "lifetime", "resources", "security", "lock-scope", "convergence", "ui", "idle", "writes"] + (options.quick ? [] : ["messaging-100k", "messaging-processes"]) + ["messaging"]
     let me = CommandLine.arguments[0]
     let quoted = "'" + me.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     var table: [String] = []

@@ -25,6 +25,19 @@ import HomeroomCore
         }
     }
 
+    /// A group's room is checked against its main room: they live on the same owners.
+    @Test func aBreakoutGroupsRoomLivesWithItsMainRoom() {
+        let placement = Placement(replicas: 2, members: Self.members)
+        var apart = 0
+        for index in 0..<200 {
+            let main = "class-\(index)"
+            #expect(placement.owners(of: "\(main):g1") == placement.owners(of: main))
+            #expect(placement.owners(of: "\(main):team-b") == placement.owners(of: main))
+            if placement.owners(of: "\(main)-g1") != placement.owners(of: main) { apart += 1 }
+        }
+        #expect(apart > 100, "rooms that are not groups are placed by their own ids")
+    }
+
     /// A constant, as another implementation computes it from docs/PROTOCOL.md.
     @Test func theScoreIsFixedAcrossProcesses() {
         #expect(RoomDigestHash.of(roomID: "maths") == RoomDigestHash.mix(RoomDigestHash.mix(0x686F_6D65_726F_6F6D, 5), 0x6D_6174_6873))

@@ -38,7 +38,10 @@ import HomeroomWire
 
     @Test func aRoomLivesOnItsOwnersOnlyAndClientsAreSentThere() async throws {
         let replicas = 2
-        let cluster = try TestCluster(size: 4, label: "placed", heartbeatMillis: 50) { _, config in config.replicas = replicas }
+        let cluster = try TestCluster(size: 4, label: "placed", heartbeatMillis: 50) { _, config in
+            config.replicas = replicas
+            config.handoffSettleMillis = 300
+        }
         #expect(await Self.meshed(cluster))
         let rooms = (0..<8).map { "placed-\($0)" }
         var clients: [RoomClient] = []
@@ -71,7 +74,10 @@ import HomeroomWire
 
     @Test func aNewMemberTakesOverItsRoomsAndOldCopiesGoOnlyOnceItHoldsThem() async throws {
         let replicas = 2
-        let cluster = try TestCluster(size: 3, label: "takeover", heartbeatMillis: 50) { _, config in config.replicas = replicas }
+        let cluster = try TestCluster(size: 3, label: "takeover", heartbeatMillis: 50) { _, config in
+            config.replicas = replicas
+            config.handoffSettleMillis = 300
+        }
         #expect(await Self.meshed(cluster))
         let rooms = (0..<24).map { "takeover-\($0)" }
         var clients: [RoomClient] = []
@@ -88,6 +94,7 @@ import HomeroomWire
         // from node 2's peer list), so it cannot take the rooms they own yet.
         let newcomer = try cluster.add(name: "takeover-3", heartbeatMillis: 50) { config in
             config.replicas = replicas
+            config.handoffSettleMillis = 300
             config.seeds = [cluster.nodes[2].listenAddress]
         }
         var cut = FaultPolicy()
@@ -107,9 +114,18 @@ import HomeroomWire
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(thin.isEmpty, "copies went before the new owner held them: \(thin.sorted())")
-        // (The new member may hold them already: their clients, sent to it, joined there.)
+        // Nor does the new member serve them from what it has (nothing, or the few deltas
+        // that reached it): their clients, sent to it, go on to the other owner.
         #expect(stuck.allSatisfy { room in !dots[room]!.allSatisfy { newcomer.room(room)?.seen.contains($0) == true } },
                 "the new member got writes from nodes it was cut from")
+        let join = WireEnvelope(roomID: stuck[0], sender: ReplicaID(0), sequence: 0, clock: .zero,
+                                message: .joinRequest(WireMessage.JoinRequest(user: "late", role: .student, session: "late-1", name: "Late")))
+        let answer = try WireCodec.decode(newcomer.handleRequest(WireCodec.encode(join)))
+        if case let .error(refusal) = answer.message {
+            #expect(refusal.code == "unavailable", "\(refusal.code): \(refusal.message)")
+        } else {
+            Issue.record("the new member answered a join in a room it does not hold yet with \(answer.message.kind)")
+        }
         cluster.nodes[0].faults = FaultPolicy()
         cluster.nodes[1].faults = FaultPolicy()
         #expect(await settles(within: 30) { rooms.allSatisfy { Self.placed($0, cluster, replicas: replicas, dots: dots[$0]!) } },
@@ -129,6 +145,7 @@ import HomeroomWire
         let replicas = 2
         let cluster = try TestCluster(size: 3, label: "forgotten", heartbeatMillis: 50) { _, config in
             config.replicas = replicas
+            config.handoffSettleMillis = 300
             config.permanentDownMillis = 2_000
         }
         #expect(await Self.meshed(cluster))

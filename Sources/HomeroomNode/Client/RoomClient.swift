@@ -208,11 +208,13 @@ public final class RoomClient: Sendable {
         for round in 0..<rounds {
             var configuredTried = 0
             var ownersTried: Set<NodeEndpoint> = []
-            while configuredTried < endpoints.count {
+            while true {
                 if state.withLock({ $0.closing }) { throw .aborted }
-                // The room's owners first, once a node named them; then the configured nodes in turn.
+                // The room's owners first, once a node named them (also when the last
+                // configured node is what named them); then the configured nodes in turn.
                 let owner = ownersTried.count < Self.ownersTriedPerRound
                     ? state.withLock { $0.owners.first { !ownersTried.contains($0) } } : nil
+                if owner == nil && configuredTried >= endpoints.count { break }
                 let index = state.withLock { $0.endpointIndex }
                 let endpoint: NodeEndpoint
                 if let owner {

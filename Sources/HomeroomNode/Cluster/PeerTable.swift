@@ -30,6 +30,8 @@ struct PeerTable {
         var linksRenewedMillis: UInt64 = 0
         /// Per room, its heartbeats as reward folds need them (`RewardCheckpoint`).
         var rewardCheckpoints: [String: RewardCheckpoint] = [:]
+        /// Its last heartbeat (or a peer's list) said it is draining: placement leaves it out.
+        var draining = false
 
         /// Where this node subscribes to it: its node-only PUB socket if it has one.
         var subscribeAddress: String { clusterPublishAddress.isEmpty ? publishAddress : clusterPublishAddress }
@@ -91,6 +93,7 @@ struct PeerTable {
             entry.clusterPublishAddress = heartbeat.clusterPublishAddress
             let cameBack = entry.liveness.heard(incarnation: heartbeat.incarnation, nowMillis: nowMillis)
             if !heartbeat.nodeName.isEmpty { entry.name = heartbeat.nodeName }
+            entry.draining = heartbeat.draining
             entry.noteRooms(heartbeat)
             entries[heartbeat.node] = entry
             return cameBack || moved || !entry.connected
@@ -99,6 +102,7 @@ struct PeerTable {
                           clusterPublishAddress: heartbeat.clusterPublishAddress,
                           liveness: .heard(incarnation: heartbeat.incarnation, nowMillis: nowMillis))
         entry.name = heartbeat.nodeName
+        entry.draining = heartbeat.draining
         entry.noteRooms(heartbeat)
         entries[heartbeat.node] = entry
         return true
@@ -126,6 +130,8 @@ struct PeerTable {
     /// Learns of a node second-hand (from another's peer list): never marks it alive.
     mutating func learn(_ peer: WireMessage.Peer, nowMillis: UInt64) -> Bool {
         if entries[peer.node]?.name.isEmpty == true, !peer.nodeName.isEmpty { entries[peer.node]!.name = peer.nodeName }
+        // Heard only second-hand: its draining as the lister last heard it.
+        if let known = entries[peer.node], !known.heardDirectly, known.draining != peer.draining { entries[peer.node]!.draining = peer.draining }
         // Known already (not only expected): nothing to learn; before the scan below, as
         // every heartbeat lists every peer.
         if let known = entries[peer.node], !known.liveness.isExpectedOnly { return false }
@@ -147,6 +153,7 @@ struct PeerTable {
         entries[peer.node] = Entry(node: peer.node, name: peer.nodeName, address: peer.address, publishAddress: peer.publishAddress,
                                    clusterPublishAddress: peer.clusterPublishAddress,
                                    liveness: .learned(incarnation: peer.incarnation, nowMillis: nowMillis))
+        entries[peer.node]!.draining = peer.draining
         return true
     }
 
@@ -287,6 +294,7 @@ struct PeerTable {
             var peer = WireMessage.Peer(node: $0.node, address: $0.address, incarnation: $0.incarnation, status: $0.status,
                                         publishAddress: $0.publishAddress, clusterPublishAddress: $0.clusterPublishAddress)
             peer.nodeName = $0.name
+            peer.draining = $0.draining
             return peer
         }
     }

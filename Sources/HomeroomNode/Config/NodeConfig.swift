@@ -79,6 +79,9 @@ public struct NodeConfig: Sendable, Equatable {
     /// another node is answered `not-owner` with the owners' addresses. 0: every node holds
     /// every room. The same on every node.
     public var replicas = 0
+    /// How long a copy this node no longer owns stays after its owners hold all of it
+    /// (docs/PROTOCOL.md, "Placement"): their stores take it meanwhile.
+    public var handoffSettleMillis: UInt64 = 10_000
     /// Connections each listening socket (REP, PUB) accepts at once; more are closed.
     public var maxConnections = 4_096
     /// Open descriptors past which the node reports itself unhealthy and stops

@@ -72,6 +72,7 @@ extension ClusterNode {
             // A room kept elsewhere (placement) is not followed: a copy held here stays as
             // it is until its owners hold it (`handOffRooms`).
             guard state.owns(roomID, ownName: name) else { return (nil, nil) }
+            if state.replicas > 0 && state.rooms[roomID] == nil { state.arriving.insert(roomID) }
             let applied = state.engine.applyRemote(room: roomID, batch.deltas, origin: batch.origin, nowMillis: now)
             state.noteRemovals(room: roomID, applied.fresh)
             var storeError: StoreError?
@@ -128,7 +129,9 @@ extension ClusterNode {
             var gap = false
             let placement = state.placement(ownName: name)
             func compare(_ roomID: String, _ theirs: VersionVector) {
-                guard RoomID.validate(roomID) == nil, placement.owns(name, room: roomID),
+                // Owned rooms; and a quarantined one, owned or not: its broken rows go once
+                // a peer's copy replaces them (and then to its owners, if it has others).
+                guard RoomID.validate(roomID) == nil, placement.owns(name, room: roomID) || state.quarantined[roomID] != nil,
                       !(state.rooms[roomID]?.seen ?? VersionVector()).dominates(theirs) else { return }
                 let key = NodeState.SyncKey(peer: heartbeat.node, room: roomID)
                 state.pendingSyncs.insert(key)
@@ -315,6 +318,7 @@ extension ClusterNode {
                 heartbeat.roomsPartial = true
                 heartbeat.roomsHash = announcement.hash
             }
+            heartbeat.draining = state.draining
             return heartbeat
         }
         heartbeat.nodeName = name
@@ -584,7 +588,7 @@ extension ClusterNode {
     func pull(_ key: NodeState.SyncKey, from address: String) -> Bool {
         if key.room == NodeState.SyncKey.completeList { return askForCompleteList(address) }
         // Not a room this node owns (any more): its owners pull it.
-        guard state.withLock({ $0.owns(key.room, ownName: name) }) else { return true }
+        guard state.withLock({ $0.owns(key.room, ownName: name) || $0.quarantined[key.room] != nil }) else { return true }
         guard let requester = link(address) else { return false }
         let seen = state.withLock { $0.rooms[key.room]?.seen ?? VersionVector() }
         let request = framing.seal(WireCodec.encode(envelope(room: key.room, .syncRequest(WireMessage.SyncRequest(seen: seen)))))
@@ -619,7 +623,10 @@ extension ClusterNode {
         let hasStore = state.withLock { $0.store != nil }
         let encodedPatch = hasStore ? WireCodec.encodePatch(patch) : []
         let (merged, recovering) = state.withLock { state -> (Merged, Bool) in
+            // Handed off while the pull was in flight: not this node's to bring back.
+            guard state.owns(key.room, ownName: name) || state.quarantined[key.room] != nil else { return (.unchanged, false) }
             let merge = state.engine.merge(room: key.room, patch)
+            state.arriving.remove(key.room)
             if merge.removalsChanged { state.rotateTopicKeys(room: key.room) }
             if let why = state.quarantined[key.room] {
                 // A quarantined room, rebuilt from a peer's full state (its sync asked from
@@ -650,7 +657,11 @@ extension ClusterNode {
             // On failure it is served from memory: still behind and dirty, so the tick
             // stores its snapshot until one succeeds.
             if hasStore, case let .failed(error) = compact(room: key.room) { storeError = error }
-            state.withLock { _ = $0.quarantined.removeValue(forKey: key.room) }
+            state.withLock { state in
+                state.quarantined.removeValue(forKey: key.room)
+                // Recovered here, kept elsewhere: handed off like any copy.
+                if !state.owns(key.room, ownName: name) { state.handingOff.insert(key.room) }
+            }
         }
         let changed: Bool
         switch merged {

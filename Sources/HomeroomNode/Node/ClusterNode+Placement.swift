@@ -9,14 +9,17 @@ import HomeroomWire
 extension NodeState {
     /// Placement over this node and every peer it knows by name and address and has not
     /// forgotten (an older store of a name counts once, with the name).
+    /// Draining nodes (this one too) are left out.
     func placement(ownName: String) -> Placement {
-        Placement(replicas: replicas, members: [ownName] + peers.entries.values
-            .filter { !$0.liveness.isExpectedOnly && !$0.address.isEmpty && !$0.name.isEmpty }.map(\.name))
+        Placement(replicas: replicas, members: (draining ? [] : [ownName]) + peers.entries.values
+            .filter { !$0.liveness.isExpectedOnly && !$0.address.isEmpty && !$0.name.isEmpty && !$0.draining }.map(\.name))
     }
 
-    /// Whether this node is one of the room's owners.
+    /// Whether this node is one of the room's owners (a draining node owns none, unless
+    /// it is the only node left).
     func owns(_ room: String, ownName: String) -> Bool {
-        replicas == 0 || placement(ownName: ownName).owns(ownName, room: room)
+        if replicas == 0 && !draining { return true }
+        return placement(ownName: ownName).owns(ownName, room: room)
     }
 
     /// The peer entry that stands for a node name: alive if any, else the one heard last.
@@ -33,6 +36,32 @@ extension NodeState {
 }
 
 extension ClusterNode {
+    /// Whether some room may be kept elsewhere: placement, or this node draining.
+    var placementActive: Bool { config.replicas > 0 || state.withLock { $0.draining } }
+
+    /// Starts a drain (`homeroom node drain`, POST /drain): this node leaves placement,
+    /// announces it in its heartbeats, sends clients to the other nodes, and hands every
+    /// room it holds to them; once it holds none, the handlers given to `onDrained` run
+    /// (the `homeroom node` process then stops). With a single node nothing moves.
+    public func drain() {
+        let already = state.withLock { state -> Bool in
+            defer { state.draining = true; state.placedMembers = [] }
+            return state.draining
+        }
+        if already { return }
+        logger.notice("draining: handing every room to the other nodes", ["rooms": "\(state.withLock { $0.rooms.count })"])
+        heartbeatWanted.store(true, ordering: .relaxed)
+    }
+
+    public var isDraining: Bool { state.withLock { $0.draining } }
+    /// Draining, and every room it held is on its owners.
+    public var isDrained: Bool { drainedReported.load(ordering: .relaxed) }
+
+    /// Runs `handler` once the drain is over (on the tick thread).
+    public func onDrained(_ handler: @escaping @Sendable () -> Void) {
+        drainedHandlers.withLock { $0.append(handler) }
+    }
+
     /// The `not-owner` answer to a client's request about a room this node does not own
     /// (nil when it owns it): the owners' addresses, best first, for the client to ask.
     func notOwnerReply(room: String) -> WireMessage.ErrorReply? {
@@ -47,21 +76,92 @@ extension ClusterNode {
 
     /// Once a second: when the members changed, compares every peer's view again for the
     /// rooms this node now owns (a new owner pulls them) and notes the rooms it holds and
-    /// no longer owns; each such copy goes once every owner alive holds all of it, and no
-    /// session hosted here is still leased in it.
+    /// no longer owns. Each such copy goes once every other owner is alive and holds all
+    /// of it, and has for `handoffSettleMillis` (its store has then taken it: compactions
+    /// store dirty rooms every 25 ticks), and no session hosted here is still leased in
+    /// it. Sessions hosted here that hold no lease are ended first (their clients have
+    /// moved): once the copy is gone, no node would end them.
     func handOffRooms() {
-        guard config.replicas > 0 else { return }
-        let due = state.withLock { state -> [String] in
+        guard config.replicas > 0 || state.withLock({ $0.draining }) else { return }
+        let now = WallClock.monotonicMillis()
+        let (due, sessions) = state.withLock { state -> ([String], [(room: String, user: UserID, session: SessionID)]) in
             let placement = state.placement(ownName: name)
             if placement.members != state.placedMembers {
                 state.placedMembers = placement.members
                 rescanPlacement(placement, in: &state)
             }
-            return state.handingOff.filter { room in
-                state.leases[room] == nil && coveredByOwners(room, placement, in: state)
-            }.sorted()
+            var due: [String] = []
+            var sessions: [(room: String, user: UserID, session: SessionID)] = []
+            for room in state.handingOff.sorted() {
+                guard state.leases[room] == nil, coveredByOwners(room, placement, in: state) else {
+                    state.coveredSince[room] = nil
+                    continue
+                }
+                let hosted = liveSessionsHostedHere(room, in: state)
+                if !hosted.isEmpty {
+                    sessions += hosted
+                    state.coveredSince[room] = nil
+                    continue
+                }
+                let since = state.coveredSince[room] ?? now
+                state.coveredSince[room] = since
+                if now &- since >= config.handoffSettleMillis { due.append(room) }
+            }
+            return (due, sessions)
         }
+        for session in sessions { _ = endSessionAsNode(room: session.room, user: session.user, session: session.session) }
         for room in due { handOff(room: room) }
+        if state.withLock({ $0.draining && $0.rooms.isEmpty && $0.handingOff.isEmpty }), !drainedReported.exchange(true, ordering: .relaxed) {
+            logger.notice("drained: every room this node held is on its owners", [:])
+            for handler in drainedHandlers.withLock({ $0 }) { handler() }
+        }
+    }
+
+    /// Sessions this node's incarnation hosts in a room, still live.
+    private func liveSessionsHostedHere(_ roomID: String, in state: NodeState) -> [(room: String, user: UserID, session: SessionID)] {
+        guard let room = state.rooms[roomID] else { return [] }
+        var hosted: [(room: String, user: UserID, session: SessionID)] = []
+        for (user, record) in room.users {
+            for session in record.sessions where session.host == replica && record.isLive(session, deadIncarnations: room.deadIncarnations) {
+                hosted.append((roomID, user, session.id))
+            }
+        }
+        return hosted
+    }
+
+    /// A room this node owns but does not hold, or holds only from deltas that reached it
+    /// (`NodeState.arriving`), while other nodes' heartbeats show more of it (it has just
+    /// become an owner), or while it does not know yet what some peer that
+    /// is not down holds (its view of that peer is not confirmed: it has just heard of
+    /// it, or missed its changes): answering from an empty room would check writes against nothing. Pulls
+    /// are queued; clients are answered `unavailable` (another owner serves them) until
+    /// it arrives. Nil when the room is not on its way here: a new room.
+    func roomOnItsWay(_ room: String) -> String? {
+        guard config.replicas > 0 else { return nil }
+        return state.withLock { state -> String? in
+            guard state.rooms[room] == nil || state.arriving.contains(room), state.quarantined[room] == nil else { return nil }
+            let ours = state.rooms[room]?.seen ?? VersionVector()
+            let holders = state.peers.entries.filter { entry in
+                entry.value.status != .dead && entry.value.rooms[room].map { !ours.dominates($0) } == true
+            }.map(\.key)
+            for holder in holders {
+                let key = NodeState.SyncKey(peer: holder, room: room)
+                state.pendingSyncs.insert(key)
+                state.openGaps.insert(key)
+            }
+            if !holders.isEmpty {
+                return "room \(room) is moving to this node from \(holders.count) other node(s): retry in a moment, or at another of its owners"
+            }
+            // Peers not down (met, or only heard of) whose rooms this node cannot vouch for.
+            let unknown = state.peers.entries.values.filter {
+                $0.status != .dead && !$0.address.isEmpty && !$0.liveness.isExpectedOnly && ($0.viewMismatched || $0.view.verifiedAtMillis == nil)
+            }
+            guard state.rooms[room] == nil, !unknown.isEmpty else {
+                state.arriving.remove(room)
+                return nil
+            }
+            return "this node is still learning which rooms \(unknown.count) other node(s) hold: retry in a moment, or at another of the room's owners"
+        }
     }
 
     /// After a change of members: rooms to pull (owned now, and a peer's view shows more)
@@ -101,6 +201,8 @@ extension ClusterNode {
                 guard !placement.owns(name, room: room), state.leases[room] == nil,
                       coveredByOwners(room, placement, in: state), let floor = state.engine.handOff(room: room) else { return nil }
                 state.handingOff.remove(room)
+                state.arriving.remove(room)
+                state.coveredSince[room] = nil
                 state.dirtyRooms[room] = nil
                 state.lastTrim[room] = nil
                 state.retirementRooms.remove(room)

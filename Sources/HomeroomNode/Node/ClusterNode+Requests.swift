@@ -36,7 +36,8 @@ extension ClusterNode {
         if let why = state.withLock({ $0.wedged }) {
             return errorReply("unavailable", "this node is wedged (\(why)) and has stepped aside: use another node", room)
         }
-        if !room.isEmpty, let why = state.withLock({ $0.quarantined.isEmpty ? nil : $0.quarantined[room] }) {
+        // (A quarantined room kept on other nodes: clients are sent there, below.)
+        if !room.isEmpty, let why = state.withLock({ $0.quarantined.isEmpty ? nil : $0.owns(room, ownName: name) ? $0.quarantined[room] : nil }) {
             if case .heartbeat = request.message {} else {
                 return errorReply("unavailable", "room \(room) is quarantined on this node (\(why)): use another node", room)
             }
@@ -77,10 +78,11 @@ extension ClusterNode {
         let asNode = fromNode || (claimsToBeNode && !framing.isEnabled)
         // A room kept on other nodes (placement): clients are sent to its owners. Nodes
         // still sync a copy held here, so a new owner can take it over.
-        if !asNode, config.replicas > 0, !room.isEmpty, Self.isRoomRequest(request.message), let refusal = notOwnerReply(room: room) {
+        if !asNode, placementActive, !room.isEmpty, Self.isRoomRequest(request.message), let refusal = notOwnerReply(room: room) {
             metrics.add("requests_rejected_total{reason=\"not-owner\"}")
             return WireCodec.encode(WireEnvelope(roomID: room, sender: ReplicaID(0), sequence: 0, clock: .zero, message: .error(refusal)))
         }
+        if !asNode, Self.isRoomRequest(request.message), let wait = roomOnItsWay(room) { return errorReply("unavailable", wait, room) }
         var reply: WireMessage
         // A client sync's budget key: its reply's bytes are charged once encoded.
         var chargedSync: String?
@@ -112,7 +114,13 @@ extension ClusterNode {
             if !fromNode, let wait = awaitingPeers() {
                 reply = .writeAck(ack(write, .unavailable, "unavailable", wait))
             } else {
-                reply = .writeAck(handleWrite(room: room, write, fromClient: !fromNode, size: bytes.count))
+                let ack = handleWrite(room: room, write, fromClient: !fromNode, size: bytes.count)
+                // The room moved since the check above: the owners, as that check names them.
+                if ack.errorCode == "not-owner", let refusal = notOwnerReply(room: room) {
+                    reply = .error(refusal)
+                } else {
+                    reply = .writeAck(ack)
+                }
             }
         case let .joinRequest(join):
             if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
@@ -196,6 +204,11 @@ extension ClusterNode {
             // truth about which rewards this node admitted before its send time.
             let now = wallMillis()
             if state.stopping { return (ack(request, .unavailable, "unavailable", "the node is stopping; retry on another node"), nil, nil) }
+            // Checked again under the lock: a room handed off since the request's check must
+            // not come back here, where no owner would ever take it away.
+            if !state.owns(roomID, ownName: name) {
+                return (ack(request, .unavailable, "not-owner", "room \(roomID) is kept on other nodes now: ask its owners (docs/PROTOCOL.md, Placement)"), nil, nil)
+            }
             if fromClient && !state.limiter.allow(write.author, size: size, nowMillis: WallClock.monotonicMillis()) {
                 return (ack(request, .rejected, "rate-limited",
                             "\(write.author) sends more than \(config.writesPerSecond) writes or \(config.writeBytesPerSecond / 1024) KiB per second: slow down"), nil, nil)
@@ -276,6 +289,7 @@ extension ClusterNode {
                           operation: .joinSession(user: join.user, session: join.session, name: join.name, role: join.role,
                                                   host: replica, incarnation: incarnation))
         let ack = handleWrite(room: roomID, WireMessage.WriteRequest(requestID: 0, write: write))
+        if ack.errorCode == "not-owner", let refusal = notOwnerReply(room: roomID) { return .error(refusal) }
         guard ack.status == .accepted else {
             return .error(WireMessage.ErrorReply(code: ack.errorCode, message: ack.message))
         }

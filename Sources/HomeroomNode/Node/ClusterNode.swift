@@ -56,6 +56,9 @@ public final class ClusterNode: Sendable {
     /// its snapshot is stored: compactions run one at a time (`compact(room:)`).
     let compacting = Mutex<Void>(())
     let appliedObservers = Mutex<[@Sendable (String, [Delta]) -> Void]>([])
+    /// Run once a drain is over (`drain()`), and whether it is.
+    let drainedHandlers = Mutex<[@Sendable () -> Void]>([])
+    let drainedReported = Atomic<Bool>(false)
     private let ticker: Mutex<NNGThread?> = Mutex(nil)
     private let sender: Mutex<NNGThread?> = Mutex(nil)
     private let presence: Mutex<NNGThread?> = Mutex(nil)
@@ -245,6 +248,10 @@ public final class ClusterNode: Sendable {
                     "/metrics": { HTTPEndpoint.Response(status: 200, contentType: "text/plain; version=0.0.4", body: box.node?.metricsText() ?? "") },
                     "/rooms": { HTTPEndpoint.Response(status: 200, contentType: "application/json", body: box.node?.roomsJSON() ?? "[]\n") },
                     "/cluster": { HTTPEndpoint.Response(status: 200, contentType: "application/json", body: box.node?.clusterJSON() ?? "[]\n") },
+                    "POST /drain": {
+                        box.node?.drain()
+                        return HTTPEndpoint.Response(status: 202, contentType: "application/json", body: "{\"status\":\"draining\"}\n")
+                    },
                     "/healthz": {
                         let (healthy, body) = box.node?.healthText() ?? (false, "{\"status\":\"stopping\"}\n")
                         return HTTPEndpoint.Response(status: healthy ? 200 : 503, contentType: "application/json", body: body)

@@ -20,6 +20,14 @@ struct NodeState {
     var placedMembers: [String] = []
     /// Rooms this node holds and no longer owns, to hand off once their owners hold them.
     var handingOff: Set<String> = []
+    /// Per room handing off, since when (monotonic ms) its owners have held all of it.
+    var coveredSince: [String: UInt64] = [:]
+    /// Rooms this node owns that it began to hold from other nodes' deltas (placement),
+    /// not from a pull: clients wait until it has caught up (`ClusterNode.roomOnItsWay`).
+    var arriving: Set<String> = []
+    /// Set by `ClusterNode.drain()`: this node owns no room, hands every copy off, and
+    /// announces it (`Heartbeat.draining`) so the others leave it out of placement.
+    var draining = false
     /// What this node's heartbeats announce of its rooms (only what changed, and a hash).
     var ownDigest = OwnRoomDigest()
     /// Rooms naming an older store of this node, or retiring this one: all the retirement

@@ -4,7 +4,7 @@ import Synchronization
 import HomeroomSupport
 
 /// A tiny HTTP/1.x server for /healthz and /metrics: GET routes answered by Swift
-/// closures, one `poll` thread, every descriptor closed by that thread. Bounded: at most
+/// closures (and POST routes, named "POST /path": /drain), one `poll` thread, every descriptor closed by that thread. Bounded: at most
 /// 256 connections, a request head of 8 KiB sent within 5 s, one request per connection.
 /// (It replaced nng's HTTP server so a node runs no nng code at all; docs/NNG.md.)
 final class HTTPEndpoint: Sendable {
@@ -185,7 +185,12 @@ final class HTTPEndpoint: Sendable {
             let parts = line.split(separator: " ")
             guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else { return Self.reply(400, "text/plain", "bad request\n") }
             let path = String(parts[1].split(separator: "?", maxSplits: 1).first ?? "")
-            guard let route = routes[path] else { return Self.reply(404, "text/plain", "not found: try /healthz or /metrics\n") }
+            // A route named "POST /path" takes a POST; every other route GET and HEAD.
+            if parts[0] == "POST", let route = routes["POST " + path] { let response = route(); return Self.reply(response.status, response.contentType, response.body) }
+            guard let route = routes[path] else {
+                if routes["POST " + path] != nil { return Self.reply(405, "text/plain", "only POST\n") }
+                return Self.reply(404, "text/plain", "not found: try /healthz or /metrics\n")
+            }
             guard parts[0] == "GET" || parts[0] == "HEAD" else { return Self.reply(405, "text/plain", "only GET\n") }
             let response = route()
             var reply = Self.reply(response.status, response.contentType, response.body)
@@ -197,6 +202,7 @@ final class HTTPEndpoint: Sendable {
             let reason: String
             switch status {
             case 200: reason = "OK"
+            case 202: reason = "Accepted"
             case 400: reason = "Bad Request"
             case 404: reason = "Not Found"
             case 405: reason = "Method Not Allowed"

@@ -129,13 +129,14 @@ extension ClusterNode {
     }
 
     func healthText() -> (Bool, String) {
-        let (stopping, wedged) = state.withLock { ($0.stopping, $0.wedged) }
+        let (stopping, wedged, draining) = state.withLock { ($0.stopping, $0.wedged, $0.draining) }
         let gauges = gauges()
-        let status = stopping ? "stopping" : wedged != nil ? "wedged" : "ok"
+        // Draining: 503, so a load balancer sends no new client here.
+        let status = stopping ? "stopping" : wedged != nil ? "wedged" : draining ? (isDrained ? "drained" : "draining") : "ok"
         let quarantined = state.withLock { $0.quarantined }.sorted { $0.key < $1.key }
             .map { "{\"room\":\(jsonString($0.key)),\"why\":\(jsonString($0.value))}" }.joined(separator: ",")
         let why = wedged.map { ",\"wedged\":\(jsonString($0))" } ?? ""
-        return (!stopping && wedged == nil, "{\"status\":\"\(status)\"\(why),\"node\":\(jsonString(name)),\"replica\":\"\(replica)\",\"incarnation\":\(incarnation),"
+        return (!stopping && wedged == nil && !draining, "{\"status\":\"\(status)\"\(why),\"node\":\(jsonString(name)),\"replica\":\"\(replica)\",\"incarnation\":\(incarnation),"
             + "\"rooms\":\(gauges.rooms),\"peers_alive\":\(gauges.peersAlive),\"quarantined\":[\(quarantined)]}\n")
     }
 }

@@ -70,7 +70,7 @@ enum CommandCatalog {
             Command(name: "rooms", usage: ClusterCommand.roomsUsage, words: []),
             Command(name: "cluster", usage: ClusterCommand.clusterUsage, words: ["status"]),
             Command(name: "context", usage: ContextCommand.usage, words: ["set", "use", "list", "delete"]),
-            Command(name: "node", usage: NodeCommand.usage, words: []),
+            Command(name: "node", usage: NodeCommand.usage, words: ["drain"]),
             Command(name: "keys", usage: KeysCommand.usage, words: ["generate"]),
             Command(name: "token", usage: TokenCommand.usage, words: ["create"]),
             Command(name: "simulate", usage: SimulateCommand.usage, words: []),

@@ -10,6 +10,11 @@ enum NodeCommand {
         OVERVIEW: Run a Homeroom node. Peers join rooms through it; nodes find each other from one seed.
 
         USAGE: homeroom node --name <name> --listen <address> --publish <address> [--seed <address> ...] [options]
+               homeroom node drain --http <address> [--wait-s <n>]
+
+        drain: a planned removal. The node hands every room it holds to the other nodes
+        (each goes once its other owners hold it), sends its clients to them, and stops;
+        the command waits for that (at most --wait-s seconds, default 300).
 
         OPTIONS:
           --name <name>          Unique node name in the cluster.            (HOMEROOM_NAME)
@@ -36,6 +41,8 @@ enum NodeCommand {
                                  Without it the node keeps rooms in memory only.
           --sync <mode>          normal (survives kill -9) or full (also power loss; slower). Default normal.
           --http <address>       Serve /healthz and /metrics, e.g. http://127.0.0.1:9100.  (HOMEROOM_HTTP)
+                                 POST /drain there starts a drain (`homeroom node drain`).
+          --wait-s <n>           (drain) How long to wait for the node to stop (default 300).
           --token-key <file>     Require join tokens signed by this Ed25519 public key (hex file from
                                  `homeroom keys generate`); repeatable for key rotation.  (HOMEROOM_TOKEN_KEY)
           --app <id>             The application id tokens must carry (default homeroom).  (HOMEROOM_APP)
@@ -57,6 +64,8 @@ enum NodeCommand {
           --replicas <n>         Keep each room on n nodes, picked by rendezvous hashing (default 0:
                                  every node holds every room; the same on every node). Joins and
                                  writes elsewhere are answered not-owner, naming the owners.  (HOMEROOM_REPLICAS)
+          --handoff-settle-ms <n>  (--replicas) Keep a copy this node no longer owns this long after
+                                 its owners hold it (default 10000).
           --permanent-down-ms <n>  Forget a peer down this long: no more dialling (default 300000;
                                  0: never). It returns by greeting again.
           --reward-window-ms <n>  Take rewards issued within this of the node's clock (default 60000;
@@ -111,6 +120,7 @@ enum NodeCommand {
     }
 
     static func run(_ arguments: ArraySlice<String>) throws(CommandLineError) {
+        if arguments.first == "drain" { return try DrainCommand.run(arguments.dropFirst()) }
         var reader = ArgumentReader(arguments, usage: usage)
         if reader.wantsHelp { print(usage); return }
         let environment = ProcessEnvironment.current
@@ -171,6 +181,7 @@ enum NodeCommand {
         let syncBytesPerSecond = try reader.integer("--sync-bytes-per-second", in: 1_024...(1 << 34))
         let maxRooms = try reader.integer("--max-rooms", in: 1...10_000_000)
         let maxUsers = try reader.integer("--max-users", in: 2...500_000)
+        let handoffSettle = try reader.integer("--handoff-settle-ms", in: UInt64(0)...UInt64(3_600_000))
         var replicas = try reader.integer("--replicas", in: 0...64)
         if replicas == nil, let text = environment["HOMEROOM_REPLICAS"] {
             guard let value = Int(text) else { throw .usage("HOMEROOM_REPLICAS must be a whole number of copies, not '\(text)'", usage: usage) }
@@ -216,6 +227,7 @@ enum NodeCommand {
         if let maxUsers { config.maxUsersPerRoom = maxUsers }
         if let permanentDown { config.permanentDownMillis = permanentDown }
         if let replicas { config.replicas = replicas }
+        if let handoffSettle { config.handoffSettleMillis = handoffSettle }
         if let rewardWindow { config.rewardWindowMillis = rewardWindow }
         if let maxConnections { config.maxConnections = maxConnections }
         if let wedgeDescriptors { config.wedgeDescriptors = wedgeDescriptors }
@@ -271,6 +283,11 @@ enum NodeCommand {
             throw .failure(error.description)
         }
         if !faults.isQuiet { node.faults = faults }
+        // A drain ends with the node stopping, as SIGTERM does (sigwait below takes it).
+        node.onDrained {
+            logger.notice("drained: stopping", [:])
+            kill(getpid(), SIGTERM)
+        }
         var httpField = node.httpPort > 0 ? ",\"http\":\(quoted("http://127.0.0.1:\(node.httpPort)"))" : ""
         if clusterPublish != nil { httpField += ",\"cluster_publish\":\(quoted(node.clusterPublishAddress))" }
         print("{\"event\":\"ready\",\"name\":\(quoted(name)),\"listen\":\(quoted(node.listenAddress)),\"publish\":\(quoted(node.publishAddress)),\"replica\":\(quoted(node.replica.description))\(httpField)}")

@@ -1628,7 +1628,7 @@ const ProtobufCMessageDescriptor homeroom__v1__room_digest__descriptor =
   (ProtobufCMessageInit) homeroom__v1__room_digest__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[10] =
+static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[11] =
 {
   {
     "node",
@@ -1750,11 +1750,24 @@ static const ProtobufCFieldDescriptor homeroom__v1__peer__field_descriptors[10] 
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "draining",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Peer, draining),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__peer__field_indices_by_name[] = {
   1,   /* field[1] = address */
   7,   /* field[7] = behind */
   5,   /* field[5] = cluster_publish_address */
+  10,   /* field[10] = draining */
   6,   /* field[6] = heard_ms_ago */
   2,   /* field[2] = incarnation */
   0,   /* field[0] = node */
@@ -1766,7 +1779,7 @@ static const unsigned homeroom__v1__peer__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__peer__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__peer__descriptor =
 {
@@ -1776,14 +1789,14 @@ const ProtobufCMessageDescriptor homeroom__v1__peer__descriptor =
   "Homeroom__V1__Peer",
   "homeroom.v1",
   sizeof(Homeroom__V1__Peer),
-  10,
+  11,
   homeroom__v1__peer__field_descriptors,
   homeroom__v1__peer__field_indices_by_name,
   1,  homeroom__v1__peer__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__peer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[13] =
+static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[14] =
 {
   {
     "node",
@@ -1941,10 +1954,23 @@ static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "draining",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Heartbeat, draining),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
   2,   /* field[2] = address */
   6,   /* field[6] = cluster_publish_address */
+  13,   /* field[13] = draining */
   8,   /* field[8] = health */
   1,   /* field[1] = incarnation */
   9,   /* field[9] = listing */
@@ -1960,7 +1986,7 @@ static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__heartbeat__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 13 }
+  { 0, 14 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
 {
@@ -1970,7 +1996,7 @@ const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
   "Homeroom__V1__Heartbeat",
   "homeroom.v1",
   sizeof(Homeroom__V1__Heartbeat),
-  13,
+  14,
   homeroom__v1__heartbeat__field_descriptors,
   homeroom__v1__heartbeat__field_indices_by_name,
   1,  homeroom__v1__heartbeat__number_ranges,

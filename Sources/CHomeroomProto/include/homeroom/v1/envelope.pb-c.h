@@ -378,10 +378,14 @@ struct  Homeroom__V1__Peer
    * known yet (a peer only gossiped by a node that never heard it directly).
    */
   char *node_name;
+  /*
+   * Draining (`homeroom node drain`): the peer is leaving; placement leaves it out.
+   */
+  protobuf_c_boolean draining;
 };
 #define HOMEROOM__V1__PEER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__peer__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, 0, HOMEROOM__V1__PEER_STATUS__PEER_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, (char *)protobuf_c_empty_string }
+    , 0, (char *)protobuf_c_empty_string, 0, HOMEROOM__V1__PEER_STATUS__PEER_STATUS_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, (char *)protobuf_c_empty_string, 0 }
 
 
 /*
@@ -441,10 +445,16 @@ struct  Homeroom__V1__Heartbeat
    */
   protobuf_c_boolean rooms_partial;
   uint64_t rooms_hash;
+  /*
+   * The sender is draining (`homeroom node drain`): it hands every room it holds to the
+   * other nodes and then stops. Placement leaves it out of the members (docs/PROTOCOL.md,
+   * "Placement").
+   */
+  protobuf_c_boolean draining;
 };
 #define HOMEROOM__V1__HEARTBEAT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__heartbeat__descriptor) \
-    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0 }
+    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0, 0 }
 
 
 struct  Homeroom__V1__JoinRequest

@@ -1,0 +1,73 @@
+@preconcurrency import Glibc
+import HomeroomSupport
+
+/// `homeroom node drain`: a planned removal. Asks a node, on its --http address (where
+/// operators reach it: /healthz, /metrics), to hand every room it holds to the other
+/// nodes and stop; waits until it has stopped.
+enum DrainCommand {
+    static func run(_ arguments: ArraySlice<String>) throws(CommandLineError) {
+        var reader = ArgumentReader(arguments, usage: NodeCommand.usage)
+        if reader.wantsHelp { print(NodeCommand.usage); return }
+        let http = try reader.string("--http") ?? ProcessEnvironment.current["HOMEROOM_HTTP"]
+        let wait = try reader.integer("--wait-s", in: 1...86_400) ?? 300
+        try reader.finish()
+        guard let http, http.hasPrefix("http://"), let (host, port) = hostAndPort(http) else {
+            throw .usage("homeroom node drain needs the node's --http address, e.g. --http http://127.0.0.1:9100", usage: NodeCommand.usage)
+        }
+        guard let answer = request("POST /drain", host: host, port: port) else {
+            throw .failure("no answer from \(http): is the node running with --http \(http)?")
+        }
+        guard answer.status == 202 else {
+            throw .failure("\(http) answered \(answer.status) to POST /drain: \(answer.body)")
+        }
+        print("draining: the node hands its rooms to the other nodes, then stops")
+        let deadline = WallClock.monotonicMillis() + UInt64(wait) * 1_000
+        var last = ""
+        while WallClock.monotonicMillis() < deadline {
+            // Once drained, the node stops: its HTTP port closes.
+            guard let health = request("GET /healthz", host: host, port: port) else {
+                print("drained and stopped")
+                return
+            }
+            last = health.body.trimmed
+            usleep(500_000)
+        }
+        throw .failure("still draining after \(wait) s (its health: \(last)); a room goes only once its other owners are up and hold it: check `homeroom cluster status`")
+    }
+
+    static func hostAndPort(_ url: String) -> (String, UInt16)? {
+        let rest = url.dropFirst("http://".count).split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
+        guard let colon = rest.lastIndex(of: ":"), let port = UInt16(rest[rest.index(after: colon)...]) else { return nil }
+        return (String(rest[..<colon]), port)
+    }
+
+    /// One HTTP/1.0 request ("METHOD /path"), 2 s at most; nil when nothing answered.
+    static func request(_ line: String, host: String, port: UInt16) -> (status: Int, body: String)? {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else { return nil }
+        defer { freeaddrinfo(found) }
+        let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else { return nil }
+        let bytes = Array("\(line) HTTP/1.0\r\nHost: \(host)\r\nContent-Length: 0\r\n\r\n".utf8)
+        guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else { return nil }
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while reply.count < 1 << 20 {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }
+            reply += buffer[..<count]
+        }
+        let text = String(decoding: reply, as: UTF8.self)
+        let parts = text.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else { return nil }
+        let body = text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? ""
+        return (status, body)
+    }
+}
