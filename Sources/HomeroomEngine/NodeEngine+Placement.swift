@@ -10,10 +10,14 @@ public struct SequenceFloor: Sendable, Equatable {
     /// The last sequence number this node gave in the room, and under its private origin.
     public var sequence: UInt64
     public var privateSequence: UInt64
+    /// This node's clock (packed) when the room left: above every stamp it wrote there,
+    /// so a later write here is stamped later even after a restart with a clock set back.
+    public var clock: UInt64
 
-    public init(sequence: UInt64, privateSequence: UInt64) {
+    public init(sequence: UInt64, privateSequence: UInt64, clock: UInt64 = 0) {
         self.sequence = sequence
         self.privateSequence = privateSequence
+        self.clock = clock
     }
 }
 
@@ -41,7 +45,8 @@ extension NodeEngine {
         deadMarks[roomID] = nil
         roomsWithOrphans.remove(roomID)
         // Kept, so a later write here continues above them.
-        return SequenceFloor(sequence: roomSequences[roomID] ?? 0, privateSequence: privateSequences[roomID] ?? 0)
+        return SequenceFloor(sequence: roomSequences[roomID] ?? 0, privateSequence: privateSequences[roomID] ?? 0,
+                             clock: sequencer.clock.last)
     }
 
     /// Floors of rooms handed off before a restart (from the store): numbering continues above them.
@@ -49,6 +54,7 @@ extension NodeEngine {
         for (roomID, floor) in floors {
             roomSequences[roomID] = max(roomSequences[roomID] ?? 0, floor.sequence)
             privateSequences[roomID] = max(privateSequences[roomID] ?? 0, floor.privateSequence)
+            sequencer.restore(lastSequence: 0, lastClock: floor.clock)
         }
     }
 }

@@ -185,12 +185,12 @@ import HomeroomWire
             let store = try NodeStore(path: path)
             try store.append(room: "moving", deltas: [stamped.delta])
             try store.append(room: "staying", deltas: [stamped.delta])
-            try store.handOff(room: "moving", floor: SequenceFloor(sequence: 9, privateSequence: 2))
-            try store.handOff(room: "moving", floor: SequenceFloor(sequence: 4, privateSequence: 1))
+            try store.handOff(room: "moving", floor: SequenceFloor(sequence: 9, privateSequence: 2, clock: 5_000))
+            try store.handOff(room: "moving", floor: SequenceFloor(sequence: 4, privateSequence: 1, clock: 7_000))
         }
         let reopened = try NodeStore(path: path)
         let loaded = try reopened.loadRooms()
         #expect(loaded.rooms["moving"] == nil && loaded.rooms["staying"] != nil)
-        #expect(try reopened.loadFloors() == ["moving": SequenceFloor(sequence: 9, privateSequence: 2)], "a floor never goes down")
+        #expect(try reopened.loadFloors() == ["moving": SequenceFloor(sequence: 9, privateSequence: 2, clock: 7_000)], "a floor never goes down")
     }
 }

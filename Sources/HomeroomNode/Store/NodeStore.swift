@@ -73,7 +73,7 @@ final class NodeStore: Sendable {
             CREATE TABLE IF NOT EXISTS rooms (room TEXT PRIMARY KEY, snapshot BLOB NOT NULL, last_log_id INTEGER NOT NULL);
             CREATE TABLE IF NOT EXISTS log (id INTEGER PRIMARY KEY AUTOINCREMENT, room TEXT NOT NULL, kind INTEGER NOT NULL, bytes BLOB NOT NULL);
             CREATE INDEX IF NOT EXISTS log_room ON log (room, id);
-            CREATE TABLE IF NOT EXISTS handed_off (room TEXT PRIMARY KEY, sequence INTEGER NOT NULL, private_sequence INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS handed_off (room TEXT PRIMARY KEY, sequence INTEGER NOT NULL, private_sequence INTEGER NOT NULL, clock INTEGER NOT NULL);
             """, "create the schema")
         connection = Mutex(try Connection(database: database))
     }
@@ -168,13 +168,15 @@ final class NodeStore: Sendable {
                 log.bind(1, room)
                 try log.run("remove the log of room \(room)")
                 let keep = try database.prepare("""
-                    INSERT INTO handed_off (room, sequence, private_sequence) VALUES (?, ?, ?)
+                    INSERT INTO handed_off (room, sequence, private_sequence, clock) VALUES (?, ?, ?, ?)
                     ON CONFLICT(room) DO UPDATE SET sequence = max(sequence, excluded.sequence),
-                        private_sequence = max(private_sequence, excluded.private_sequence)
+                        private_sequence = max(private_sequence, excluded.private_sequence), clock = max(clock, excluded.clock)
                     """)
                 keep.bind(1, room)
                 keep.bind(2, Int64(bitPattern: floor.sequence))
                 keep.bind(3, Int64(bitPattern: floor.privateSequence))
+                // Packed clocks stay below 2^63 for thousands of years: compared as signed.
+                keep.bind(4, Int64(bitPattern: floor.clock))
                 try keep.run("keep the sequence floor of room \(room)")
                 try database.execute("COMMIT", "commit a handoff")
                 connection.lastLogID[room] = nil
@@ -188,10 +190,11 @@ final class NodeStore: Sendable {
     /// The sequence floors of every room handed off (`handOff`).
     func loadFloors() throws(StoreError) -> [String: SequenceFloor] {
         try connection.withLock { (connection) throws(StoreError) -> [String: SequenceFloor] in
-            let statement = try connection.database.prepare("SELECT room, sequence, private_sequence FROM handed_off")
+            let statement = try connection.database.prepare("SELECT room, sequence, private_sequence, clock FROM handed_off")
             var floors: [String: SequenceFloor] = [:]
             try statement.query("read the sequence floors") { (row) throws(StoreError) in
-                floors[row.text(0)] = SequenceFloor(sequence: UInt64(bitPattern: row.int64(1)), privateSequence: UInt64(bitPattern: row.int64(2)))
+                floors[row.text(0)] = SequenceFloor(sequence: UInt64(bitPattern: row.int64(1)), privateSequence: UInt64(bitPattern: row.int64(2)),
+                                                    clock: UInt64(bitPattern: row.int64(3)))
             }
             return floors
         }
