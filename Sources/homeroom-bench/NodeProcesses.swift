@@ -35,6 +35,9 @@ enum NodeProcesses {
         config.writeBytesPerSecond = 1 << 40
         config.maxRooms = max(config.maxRooms, rooms + 1)
         config.replicas = replicas
+        // The benchmarks' raw clients join and never sync: no lease would be renewed, and
+        // their expiry (a write per room 10 s after the joins) would fall in the window.
+        config.sessionTimeoutMillis = 0
         let node: ClusterNode
         do {
             node = try ClusterNode(config: config, logger: Logger(label: "bench-node", level: .error))

@@ -108,11 +108,11 @@ enum WriteCapacityBench {
 
     /// Joins room `room`'s teacher through node `room % count`, following `not-owner`;
     /// returns the index of the node that took the join.
-    static func join(room: Int, children: [NodeProcesses.Child]) -> Int? {
+    static func join(room: Int, children: [NodeProcesses.Child], named name: (Int) -> String = roomName) -> Int? {
         var address = children[room % children.count].address
         for _ in 0..<3 {
             let join = WireMessage.JoinRequest(user: "teacher-\(room)", role: .teacher, session: "s-\(room)", name: "Teacher")
-            guard let reply = request(.joinRequest(join), room: roomName(room), at: address) else { return nil }
+            guard let reply = request(.joinRequest(join), room: name(room), at: address) else { return nil }
             switch reply {
             case .joinResponse: return children.firstIndex { $0.address == address }
             case let .error(refusal) where refusal.code == "not-owner":

@@ -18,7 +18,7 @@ struct BenchOptions {
         OPTIONS:
           --quick           Smaller sizes, for CI (well under 2 minutes).
           --markdown        Also print a Markdown table of the rows.
-          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, lifetime, resources, security, lock-scope, convergence, ui, idle, writes, messaging,
+          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, lifetime, resources, security, lock-scope, convergence, ui, idle, writes, idle-placed, messaging,
                             messaging-100k, messaging-processes: 10,000 subscribers in child
                             processes, snapshot: the join in process, for profiles); repeatable.
           -h, --help        Show help information.
@@ -90,6 +90,7 @@ func runBench() {
     if wants("ui") { RosterFrameBench.run(quick: options.quick, emit: emit) }
     if wants("idle") { IdleCostBench.run(quick: options.quick, emit: emit) }
     if wants("writes") { WriteCapacityBench.run(quick: options.quick, emit: emit) }
+    if options.suites.contains("idle-placed") { IdleCostBench.runPlaced(quick: options.quick, emit: emit) }
     if options.suites.contains("snapshot") {
         // Not part of the full run (the join suite has these rows): the in-process join, for profiles.
         for users in options.quick ? [10_000] : [10_000, 100_000] { JoinBench.stages(users: users, emit: emit) }
