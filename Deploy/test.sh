@@ -27,6 +27,8 @@ echo "== chaos: a short partition and fault run against a real five-node cluster
 bash Deploy/chaos.sh --short --seed "${HOMEROOM_CHAOS_SEED:-20261201}" --reward-window-ms 3000 >&2
 echo "== chaos: the same with closed rooms (tokens, cluster key, sealed topics, keys rotated by the ban)" >&2
 bash Deploy/chaos.sh --short --seed "${HOMEROOM_CHAOS_SEED:-20261202}" --reward-window-ms 3000 --closed >&2
+echo "== chaos: the same with placement (--replicas 3: the room on 3 of the 5 nodes; the other observers follow not-owner)" >&2
+bash Deploy/chaos.sh --short --seed "${HOMEROOM_CHAOS_SEED:-20261203}" --reward-window-ms 3000 --replicas 3 >&2
 
 echo "== swift test (10,000 simulated schedules)" >&2
 export HOMEROOM_SCHEDULES="${HOMEROOM_SCHEDULES:-10000}"

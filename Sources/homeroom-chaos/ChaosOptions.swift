@@ -41,6 +41,9 @@ struct ChaosOptions: Sendable {
     var heartbeatMillis: UInt64?
     /// Passed to every node: a short window makes the nodes fold rewards during the run.
     var rewardWindowMillis: UInt64?
+    /// Passed to every node: placement (`--replicas`): the room on that many nodes; the
+    /// observers of the others follow `not-owner` to its owners.
+    var replicas: Int?
     var onlyKinds: [FaultKind] = []
     /// Overrides how long each fault lasts (ms), e.g. to hold partitions past TCP's backoff.
     var faultMillis: ClosedRange<UInt64>?
@@ -78,6 +81,8 @@ struct ChaosOptions: Sendable {
           --heartbeat-ms <n>      Passed to every node (default: the node's own).
           --reward-window-ms <n>  Passed to every node: with a short one (e.g. 3000) the nodes fold
                                   rewards during the run, under the faults (default: the node's 60000).
+          --replicas <n>          Passed to every node: each room on n nodes (placement); the observer of a
+                                  node that does not keep the room reads it through the owners it names.
           --convergence-bound-ms <n>   Fail when replicas differ this long after the last heal (default 10000).
           --heal-bound-ms <n>     Fail when writes acknowledged before a heal reach every node later than this, p99 over the heals (default 2500).
           --convergence-target-ms <n>  Reported target for heal-to-converged p99 (default 1000).
@@ -157,6 +162,7 @@ struct ChaosOptions: Sendable {
                 options.faultMillis = parts.first!...parts.last!
             case "--heartbeat-ms": options.heartbeatMillis = integer(argument, 10...10_000)
             case "--reward-window-ms": options.rewardWindowMillis = integer(argument, 1_000...3_600_000)
+            case "--replicas": options.replicas = integer(argument, 1...9)
             case "--convergence-bound-ms": options.convergenceBoundMillis = integer(argument, 100...600_000)
             case "--convergence-target-ms": options.convergenceTargetMillis = integer(argument, 10...600_000)
             case "--presence-bound-ms": options.presenceBoundMillis = integer(argument, 0...600_000)
@@ -190,6 +196,7 @@ struct ChaosOptions: Sendable {
         if options.writesPerSecond != 6 { replay.append("--rate \(Int(options.writesPerSecond))") }
         if let heartbeat = options.heartbeatMillis { replay.append("--heartbeat-ms \(heartbeat)") }
         if let window = options.rewardWindowMillis { replay.append("--reward-window-ms \(window)") }
+        if let replicas = options.replicas { replay.append("--replicas \(replicas)") }
         if options.closed { replay.append("--closed") }
         if let range = options.faultMillis { replay.append("--fault-ms \(range.lowerBound)-\(range.upperBound)") }
         options.replayArguments = replay

@@ -70,6 +70,7 @@ struct ChaosRun {
         if let netns = network as? NetnsNetwork { Teardown.shared.register(namespaces: netns.namespaces) }
 
         var nodeFlags = options.rewardWindowMillis.map { ["--reward-window-ms", "\($0)"] } ?? []
+        if let replicas = options.replicas { nodeFlags += ["--replicas", "\(replicas)"] }
         if options.closed {
             do throws(SecurityError) {
                 let closed = try ClosedRoom(directory: runDirectory, lifetimeSeconds: Int64(options.hardLimitSeconds) + 3_600)
