@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
 import Testing
+import Synchronization
 import HomeroomTestSupport
 @testable import HomeroomNode
 
@@ -11,6 +12,25 @@ import HomeroomTestSupport
         defer { c.close() }
         c.write(Array(request.utf8))
         return String(decoding: c.read(1 << 20), as: UTF8.self)
+    }
+
+    /// A POST route runs only with its X-Homeroom-Action header (a web page cannot send
+    /// one without a preflight), never on GET.
+    @Test func aPostRouteNeedsItsActionHeader() throws {
+        let calls = Mutex(0)
+        let endpoint = try HTTPEndpoint(address: "http://127.0.0.1:0", routes: [
+            "POST /drain": {
+                calls.withLock { $0 += 1 }
+                return HTTPEndpoint.Response(status: 202, contentType: "application/json", body: "{}\n")
+            },
+        ])
+        defer { endpoint.stop() }
+        #expect(get(endpoint.port, "POST /drain HTTP/1.0\r\nContent-Type: text/plain\r\n\r\n").hasPrefix("HTTP/1.1 403 "))
+        #expect(get(endpoint.port, "POST /drain HTTP/1.0\r\nX-Homeroom-Action: other\r\n\r\n").hasPrefix("HTTP/1.1 403 "))
+        #expect(get(endpoint.port, "GET /drain HTTP/1.0\r\n\r\n").hasPrefix("HTTP/1.1 405 "))
+        #expect(calls.withLock { $0 } == 0)
+        #expect(get(endpoint.port, "POST /drain HTTP/1.0\r\nx-homeroom-action:  drain\r\n\r\n").hasPrefix("HTTP/1.1 202 "))
+        #expect(calls.withLock { $0 } == 1)
     }
 
     @Test func routesErrorsAndSlowClients() throws {

@@ -9,10 +9,17 @@ import HomeroomWire
 extension NodeState {
     /// Placement over this node and every peer it knows by name and address and has not
     /// forgotten (an older store of a name counts once, with the name).
-    /// Draining nodes (this one too) are left out.
+    /// Draining nodes (this one too) are left out; a draining node with no other member
+    /// to hand its rooms to stays in (it keeps serving rather than send clients nowhere).
     func placement(ownName: String) -> Placement {
-        Placement(replicas: replicas, members: (draining ? [] : [ownName]) + peers.entries.values
-            .filter { !$0.liveness.isExpectedOnly && !$0.address.isEmpty && !$0.name.isEmpty && !$0.draining }.map(\.name))
+        let others = peers.entries.values
+            .filter { !$0.liveness.isExpectedOnly && !$0.address.isEmpty && !$0.name.isEmpty && !$0.draining }.map(\.name)
+        return Placement(replicas: replicas, members: (draining && !others.isEmpty ? [] : [ownName]) + others)
+    }
+
+    /// Other members heard alive and not draining: where a drain can hand rooms to.
+    var aliveOtherMembers: Int {
+        peers.entries.values.filter { $0.status == .alive && !$0.name.isEmpty && !$0.draining }.count
     }
 
     /// Whether this node is one of the room's owners (a draining node owns none, unless
@@ -43,14 +50,26 @@ extension ClusterNode {
     /// announces it in its heartbeats, sends clients to the other nodes, and hands every
     /// room it holds to them; once it holds none, the handlers given to `onDrained` run
     /// (the `homeroom node` process then stops). With a single node nothing moves.
-    public func drain() {
-        let already = state.withLock { state -> Bool in
-            defer { state.draining = true; state.placedMembers = [] }
-            return state.draining
+    /// False (and nothing changes) when no other node is heard alive to take the rooms.
+    @discardableResult
+    public func drain() -> Bool {
+        let (started, rooms) = state.withLock { state -> (Bool?, Int) in
+            if state.draining { return (nil, state.rooms.count) }
+            guard state.aliveOtherMembers > 0 else { return (false, state.rooms.count) }
+            state.draining = true
+            state.placedMembers = []
+            return (true, state.rooms.count)
         }
-        if already { return }
-        logger.notice("draining: handing every room to the other nodes", ["rooms": "\(state.withLock { $0.rooms.count })"])
-        heartbeatWanted.store(true, ordering: .relaxed)
+        switch started {
+        case nil: return true
+        case false?:
+            logger.warning("drain refused: no other node is alive to take the rooms", [:])
+            return false
+        case true?:
+            logger.notice("draining: handing every room to the other nodes", ["rooms": "\(rooms)"])
+            heartbeatWanted.store(true, ordering: .relaxed)
+            return true
+        }
     }
 
     public var isDraining: Bool { state.withLock { $0.draining } }
@@ -111,7 +130,7 @@ extension ClusterNode {
         }
         for session in sessions { _ = endSessionAsNode(room: session.room, user: session.user, session: session.session) }
         for room in due { handOff(room: room) }
-        if state.withLock({ $0.draining && $0.rooms.isEmpty && $0.handingOff.isEmpty }), !drainedReported.exchange(true, ordering: .relaxed) {
+        if state.withLock({ $0.draining && $0.rooms.isEmpty && $0.handingOff.isEmpty && $0.quarantined.isEmpty }), !drainedReported.exchange(true, ordering: .relaxed) {
             logger.notice("drained: every room this node held is on its owners", [:])
             for handler in drainedHandlers.withLock({ $0 }) { handler() }
         }
@@ -156,7 +175,7 @@ extension ClusterNode {
             let unknown = state.peers.entries.values.filter {
                 $0.status != .dead && !$0.address.isEmpty && !$0.liveness.isExpectedOnly && ($0.viewMismatched || $0.view.verifiedAtMillis == nil)
             }
-            guard state.rooms[room] == nil, !unknown.isEmpty else {
+            guard !unknown.isEmpty else {
                 state.arriving.remove(room)
                 return nil
             }
@@ -167,7 +186,11 @@ extension ClusterNode {
     /// After a change of members: rooms to pull (owned now, and a peer's view shows more)
     /// and rooms to hand off (held, no longer owned).
     private func rescanPlacement(_ placement: Placement, in state: inout NodeState) {
+        let wasHandingOff = state.handingOff
         state.handingOff = Set(state.rooms.keys.filter { !placement.owns(name, room: $0) })
+        state.coveredSince = state.coveredSince.filter { state.handingOff.contains($0.key) }
+        // Owned again: the copy took no deltas meanwhile, so clients wait until it has caught up.
+        for room in wasHandingOff.subtracting(state.handingOff) where state.rooms[room] != nil { state.arriving.insert(room) }
         for (peer, entry) in state.peers.entries where entry.status != .dead {
             for (room, theirs) in entry.rooms where placement.owns(name, room: room)
                 && !(state.rooms[room]?.seen ?? VersionVector()).dominates(theirs) {

@@ -63,7 +63,9 @@ extension ClusterNode {
                     // A group's room: its main room gates reads (syncs, digests) as well as writes,
                     // by the token's identity and role.
                     if let group = Breakout.parse(roomID: room), !Self.isLeaveRequest(request.message),
-                       let refusal = state.withLock({ $0.rooms[group.mainRoom]?.groupRoomRefusal(user: verified.user, role: verified.parsedRole ?? .observer, group: group.group) }) {
+                       // Only where the group's room is kept: a copy left elsewhere may be stale (its owners answer).
+                       let refusal = state.withLock({ $0.owns(room, ownName: name)
+                           ? $0.rooms[group.mainRoom]?.groupRoomRefusal(user: verified.user, role: verified.parsedRole ?? .observer, group: group.group) : nil }) {
                         return errorReply(refusal.code, refusal.description, room)
                     }
                 } catch {
@@ -82,7 +84,11 @@ extension ClusterNode {
             metrics.add("requests_rejected_total{reason=\"not-owner\"}")
             return WireCodec.encode(WireEnvelope(roomID: room, sender: ReplicaID(0), sequence: 0, clock: .zero, message: .error(refusal)))
         }
-        if !asNode, Self.isRoomRequest(request.message), let wait = roomOnItsWay(room) { return errorReply("unavailable", wait, room) }
+        // A group's room is checked against its main room, which must have arrived too.
+        if !asNode, Self.isRoomRequest(request.message),
+           let wait = roomOnItsWay(room) ?? Breakout.parse(roomID: room).flatMap({ roomOnItsWay($0.mainRoom) }) {
+            return errorReply("unavailable", wait, room)
+        }
         var reply: WireMessage
         // A client sync's budget key: its reply's bytes are charged once encoded.
         var chargedSync: String?

@@ -249,7 +249,11 @@ public final class ClusterNode: Sendable {
                     "/rooms": { HTTPEndpoint.Response(status: 200, contentType: "application/json", body: box.node?.roomsJSON() ?? "[]\n") },
                     "/cluster": { HTTPEndpoint.Response(status: 200, contentType: "application/json", body: box.node?.clusterJSON() ?? "[]\n") },
                     "POST /drain": {
-                        box.node?.drain()
+                        guard let node = box.node else { return HTTPEndpoint.Response(status: 503, contentType: "application/json", body: "{\"status\":\"stopping\"}\n") }
+                        guard node.drain() else {
+                            return HTTPEndpoint.Response(status: 409, contentType: "application/json",
+                                                         body: "{\"status\":\"refused\",\"why\":\"no other node is alive to take the rooms\"}\n")
+                        }
                         return HTTPEndpoint.Response(status: 202, contentType: "application/json", body: "{\"status\":\"draining\"}\n")
                     },
                     "/healthz": {

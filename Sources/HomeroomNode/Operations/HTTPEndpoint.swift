@@ -185,8 +185,20 @@ final class HTTPEndpoint: Sendable {
             let parts = line.split(separator: " ")
             guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else { return Self.reply(400, "text/plain", "bad request\n") }
             let path = String(parts[1].split(separator: "?", maxSplits: 1).first ?? "")
-            // A route named "POST /path" takes a POST; every other route GET and HEAD.
-            if parts[0] == "POST", let route = routes["POST " + path] { let response = route(); return Self.reply(response.status, response.contentType, response.body) }
+            // A route named "POST /path" takes a POST; every other route GET and HEAD. A POST
+            // must carry `X-Homeroom-Action: <path without the slash>`: a web page cannot
+            // send that header without a CORS preflight this server never grants, so a page
+            // in an operator's browser cannot drain a node on its loopback.
+            if parts[0] == "POST", let route = routes["POST " + path] {
+                let action = String(path.dropFirst())
+                let asked = String(decoding: head, as: UTF8.self).split(separator: "\r\n").dropFirst().contains { line in
+                    let field = line.split(separator: ":", maxSplits: 1)
+                    return field.count == 2 && field[0].lowercased() == "x-homeroom-action" && field[1].split(whereSeparator: { $0 == " " || $0 == "\t" }).joined() == action
+                }
+                guard asked else { return Self.reply(403, "text/plain", "POST \(path) needs the header X-Homeroom-Action: \(action)\n") }
+                let response = route()
+                return Self.reply(response.status, response.contentType, response.body)
+            }
             guard let route = routes[path] else {
                 if routes["POST " + path] != nil { return Self.reply(405, "text/plain", "only POST\n") }
                 return Self.reply(404, "text/plain", "not found: try /healthz or /metrics\n")
@@ -204,6 +216,8 @@ final class HTTPEndpoint: Sendable {
             case 200: reason = "OK"
             case 202: reason = "Accepted"
             case 400: reason = "Bad Request"
+            case 403: reason = "Forbidden"
+            case 409: reason = "Conflict"
             case 404: reason = "Not Found"
             case 405: reason = "Method Not Allowed"
             case 431: reason = "Request Header Fields Too Large"

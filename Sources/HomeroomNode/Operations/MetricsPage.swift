@@ -131,12 +131,13 @@ extension ClusterNode {
     func healthText() -> (Bool, String) {
         let (stopping, wedged, draining) = state.withLock { ($0.stopping, $0.wedged, $0.draining) }
         let gauges = gauges()
-        // Draining: 503, so a load balancer sends no new client here.
+        // Draining is healthy (200): a liveness probe must not restart a node mid-drain;
+        // clients sent here are answered not-owner and go to the owners.
         let status = stopping ? "stopping" : wedged != nil ? "wedged" : draining ? (isDrained ? "drained" : "draining") : "ok"
         let quarantined = state.withLock { $0.quarantined }.sorted { $0.key < $1.key }
             .map { "{\"room\":\(jsonString($0.key)),\"why\":\(jsonString($0.value))}" }.joined(separator: ",")
         let why = wedged.map { ",\"wedged\":\(jsonString($0))" } ?? ""
-        return (!stopping && wedged == nil && !draining, "{\"status\":\"\(status)\"\(why),\"node\":\(jsonString(name)),\"replica\":\"\(replica)\",\"incarnation\":\(incarnation),"
+        return (!stopping && wedged == nil, "{\"status\":\"\(status)\"\(why),\"node\":\(jsonString(name)),\"replica\":\"\(replica)\",\"incarnation\":\(incarnation),"
             + "\"rooms\":\(gauges.rooms),\"peers_alive\":\(gauges.peersAlive),\"quarantined\":[\(quarantined)]}\n")
     }
 }

@@ -75,6 +75,11 @@ final class NodeStore: Sendable {
             CREATE INDEX IF NOT EXISTS log_room ON log (room, id);
             CREATE TABLE IF NOT EXISTS handed_off (room TEXT PRIMARY KEY, sequence INTEGER NOT NULL, private_sequence INTEGER NOT NULL, clock INTEGER NOT NULL);
             """, "create the schema")
+        // A handed_off table from before it kept the clock (never released, but cheap to mend).
+        var hasClock = false
+        let columns = try database.prepare("PRAGMA table_info(handed_off)")
+        try columns.query("read the handed_off columns") { (row) throws(StoreError) in if row.text(1) == "clock" { hasClock = true } }
+        if !hasClock { try database.execute("ALTER TABLE handed_off ADD COLUMN clock INTEGER NOT NULL DEFAULT 0", "add the clock to handed_off") }
         connection = Mutex(try Connection(database: database))
     }
 

@@ -14,23 +14,29 @@ enum DrainCommand {
         guard let http, http.hasPrefix("http://"), let (host, port) = hostAndPort(http) else {
             throw .usage("homeroom node drain needs the node's --http address, e.g. --http http://127.0.0.1:9100", usage: NodeCommand.usage)
         }
-        guard let answer = request("POST /drain", host: host, port: port) else {
+        guard case let .answered(status, body) = request("POST /drain", host: host, port: port) else {
             throw .failure("no answer from \(http): is the node running with --http \(http)?")
         }
-        guard answer.status == 202 else {
-            throw .failure("\(http) answered \(answer.status) to POST /drain: \(answer.body)")
+        guard status == 202 else {
+            throw .failure("\(http) answered \(status) to POST /drain: \(body.trimmed)")
         }
         print("draining: the node hands its rooms to the other nodes, then stops")
         let deadline = WallClock.monotonicMillis() + UInt64(wait) * 1_000
-        var last = ""
+        var last = "draining"
         while WallClock.monotonicMillis() < deadline {
-            // Once drained, the node stops: its HTTP port closes.
-            guard let health = request("GET /healthz", host: host, port: port) else {
+            switch request("GET /healthz", host: host, port: port) {
+            case .refused where last.contains("drained"):
+                // Drained, then stopped: its HTTP port is closed.
                 print("drained and stopped")
                 return
+            case .refused:
+                throw .failure("the node stopped before it said it was drained (its health last: \(last)): check its log; what it held may be only there")
+            case let .answered(_, body):
+                last = body.trimmed
+            case .noAnswer:
+                break   // busy, or stopping: ask again
             }
-            last = health.body.trimmed
-            usleep(500_000)
+            usleep(200_000)
         }
         throw .failure("still draining after \(wait) s (its health: \(last)); a room goes only once its other owners are up and hold it: check `homeroom cluster status`")
     }
@@ -41,22 +47,31 @@ enum DrainCommand {
         return (String(rest[..<colon]), port)
     }
 
-    /// One HTTP/1.0 request ("METHOD /path"), 2 s at most; nil when nothing answered.
-    static func request(_ line: String, host: String, port: UInt16) -> (status: Int, body: String)? {
+    enum Answer {
+        case answered(status: Int, body: String)
+        /// Nothing listens there (the connection was refused).
+        case refused
+        /// No answer in time, or a broken one.
+        case noAnswer
+    }
+
+    /// One HTTP/1.0 request ("METHOD /path"), 2 s at most.
+    static func request(_ line: String, host: String, port: UInt16) -> Answer {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var found: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else { return nil }
+        guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else { return .noAnswer }
         defer { freeaddrinfo(found) }
         let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { return .noAnswer }
         defer { close(fd) }
         var timeout = timeval(tv_sec: 2, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else { return nil }
-        let bytes = Array("\(line) HTTP/1.0\r\nHost: \(host)\r\nContent-Length: 0\r\n\r\n".utf8)
-        guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else { return nil }
+        guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else { return errno == ECONNREFUSED ? .refused : .noAnswer }
+        let action = line.split(separator: "/").last.map { "X-Homeroom-Action: \($0)\r\n" } ?? ""
+        let bytes = Array("\(line) HTTP/1.0\r\nHost: \(host)\r\n\(line.hasPrefix("POST") ? action : "")Content-Length: 0\r\n\r\n".utf8)
+        guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else { return .noAnswer }
         var reply: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4_096)
         while reply.count < 1 << 20 {
@@ -66,8 +81,8 @@ enum DrainCommand {
         }
         let text = String(decoding: reply, as: UTF8.self)
         let parts = text.split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else { return nil }
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else { return .noAnswer }
         let body = text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? ""
-        return (status, body)
+        return .answered(status: status, body: body)
     }
 }

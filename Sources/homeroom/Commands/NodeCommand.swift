@@ -285,7 +285,10 @@ enum NodeCommand {
         if !faults.isQuiet { node.faults = faults }
         // A drain ends with the node stopping, as SIGTERM does (sigwait below takes it).
         node.onDrained {
-            logger.notice("drained: stopping", [:])
+            // A second in which /healthz says "drained", so `homeroom node drain` can tell
+            // this stop from a crash; the node holds no room by now.
+            logger.notice("drained: stopping in a second", [:])
+            usleep(1_000_000)
             kill(getpid(), SIGTERM)
         }
         var httpField = node.httpPort > 0 ? ",\"http\":\(quoted("http://127.0.0.1:\(node.httpPort)"))" : ""
