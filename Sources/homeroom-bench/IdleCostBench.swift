@@ -119,6 +119,21 @@ enum IdleCostBench {
                            heartbeatBytesPerSecond: bytes / seconds, mismatches: mismatches, downs: downs)
     }
 
+    /// Every child's answer to a hello, in order, as long as each sees every other child
+    /// alive; otherwise the answers so far and what is wrong.
+    static func meshedHellos(_ children: [NodeProcesses.Child]) -> (hellos: [WireMessage.Heartbeat], problem: String) {
+        var hellos: [WireMessage.Heartbeat] = []
+        for child in children {
+            guard let hello = try? NodeProbe.hello(child.address, token: nil, timeoutMillis: 5_000) else {
+                return (hellos, "\(child.address) did not answer")
+            }
+            let alive = hello.peers.filter { $0.status == .alive && $0.node != hello.node }.count
+            if alive < children.count - 1 { return (hellos, "\(child.address) sees \(alive) of \(children.count - 1) peers alive") }
+            hellos.append(hello)
+        }
+        return (hellos, "")
+    }
+
     /// With placement: whether every room is listed by exactly its `replicas` owners,
     /// identical, and every node sees every other alive, within the timeout.
     static func settledPlaced(_ children: [NodeProcesses.Child], rooms: Int, replicas: Int, timeoutSeconds: Double) -> Bool {
@@ -127,15 +142,9 @@ enum IdleCostBench {
         while monotonicNanos() < deadline {
             lastProblem = ""
             var copies: [String: [VersionVector]] = [:]
-            for child in children {
-                guard let hello = try? NodeProbe.hello(child.address, token: nil, timeoutMillis: 5_000) else {
-                    lastProblem = "\(child.address) did not answer"
-                    break
-                }
-                let alive = hello.peers.filter { $0.status == .alive && $0.node != hello.node }.count
-                if alive < children.count - 1 { lastProblem = "\(child.address) sees \(alive) of \(children.count - 1) peers alive"; break }
-                for digest in hello.rooms { copies[digest.roomID, default: []].append(digest.seen) }
-            }
+            let (hellos, problem) = meshedHellos(children)
+            lastProblem = problem
+            for hello in hellos { for digest in hello.rooms { copies[digest.roomID, default: []].append(digest.seen) } }
             if lastProblem.isEmpty {
                 let wanted = min(replicas, children.count)
                 let misplaced = copies.filter { $0.value.count != wanted }.count
@@ -157,13 +166,9 @@ enum IdleCostBench {
         while monotonicNanos() < deadline {
             var listings: [[String: VersionVector]] = []
             lastProblem = ""
-            for child in children {
-                guard let hello = try? NodeProbe.hello(child.address, token: nil, timeoutMillis: 5_000) else {
-                    lastProblem = "\(child.address) did not answer"
-                    break
-                }
-                let alive = hello.peers.filter { $0.status == .alive && $0.node != hello.node }.count
-                if alive < children.count - 1 { lastProblem = "\(child.address) sees \(alive) of \(children.count - 1) peers alive"; break }
+            let (hellos, problem) = meshedHellos(children)
+            lastProblem = problem
+            for (child, hello) in zip(children, hellos) where lastProblem.isEmpty {
                 if hello.rooms.count != rooms { lastProblem = "\(child.address) holds \(hello.rooms.count) of \(rooms) rooms"; break }
                 listings.append(Dictionary(uniqueKeysWithValues: hello.rooms.map { ($0.roomID, $0.seen) }))
             }

@@ -24,6 +24,14 @@ import HomeroomWire
         }
     }
 
+    /// In-process nodes with placement and a short settle period.
+    static func placedCluster(size: Int, label: String, replicas: Int) throws -> TestCluster {
+        try TestCluster(size: size, label: label, heartbeatMillis: 50) { _, config in
+            config.replicas = replicas
+            config.handoffSettleMillis = 300
+        }
+    }
+
     static func meshed(_ cluster: TestCluster) async -> Bool {
         await settles(within: 15) { cluster.nodes.allSatisfy { $0.alivePeers.count == cluster.nodes.count - 1 } }
     }
@@ -38,10 +46,7 @@ import HomeroomWire
 
     @Test func aRoomLivesOnItsOwnersOnlyAndClientsAreSentThere() async throws {
         let replicas = 2
-        let cluster = try TestCluster(size: 4, label: "placed", heartbeatMillis: 50) { _, config in
-            config.replicas = replicas
-            config.handoffSettleMillis = 300
-        }
+        let cluster = try Self.placedCluster(size: 4, label: "placed", replicas: replicas)
         #expect(await Self.meshed(cluster))
         let rooms = (0..<8).map { "placed-\($0)" }
         var clients: [RoomClient] = []
@@ -74,10 +79,7 @@ import HomeroomWire
 
     @Test func aNewMemberTakesOverItsRoomsAndOldCopiesGoOnlyOnceItHoldsThem() async throws {
         let replicas = 2
-        let cluster = try TestCluster(size: 3, label: "takeover", heartbeatMillis: 50) { _, config in
-            config.replicas = replicas
-            config.handoffSettleMillis = 300
-        }
+        let cluster = try Self.placedCluster(size: 3, label: "takeover", replicas: replicas)
         #expect(await Self.meshed(cluster))
         let rooms = (0..<24).map { "takeover-\($0)" }
         var clients: [RoomClient] = []
