@@ -56,7 +56,7 @@ let package = Package(
         // The bench borrows the tests' raw-socket adversary (HomeroomTestSupport) for its resources suite.
         .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTestSupport"], swiftSettings: strict),
         // Partition and chaos runs against real `homeroom node` processes, with a checker.
-        .executableTarget(name: "homeroom-chaos", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
+        .executableTarget(name: "homeroom-chaos", dependencies: ["HomeroomCore", "HomeroomEngine", "HomeroomSupport", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
 
         .testTarget(name: "HomeroomCoreTests", dependencies: ["HomeroomCore"], swiftSettings: strict),
         .testTarget(name: "HomeroomEngineTests", dependencies: ["HomeroomEngine", "HomeroomSimulation", "HomeroomCore"], swiftSettings: strict),

@@ -19,6 +19,13 @@ public struct PeerLiveness: Equatable, Sendable {
     public private(set) var health: PeerHealth
     /// Whether it was heard from directly (not only named in another node's list).
     public private(set) var heardDirectly: Bool
+    /// When a probe last found it alive (`IndirectProber`): it answered this node's own
+    /// probe, or another node vouched that it hears it. It keeps the peer from being
+    /// declared down, not suspect: its heartbeats (the gossip) still do not arrive here.
+    public private(set) var lastVouchedMillis: UInt64 = 0
+
+    /// The last sign of life this node has of it: heard, or vouched for by a probe.
+    public var lastEvidenceMillis: UInt64 { max(lastHeardMillis, lastVouchedMillis) }
 
     /// A peer heard from directly now.
     public static func heard(incarnation: UInt64, nowMillis: UInt64) -> PeerLiveness {
@@ -54,17 +61,27 @@ public struct PeerLiveness: Equatable, Sendable {
         return cameBack
     }
 
-    /// Silent for `suspectMillis`: suspect; for `downMillis`: dead. Returns true when it
-    /// is declared dead now (the caller ends the sessions of the incarnation it had); an
-    /// expected node goes dead silently (it has no incarnation to end).
+    /// A probe found it alive now, at `incarnation` (its own answer, or a node that hears
+    /// it): it is not declared down for `downMillis` from now. Only for the incarnation
+    /// known: an older one proves nothing, and a newer one means the known one is over
+    /// (its sessions must end, so its down must come). Not for a dead peer either (it
+    /// comes back when heard, or refutes).
+    public mutating func vouched(incarnation vouchedIncarnation: UInt64, nowMillis: UInt64) {
+        guard health != .dead, !isExpectedOnly, vouchedIncarnation == incarnation else { return }
+        lastVouchedMillis = max(lastVouchedMillis, nowMillis)
+    }
+
+    /// Not heard for `suspectMillis`: suspect; without any sign of life (heard, or vouched
+    /// for by a probe) for `downMillis`: dead. Returns true when it is declared dead now
+    /// (the caller ends the sessions of the incarnation it had); an expected node goes
+    /// dead silently (it has no incarnation to end).
     public mutating func sweep(nowMillis: UInt64, suspectMillis: UInt64, downMillis: UInt64) -> Bool {
         guard health != .dead else { return false }
-        let silent = nowMillis &- lastHeardMillis
-        if silent >= downMillis {
+        if nowMillis &- lastEvidenceMillis >= downMillis {
             health = .dead
             return !isExpectedOnly
         }
-        if silent >= suspectMillis { health = .suspect }
+        if nowMillis &- lastHeardMillis >= suspectMillis { health = .suspect }
         return false
     }
 

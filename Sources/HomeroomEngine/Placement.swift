@@ -17,28 +17,41 @@ public struct Placement: Sendable, Equatable {
     public var replicas: Int
     /// Node names, sorted.
     public private(set) var members: [String]
+    /// Rooms kept on another number of copies than `replicas` (a lecture hall on more
+    /// nodes, so its audience spreads over more publishers; 0: on every member), by
+    /// room id (a group's room follows its main room's entry). The same on every node.
+    public var pinned: [String: Int]
 
-    public init(replicas: Int, members: some Sequence<String>) {
+    public init(replicas: Int, members: some Sequence<String>, pinned: [String: Int] = [:]) {
         self.replicas = max(0, replicas)
         self.members = Array(Set(members)).sorted()
+        self.pinned = pinned.mapValues { max(0, $0) }
     }
 
-    /// Whether every member holds every room.
-    public var everywhere: Bool { replicas == 0 || replicas >= members.count }
+    /// Whether every member holds every room (no room has fewer copies than members).
+    public var everywhere: Bool { copies(nil) == 0 && pinned.values.allSatisfy { $0 == 0 || $0 >= members.count } }
+
+    /// How many copies the room has (its pinned count, else `replicas`), or 0 when every
+    /// member holds it; nil: the default room.
+    public func copies(_ roomID: String?) -> Int {
+        let count = roomID.flatMap { pinned[Self.key(of: $0)] } ?? replicas
+        return count == 0 || count >= members.count ? 0 : count
+    }
 
     /// The room's owners, best score first.
     /// A breakout group's room (`<room>:<group>`) lives with its main room: its doors
     /// are checked against the main room's state.
     public func owners(of roomID: String) -> [String] {
-        if everywhere { return members }
+        let count = copies(roomID)
+        if count == 0 { return members }
         let base = RoomDigestHash.of(roomID: Self.key(of: roomID))
         var scored = members.map { (score: Self.score(base, $0), node: $0) }
         scored.sort { ($0.score, $0.node) > ($1.score, $1.node) }
-        return scored.prefix(replicas).map(\.node)
+        return scored.prefix(count).map(\.node)
     }
 
     public func owns(_ node: String, room roomID: String) -> Bool {
-        if everywhere { return members.contains(node) || members.isEmpty }
+        if copies(roomID) == 0 { return members.contains(node) || members.isEmpty }
         return owners(of: roomID).contains(node)
     }
 

@@ -62,6 +62,9 @@ public struct Simulation {
         /// node its heartbeats as reward folds need them: memory only, a restart forgets both.
         var peers: [ReplicaID: PeerLiveness] = [:]
         var checkpoints: [ReplicaID: RewardCheckpoint] = [:]
+        /// Its probes of the nodes it no longer hears (the engine's `IndirectProber`, as
+        /// `ClusterNode.probeSilentPeers` runs it); memory only too.
+        var prober: IndirectProber? = nil
         /// A snapshot copied and not stored yet (the node encodes it outside its lock while
         /// writes and merges go on), with the engine's mark taken with the copy.
         var compaction: Compaction? = nil
@@ -131,6 +134,7 @@ public struct Simulation {
             var engine = NodeEngine(replica: ReplicaID(UInt64(index + 1)), rooms: [Self.roomID: state], policy: config.policy)
             engine.liveIncarnation(1, sinceMillis: nowMillis + skew)
             nodes.append(Node(engine: engine, store: StoreModel(snapshot: state), skewMillis: skew, views: ChangeSetViews(from: state)))
+            nodes[nodes.count - 1].prober = makeProber(nodes.count - 1)
         }
         actors.append(Actor(id: "teacher", role: .teacher, replica: 0))
         actors.append(Actor(id: "assistant", role: .assistant, replica: config.replicas - 1))
@@ -612,6 +616,7 @@ public struct Simulation {
         nodes[crashed].engine.noteEveryUserForFolding()
         nodes[crashed].checkpoints = [:]
         nodes[crashed].peers = [:]
+        nodes[crashed].prober = makeProber(crashed)
         expectWriters(at: crashed, in: nil)
         nodes[crashed].compaction = nil
         nodes[crashed].incarnation += 1
@@ -681,7 +686,46 @@ public struct Simulation {
     /// partitioned), then failure detection by the engine's `PeerLiveness`.
     mutating func tick() {
         for replica in nodes.indices { heartbeat(from: replica) }
+        for replica in nodes.indices { probe(at: replica) }
         for replica in nodes.indices { detectFailures(at: replica) }
+    }
+
+    func makeProber(_ replica: Int) -> IndirectProber? {
+        config.probeHelpers.map { IndirectProber(fanout: $0, everyMillis: config.heartbeatMillis * 2, seed: seed &+ UInt64(replica)) }
+    }
+
+    /// As `ClusterNode.probeSilentPeers`: the rounds the engine says are due, each probe
+    /// and its answer crossing the lossy, partitioned network; an answer that the target
+    /// is alive vouches for it as of when the answering node last heard it.
+    mutating func probe(at replica: Int) {
+        guard var prober = nodes[replica].prober else { return }
+        let now = nowMillis + nodes[replica].skewMillis
+        // Every node known other than as an expected origin can be asked (the node has its
+        // address); whether the question and its answer arrive is the network's.
+        let askable = Set(nodes[replica].peers.filter { !$0.value.isExpectedOnly }.keys)
+        let rounds = prober.due(peers: nodes[replica].peers, reachable: askable, nowMillis: now, suspectMillis: config.suspectMillis)
+        nodes[replica].prober = prober
+        for round in rounds {
+            for via in (round.direct ? [round.target] : []) + round.helpers {
+                report.probesSent += 1
+                guard let answer = probeAnswer(from: replica, via: via, about: round.target), answer.alive else { continue }
+                let before = nodes[replica].peers[round.target]?.lastEvidenceMillis
+                nodes[replica].peers[round.target]?.vouched(incarnation: answer.incarnation, nowMillis: now &- min(answer.agoMillis, now))
+                if nodes[replica].peers[round.target]?.lastEvidenceMillis != before { report.probeVouches += 1 }
+            }
+        }
+    }
+
+    /// The answer node `via` gives node `asking` about `target` (as `ClusterNode.answerProbe`:
+    /// itself, or a node it heard within the suspect period), or nil when the question
+    /// or the answer is lost.
+    mutating func probeAnswer(from asking: Int, via: ReplicaID, about target: ReplicaID) -> (alive: Bool, incarnation: UInt64, agoMillis: UInt64)? {
+        guard let helper = nodes.firstIndex(where: { $0.sequencer.replica == via }),
+              connected(nodes[asking].sequencer.replica, helper), !rng.chance(config.dropPercent), !rng.chance(config.dropPercent) else { return nil }
+        if via == target { return (true, nodes[helper].incarnation, 0) }
+        guard let heard = nodes[helper].peers[target], heard.heardDirectly, heard.health != .dead else { return (false, 0, 0) }
+        let ago = nowMillis + nodes[helper].skewMillis &- heard.lastHeardMillis
+        return (ago < config.suspectMillis, heard.incarnation, ago)
     }
 
     /// A heartbeat: the node's incarnation, a reward checkpoint mark, and the nodes it

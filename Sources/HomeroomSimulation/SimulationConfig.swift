@@ -32,6 +32,9 @@ public struct SimulationConfig: Sendable, Hashable {
     public var heartbeatMillis: UInt64 = 100
     public var suspectMillis: UInt64 = 400
     public var downMillis: UInt64 = 800
+    /// Probes of a node not heard for `suspectMillis`: itself and this many others are
+    /// asked (the engine's `IndirectProber`, as the node runs it); nil: silence alone decides.
+    public var probeHelpers: Int? = 2
     /// The engine's limits: the node's, but with a 3 s reward window, folds due after two
     /// sessions or rewards (or half a second of quiet), and sessions of a crashed
     /// incarnation over 300 ms after the restart, so a schedule of a few simulated
@@ -89,6 +92,10 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var downsDetected = 0
     public var falseDowns = 0
     public var refutations = 0
+    /// Probes sent (direct and through another node) and those whose answer moved a
+    /// silent node's last sign of life (so it was not declared down then).
+    public var probesSent = 0
+    public var probeVouches = 0
     public var presenceChecked = 0
     /// Remote deltas refused for a clock beyond the drift limit, and nodes with such a clock.
     public var clockRefusals = 0
@@ -112,7 +119,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
             "lifetime: \(sessionFolds) session folds, \(rewardFolds) reward folds; at most \(sessionRecordsLeft) session and \(rewardRecordsLeft) reward records per user left",
             "faults: \(restarts) restarts, \(storeFailures) store failures, \(duplicatesAcknowledged) retries answered duplicate, "
                 + "\(clockRefusals) deltas refused for a clock \(farSkewedNodes > 0 ? "beyond the limit (\(farSkewedNodes) far-skewed nodes)" : "ahead")",
-            "presence: \(downsDetected) downs detected (\(falseDowns) of alive nodes), \(refutations) refutations; \(presenceChecked) users expected online at the end",
+            "presence: \(downsDetected) downs detected (\(falseDowns) of alive nodes), \(refutations) refutations; \(presenceChecked) users expected online at the end; "
+                + "\(probesSent) probes, \(probeVouches) vouched for a silent node",
         ]
         lines.append(violations.isEmpty ? "all replicas identical, every invariant held" : "VIOLATIONS:\n  " + violations.joined(separator: "\n  "))
         return lines.joined(separator: "\n")

@@ -160,6 +160,19 @@ extension CEncoder {
             body.pointee.owners = peers(reply.owners)
             message.pointee.error = body
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_ERROR
+        case let .probeRequest(target):
+            let body = make(homeroom__v1__probe_request__init)
+            body.pointee.target = target.rawValue
+            message.pointee.probe_request = body
+            message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_PROBE_REQUEST
+        case let .probeReply(reply):
+            let body = make(homeroom__v1__probe_reply__init)
+            body.pointee.target = reply.target.rawValue
+            body.pointee.alive = reply.alive ? 1 : 0
+            body.pointee.incarnation = reply.incarnation
+            body.pointee.heard_ago_ms = reply.heardAgoMillis
+            message.pointee.probe_reply = body
+            message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_PROBE_REPLY
         }
         return message
     }
@@ -243,6 +256,12 @@ extension CDecoder {
                                                  message: try string(reply.message, "envelope.error.message"),
                                                  supportedVersion: reply.supported_version,
                                                  owners: try peers(reply.owners, count: reply.n_owners, "envelope.error.owners")))
+        case 21:
+            body = .probeRequest(target: ReplicaID(envelope.probe_request.pointee.target))
+        case 22:
+            let reply = envelope.probe_reply.pointee
+            body = .probeReply(WireMessage.ProbeReply(target: ReplicaID(reply.target), alive: reply.alive != 0, incarnation: reply.incarnation,
+                                                      heardAgoMillis: reply.heard_ago_ms))
         default:
             throw .missingField("envelope.body (absent, or of a kind this version does not know)")
         }

@@ -49,6 +49,10 @@ public enum WireMessage: Equatable, Sendable {
     case roomMessage(RoomMessage)
     case peerMessage(PeerMessage)
     case error(ErrorReply)
+    /// A node asks whether `target` is alive (SWIM's ping, or ping-req when the target is
+    /// another node).
+    case probeRequest(target: ReplicaID)
+    case probeReply(ProbeReply)
 
     /// The proto name of the body case, for logs and metrics.
     public var kind: String {
@@ -67,6 +71,8 @@ public enum WireMessage: Equatable, Sendable {
         case .roomMessage: return "room_message"
         case .peerMessage: return "peer_message"
         case .error: return "error"
+        case .probeRequest: return "probe_request"
+        case .probeReply: return "probe_reply"
         }
     }
 }
@@ -381,6 +387,23 @@ extension WireMessage {
             self.payload = payload
             self.senderSequence = senderSequence
             self.timestampMillis = timestampMillis
+        }
+    }
+
+    /// The answer to a probe: whether the target is the answering node, or one it hears.
+    public struct ProbeReply: Hashable, Sendable {
+        public var target: ReplicaID
+        public var alive: Bool
+        /// The target's incarnation as the answering node knows it.
+        public var incarnation: UInt64
+        /// How long before answering it last heard the target (0: it is the target).
+        public var heardAgoMillis: UInt64
+
+        public init(target: ReplicaID, alive: Bool, incarnation: UInt64, heardAgoMillis: UInt64 = 0) {
+            self.target = target
+            self.alive = alive
+            self.incarnation = incarnation
+            self.heardAgoMillis = heardAgoMillis
         }
     }
 

@@ -44,6 +44,9 @@ struct ChaosOptions: Sendable {
     /// Passed to every node: placement (`--replicas`): the room on that many nodes; the
     /// observers of the others follow `not-owner` to its owners.
     var replicas: Int?
+    /// Passed to every node (`--probe-helpers`): how many other nodes a probe asks, or
+    /// "off" (silence alone declares a peer down), to compare downs with and without.
+    var probeHelpers: String?
     var onlyKinds: [FaultKind] = []
     /// Overrides how long each fault lasts (ms), e.g. to hold partitions past TCP's backoff.
     var faultMillis: ClosedRange<UInt64>?
@@ -83,6 +86,8 @@ struct ChaosOptions: Sendable {
                                   rewards during the run, under the faults (default: the node's 60000).
           --replicas <n>          Passed to every node: each room on n nodes (placement); the observer of a
                                   node that does not keep the room reads it through the owners it names.
+          --probe-helpers <n|off> Passed to every node: other nodes a probe of a silent peer asks (default
+                                  the node's 3; off: silence alone declares down), to compare the downs.
           --convergence-bound-ms <n>   Fail when replicas differ this long after the last heal (default 10000).
           --heal-bound-ms <n>     Fail when writes acknowledged before a heal reach every node later than this, p99 over the heals (default 2500).
           --convergence-target-ms <n>  Reported target for heal-to-converged p99 (default 1000).
@@ -163,6 +168,12 @@ struct ChaosOptions: Sendable {
             case "--heartbeat-ms": options.heartbeatMillis = integer(argument, 10...10_000)
             case "--reward-window-ms": options.rewardWindowMillis = integer(argument, 1_000...3_600_000)
             case "--replicas": options.replicas = integer(argument, 1...9)
+            case "--probe-helpers":
+                let text = value(argument)
+                guard text == "off" || Int(text).map({ (0...16).contains($0) }) == true else {
+                    fail("--probe-helpers takes a number of nodes from 0 to 16, or off")
+                }
+                options.probeHelpers = text
             case "--convergence-bound-ms": options.convergenceBoundMillis = integer(argument, 100...600_000)
             case "--convergence-target-ms": options.convergenceTargetMillis = integer(argument, 10...600_000)
             case "--presence-bound-ms": options.presenceBoundMillis = integer(argument, 0...600_000)
@@ -197,9 +208,21 @@ struct ChaosOptions: Sendable {
         if let heartbeat = options.heartbeatMillis { replay.append("--heartbeat-ms \(heartbeat)") }
         if let window = options.rewardWindowMillis { replay.append("--reward-window-ms \(window)") }
         if let replicas = options.replicas { replay.append("--replicas \(replicas)") }
+        if let helpers = options.probeHelpers { replay.append("--probe-helpers \(helpers)") }
         if options.closed { replay.append("--closed") }
         if let range = options.faultMillis { replay.append("--fault-ms \(range.lowerBound)-\(range.upperBound)") }
         options.replayArguments = replay
         return options
+    }
+}
+
+extension FaultKind {
+    /// Why a kind was skipped: the harness option it needs.
+    var needs: String { needsPlacement ? "--replicas" : "--netns" }
+
+    /// "a, b (need --netns); c (need --replicas)" for the skipped kinds.
+    static func describeSkipped(_ kinds: [FaultKind]) -> String {
+        Dictionary(grouping: kinds, by: \.needs).sorted { $0.key < $1.key }
+            .map { "\($0.value.map(\.rawValue).joined(separator: ", ")) (need \($0.key))" }.joined(separator: "; ")
     }
 }

@@ -34,7 +34,9 @@ final class Teardown: Sendable {
 struct ChaosRun {
     let options: ChaosOptions
     let network: ChaosNetwork
-    let room = "chaos-room"
+    /// The room every client writes to (the nemesis drains one of its owners).
+    static let room = "chaos-room"
+    let room = ChaosRun.room
     let interrupted = Flag()
     let finished = Flag()
 
@@ -53,7 +55,7 @@ struct ChaosRun {
 
         let (schedule, skipped) = Schedule.make(options: options, cutsLinks: network.cutsLinks)
         say("homeroom-chaos: seed \(options.seed), \(options.mode.rawValue) mode, \(options.nodes) nodes, \(network.kind); \(schedule.count) faults planned"
-            + (skipped.isEmpty ? "" : "; skipped (need --netns): \(skipped.map(\.rawValue).joined(separator: ", "))"))
+            + (skipped.isEmpty ? "" : "; skipped: \(FaultKind.describeSkipped(skipped))"))
         if options.verbose {
             for fault in schedule {
                 say("  plan: +\(fault.startMillis) ms for \(fault.durationMillis) ms: \(fault.kind.rawValue) \(fault.describe(nodeCount: options.nodes))")
@@ -71,6 +73,7 @@ struct ChaosRun {
 
         var nodeFlags = options.rewardWindowMillis.map { ["--reward-window-ms", "\($0)"] } ?? []
         if let replicas = options.replicas { nodeFlags += ["--replicas", "\(replicas)"] }
+        if let helpers = options.probeHelpers { nodeFlags += ["--probe-helpers", helpers] }
         if options.closed {
             do throws(SecurityError) {
                 let closed = try ClosedRoom(directory: runDirectory, lifetimeSeconds: Int64(options.hardLimitSeconds) + 3_600)
@@ -284,6 +287,7 @@ struct ChaosRun {
                               heals: heals, options: options, bannedUser: bannedUser, banAcknowledged: banAcknowledged,
                               connectedWriters: connected, presenceMillis: presence, checkedAt: Clock.now - finalHealAt,
                               nodeLogFindings: findings, declaredDowns: downs.count, downsExpected: downsExpected, falseDowns: falseDowns,
+                              downsByFault: FalseDowns.byFault(downs, spans: nemesis.spans, index: nodeIndex, until: stoppingAt),
                               unexpectedExits: cluster.unexpectedExits, nemesisFailures: nemesis.failures, stuckWriters: stuck)
         var result = checker.run()
         if options.closed {

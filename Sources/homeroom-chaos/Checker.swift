@@ -42,6 +42,8 @@ struct Checker {
     /// Whether a fault silenced some node past the down period (then downs must be read).
     var downsExpected: Bool
     var falseDowns: [DeclaredDown]
+    /// The downs by the kinds of fault that explain them (`FalseDowns.byFault`).
+    var downsByFault = ""
     var unexpectedExits: [String]
     var nemesisFailures: [String]
     var stuckWriters: [String]
@@ -338,7 +340,7 @@ struct Checker {
                                    detail: unread
                                        ? "no \"peer declared down\" line was read from the node logs although faults silenced nodes past the down period: the check cannot see downs"
                                        : falseDowns.isEmpty
-                                       ? "every down had a fault touching its pair during the silence (\(declaredDowns) downs in all)"
+                                       ? "every down had a fault touching its pair during the silence (\(declaredDowns) downs in all\(downsByFault.isEmpty ? "" : ": \(downsByFault)"))"
                                        : "\(falseDowns.count) of \(declaredDowns) downs with no fault touching the pair during the silence, first: \(falseDowns[0].description)"))
         let harness = nemesisFailures + stuckWriters
         result.checks.append(Check(name: "harness", passed: harness.isEmpty,

@@ -48,15 +48,28 @@ enum FalseDowns {
     /// `index` maps node names to their index in the cluster; `until` is when the
     /// harness began stopping the nodes (downs from then on are the stop's).
     static func find(_ downs: [DeclaredDown], spans: [FaultSpan], index: [String: Int], until: UInt64) -> [DeclaredDown] {
-        downs.filter { down in
-            guard down.at < until else { return false }
-            let pair = [index[down.node], index[down.peer]].compactMap { $0 }
-            return !spans.contains { span in
-                let overlaps = span.from <= down.at && (span.to ?? .max) >= down.silentFrom
-                guard overlaps else { return false }
-                guard let affected = span.affected else { return true }
-                return pair.contains { affected.contains($0) }
-            }
+        downs.filter { down in down.at < until && explaining(down, spans: spans, index: index).isEmpty }
+    }
+
+    /// The faults that explain a down: each touched its pair at some moment of the silence.
+    static func explaining(_ down: DeclaredDown, spans: [FaultSpan], index: [String: Int]) -> [FaultKind] {
+        let pair = [index[down.node], index[down.peer]].compactMap { $0 }
+        return spans.filter { span in
+            let overlaps = span.from <= down.at && (span.to ?? .max) >= down.silentFrom
+            guard overlaps else { return false }
+            guard let affected = span.affected else { return true }
+            return pair.contains { affected.contains($0) }
+        }.map(\.kind)
+    }
+
+    /// "isolate 8, partition-halves 12, ..." : the downs before `until`, each counted under
+    /// the kinds of fault that explain it (a down inside two faults counts under both joined by +).
+    static func byFault(_ downs: [DeclaredDown], spans: [FaultSpan], index: [String: Int], until: UInt64) -> String {
+        var counts: [String: Int] = [:]
+        for down in downs where down.at < until {
+            let kinds = Set(explaining(down, spans: spans, index: index).map(\.rawValue)).sorted()
+            counts[kinds.isEmpty ? "none" : kinds.joined(separator: "+"), default: 0] += 1
         }
+        return counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
     }
 }

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import HomeroomCore
+import HomeroomEngine
 
 /// The faults the nemesis injects.
 enum FaultKind: String, CaseIterable, Sendable {
@@ -21,8 +22,16 @@ enum FaultKind: String, CaseIterable, Sendable {
     case loss = "packet-loss"
     /// Hold cluster messages (the node's --fault-delay-ms and --fault-jitter-ms).
     case latency
+    /// A planned removal under way: `POST /drain` to one node, which hands its rooms to
+    /// the others and stops by itself; at the heal it joins again, on its own store or
+    /// (half the seeds) on an empty one, a replacement machine with the same name, so
+    /// the room moves back to it. Needs placement (`--replicas`).
+    case drain
 
     var needsLinkCuts: Bool { self == .halves || self == .ring || self == .bridge }
+
+    /// Only with placement: without it every node holds every room, and nothing moves.
+    var needsPlacement: Bool { self == .drain }
 
     /// Faults of the network and faults of processes can overlap in a soak.
     var isNetworkFault: Bool { needsLinkCuts || self == .isolate || self == .loss }
@@ -62,17 +71,24 @@ struct PlannedFault: Sendable {
         case .clockSkew: return "n\(nodes[0] + 1) clock \(amount > 0 ? "+" : "")\(amount) ms"
         case .loss: return "\(amount)% of cluster packets dropped" + (targets > 0 ? " at \(names(Array(nodes.prefix(targets))))" : "")
         case .latency: return "cluster messages held \(amount)+0..\(jitter) ms at \(names(Array(nodes.prefix(targets))))"
+        case .drain: return "n\(nodes[0] + 1) drained, then back " + (amount == 1 ? "on an empty store" : "on its store")
         }
     }
 }
 
 /// The fault schedule: a pure function of the seed and the options.
 enum Schedule {
+    /// A drain lasts until the node has handed every room off and stopped: its clients'
+    /// sessions there lapse (`--session-timeout-ms`, 10 s) once they have moved, then the
+    /// owners' settle period (`--handoff-settle-ms`, 10 s) runs; its fault is planned that long.
+    static let drainMillis: ClosedRange<UInt64> = 20_000...24_000
+
     static func make(options: ChaosOptions, cutsLinks: Bool) -> (faults: [PlannedFault], skipped: [FaultKind]) {
         var rng = SplitMix64(seed: options.seed ^ 0x6E656D6573697321)
         let n = options.nodes
         let requested = options.onlyKinds.isEmpty ? FaultKind.allCases : options.onlyKinds
-        let available = requested.filter { cutsLinks || !$0.needsLinkCuts }
+        let placed = (options.replicas ?? 0) > 0
+        let available = requested.filter { (cutsLinks || !$0.needsLinkCuts) && (placed || !$0.needsPlacement) }
         let skipped = requested.filter { !available.contains($0) }
         guard !available.isEmpty else { return ([], skipped) }
 
@@ -94,9 +110,21 @@ enum Schedule {
                 fault.amount = Int.random(in: 30...250, using: &rng)
                 fault.jitter = Int.random(in: 0...150, using: &rng)
                 fault.targets = Int.random(in: 1...minority, using: &rng)
+            case .drain:
+                // One of the room's owners, so its copy is handed off and comes back.
+                let owners = Placement(replicas: options.replicas ?? 0, members: (1...n).map { "n\($0)" })
+                    .owners(of: ChaosRun.room).compactMap { Int($0.dropFirst()).map { $0 - 1 } }
+                if let target = owners.randomElement(using: &rng) {
+                    fault.nodes = [target] + order.filter { $0 != target }
+                }
+                // 1: back on an empty store (a new replica id, the same name).
+                fault.amount = Int.random(in: 0...1, using: &rng)
             default: break
             }
             return fault
+        }
+        func length(_ kind: FaultKind, _ range: ClosedRange<UInt64>) -> UInt64 {
+            UInt64.random(in: kind == .drain && options.faultMillis == nil ? drainMillis : options.faultMillis ?? range, using: &rng)
         }
 
         var faults: [PlannedFault] = []
@@ -105,7 +133,7 @@ enum Schedule {
         case .short:
             // Every available kind once, in a seeded order.
             for kind in available.shuffled(using: &rng) {
-                let duration = UInt64.random(in: options.faultMillis ?? 3_000...4_500, using: &rng)
+                let duration = length(kind, 3_000...4_500)
                 faults.append(plan(kind, at: clock, duration: duration))
                 clock += duration + UInt64.random(in: 3_000...4_000, using: &rng)
             }
@@ -117,7 +145,7 @@ enum Schedule {
                 // Every kind once first, then at random; a third of the time a network
                 // fault and a process fault overlap.
                 let kind = round < firstRound.count ? firstRound[round] : available.randomElement(using: &rng)!
-                let duration = UInt64.random(in: options.faultMillis ?? 2_000...8_000, using: &rng)
+                let duration = length(kind, 2_000...8_000)
                 faults.append(plan(kind, at: clock, duration: duration))
                 if Int.random(in: 0..<3, using: &rng) == 0 {
                     let others = available.filter { $0.isNetworkFault != kind.isNetworkFault }
@@ -161,6 +189,10 @@ final class Nemesis {
     private var isolatedBySignal: Set<Int> = []
     private var killed: Set<Int> = []
     private var paused: Set<Int> = []
+    /// Nodes asked to drain, until they join again.
+    private var drained: Set<Int> = []
+    /// Drains that ran to the end (the node handed its rooms off and stopped by itself).
+    private(set) var drainsCompleted = 0
     /// Nodes running with fault flags, to be restarted plain at the heal.
     private var flagged: Set<Int> = []
     private var active = 0
@@ -232,13 +264,14 @@ final class Nemesis {
                     isolatedBySignal.insert(target)
                 }
             case .kill:
-                for target in fault.nodes.prefix(fault.targets) where cluster.nodes[target].isRunning {
+                // Not a draining node: its drain would end unfinished (it is not kept across a restart).
+                for target in fault.nodes.prefix(fault.targets) where cluster.nodes[target].isRunning && !drained.contains(target) {
                     cluster.crash(target)
                     killed.insert(target)
                 }
             case .pause:
                 let target = fault.nodes[0]
-                if !killed.contains(target) && cluster.nodes[target].isRunning {
+                if !killed.contains(target) && !drained.contains(target) && cluster.nodes[target].isRunning {
                     cluster.nodes[target].signal(SIGSTOP)
                     paused.insert(target)
                 }
@@ -260,6 +293,8 @@ final class Nemesis {
                     try restartWithFlags(target, ["--fault-seed", "\(fault.faultSeed)", "--fault-delay-ms", "\(fault.amount)",
                                                   "--fault-jitter-ms", "\(fault.jitter)"])
                 }
+            case .drain:
+                try startDrain(fault.nodes[0])
             }
             log("start", fault.kind, detail)
         } catch {
@@ -269,19 +304,70 @@ final class Nemesis {
     }
 
     private func restartWithFlags(_ target: Int, _ flags: [String]) throws(SpawnError) {
-        guard !killed.contains(target), !paused.contains(target) else { return }
+        guard !killed.contains(target), !paused.contains(target), !drained.contains(target) else { return }
         cluster.stop(target)
         try cluster.start(target, faultFlags: flags)
         flagged.insert(target)
         if isolatedBySignal.contains(target) { cluster.nodes[target].signal(SIGUSR1) }
     }
 
+    /// `POST /drain`: the node hands its rooms off and stops by itself (see `finishDrain`).
+    /// Refused (409) only while no other node is alive to take them: in a soak, a network
+    /// fault that cut it off; with none running, a refusal fails the run.
+    private func startDrain(_ target: Int) throws(SpawnError) {
+        let node = cluster.nodes[target]
+        guard !killed.contains(target), !paused.contains(target), !flagged.contains(target), node.isRunning else {
+            log("skip", .drain, "n\(target + 1) is not running plainly: not drained")
+            return
+        }
+        guard let (status, body) = node.request("POST", "/drain", headers: ["X-Homeroom-Action: drain"]) else {
+            throw SpawnError("n\(target + 1) did not answer POST /drain")
+        }
+        switch status {
+        case 202, 200:
+            cluster.expectDrain(target)
+            drained.insert(target)
+        case 409 where cuts[target].count > 0 || isolatedBySignal.contains(target) || lossPercent > 0:
+            log("refused", .drain, "n\(target + 1): no other node alive to take its rooms (it is cut off): \(body)")
+        default:
+            throw SpawnError("POST /drain to n\(target + 1) answered \(status): \(body)")
+        }
+    }
+
+    /// Waits (bounded) until a drained node has stopped by itself, then starts it again:
+    /// a member once more, so the rooms it owns come back to it. On an empty store
+    /// (`fresh`) it is a replacement machine with the same name and a new replica id.
+    private func finishDrain(_ target: Int, fresh: Bool) throws(SpawnError) {
+        guard drained.contains(target) else { return }
+        drained.remove(target)
+        let node = cluster.nodes[target]
+        if node.isRunning {
+            let deadline = Clock.now + Self.drainBoundMillis
+            while node.isRunning && Clock.now < deadline {
+                cluster.reapDrained(target)
+                if node.isRunning { Clock.sleep(millis: 50) }
+            }
+        }
+        if node.isRunning {
+            failures.append("n\(target + 1) was still draining \(Self.drainBoundMillis / 1000) s after its fault's planned end (a drain must end once the others hold its rooms); log tail:\n\(node.logTail(10))")
+            cluster.stop(target)
+        } else {
+            drainsCompleted += 1
+        }
+        cluster.endDrain(target)
+        if fresh { removeTree(node.dataDirectory) }
+        try cluster.start(target, faultFlags: [])
+    }
+
+    /// How long after its planned end a drain may still run.
+    static let drainBoundMillis: UInt64 = 30_000
+
     /// The nodes a fault touches: whoever it kills, pauses, isolates or restarts; nil when
     /// it may cut any pair (partitions, loss on every link).
     static func affected(by fault: PlannedFault, cutsLinks: Bool) -> Set<Int>? {
         switch fault.kind {
         case .halves, .ring, .bridge: return nil
-        case .isolate, .pause: return [fault.nodes[0]]
+        case .isolate, .pause, .drain: return [fault.nodes[0]]
         case .kill, .clockSkew, .latency: return Set(fault.nodes.prefix(fault.targets))
         case .loss: return cutsLinks ? nil : Set(fault.nodes.prefix(fault.targets))
         }
@@ -290,8 +376,12 @@ final class Nemesis {
     /// Ends one fault (restoring only what it did); when none is left, heals whatever remains.
     func end(_ fault: PlannedFault) {
         active -= 1
-        if let open = spans.lastIndex(where: { $0.kind == fault.kind && $0.plannedAt == fault.startMillis && $0.to == nil }) {
-            spans[open].to = Clock.now
+        // The fault lasts until its heal is done: a drain's node stops during the heal's
+        // wait, and its silence from then on is the fault's.
+        defer {
+            if let open = spans.lastIndex(where: { $0.kind == fault.kind && $0.plannedAt == fault.startMillis && $0.to == nil }) {
+                spans[open].to = Clock.now
+            }
         }
         do throws(SpawnError) {
             switch fault.kind {
@@ -327,6 +417,8 @@ final class Nemesis {
                 } else {
                     for target in fault.nodes.prefix(fault.targets) where flagged.contains(target) { try restartPlain(target) }
                 }
+            case .drain:
+                try finishDrain(fault.nodes[0], fresh: fault.amount == 1)
             }
             log("heal", fault.kind, fault.describe(nodeCount: cluster.nodes.count))
         } catch {
@@ -347,7 +439,8 @@ final class Nemesis {
         if isolatedBySignal.contains(target) { cluster.nodes[target].signal(SIGUSR1) }
     }
 
-    /// Removes every fault: links, loss, isolation, pauses; restarts crashed and flagged nodes.
+    /// Removes every fault: links, loss, isolation, pauses; restarts crashed and flagged
+    /// nodes; lets drains end and starts the drained nodes again.
     func healAll() {
         do throws(SpawnError) {
             if cuts.contains(where: { !$0.isEmpty }) || lossPercent > 0 {
@@ -372,6 +465,13 @@ final class Nemesis {
         }
         flagged = []
         killed = []
+        for target in drained.sorted() {
+            do throws(SpawnError) {
+                try finishDrain(target, fresh: false)
+            } catch {
+                failures.append("could not start n\(target + 1) after its drain: \(error)")
+            }
+        }
         for index in cluster.nodes.indices where !cluster.nodes[index].isRunning {
             do throws(SpawnError) {
                 try cluster.start(index, faultFlags: [])

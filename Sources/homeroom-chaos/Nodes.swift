@@ -21,6 +21,8 @@ final class NodeHandle {
     private(set) var replica = ""
     /// Exits nobody asked for: (time, how).
     private(set) var unexpectedExits: [String] = []
+    /// Asked to drain: it stops by itself once its rooms are handed off, and that exit is expected.
+    var draining = false
 
     init(index: Int, network: ChaosNetwork, runDirectory: String) {
         self.index = index
@@ -109,10 +111,15 @@ final class NodeHandle {
         if number == SIGCONT { paused = false }
     }
 
-    /// Notices a node that died on its own (reaps it); returns a description once.
+    /// Notices a node that died on its own (reaps it); returns a description once. A
+    /// draining node's exit 0 is its drain ending, not a failure.
     func checkExited() -> String? {
         guard let pid, let status = Spawn.wait(pid, timeoutMillis: 0) else { return nil }
         self.pid = nil
+        if draining && status == 0 {
+            appendLine(logPath, "==== homeroom-chaos: drained and stopped by itself at \(Clock.now) ms")
+            return nil
+        }
         let how = (status & 0x7f) == 0 ? "exit code \((status >> 8) & 0xff)" : "signal \(status & 0x7f)"
         let entry = "\(name) exited on its own at \(Clock.now) ms (\(how))"
         unexpectedExits.append(entry)
@@ -126,7 +133,10 @@ final class NodeHandle {
     }
 
     /// GET a path from the node's HTTP endpoint (plain sockets), bounded by 2 s.
-    func get(_ path: String) -> (status: Int, body: String)? {
+    func get(_ path: String) -> (status: Int, body: String)? { request("GET", path) }
+
+    /// One HTTP/1.0 request to the node's HTTP endpoint (plain sockets), bounded by 2 s.
+    func request(_ method: String, _ path: String, headers: [String] = []) -> (status: Int, body: String)? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -141,7 +151,8 @@ final class NodeHandle {
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { return nil }
-        let request = Array("GET \(path) HTTP/1.0\r\nHost: \(httpHost)\r\n\r\n".utf8)
+        let head = ([ "\(method) \(path) HTTP/1.0", "Host: \(httpHost)", "Content-Length: 0"] + headers).joined(separator: "\r\n")
+        let request = Array((head + "\r\n\r\n").utf8)
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var response: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -225,10 +236,29 @@ final class Cluster {
         for index in nodes.indices { nodes[index].stop() }
     }
 
+    /// A node asked to drain: its exit (once its rooms are handed off) is expected.
+    func expectDrain(_ index: Int) { nodes[index].draining = true }
+
+    /// Reaps a draining node that has stopped by itself (its observer then waits).
+    func reapDrained(_ index: Int) {
+        let node = nodes[index]
+        guard node.draining, node.isRunning else { return }
+        if let exit = node.checkExited() {
+            // It stopped, but not with its drain's exit 0: a failure.
+            unexpectedExits.append(exit)
+        }
+        if !node.isRunning { onNodeState?(index, false) }
+    }
+
+    /// The drain is over (the node stopped or is about to be stopped).
+    func endDrain(_ index: Int) { nodes[index].draining = false }
+
     /// Nodes that died without being told to: recorded, and restarted so the run goes on.
+    /// A draining node that stopped is left stopped (the nemesis starts it at the heal).
     func reapUnexpected() -> [String] {
         var found: [String] = []
-        for node in nodes {
+        for node in nodes where node.draining { reapDrained(node.index) }
+        for node in nodes where !node.draining {
             if let exit = node.checkExited() {
                 found.append(exit)
                 unexpectedExits.append(exit)

@@ -56,6 +56,7 @@ extension ChaosRun {
             ("exercised", .object(exercised)),
             ("skipped", .array(skipped.map { .string($0.rawValue) })),
             ("planned", .int(schedule.count)),
+            ("drains_completed", .int(nemesis.drainsCompleted)),
             ("timeline", .array(timeline)),
         ])
         let clients: [JSON] = writers.map { writer in
@@ -102,8 +103,10 @@ extension ChaosRun {
         var lines: [String] = []
         let verdict = passed ? "PASS" : "FAIL"
         lines.append("homeroom-chaos \(verdict): seed \(options.seed), \(options.mode.rawValue)\(options.mode == .soak ? " \(options.durationSeconds) s" : ""), \(network.kind), \(options.nodes) nodes, \(runtime / 1000) s")
-        let exercised = FaultKind.allCases.compactMap { kind in nemesis.kindsExercised[kind].map { "\(kind.rawValue) x\($0)" } }
-        lines.append("  faults:      \(exercised.joined(separator: ", "))" + (skipped.isEmpty ? "" : "; skipped: \(skipped.map(\.rawValue).joined(separator: ", ")) (need --netns)"))
+        let exercised = FaultKind.allCases.compactMap { kind in nemesis.kindsExercised[kind].map {
+            "\(kind.rawValue) x\($0)" + (kind == .drain ? " (\(nemesis.drainsCompleted) ran to the end)" : "")
+        } }
+        lines.append("  faults:      \(exercised.joined(separator: ", "))" + (skipped.isEmpty ? "" : "; skipped: \(FaultKind.describeSkipped(skipped))"))
         let attempted = result.byOperation.values.reduce(0) { $0 + $1.attempted }
         let refused = result.refused.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         lines.append("  writes:      \(attempted) attempted, \(result.acknowledged) acknowledged, \(result.refused.values.reduce(0, +)) refused\(refused.isEmpty ? "" : " (\(refused))"), \(result.indeterminate) indeterminate")

@@ -25,6 +25,25 @@ import HomeroomCore
         }
     }
 
+    /// A pinned room (a lecture hall) has its own number of copies, its groups' rooms
+    /// follow it, and every other room keeps the default; pinned 0, or more copies than
+    /// members, is every member. Owners of a pinned room extend the default's (the same
+    /// scores, more of them), so pinning moves no room away from a default owner.
+    @Test func aPinnedRoomHasItsOwnNumberOfCopies() {
+        let placement = Placement(replicas: 2, members: Self.members, pinned: ["hall": 5, "everywhere": 0, "huge": 9])
+        let plain = Placement(replicas: 2, members: Self.members)
+        #expect(placement.owners(of: "hall").count == 5)
+        #expect(placement.owners(of: "hall:g1") == placement.owners(of: "hall"))
+        #expect(Array(placement.owners(of: "hall").prefix(2)) == plain.owners(of: "hall"))
+        #expect(placement.owners(of: "everywhere") == Self.members.sorted())
+        #expect(placement.owners(of: "huge") == Self.members.sorted())
+        #expect(placement.copies("hall") == 5 && placement.copies("huge") == 0 && placement.copies("class-1") == 2)
+        for room in Self.rooms.prefix(300) { #expect(placement.owners(of: room) == plain.owners(of: room)) }
+        #expect(!placement.everywhere)
+        #expect(Placement(replicas: 0, members: Self.members, pinned: ["hall": 0]).everywhere)
+        #expect(!Placement(replicas: 0, members: Self.members, pinned: ["hall": 2]).everywhere)
+    }
+
     /// A group's room is checked against its main room: they live on the same owners.
     @Test func aBreakoutGroupsRoomLivesWithItsMainRoom() {
         let placement = Placement(replicas: 2, members: Self.members)

@@ -20,7 +20,7 @@ import HomeroomSimulation
             seeds = (0..<UInt64(count)).map { base &+ $0 }
         }
         var failures = 0
-        var refutations = 0, presenceChecked = 0, falseDowns = 0
+        var refutations = 0, presenceChecked = 0, falseDowns = 0, probes = 0, vouches = 0
         for seed in seeds {
             var config = SimulationConfig()
             var rng = SplitMix64(seed: seed ^ 0xC0FFEE)
@@ -32,6 +32,8 @@ import HomeroomSimulation
             refutations += report.refutations
             falseDowns += report.falseDowns
             presenceChecked += report.presenceChecked
+            probes += report.probesSent
+            vouches += report.probeVouches
             if !report.converged {
                 failures += 1
                 Issue.record("""
@@ -42,12 +44,14 @@ import HomeroomSimulation
             }
         }
         #expect(failures == 0, "\(failures) of \(seeds.count) schedules failed")
-        print("simulated \(seeds.count) schedules: \(falseDowns) alive nodes declared down, \(refutations) refutations, \(presenceChecked) users checked online")
+        print("simulated \(seeds.count) schedules: \(falseDowns) alive nodes declared down, \(refutations) refutations, \(presenceChecked) users checked online, \(probes) probes (\(vouches) found a silent node alive)")
         // The presence check must have had something to check.
         if seeds.count >= 100 {
             #expect(presenceChecked > seeds.count, "\(presenceChecked) users checked online (\(refutations) refutations)")
             // Failure detection must have declared alive nodes down, and they refuted.
             #expect(falseDowns > seeds.count / 20 && refutations > seeds.count / 20, "\(falseDowns) alive nodes declared down, \(refutations) refutations")
+            // The engine's probes ran, and some found a node alive that its prober had stopped hearing.
+            #expect(probes > seeds.count && vouches > 0, "\(probes) probes, \(vouches) vouches")
         }
     }
 

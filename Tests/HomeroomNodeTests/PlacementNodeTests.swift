@@ -77,6 +77,30 @@ import HomeroomWire
         #expect(Set(refusal.owners.map(\.address)) == addresses)
     }
 
+    /// `--room-replicas`: a lecture hall pinned to every node of four, beside rooms on 2.
+    @Test func aPinnedHallLivesOnMoreNodesThanTheDefault() async throws {
+        let cluster = try TestCluster(size: 4, label: "pinned", heartbeatMillis: 50) { _, config in
+            config.replicas = 2
+            config.roomReplicas = ["pinned-hall": 4]
+            config.handoffSettleMillis = 300
+        }
+        #expect(await Self.meshed(cluster))
+        var clients: [RoomClient] = []
+        defer { for client in clients { client.close() } }
+        var dots: [String: [Dot]] = [:]
+        for room in ["pinned-hall", "pinned-class-0", "pinned-class-1"] {
+            let (client, acknowledged) = try Self.classroom(room, through: 0, cluster)
+            clients.append(client)
+            dots[room] = acknowledged
+        }
+        #expect(await settles(within: 15) { cluster.nodes.allSatisfy { $0.room("pinned-hall").map { copy in dots["pinned-hall"]!.allSatisfy { copy.seen.contains($0) } } == true } },
+                "the hall is not on all 4 nodes: \(cluster.nodes.filter { $0.room("pinned-hall") != nil }.count)")
+        for room in ["pinned-class-0", "pinned-class-1"] {
+            #expect(await settles(within: 15) { Self.placed(room, cluster, replicas: 2, dots: dots[room]!) },
+                    "\(room) is not on exactly its 2 owners: \(cluster.nodes.filter { $0.room(room) != nil }.map(\.name))")
+        }
+    }
+
     @Test func aNewMemberTakesOverItsRoomsAndOldCopiesGoOnlyOnceItHoldsThem() async throws {
         let replicas = 2
         let cluster = try Self.placedCluster(size: 3, label: "takeover", replicas: replicas)

@@ -266,6 +266,25 @@ struct PeerTable {
         return died
     }
 
+    /// A probe found `node` alive at `incarnation` as of `atMillis` (`IndirectProber`):
+    /// it is not declared down for the down period from then. True when that moved its
+    /// last sign of life.
+    mutating func vouch(_ node: ReplicaID, incarnation: UInt64, atMillis: UInt64) -> Bool {
+        guard let before = entries[node]?.liveness.lastEvidenceMillis else { return false }
+        entries[node]!.liveness.vouched(incarnation: incarnation, nowMillis: atMillis)
+        return entries[node]!.liveness.lastEvidenceMillis != before
+    }
+
+    /// What this node answers when asked whether `node` is alive: only from its own
+    /// hearing (heard within the suspect period, and how long ago), never from another
+    /// node's word.
+    func hears(_ node: ReplicaID, nowMillis: UInt64, suspectMillis: UInt64) -> WireMessage.ProbeReply {
+        guard let entry = entries[node], entry.heardDirectly else { return WireMessage.ProbeReply(target: node, alive: false, incarnation: 0) }
+        let ago = nowMillis &- entry.lastHeardMillis
+        return WireMessage.ProbeReply(target: node, alive: entry.liveness.health != .dead && ago < suspectMillis,
+                                      incarnation: entry.incarnation, heardAgoMillis: min(ago, suspectMillis))
+    }
+
     /// Marks a node dead at once (it said goodbye).
     mutating func markDead(_ node: ReplicaID) -> Entry? {
         guard entries[node]?.liveness.markDead() == true else { return nil }

@@ -22,6 +22,10 @@ public struct NodeConfig: Sendable, Equatable {
     /// No heartbeat for this long: suspect. Then `downMillis`: declared down.
     public var suspectMillis: UInt64 = 1_000
     public var downMillis: UInt64 = 2_000
+    /// A peer not heard for `suspectMillis` is probed, itself and through this many other
+    /// nodes (SWIM's ping-req), and is not declared down while one finds it alive
+    /// (`IndirectProber`). 0: only the peer itself; nil: no probes (silence alone decides).
+    public var probeHelpers: Int? = 3
     public var requestTimeoutMillis: UInt64 = 1_000
     public var maxClockDriftMillis: UInt64 = HybridClock.defaultMaxForwardDriftMillis
     public var workers = 2
@@ -79,6 +83,9 @@ public struct NodeConfig: Sendable, Equatable {
     /// another node is answered `not-owner` with the owners' addresses. 0: every node holds
     /// every room. The same on every node.
     public var replicas = 0
+    /// Rooms kept on another number of copies (`--room-replicas <room>=<n>`: a lecture
+    /// hall on more nodes; 0: every node), with placement only. The same on every node.
+    public var roomReplicas: [String: Int] = [:]
     /// How long a copy this node no longer owns stays after its owners hold all of it
     /// (docs/PROTOCOL.md, "Placement"): their stores take it meanwhile.
     public var handoffSettleMillis: UInt64 = 10_000
@@ -115,7 +122,7 @@ public struct NodeConfig: Sendable, Equatable {
             && (a.tokenVerifier == nil) == (b.tokenVerifier == nil) && (a.clusterKey == nil) == (b.clusterKey == nil)
             && a.clockSkewMillis == b.clockSkewMillis && a.dataDirectory == b.dataDirectory && a.synchronousFull == b.synchronousFull && a.httpAddress == b.httpAddress
             && a.messageRetentionSeconds == b.messageRetentionSeconds && a.clusterPublish == b.clusterPublish
-            && a.replicas == b.replicas
+            && a.replicas == b.replicas && a.roomReplicas == b.roomReplicas
     }
 
     public func validate() throws(NodeConfigError) {
@@ -165,6 +172,20 @@ public struct NodeConfig: Sendable, Equatable {
         }
         if replicas < 0 || replicas > 64 {
             throw .invalid(field: "replicas", reason: "\(replicas) must be from 1 to 64 copies of each room (or 0: every node holds every room)")
+        }
+        if let probeHelpers, probeHelpers < 0 || probeHelpers > 16 {
+            throw .invalid(field: "probe-helpers", reason: "\(probeHelpers) must be from 0 to 16 nodes asked per probe (or off)")
+        }
+        for (room, copies) in roomReplicas.sorted(by: { $0.key < $1.key }) {
+            if let problem = RoomID.validate(room) {
+                throw .invalid(field: "room-replicas", reason: "\(room): \(problem)")
+            }
+            if copies < 0 || copies > 64 {
+                throw .invalid(field: "room-replicas", reason: "\(room)=\(copies): from 1 to 64 copies (or 0: every node)")
+            }
+            if replicas == 0 {
+                throw .invalid(field: "room-replicas", reason: "\(room)=\(copies) needs placement (--replicas n): without it every node holds every room")
+            }
         }
         if workers < 1 || workers > 64 {
             throw .invalid(field: "workers", reason: "\(workers) must be from 1 to 64")

@@ -339,6 +339,7 @@ extension ClusterNode {
             if publishHeartbeat() { greetSeeds() }
             declareSilentNodesDown()
             renewLinksOfSilentPeers()
+            probeSilentPeers()
             if tick % 25 == 0 { forgetPermanentlyDownPeers() }
             if tick % 5 == 0 { handOffRooms() }
             runPendingSyncs(recheckGaps: true)
@@ -517,8 +518,10 @@ extension ClusterNode {
         for peer in dead {
             // monotonic_ms (this machine's CLOCK_MONOTONIC) lets a harness on the same machine
             // place the silence among its faults (homeroom-chaos counts false downs so).
+            // silent_ms: since its last sign of life (heard, or found alive by a probe).
             logger.notice("peer declared down", ["peer": peer.node.description, "address": peer.address,
-                                                 "silent_ms": "\(now &- peer.lastHeardMillis)", "monotonic_ms": "\(now)"])
+                                                 "silent_ms": "\(now &- peer.liveness.lastEvidenceMillis)", "monotonic_ms": "\(now)",
+                                                 "unheard_ms": "\(now &- peer.lastHeardMillis)"])
             metrics.add("peers_declared_down_total")
             endSessions(of: peer.node, incarnation: peer.incarnation)
         }

@@ -14,7 +14,7 @@ extension NodeState {
     func placement(ownName: String) -> Placement {
         let others = peers.entries.values
             .filter { !$0.liveness.isExpectedOnly && !$0.address.isEmpty && !$0.name.isEmpty && !$0.draining }.map(\.name)
-        return Placement(replicas: replicas, members: (draining && !others.isEmpty ? [] : [ownName]) + others)
+        return Placement(replicas: replicas, members: (draining && !others.isEmpty ? [] : [ownName]) + others, pinned: roomReplicas)
     }
 
     /// Other members heard alive and not draining: where a drain can hand rooms to.

@@ -182,6 +182,10 @@ extension ClusterNode {
                 return errorReply("rate-limited", "digests of room \(room) more than \(config.syncsPerSecond) times per second: slow down", room)
             }
             reply = .digest(state.withLock { $0.rooms[room]?.seen ?? VersionVector() })
+        case let .probeRequest(target):
+            // Nodes only: the answer says which nodes this one hears.
+            guard asNode else { return errorReply("not-allowed", "only nodes probe nodes (docs/PROTOCOL.md, \"Probes\")", room) }
+            reply = .probeReply(answerProbe(about: target))
         default:
             return errorReply("unsupported", "a \(request.message.kind) is not a request this node answers; see docs/PROTOCOL.md", room)
         }

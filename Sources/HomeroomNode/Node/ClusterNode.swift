@@ -156,6 +156,10 @@ public final class ClusterNode: Sendable {
         var initial = NodeState(engine: NodeEngine(replica: replica, rooms: rooms, policy: config.enginePolicy))
         initial.engine.restore(floors: floors)
         initial.replicas = config.replicas
+        initial.roomReplicas = config.roomReplicas
+        initial.prober = config.probeHelpers.map {
+            IndirectProber(fanout: $0, everyMillis: max(config.heartbeatMillis * 2, 100), seed: replica.rawValue ^ incarnation)
+        }
         initial.engine.liveIncarnation(incarnation, sinceMillis: UInt64(max(0, Int64(bitPattern: WallClock.nowMillis()) + config.clockSkewMillis)))
         initial.sealsTopics = config.tokenVerifier != nil
         // Every node the stored rooms name is waited for by reward folds until heard or forgotten.

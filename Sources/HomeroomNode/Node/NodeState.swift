@@ -13,8 +13,12 @@ struct NodeState {
     }
     var sequencer: Sequencer { engine.sequencer }
     var peers = PeerTable()
+    /// Probes of the peers this node no longer hears (`ClusterNode.probeSilentPeers`).
+    var prober: IndirectProber?
     /// Copies of each room (`NodeConfig.replicas`; 0: every node holds every room).
     var replicas = 0
+    /// Rooms on another number of copies (`NodeConfig.roomReplicas`).
+    var roomReplicas: [String: Int] = [:]
     /// The members placement last saw (`ClusterNode.handOffRooms`): when they change,
     /// every peer's view is compared again for the rooms this node now owns.
     var placedMembers: [String] = []

@@ -32,9 +32,12 @@ enum NodeCommand {
                                  suspect_ms, down_ms, workers, log_level, log_format, data_dir, sync,
                                  http, token_keys, app, revoked, cluster_key, cluster_publish,
                                  message_retention_s, session_timeout_ms, tls_cert, tls_key,
-                                 tls_ca, replicas.                            (HOMEROOM_CONFIG)
+                                 tls_ca, replicas, room_replicas.             (HOMEROOM_CONFIG)
           --heartbeat-ms <n>     Heartbeat period (default 200).             (HOMEROOM_HEARTBEAT_MS)
           --suspect-ms <n>       Silence before a node is suspect (default 1000).
+          --probe-helpers <n>    Probe a peer not heard for --suspect-ms itself and through n other
+                                 nodes (SWIM's ping-req); it is not declared down while one finds it
+                                 alive (default 3; 0: only the peer itself; off: silence decides).
           --down-ms <n>          Silence before a node is down (default 2000, at least twice the heartbeat).
           --workers <n>          Request worker threads (default 2).
           --data-dir <path>      Keep rooms in SQLite here; a restart then loses nothing.  (HOMEROOM_DATA_DIR)
@@ -64,6 +67,8 @@ enum NodeCommand {
           --replicas <n>         Keep each room on n nodes, picked by rendezvous hashing (default 0:
                                  every node holds every room; the same on every node). Joins and
                                  writes elsewhere are answered not-owner, naming the owners.  (HOMEROOM_REPLICAS)
+          --room-replicas <room>=<n>  (--replicas) Keep this room (a lecture hall) on n nodes instead;
+                                 0: on every node. Repeatable; the same on every node.
           --handoff-settle-ms <n>  (--replicas) Keep a copy this node no longer owns this long after
                                  its owners hold it (default 10000).
           --permanent-down-ms <n>  Forget a peer down this long: no more dialling (default 300000;
@@ -117,6 +122,7 @@ enum NodeCommand {
         var tls_key: String?
         var tls_ca: String?
         var replicas: Int?
+        var room_replicas: [String: Int]?
     }
 
     static func run(_ arguments: ArraySlice<String>) throws(CommandLineError) {
@@ -182,12 +188,21 @@ enum NodeCommand {
         let maxRooms = try reader.integer("--max-rooms", in: 1...10_000_000)
         let maxUsers = try reader.integer("--max-users", in: 2...500_000)
         let handoffSettle = try reader.integer("--handoff-settle-ms", in: UInt64(0)...UInt64(3_600_000))
+        let probeHelpers = try reader.string("--probe-helpers")
         var replicas = try reader.integer("--replicas", in: 0...64)
         if replicas == nil, let text = environment["HOMEROOM_REPLICAS"] {
             guard let value = Int(text) else { throw .usage("HOMEROOM_REPLICAS must be a whole number of copies, not '\(text)'", usage: usage) }
             replicas = value
         }
         if replicas == nil { replicas = file.replicas }
+        var roomReplicas = file.room_replicas ?? [:]
+        for entry in try reader.strings("--room-replicas") {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, let copies = Int(parts[1]) else {
+                throw .usage("--room-replicas takes <room>=<copies>, e.g. hall-101=5, not '\(entry)'", usage: usage)
+            }
+            roomReplicas[parts[0]] = copies
+        }
         let permanentDown = try reader.integer("--permanent-down-ms", in: UInt64(0)...UInt64(86_400_000))
         let rewardWindow = try reader.integer("--reward-window-ms", in: UInt64(1_000)...UInt64(3_600_000))
         let maxConnections = try reader.integer("--max-connections", in: 1...1_000_000)
@@ -227,7 +242,17 @@ enum NodeCommand {
         if let maxUsers { config.maxUsersPerRoom = maxUsers }
         if let permanentDown { config.permanentDownMillis = permanentDown }
         if let replicas { config.replicas = replicas }
+        config.roomReplicas = roomReplicas
         if let handoffSettle { config.handoffSettleMillis = handoffSettle }
+        if let probeHelpers {
+            if probeHelpers == "off" {
+                config.probeHelpers = nil
+            } else if let count = Int(probeHelpers), (0...16).contains(count) {
+                config.probeHelpers = count
+            } else {
+                throw .usage("--probe-helpers takes a number of nodes from 0 to 16, or off, not '\(probeHelpers)'", usage: usage)
+            }
+        }
         if let rewardWindow { config.rewardWindowMillis = rewardWindow }
         if let maxConnections { config.maxConnections = maxConnections }
         if let wedgeDescriptors { config.wedgeDescriptors = wedgeDescriptors }

@@ -727,7 +727,97 @@ void   homeroom__v1__error_reply__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__error_reply__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor homeroom__v1__envelope__field_descriptors[20] =
+void   homeroom__v1__probe_request__init
+                     (Homeroom__V1__ProbeRequest         *message)
+{
+  static const Homeroom__V1__ProbeRequest init_value = HOMEROOM__V1__PROBE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__probe_request__get_packed_size
+                     (const Homeroom__V1__ProbeRequest *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__probe_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__probe_request__pack
+                     (const Homeroom__V1__ProbeRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__probe_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__probe_request__pack_to_buffer
+                     (const Homeroom__V1__ProbeRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__probe_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__ProbeRequest *
+       homeroom__v1__probe_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__ProbeRequest *)
+     protobuf_c_message_unpack (&homeroom__v1__probe_request__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__probe_request__free_unpacked
+                     (Homeroom__V1__ProbeRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__probe_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__probe_reply__init
+                     (Homeroom__V1__ProbeReply         *message)
+{
+  static const Homeroom__V1__ProbeReply init_value = HOMEROOM__V1__PROBE_REPLY__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__probe_reply__get_packed_size
+                     (const Homeroom__V1__ProbeReply *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__probe_reply__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__probe_reply__pack
+                     (const Homeroom__V1__ProbeReply *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__probe_reply__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__probe_reply__pack_to_buffer
+                     (const Homeroom__V1__ProbeReply *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__probe_reply__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__ProbeReply *
+       homeroom__v1__probe_reply__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__ProbeReply *)
+     protobuf_c_message_unpack (&homeroom__v1__probe_reply__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__probe_reply__free_unpacked
+                     (Homeroom__V1__ProbeReply *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__probe_reply__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+static const ProtobufCFieldDescriptor homeroom__v1__envelope__field_descriptors[22] =
 {
   {
     "protocol_version",
@@ -969,6 +1059,30 @@ static const ProtobufCFieldDescriptor homeroom__v1__envelope__field_descriptors[
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "probe_request",
+    21,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Envelope, body_case),
+    offsetof(Homeroom__V1__Envelope, probe_request),
+    &homeroom__v1__probe_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "probe_reply",
+    22,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Envelope, body_case),
+    offsetof(Homeroom__V1__Envelope, probe_reply),
+    &homeroom__v1__probe_reply__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__envelope__field_indices_by_name[] = {
   4,   /* field[4] = clock */
@@ -981,6 +1095,8 @@ static const unsigned homeroom__v1__envelope__field_indices_by_name[] = {
   16,   /* field[16] = join_response */
   8,   /* field[8] = patch */
   18,   /* field[18] = peer_message */
+  21,   /* field[21] = probe_reply */
+  20,   /* field[20] = probe_request */
   0,   /* field[0] = protocol_version */
   1,   /* field[1] = room_id */
   17,   /* field[17] = room_message */
@@ -995,7 +1111,7 @@ static const unsigned homeroom__v1__envelope__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__envelope__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 20 }
+  { 0, 22 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__envelope__descriptor =
 {
@@ -1005,7 +1121,7 @@ const ProtobufCMessageDescriptor homeroom__v1__envelope__descriptor =
   "Homeroom__V1__Envelope",
   "homeroom.v1",
   sizeof(Homeroom__V1__Envelope),
-  20,
+  22,
   homeroom__v1__envelope__field_descriptors,
   homeroom__v1__envelope__field_indices_by_name,
   1,  homeroom__v1__envelope__number_ranges,
@@ -2464,6 +2580,121 @@ const ProtobufCMessageDescriptor homeroom__v1__error_reply__descriptor =
   homeroom__v1__error_reply__field_indices_by_name,
   1,  homeroom__v1__error_reply__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__error_reply__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__probe_request__field_descriptors[1] =
+{
+  {
+    "target",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__ProbeRequest, target),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__probe_request__field_indices_by_name[] = {
+  0,   /* field[0] = target */
+};
+static const ProtobufCIntRange homeroom__v1__probe_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__probe_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.ProbeRequest",
+  "ProbeRequest",
+  "Homeroom__V1__ProbeRequest",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__ProbeRequest),
+  1,
+  homeroom__v1__probe_request__field_descriptors,
+  homeroom__v1__probe_request__field_indices_by_name,
+  1,  homeroom__v1__probe_request__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__probe_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__probe_reply__field_descriptors[4] =
+{
+  {
+    "target",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__ProbeReply, target),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "alive",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__ProbeReply, alive),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "incarnation",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__ProbeReply, incarnation),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "heard_ago_ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__ProbeReply, heard_ago_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__probe_reply__field_indices_by_name[] = {
+  1,   /* field[1] = alive */
+  3,   /* field[3] = heard_ago_ms */
+  2,   /* field[2] = incarnation */
+  0,   /* field[0] = target */
+};
+static const ProtobufCIntRange homeroom__v1__probe_reply__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__probe_reply__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.ProbeReply",
+  "ProbeReply",
+  "Homeroom__V1__ProbeReply",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__ProbeReply),
+  4,
+  homeroom__v1__probe_reply__field_descriptors,
+  homeroom__v1__probe_reply__field_indices_by_name,
+  1,  homeroom__v1__probe_reply__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__probe_reply__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue homeroom__v1__write_status__enum_values_by_number[6] =

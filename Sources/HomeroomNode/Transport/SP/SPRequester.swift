@@ -54,6 +54,16 @@ public final class SPRequester: Sendable {
         return try waiter.wait(longest: timeout + .seconds(2)).get()
     }
 
+    /// Sends `bytes` without waiting: `completion` gets the reply or the failure, at most
+    /// `timeout` later, on the requester's loop thread (keep it short).
+    public func send(_ bytes: [UInt8], timeout: Duration, completion: @escaping @Sendable (Result<[UInt8], TransportError>) -> Void) {
+        do throws(TransportError) {
+            try start(bytes, timeout: timeout, completion: completion)
+        } catch {
+            completion(.failure(error))
+        }
+    }
+
     /// Sends `bytes` and suspends until the reply comes, for at most `timeout`.
     /// Cancelling the task ends the wait with `.canceled`.
     public func request(_ bytes: [UInt8], timeout: Duration) async throws(TransportError) -> [UInt8] {

@@ -34,6 +34,8 @@ typedef struct Homeroom__V1__JoinResponse Homeroom__V1__JoinResponse;
 typedef struct Homeroom__V1__RoomMessage Homeroom__V1__RoomMessage;
 typedef struct Homeroom__V1__PeerMessage Homeroom__V1__PeerMessage;
 typedef struct Homeroom__V1__ErrorReply Homeroom__V1__ErrorReply;
+typedef struct Homeroom__V1__ProbeRequest Homeroom__V1__ProbeRequest;
+typedef struct Homeroom__V1__ProbeReply Homeroom__V1__ProbeReply;
 
 
 /* --- enums --- */
@@ -87,7 +89,9 @@ typedef enum {
   HOMEROOM__V1__ENVELOPE__BODY_JOIN_RESPONSE = 17,
   HOMEROOM__V1__ENVELOPE__BODY_ROOM_MESSAGE = 18,
   HOMEROOM__V1__ENVELOPE__BODY_PEER_MESSAGE = 19,
-  HOMEROOM__V1__ENVELOPE__BODY_ERROR = 20
+  HOMEROOM__V1__ENVELOPE__BODY_ERROR = 20,
+  HOMEROOM__V1__ENVELOPE__BODY_PROBE_REQUEST = 21,
+  HOMEROOM__V1__ENVELOPE__BODY_PROBE_REPLY = 22
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HOMEROOM__V1__ENVELOPE__BODY__CASE)
 } Homeroom__V1__Envelope__BodyCase;
 
@@ -141,6 +145,8 @@ struct  Homeroom__V1__Envelope
     Homeroom__V1__RoomMessage *room_message;
     Homeroom__V1__PeerMessage *peer_message;
     Homeroom__V1__ErrorReply *error;
+    Homeroom__V1__ProbeRequest *probe_request;
+    Homeroom__V1__ProbeReply *probe_reply;
   };
 };
 #define HOMEROOM__V1__ENVELOPE__INIT \
@@ -587,6 +593,50 @@ struct  Homeroom__V1__ErrorReply
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL }
 
 
+/*
+ * Failure detection between nodes (docs/PROTOCOL.md, "Probes"), as SWIM's ping and
+ * ping-req: a node that no longer hears a peer's heartbeats asks the peer itself
+ * (`target` is the receiver) and a few other nodes (`target` is someone else) whether
+ * it is alive. A node answers about a peer only from what it hears itself, and never
+ * dials an address a request names. Only nodes ask (sealed with the cluster key, when
+ * the cluster has one).
+ */
+struct  Homeroom__V1__ProbeRequest
+{
+  ProtobufCMessage base;
+  /*
+   * the node asked about (a replica id)
+   */
+  uint64_t target;
+};
+#define HOMEROOM__V1__PROBE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__probe_request__descriptor) \
+    , 0 }
+
+
+struct  Homeroom__V1__ProbeReply
+{
+  ProtobufCMessage base;
+  uint64_t target;
+  /*
+   * The target is the answering node, or a node it heard within its suspect period.
+   */
+  protobuf_c_boolean alive;
+  /*
+   * the target's incarnation as the answering node knows it
+   */
+  uint64_t incarnation;
+  /*
+   * How long before answering it last heard the target (0 when it is the target): the
+   * asker counts the target alive as of then, not as of the answer.
+   */
+  uint64_t heard_ago_ms;
+};
+#define HOMEROOM__V1__PROBE_REPLY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__probe_reply__descriptor) \
+    , 0, 0, 0, 0 }
+
+
 /* Homeroom__V1__Envelope methods */
 void   homeroom__v1__envelope__init
                      (Homeroom__V1__Envelope         *message);
@@ -891,6 +941,44 @@ Homeroom__V1__ErrorReply *
 void   homeroom__v1__error_reply__free_unpacked
                      (Homeroom__V1__ErrorReply *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__ProbeRequest methods */
+void   homeroom__v1__probe_request__init
+                     (Homeroom__V1__ProbeRequest         *message);
+size_t homeroom__v1__probe_request__get_packed_size
+                     (const Homeroom__V1__ProbeRequest   *message);
+size_t homeroom__v1__probe_request__pack
+                     (const Homeroom__V1__ProbeRequest   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__probe_request__pack_to_buffer
+                     (const Homeroom__V1__ProbeRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__ProbeRequest *
+       homeroom__v1__probe_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__probe_request__free_unpacked
+                     (Homeroom__V1__ProbeRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__ProbeReply methods */
+void   homeroom__v1__probe_reply__init
+                     (Homeroom__V1__ProbeReply         *message);
+size_t homeroom__v1__probe_reply__get_packed_size
+                     (const Homeroom__V1__ProbeReply   *message);
+size_t homeroom__v1__probe_reply__pack
+                     (const Homeroom__V1__ProbeReply   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__probe_reply__pack_to_buffer
+                     (const Homeroom__V1__ProbeReply   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__ProbeReply *
+       homeroom__v1__probe_reply__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__probe_reply__free_unpacked
+                     (Homeroom__V1__ProbeReply *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Homeroom__V1__Envelope_Closure)
@@ -941,6 +1029,12 @@ typedef void (*Homeroom__V1__PeerMessage_Closure)
 typedef void (*Homeroom__V1__ErrorReply_Closure)
                  (const Homeroom__V1__ErrorReply *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__ProbeRequest_Closure)
+                 (const Homeroom__V1__ProbeRequest *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__ProbeReply_Closure)
+                 (const Homeroom__V1__ProbeReply *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -965,6 +1059,8 @@ extern const ProtobufCMessageDescriptor homeroom__v1__join_response__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__room_message__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__peer_message__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__error_reply__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__probe_request__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__probe_reply__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -1,0 +1,56 @@
+import HomeroomEngine
+import Testing
+@testable import homeroom_chaos
+
+/// The drain fault: planned only with placement, always on one of the room's owners (a
+/// drain of a node that holds nothing would move nothing), and long enough for the
+/// drain to end.
+@Suite struct DrainScheduleTests {
+    static func options(seed: UInt64, replicas: Int?, mode: ChaosOptions.Mode = .short) -> ChaosOptions {
+        var options = ChaosOptions()
+        options.seed = seed
+        options.seedGiven = true
+        options.replicas = replicas
+        options.mode = mode
+        options.durationSeconds = 600
+        return options
+    }
+
+    @Test func withoutPlacementTheDrainIsSkippedAndSaysWhy() {
+        let (faults, skipped) = Schedule.make(options: Self.options(seed: 20261201, replicas: nil), cutsLinks: true)
+        #expect(!faults.contains { $0.kind == .drain })
+        #expect(skipped == [.drain])
+        #expect(FaultKind.describeSkipped(skipped) == "drain (need --replicas)")
+        #expect(FaultKind.describeSkipped([.halves, .drain, .ring]) == "partition-halves, partition-ring (need --netns); drain (need --replicas)")
+    }
+
+    @Test func aShortRunDrainsOneOwnerOfTheRoomOnceForLongEnough() {
+        var targets = Set<Int>()
+        var fresh = Set<Int>()
+        for seed in UInt64(1)...40 {
+            let (faults, skipped) = Schedule.make(options: Self.options(seed: seed, replicas: 3), cutsLinks: true)
+            #expect(skipped.isEmpty)
+            let drains = faults.filter { $0.kind == .drain }
+            #expect(drains.count == 1, "seed \(seed)")
+            guard let drain = drains.first else { continue }
+            let owners = Placement(replicas: 3, members: ["n1", "n2", "n3", "n4", "n5"]).owners(of: ChaosRun.room)
+            #expect(owners.contains("n\(drain.nodes[0] + 1)"), "seed \(seed): n\(drain.nodes[0] + 1) is not an owner of \(owners)")
+            #expect(Schedule.drainMillis.contains(drain.durationMillis))
+            #expect(Set(drain.nodes) == Set(0..<5))
+            targets.insert(drain.nodes[0])
+            fresh.insert(drain.amount)
+            // The next fault starts after the drain's planned end.
+            if let next = faults.first(where: { $0.startMillis > drain.startMillis }) { #expect(next.startMillis >= drain.endMillis) }
+        }
+        // The seed picks among the three owners, and both ways back (own store, empty store).
+        #expect(targets.count == 3)
+        #expect(fresh == [0, 1])
+    }
+
+    @Test func aSoakDrainsAgainAndNeverOnlyWithoutPlacement() {
+        let placed = Schedule.make(options: Self.options(seed: 99, replicas: 2, mode: .soak), cutsLinks: true).faults
+        #expect(placed.filter { $0.kind == .drain }.count >= 2)
+        let everywhere = Schedule.make(options: Self.options(seed: 99, replicas: nil, mode: .soak), cutsLinks: true).faults
+        #expect(!everywhere.contains { $0.kind == .drain })
+    }
+}
