@@ -47,8 +47,8 @@ public struct IndirectProber: Sendable {
         var rounds: [Round] = []
         for (target, liveness) in peers.sorted(by: { $0.key < $1.key }) {
             guard liveness.health == .suspect, !liveness.isExpectedOnly,
-                  nowMillis &- liveness.lastHeardMillis >= suspectMillis else { continue }
-            if let last = lastRound[target], nowMillis &- last < everyMillis { continue }
+                  PeerLiveness.elapsed(since: liveness.lastHeardMillis, now: nowMillis) >= suspectMillis else { continue }
+            if let last = lastRound[target], PeerLiveness.elapsed(since: last, now: nowMillis) < everyMillis { continue }
             var chosen = helpers.filter { $0 != target }
             chosen.shuffle(using: &random)
             let round = Round(target: target, direct: reachable.contains(target), helpers: Array(chosen.prefix(fanout)))

@@ -66,8 +66,12 @@ public struct PeerLiveness: Equatable, Sendable {
     /// known: an older one proves nothing, and a newer one means the known one is over
     /// (its sessions must end, so its down must come). Not for a dead peer either (it
     /// comes back when heard, or refutes).
-    public mutating func vouched(incarnation vouchedIncarnation: UInt64, nowMillis: UInt64) {
+    /// `unheardLimitMillis`: past this long without its heartbeats, probes keep it no
+    /// longer (nil: no limit): it goes down, and is forgotten after the permanent-down
+    /// period, so reward folds and retirement stop waiting for it.
+    public mutating func vouched(incarnation vouchedIncarnation: UInt64, nowMillis: UInt64, unheardLimitMillis: UInt64? = nil) {
         guard health != .dead, !isExpectedOnly, vouchedIncarnation == incarnation else { return }
+        if let limit = unheardLimitMillis, Self.elapsed(since: lastHeardMillis, now: nowMillis) >= limit { return }
         lastVouchedMillis = max(lastVouchedMillis, nowMillis)
     }
 
@@ -77,13 +81,17 @@ public struct PeerLiveness: Equatable, Sendable {
     /// dead silently (it has no incarnation to end).
     public mutating func sweep(nowMillis: UInt64, suspectMillis: UInt64, downMillis: UInt64) -> Bool {
         guard health != .dead else { return false }
-        if nowMillis &- lastEvidenceMillis >= downMillis {
+        if Self.elapsed(since: lastEvidenceMillis, now: nowMillis) >= downMillis {
             health = .dead
             return !isExpectedOnly
         }
-        if nowMillis &- lastHeardMillis >= suspectMillis { health = .suspect }
+        if Self.elapsed(since: lastHeardMillis, now: nowMillis) >= suspectMillis { health = .suspect }
         return false
     }
+
+    /// How long since `then`, 0 when `then` is later: a sign of life noted by another
+    /// thread between this caller's clock read and its lock is not a wrap to "silent for ever".
+    public static func elapsed(since then: UInt64, now: UInt64) -> UInt64 { now > then ? now - then : 0 }
 
     /// An expected node named by another node with an incarnation: from now on as a node
     /// learned of (suspect, its silence counted from now).

@@ -69,6 +69,18 @@ import HomeroomCore
         #expect(Set(draw(seed: 7).joined()).count >= 9)
     }
 
+    /// A sign of life noted after the caller read its clock (another thread, under the
+    /// lock first) is no silence at all, not a wrap to "silent for ever".
+    @Test func aSignOfLifeNewerThanTheSweepsClockIsNoSilence() {
+        var liveness = PeerLiveness.heard(incarnation: 1, nowMillis: 5_000)
+        let early = liveness.sweep(nowMillis: 4_990, suspectMillis: 1_000, downMillis: 2_000)
+        #expect(!early && liveness.health == .alive)
+        liveness.vouched(incarnation: 1, nowMillis: 9_000)
+        let beforeVouch = liveness.sweep(nowMillis: 8_500, suspectMillis: 1_000, downMillis: 2_000)
+        #expect(!beforeVouch && liveness.health == .suspect)
+        #expect(PeerLiveness.elapsed(since: 10, now: 4) == 0 && PeerLiveness.elapsed(since: 4, now: 10) == 6)
+    }
+
     @Test func aVouchKeepsAPeerFromDownNotFromSuspect() {
         var liveness = PeerLiveness.heard(incarnation: 3, nowMillis: 0)
         let downEarly = liveness.sweep(nowMillis: 1_100, suspectMillis: 1_000, downMillis: 2_000)

@@ -66,6 +66,34 @@ import Testing
         #expect(table.entries[b]?.subscriberDialer == nil)
     }
 
+    /// A suspect peer that answered a probe itself lately: its REQ link works, so only its
+    /// subscription is renewed (replacing the link would cut the next probe short); the
+    /// probe also keeps it from down, but not past the limit without its heartbeats.
+    @Test func aPeerThatAnsweredAProbeKeepsItsRequestLinkAndIsKeptOnlyUpToTheLimit() {
+        var table = PeerTable()
+        _ = table.heard(Self.heartbeat("a", port: 7100), nowMillis: 0)
+        let a = ReplicaID(name: "a")
+        _ = table.setDialer(a, 21, address: "tcp://10.0.0.1:7101")
+        _ = table.sweep(nowMillis: 1_000, suspectMillis: 1_000, downMillis: 2_000)
+        let vouched = table.vouch(a, incarnation: 1, atMillis: 1_100, unheardLimitMillis: 10_000, direct: true)
+        #expect(vouched)
+        let renewed = table.renewalsDue(nowMillis: 1_200, everyMillis: 400, silentForMillis: 1_000)
+        #expect(renewed.map(\.node) == [a])
+        #expect(renewed.first?.requestAddress == nil, "the link that just answered is left alone")
+        #expect(renewed.first?.dialer == 21, "the subscription is still renewed: its heartbeats do not arrive")
+        // Without a direct answer for a while, the link is renewed again.
+        let later = table.renewalsDue(nowMillis: 2_100, everyMillis: 400, silentForMillis: 1_000)
+        #expect(later.first?.requestAddress == "tcp://10.0.0.1:7100")
+        // Kept from down while vouched for; past 10 s without its heartbeats, no longer.
+        let vouchedAgain = table.vouch(a, incarnation: 1, atMillis: 9_000, unheardLimitMillis: 10_000, direct: false)
+        let keptUp = table.sweep(nowMillis: 10_500, suspectMillis: 1_000, downMillis: 2_000)
+        let pastLimit = table.vouch(a, incarnation: 1, atMillis: 10_600, unheardLimitMillis: 10_000, direct: false)
+        let down = table.sweep(nowMillis: 11_000, suspectMillis: 1_000, downMillis: 2_000)
+        #expect(vouchedAgain && keptUp.isEmpty)
+        #expect(!pastLimit)
+        #expect(down.map(\.node) == [a])
+    }
+
     @Test func ofSeveralDeadIdsOnOneAddressOnlyTheNewestRenewsIt() {
         var table = PeerTable()
         // b restarted in memory twice (new ids), each time on the same ports, and is down now.

@@ -77,6 +77,21 @@ import HomeroomWire
         #expect(Set(refusal.owners.map(\.address)) == addresses)
     }
 
+    /// A pinned count needs placement, a valid main room's id, and 0 to 64 copies.
+    @Test func pinnedCountsAreChecked() throws {
+        var config = NodeConfig(name: "x", listen: "tcp://127.0.0.1:0", publish: "tcp://127.0.0.1:0")
+        config.replicas = 2
+        config.roomReplicas = ["hall": 5, "everywhere": 0]
+        #expect(throws: Never.self) { try config.validate() }
+        for bad in [["hall:g1": 5], ["hall": 65], ["hall": -1], ["no spaces": 3]] {
+            config.roomReplicas = bad
+            #expect(throws: NodeConfigError.self, "\(bad)") { try config.validate() }
+        }
+        config.roomReplicas = ["hall": 5]
+        config.replicas = 0
+        #expect(throws: NodeConfigError.self, "pinned without placement") { try config.validate() }
+    }
+
     /// `--room-replicas`: a lecture hall pinned to every node of four, beside rooms on 2.
     @Test func aPinnedHallLivesOnMoreNodesThanTheDefault() async throws {
         let cluster = try TestCluster(size: 4, label: "pinned", heartbeatMillis: 50) { _, config in

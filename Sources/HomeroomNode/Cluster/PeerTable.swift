@@ -32,6 +32,9 @@ struct PeerTable {
         var rewardCheckpoints: [String: RewardCheckpoint] = [:]
         /// Its last heartbeat (or a peer's list) said it is draining: placement leaves it out.
         var draining = false
+        /// When it last answered a probe itself (monotonic ms): its REQ link works, so a
+        /// renewal leaves that link alone (replacing it would cut the next probe short).
+        var directAnswerMillis: UInt64 = 0
 
         /// Where this node subscribes to it: its node-only PUB socket if it has one.
         var subscribeAddress: String { clusterPublishAddress.isEmpty ? publishAddress : clusterPublishAddress }
@@ -192,7 +195,9 @@ struct PeerTable {
             && nowMillis &- entry.linksRenewedMillis >= everyMillis {
             let publish = entry.subscribeAddress
             let owned = !publish.isEmpty && publishOwners[publish] == node
-            let request = entry.address.isEmpty || requestOwners[entry.address] != node ? nil : entry.address
+            // The REQ link answered a probe lately: it works, and is left alone.
+            let linkWorks = PeerLiveness.elapsed(since: entry.directAnswerMillis, now: nowMillis) < everyMillis * 2 && entry.directAnswerMillis != 0
+            let request = entry.address.isEmpty || requestOwners[entry.address] != node || linkWorks ? nil : entry.address
             let current = entry.subscriberDialer != nil && entry.dialedAddress == publish
             // An entry whose addresses another entry owns (a node that restarted in memory
             // under a new id) has nothing to renew once its dialer is gone.
@@ -269,10 +274,14 @@ struct PeerTable {
     /// A probe found `node` alive at `incarnation` as of `atMillis` (`IndirectProber`):
     /// it is not declared down for the down period from then. True when that moved its
     /// last sign of life.
-    mutating func vouch(_ node: ReplicaID, incarnation: UInt64, atMillis: UInt64) -> Bool {
+    /// `unheardLimitMillis`: see `PeerLiveness.vouched`. An answer of the peer itself
+    /// (`direct`) also shows that the REQ link to it works (`Entry.directAnswerMillis`).
+    mutating func vouch(_ node: ReplicaID, incarnation: UInt64, atMillis: UInt64, unheardLimitMillis: UInt64?, direct: Bool) -> Bool {
         guard let before = entries[node]?.liveness.lastEvidenceMillis else { return false }
-        entries[node]!.liveness.vouched(incarnation: incarnation, nowMillis: atMillis)
-        return entries[node]!.liveness.lastEvidenceMillis != before
+        entries[node]!.liveness.vouched(incarnation: incarnation, nowMillis: atMillis, unheardLimitMillis: unheardLimitMillis)
+        let moved = entries[node]!.liveness.lastEvidenceMillis != before
+        if moved && direct { entries[node]!.directAnswerMillis = atMillis }
+        return moved
     }
 
     /// What this node answers when asked whether `node` is alive: only from its own
@@ -280,7 +289,7 @@ struct PeerTable {
     /// node's word.
     func hears(_ node: ReplicaID, nowMillis: UInt64, suspectMillis: UInt64) -> WireMessage.ProbeReply {
         guard let entry = entries[node], entry.heardDirectly else { return WireMessage.ProbeReply(target: node, alive: false, incarnation: 0) }
-        let ago = nowMillis &- entry.lastHeardMillis
+        let ago = PeerLiveness.elapsed(since: entry.lastHeardMillis, now: nowMillis)
         return WireMessage.ProbeReply(target: node, alive: entry.liveness.health != .dead && ago < suspectMillis,
                                       incarnation: entry.incarnation, heardAgoMillis: min(ago, suspectMillis))
     }

@@ -122,7 +122,7 @@ public struct NodeConfig: Sendable, Equatable {
             && (a.tokenVerifier == nil) == (b.tokenVerifier == nil) && (a.clusterKey == nil) == (b.clusterKey == nil)
             && a.clockSkewMillis == b.clockSkewMillis && a.dataDirectory == b.dataDirectory && a.synchronousFull == b.synchronousFull && a.httpAddress == b.httpAddress
             && a.messageRetentionSeconds == b.messageRetentionSeconds && a.clusterPublish == b.clusterPublish
-            && a.replicas == b.replicas && a.roomReplicas == b.roomReplicas
+            && a.replicas == b.replicas && a.roomReplicas == b.roomReplicas && a.probeHelpers == b.probeHelpers
     }
 
     public func validate() throws(NodeConfigError) {
@@ -179,6 +179,9 @@ public struct NodeConfig: Sendable, Equatable {
         for (room, copies) in roomReplicas.sorted(by: { $0.key < $1.key }) {
             if let problem = RoomID.validate(room) {
                 throw .invalid(field: "room-replicas", reason: "\(room): \(problem)")
+            }
+            if let group = Breakout.parse(roomID: room) {
+                throw .invalid(field: "room-replicas", reason: "\(room) is a breakout group's room: it lives with \(group.mainRoom); pin \(group.mainRoom) instead")
             }
             if copies < 0 || copies > 64 {
                 throw .invalid(field: "room-replicas", reason: "\(room)=\(copies): from 1 to 64 copies (or 0: every node)")

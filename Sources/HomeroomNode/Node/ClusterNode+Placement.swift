@@ -157,11 +157,18 @@ extension ClusterNode {
     /// it arrives. Nil when the room is not on its way here: a new room.
     func roomOnItsWay(_ room: String) -> String? {
         guard config.replicas > 0 else { return nil }
+        let now = WallClock.monotonicMillis()
+        // Peers that may hold more than this node: heard within the down period. Not a
+        // peer only probes keep from down (a bridge or ring partition): it cannot send
+        // this node its rooms, and waiting for it would last the whole partition.
+        func recent(_ entry: PeerTable.Entry) -> Bool {
+            entry.status != .dead && PeerLiveness.elapsed(since: entry.lastHeardMillis, now: now) < config.downMillis
+        }
         return state.withLock { state -> String? in
             guard state.rooms[room] == nil || state.arriving.contains(room), state.quarantined[room] == nil else { return nil }
             let ours = state.rooms[room]?.seen ?? VersionVector()
             let holders = state.peers.entries.filter { entry in
-                entry.value.status != .dead && entry.value.rooms[room].map { !ours.dominates($0) } == true
+                recent(entry.value) && entry.value.rooms[room].map { !ours.dominates($0) } == true
             }.map(\.key)
             for holder in holders {
                 let key = NodeState.SyncKey(peer: holder, room: room)
@@ -173,7 +180,7 @@ extension ClusterNode {
             }
             // Peers not down (met, or only heard of) whose rooms this node cannot vouch for.
             let unknown = state.peers.entries.values.filter {
-                $0.status != .dead && !$0.address.isEmpty && !$0.liveness.isExpectedOnly && ($0.viewMismatched || $0.view.verifiedAtMillis == nil)
+                recent($0) && !$0.address.isEmpty && !$0.liveness.isExpectedOnly && ($0.viewMismatched || $0.view.verifiedAtMillis == nil)
             }
             guard !unknown.isEmpty else {
                 state.arriving.remove(room)

@@ -50,8 +50,11 @@ extension ClusterNode {
         let vouched = state.withLock { state -> Bool in
             // A cut made since the probe left: its answer is not heard either.
             guard !state.faults.cuts(probe.via), !state.faults.isolated else { return false }
-            // Alive as of when the answering node last heard it, not as of the answer.
-            return state.peers.vouch(probe.target, incarnation: answer.incarnation, atMillis: now &- min(answer.heardAgoMillis, now))
+            // Alive as of when the answering node last heard it, not as of the answer; and
+            // not for longer than the permanent-down period without its own heartbeats.
+            let limit = config.permanentDownMillis == 0 ? nil : config.permanentDownMillis
+            return state.peers.vouch(probe.target, incarnation: answer.incarnation, atMillis: now &- min(answer.heardAgoMillis, now),
+                                     unheardLimitMillis: limit, direct: probe.via == probe.target)
         }
         if vouched {
             metrics.add(probe.via == probe.target ? "peers_vouched_total{by=\"itself\"}" : "peers_vouched_total{by=\"another\"}")
