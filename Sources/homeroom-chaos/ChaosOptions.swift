@@ -44,6 +44,8 @@ struct ChaosOptions: Sendable {
     /// Passed to every node: placement (`--replicas`): the room on that many nodes; the
     /// observers of the others follow `not-owner` to its owners.
     var replicas: Int?
+    /// What the nodes run with: `--replicas`, else `homeroom node`'s default (3).
+    var effectiveReplicas: Int { replicas ?? 3 }
     /// Passed to every node (`--probe-helpers`): how many other nodes a probe asks, or
     /// "off" (silence alone declares a peer down), to compare downs with and without.
     var probeHelpers: String?
@@ -84,7 +86,8 @@ struct ChaosOptions: Sendable {
           --heartbeat-ms <n>      Passed to every node (default: the node's own).
           --reward-window-ms <n>  Passed to every node: with a short one (e.g. 3000) the nodes fold
                                   rewards during the run, under the faults (default: the node's 60000).
-          --replicas <n>          Passed to every node: each room on n nodes (placement); the observer of a
+          --replicas <n>          Passed to every node: each room on n nodes (the node's default: 3; 0: every
+                                  node holds every room, and no drain is planned); the observer of a
                                   node that does not keep the room reads it through the owners it names.
           --probe-helpers <n|off> Passed to every node: other nodes a probe of a silent peer asks (default
                                   the node's 3; off: silence alone declares down), to compare the downs.
@@ -167,7 +170,7 @@ struct ChaosOptions: Sendable {
                 options.faultMillis = parts.first!...parts.last!
             case "--heartbeat-ms": options.heartbeatMillis = integer(argument, 10...10_000)
             case "--reward-window-ms": options.rewardWindowMillis = integer(argument, 1_000...3_600_000)
-            case "--replicas": options.replicas = integer(argument, 1...9)
+            case "--replicas": options.replicas = integer(argument, 0...9)
             case "--probe-helpers":
                 let text = value(argument)
                 guard text == "off" || Int(text).map({ (0...16).contains($0) }) == true else {
@@ -218,9 +221,9 @@ struct ChaosOptions: Sendable {
 
 extension FaultKind {
     /// Why a kind was skipped: the harness option it needs.
-    var needs: String { needsPlacement ? "--replicas" : "--netns" }
+    var needs: String { needsPlacement ? "placement: --replicas 1 or more" : "--netns" }
 
-    /// "a, b (need --netns); c (need --replicas)" for the skipped kinds.
+    /// "a, b (need --netns); c (need placement: ...)" for the skipped kinds.
     static func describeSkipped(_ kinds: [FaultKind]) -> String {
         Dictionary(grouping: kinds, by: \.needs).sorted { $0.key < $1.key }
             .map { "\($0.value.map(\.rawValue).joined(separator: ", ")) (need \($0.key))" }.joined(separator: "; ")

@@ -87,7 +87,7 @@ enum Schedule {
         var rng = SplitMix64(seed: options.seed ^ 0x6E656D6573697321)
         let n = options.nodes
         let requested = options.onlyKinds.isEmpty ? FaultKind.allCases : options.onlyKinds
-        let placed = (options.replicas ?? 0) > 0
+        let placed = options.effectiveReplicas > 0
         let available = requested.filter { (cutsLinks || !$0.needsLinkCuts) && (placed || !$0.needsPlacement) }
         let skipped = requested.filter { !available.contains($0) }
         guard !available.isEmpty else { return ([], skipped) }
@@ -112,7 +112,7 @@ enum Schedule {
                 fault.targets = Int.random(in: 1...minority, using: &rng)
             case .drain:
                 // One of the room's owners, so its copy is handed off and comes back.
-                let owners = Placement(replicas: options.replicas ?? 0, members: (1...n).map { "n\($0)" })
+                let owners = Placement(replicas: options.effectiveReplicas, members: (1...n).map { "n\($0)" })
                     .owners(of: ChaosRun.room).compactMap { Int($0.dropFirst()).map { $0 - 1 } }
                 if let target = owners.randomElement(using: &rng) {
                     fault.nodes = [target] + order.filter { $0 != target }

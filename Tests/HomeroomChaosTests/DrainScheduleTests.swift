@@ -17,11 +17,11 @@ import Testing
     }
 
     @Test func withoutPlacementTheDrainIsSkippedAndSaysWhy() {
-        let (faults, skipped) = Schedule.make(options: Self.options(seed: 20261201, replicas: nil), cutsLinks: true)
+        let (faults, skipped) = Schedule.make(options: Self.options(seed: 20261201, replicas: 0), cutsLinks: true)
         #expect(!faults.contains { $0.kind == .drain })
         #expect(skipped == [.drain])
-        #expect(FaultKind.describeSkipped(skipped) == "drain (need --replicas)")
-        #expect(FaultKind.describeSkipped([.halves, .drain, .ring]) == "partition-halves, partition-ring (need --netns); drain (need --replicas)")
+        #expect(FaultKind.describeSkipped(skipped) == "drain (need placement: --replicas 1 or more)")
+        #expect(FaultKind.describeSkipped([.halves, .drain, .ring]) == "partition-halves, partition-ring (need --netns); drain (need placement: --replicas 1 or more)")
     }
 
     @Test func aShortRunDrainsOneOwnerOfTheRoomOnceForLongEnough() {
@@ -50,7 +50,10 @@ import Testing
     @Test func aSoakDrainsAgainAndNeverOnlyWithoutPlacement() {
         let placed = Schedule.make(options: Self.options(seed: 99, replicas: 2, mode: .soak), cutsLinks: true).faults
         #expect(placed.filter { $0.kind == .drain }.count >= 2)
-        let everywhere = Schedule.make(options: Self.options(seed: 99, replicas: nil, mode: .soak), cutsLinks: true).faults
+        let everywhere = Schedule.make(options: Self.options(seed: 99, replicas: 0, mode: .soak), cutsLinks: true).faults
         #expect(!everywhere.contains { $0.kind == .drain })
+        // The nodes' default (3 copies) is placement: drains are planned.
+        let byDefault = Schedule.make(options: Self.options(seed: 99, replicas: nil, mode: .soak), cutsLinks: true).faults
+        #expect(byDefault.contains { $0.kind == .drain })
     }
 }

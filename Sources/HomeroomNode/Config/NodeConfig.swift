@@ -81,7 +81,8 @@ public struct NodeConfig: Sendable, Equatable {
     /// Copies of each room in the cluster (docs/PROTOCOL.md, "Placement"): a room lives on
     /// this many nodes, picked by rendezvous hashing over the members; a join or a write at
     /// another node is answered `not-owner` with the owners' addresses. 0: every node holds
-    /// every room. The same on every node.
+    /// every room. The same on every node. `homeroom node` defaults to 3; an embedder
+    /// (tests, the demo's in-process cluster) chooses.
     public var replicas = 0
     /// Rooms kept on another number of copies (`--room-replicas <room>=<n>`: a lecture
     /// hall on more nodes; 0: every node), with placement only. The same on every node.

@@ -17,6 +17,14 @@ extension NodeState {
         return Placement(replicas: replicas, members: (draining && !others.isEmpty ? [] : [ownName]) + others, pinned: roomReplicas)
     }
 
+    /// Whether the room is kept on fewer nodes than the members (placement with more
+    /// members than copies): only then can a node own it without holding it yet. With
+    /// every member an owner (3 nodes and the default 3 copies), a node behaves as
+    /// without placement.
+    func keptApart(_ room: String, ownName: String) -> Bool {
+        replicas > 0 && placement(ownName: ownName).copies(room) != 0
+    }
+
     /// Other members heard alive and not draining: where a drain can hand rooms to.
     var aliveOtherMembers: Int {
         peers.entries.values.filter { $0.status == .alive && !$0.name.isEmpty && !$0.draining }.count
@@ -166,6 +174,11 @@ extension ClusterNode {
         }
         return state.withLock { state -> String? in
             guard state.rooms[room] == nil || state.arriving.contains(room), state.quarantined[room] == nil else { return nil }
+            // Every member keeps it: as without placement, served from what is here.
+            guard state.keptApart(room, ownName: name) else {
+                state.arriving.remove(room)
+                return nil
+            }
             let ours = state.rooms[room]?.seen ?? VersionVector()
             let holders = state.peers.entries.filter { entry in
                 recent(entry.value) && entry.value.rooms[room].map { !ours.dominates($0) } == true

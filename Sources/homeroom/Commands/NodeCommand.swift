@@ -64,8 +64,8 @@ enum NodeCommand {
           --sync-bytes-per-second <n>  Per-user sync reply bytes in a room (default 8388608).
           --max-rooms <n>        Rooms this node accepts (default 10000).
           --max-users <n>        Users per room (default 200000).
-          --replicas <n>         Keep each room on n nodes, picked by rendezvous hashing (default 0:
-                                 every node holds every room; the same on every node). Joins and
+          --replicas <n>         Keep each room on n nodes, picked by rendezvous hashing (default 3;
+                                 0: every node holds every room; the same on every node). Joins and
                                  writes elsewhere are answered not-owner, naming the owners.  (HOMEROOM_REPLICAS)
           --room-replicas <room>=<n>  (--replicas) Keep this room (a lecture hall) on n nodes instead;
                                  0: on every node. Repeatable; the same on every node.
@@ -124,6 +124,9 @@ enum NodeCommand {
         var replicas: Int?
         var room_replicas: [String: Int]?
     }
+
+    /// Copies of each room when neither --replicas, HOMEROOM_REPLICAS nor the config file says.
+    static let defaultReplicas = 3
 
     static func run(_ arguments: ArraySlice<String>) throws(CommandLineError) {
         if arguments.first == "drain" { return try DrainCommand.run(arguments.dropFirst()) }
@@ -241,7 +244,8 @@ enum NodeCommand {
         if let maxRooms { config.maxRooms = maxRooms }
         if let maxUsers { config.maxUsersPerRoom = maxUsers }
         if let permanentDown { config.permanentDownMillis = permanentDown }
-        if let replicas { config.replicas = replicas }
+        // The command's default: each room on 3 nodes (every node of a cluster of 3 or fewer).
+        config.replicas = replicas ?? Self.defaultReplicas
         config.roomReplicas = roomReplicas
         if let handoffSettle { config.handoffSettleMillis = handoffSettle }
         if let probeHelpers {
