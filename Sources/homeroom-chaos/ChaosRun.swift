@@ -279,7 +279,10 @@ struct ChaosRun {
         // Faults that silence a node longer than the down period must show as downs, or the
         // down lines are no longer read (and the check above would pass on nothing).
         let downMillis = (options.heartbeatMillis ?? 200) * 10
-        let silencing: Set<FaultKind> = [.kill, .pause, .isolate, .halves, .ring, .bridge]
+        // A bridge or a ring leaves every node heard by some other: with probes asking
+        // others (the nodes' default), nobody is declared down there (docs/PROTOCOL.md, "Probes").
+        let probesAskOthers = options.probeHelpers.map { $0 != "off" && $0 != "0" } ?? true
+        let silencing: Set<FaultKind> = probesAskOthers ? [.kill, .pause, .isolate, .halves] : [.kill, .pause, .isolate, .halves, .ring, .bridge]
         let downsExpected = schedule.contains { silencing.contains($0.kind) && $0.durationMillis >= downMillis + 1_000 }
         let connected = connectedWriters()
         let checker = Checker(history: history.all, tracking: observatory.snapshot, replicas: replicas,

@@ -67,6 +67,8 @@ extension ClusterNode {
         "links_renewed_total": "Reconnections of the links to down peers (every suspect period while they are down).",
         "heartbeats_published_total": "Heartbeats this node published (every --heartbeat-ms).",
         "heartbeat_bytes_total": "Bytes of the heartbeats this node published: mostly only rooms that changed lately (docs/PROTOCOL.md, Heartbeats).",
+        "probes_sent_total": "Probes of peers not heard for the suspect period, by kind (direct: the peer itself; indirect: another node asked about it; docs/PROTOCOL.md, Probes).",
+        "peers_vouched_total": "Probe answers that found a silent peer alive (by itself, or by another node that hears it), keeping it from being declared down.",
         "gossip_view_mismatches_total": "Peer heartbeats whose rooms hash differed from this node's view of that peer's rooms (heartbeats with changes were missed): each asks that peer for its complete list.",
     ]
 
