@@ -1,6 +1,7 @@
 import HomeroomTestSupport
 import HomeroomCore
 import HomeroomEngine
+import HomeroomWire
 import Testing
 @testable import HomeroomNode
 
@@ -55,6 +56,38 @@ import Testing
         let (a, b) = (cluster.nodes[0], cluster.nodes[1])
         #expect(await settles(within: 5) { Self.status(of: b.replica, at: a) == .dead })
         #expect(Self.counter(a, "probes_sent_total{kind=\"indirect\"}") == 0)
+    }
+
+    /// Only nodes probe: a client's probe_request is refused; with a cluster key an
+    /// unsealed one claiming to be a node is too; a node answers only from its own
+    /// hearing (an unknown node is not alive, this node itself is).
+    @Test func onlyNodesProbeAndAnswersComeFromOwnHearing() throws {
+        let cluster = try TestCluster(size: 2, label: "probe-doors")
+        defer { for node in cluster.nodes { node.stop() } }
+        #expect(cluster.meshed(), "the cluster did not form")
+        let (a, b) = (cluster.nodes[0], cluster.nodes[1])
+        func ask(_ node: ClusterNode, about target: ReplicaID, sender: ReplicaID) throws -> WireMessage {
+            let request = WireEnvelope(roomID: "", sender: sender, sequence: 1, clock: .zero, message: .probeRequest(target: target))
+            return try WireCodec.decode(node.handleRequest(WireCodec.encode(request))).message
+        }
+        guard case let .error(refusal) = try ask(a, about: b.replica, sender: ReplicaID(0)) else {
+            Issue.record("a client's probe was answered"); return
+        }
+        #expect(refusal.code == "not-allowed")
+        guard case let .probeReply(known) = try ask(a, about: b.replica, sender: b.replica) else { Issue.record("no probe reply"); return }
+        #expect(known.alive && known.target == b.replica && known.incarnation == b.incarnation && known.heardAgoMillis < 1_000)
+        guard case let .probeReply(itself) = try ask(a, about: a.replica, sender: b.replica) else { Issue.record("no probe reply"); return }
+        #expect(itself.alive && itself.incarnation == a.incarnation && itself.heardAgoMillis == 0)
+        guard case let .probeReply(stranger) = try ask(a, about: ReplicaID(name: "nobody"), sender: b.replica) else { Issue.record("no probe reply"); return }
+        #expect(!stranger.alive)
+
+        let key = ClusterKey.generate()
+        let sealed = try TestCluster(size: 1, label: "probe-sealed") { _, config in config.clusterKey = key }
+        defer { for node in sealed.nodes { node.stop() } }
+        guard case let .error(unsealed) = try ask(sealed.nodes[0], about: sealed.nodes[0].replica, sender: ReplicaID(name: "mallory")) else {
+            Issue.record("an unsealed probe was answered"); return
+        }
+        #expect(unsealed.code == "cluster-auth-required")
     }
 
     @Test func aPeerNobodyHearsIsDeclaredDownInTheDownPeriod() async throws {
