@@ -77,6 +77,36 @@ import HomeroomWire
         #expect(Set(refusal.owners.map(\.address)) == addresses)
     }
 
+    /// `owns` answers without building the member list while every member owns every
+    /// room; it must say what the full placement says, whatever the peer table holds
+    /// (names twice, unnamed, draining, expected origins). Seeded tables.
+    @Test func theFastOwnershipAnswerIsThePlacements() {
+        var checked = 0, fast = 0
+        for seed in UInt64(0)..<300 {
+            var rng = SplitMix64(seed: seed)
+            var state = NodeState(engine: NodeEngine(replica: ReplicaID(name: "self")))
+            state.replicas = Int.random(in: 1...5, using: &rng)
+            state.draining = Int.random(in: 0..<10, using: &rng) == 0
+            if Int.random(in: 0..<5, using: &rng) == 0 { state.roomReplicas = ["r1": Int.random(in: 0...6, using: &rng)] }
+            for index in 0..<Int.random(in: 0...6, using: &rng) {
+                var heartbeat = WireMessage.Heartbeat(node: ReplicaID(name: "peer-\(index)"), incarnation: 1, address: "tcp://10.0.0.\(index):7100")
+                let names = ["n1", "n2", "n3", "n4", "n1", ""]
+                heartbeat.nodeName = names[Int.random(in: 0..<names.count, using: &rng)]
+                heartbeat.draining = Int.random(in: 0..<6, using: &rng) == 0
+                _ = state.peers.heard(heartbeat, nowMillis: 0)
+            }
+            if Int.random(in: 0..<3, using: &rng) == 0 { state.peers.expect([ReplicaID(name: "expected")], nowMillis: 0) }
+            if state.everyMemberOwnsEverything { fast += 1 }
+            for room in (0..<12).map({ "r\($0)" }) {
+                let placement = state.placement(ownName: "self")
+                #expect(state.owns(room, ownName: "self") == placement.owns("self", room: room), "seed \(seed), \(room)")
+                #expect(state.keptApart(room, ownName: "self") == (placement.copies(room) != 0), "seed \(seed), \(room)")
+                checked += 1
+            }
+        }
+        #expect(checked == 3_600 && fast > 30, "\(fast) tables took the fast answer")
+    }
+
     /// A pinned count needs placement, a valid main room's id, and 0 to 64 copies.
     @Test func pinnedCountsAreChecked() throws {
         var config = NodeConfig(name: "x", listen: "tcp://127.0.0.1:0", publish: "tcp://127.0.0.1:0")

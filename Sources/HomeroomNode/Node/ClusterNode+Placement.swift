@@ -12,8 +12,7 @@ extension NodeState {
     /// Draining nodes (this one too) are left out; a draining node with no other member
     /// to hand its rooms to stays in (it keeps serving rather than send clients nowhere).
     func placement(ownName: String) -> Placement {
-        let others = peers.entries.values
-            .filter { !$0.liveness.isExpectedOnly && !$0.address.isEmpty && !$0.name.isEmpty && !$0.draining }.map(\.name)
+        let others = peers.entries.values.filter(Self.isMember).map(\.name)
         return Placement(replicas: replicas, members: (draining && !others.isEmpty ? [] : [ownName]) + others, pinned: roomReplicas)
     }
 
@@ -22,7 +21,27 @@ extension NodeState {
     /// every member an owner (3 nodes and the default 3 copies), a node behaves as
     /// without placement.
     func keptApart(_ room: String, ownName: String) -> Bool {
-        replicas > 0 && placement(ownName: ownName).copies(room) != 0
+        replicas > 0 && !everyMemberOwnsEverything && placement(ownName: ownName).copies(room) != 0
+    }
+
+    /// A peer placement counts (by its name): known other than as an expected origin,
+    /// with an address and a name, not draining.
+    static func isMember(_ entry: PeerTable.Entry) -> Bool {
+        !entry.liveness.isExpectedOnly && !entry.address.isEmpty && !entry.name.isEmpty && !entry.draining
+    }
+
+    /// Whether every member owns every room: no more members than copies, nothing pinned,
+    /// not draining. Counted without building the member list (every delta and request
+    /// asks `owns`); a name counted twice (two stores of one node) only sends the caller
+    /// to the full computation.
+    var everyMemberOwnsEverything: Bool {
+        guard !draining, roomReplicas.isEmpty else { return false }
+        var members = 1
+        for entry in peers.entries.values where Self.isMember(entry) {
+            members += 1
+            if members > replicas { return false }
+        }
+        return true
     }
 
     /// Other members heard alive and not draining: where a drain can hand rooms to.
@@ -34,6 +53,7 @@ extension NodeState {
     /// it is the only node left).
     func owns(_ room: String, ownName: String) -> Bool {
         if replicas == 0 && !draining { return true }
+        if everyMemberOwnsEverything { return true }
         return placement(ownName: ownName).owns(ownName, room: room)
     }
 
