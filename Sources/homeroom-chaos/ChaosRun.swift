@@ -188,6 +188,7 @@ struct ChaosRun {
 
         // Final heal; stop the workload; wait for convergence.
         for writer in writers { writer.stop() }
+        nemesis.hurry = interrupted.isSet
         nemesis.healAll()
         _ = cluster.reapUnexpected()
         let finalHealAt = Clock.now
