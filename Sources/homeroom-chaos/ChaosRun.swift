@@ -72,7 +72,9 @@ struct ChaosRun {
         if let netns = network as? NetnsNetwork { Teardown.shared.register(namespaces: netns.namespaces) }
 
         var nodeFlags = options.rewardWindowMillis.map { ["--reward-window-ms", "\($0)"] } ?? []
-        if let replicas = options.replicas { nodeFlags += ["--replicas", "\(replicas)"] }
+        // Always said: a node would otherwise take HOMEROOM_REPLICAS or a config file from
+        // the harness's environment, and the schedule plans drains by this count.
+        nodeFlags += ["--replicas", "\(options.effectiveReplicas)"]
         if let helpers = options.probeHelpers { nodeFlags += ["--probe-helpers", helpers] }
         if options.closed {
             do throws(SecurityError) {

@@ -146,6 +146,48 @@ import HomeroomWire
         }
     }
 
+    /// Four nodes, 3 copies: one owner drains, so the fourth becomes an owner of rooms it
+    /// never held, with every member an owner from then on. Until it holds what the
+    /// others show, it must not answer a join from an empty room (a banned user would
+    /// get in, roles would be checked against nothing): every join it answers carries the
+    /// acknowledged writes.
+    @Test func anOwnerByAShrinkServesARoomOnlyOnceItHoldsIt() async throws {
+        let cluster = try Self.placedCluster(size: 4, label: "shrink", replicas: 3)
+        #expect(await Self.meshed(cluster))
+        let rooms = (0..<32).map { "shrink-\($0)" }
+        var clients: [RoomClient] = []
+        defer { for client in clients { client.close() } }
+        var dots: [String: [Dot]] = [:]
+        for room in rooms {
+            let (client, acknowledged) = try Self.classroom(room, through: 0, cluster)
+            clients.append(client)
+            dots[room] = acknowledged
+        }
+        #expect(await settles(within: 15) { rooms.allSatisfy { Self.placed($0, cluster, replicas: 3, dots: dots[$0]!) } })
+        // Node 3 drains: node k, which kept none of `moving`, owns them all now.
+        let drained = cluster.nodes[3]
+        let heir = try #require(cluster.nodes.prefix(3).first { node in rooms.contains { !Self.owners($0, cluster, replicas: 3).contains(node.name) } })
+        let moving = rooms.filter { !Self.owners($0, cluster, replicas: 3).contains(heir.name) }
+        #expect(!moving.isEmpty && moving.allSatisfy { heir.room($0) == nil })
+        #expect(drained.drain())
+        var served: [String: Bool] = [:]
+        var emptyAnswers: [String] = []
+        let deadline = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < deadline && served.count < moving.count {
+            for room in moving where served[room] == nil {
+                let join = WireEnvelope(roomID: room, sender: ReplicaID(0), sequence: 0, clock: .zero,
+                                        message: .joinRequest(WireMessage.JoinRequest(user: "probe-\(room)", role: .observer, session: "p-\(room)", name: "P")))
+                let reply = try WireCodec.decode(heir.handleRequest(WireCodec.encode(join)), limits: .largeReplies)
+                guard case let .joinResponse(response) = reply.message else { continue }
+                served[room] = true
+                if !dots[room]!.allSatisfy({ response.state.seen.contains($0) }) { emptyAnswers.append(room) }
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(served.count == moving.count, "the heir served \(served.count) of \(moving.count) rooms it now owns")
+        #expect(emptyAnswers.isEmpty, "the heir answered joins of \(emptyAnswers) without their acknowledged writes")
+    }
+
     @Test func aNewMemberTakesOverItsRoomsAndOldCopiesGoOnlyOnceItHoldsThem() async throws {
         let replicas = 2
         let cluster = try Self.placedCluster(size: 3, label: "takeover", replicas: replicas)

@@ -72,7 +72,7 @@ extension ClusterNode {
             // A room kept elsewhere (placement) is not followed: a copy held here stays as
             // it is until its owners hold it (`handOffRooms`).
             guard state.owns(roomID, ownName: name) else { return (nil, nil) }
-            if state.rooms[roomID] == nil && state.keptApart(roomID, ownName: name) { state.arriving.insert(roomID) }
+            if state.rooms[roomID] == nil && state.mayOwnWithoutHolding(roomID, ownName: name) { state.arriving.insert(roomID) }
             let applied = state.engine.applyRemote(room: roomID, batch.deltas, origin: batch.origin, nowMillis: now)
             state.noteRemovals(room: roomID, applied.fresh)
             var storeError: StoreError?

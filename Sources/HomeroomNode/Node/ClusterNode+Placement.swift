@@ -24,6 +24,13 @@ extension NodeState {
         replicas > 0 && !everyMemberOwnsEverything && placement(ownName: ownName).copies(room) != 0
     }
 
+    /// Whether the room may be owned here without being held yet: kept apart, or the
+    /// members changed since the last rescan (a drain or a forget that shrank the
+    /// cluster to its copy count makes this node an owner of rooms it never held).
+    func mayOwnWithoutHolding(_ room: String, ownName: String) -> Bool {
+        replicas > 0 && (keptApart(room, ownName: ownName) || placement(ownName: ownName).members != placedMembers)
+    }
+
     /// A peer placement counts (by its name): known other than as an expected origin,
     /// with an address and a name, not draining.
     static func isMember(_ entry: PeerTable.Entry) -> Bool {
@@ -134,8 +141,9 @@ extension ClusterNode {
         let (due, sessions) = state.withLock { state -> ([String], [(room: String, user: UserID, session: SessionID)]) in
             let placement = state.placement(ownName: name)
             if placement.members != state.placedMembers {
+                let previous = Placement(replicas: state.replicas, members: state.placedMembers, pinned: state.roomReplicas)
                 state.placedMembers = placement.members
-                rescanPlacement(placement, in: &state)
+                rescanPlacement(placement, previous: previous, in: &state)
             }
             var due: [String] = []
             var sessions: [(room: String, user: UserID, session: SessionID)] = []
@@ -194,11 +202,9 @@ extension ClusterNode {
         }
         return state.withLock { state -> String? in
             guard state.rooms[room] == nil || state.arriving.contains(room), state.quarantined[room] == nil else { return nil }
-            // Every member keeps it: as without placement, served from what is here.
-            guard state.keptApart(room, ownName: name) else {
-                state.arriving.remove(room)
-                return nil
-            }
+            // Every member keeps it, and has since before the last change of members, and
+            // it is not on its way here: as without placement, served from what is here.
+            guard state.arriving.contains(room) || state.mayOwnWithoutHolding(room, ownName: name) else { return nil }
             let ours = state.rooms[room]?.seen ?? VersionVector()
             let holders = state.peers.entries.filter { entry in
                 recent(entry.value) && entry.value.rooms[room].map { !ours.dominates($0) } == true
@@ -225,7 +231,7 @@ extension ClusterNode {
 
     /// After a change of members: rooms to pull (owned now, and a peer's view shows more)
     /// and rooms to hand off (held, no longer owned).
-    private func rescanPlacement(_ placement: Placement, in state: inout NodeState) {
+    private func rescanPlacement(_ placement: Placement, previous: Placement, in state: inout NodeState) {
         let wasHandingOff = state.handingOff
         state.handingOff = Set(state.rooms.keys.filter { !placement.owns(name, room: $0) })
         state.coveredSince = state.coveredSince.filter { state.handingOff.contains($0.key) }
@@ -237,6 +243,9 @@ extension ClusterNode {
                 let key = NodeState.SyncKey(peer: peer, room: room)
                 state.pendingSyncs.insert(key)
                 state.openGaps.insert(key)
+                // Owned only since this change (every member owns it now, say): clients
+                // wait until it has caught up, as in any room kept apart.
+                if !previous.owns(name, room: room) { state.arriving.insert(room) }
             }
         }
         // Gaps in rooms this node no longer owns are not its to close.
