@@ -71,7 +71,10 @@ extension ClusterNode {
         let (applied, storeError) = state.withLock { state -> (RemoteApplication?, StoreError?) in
             // A room kept elsewhere (placement) is not followed: a copy held here stays as
             // it is until its owners hold it (`handOffRooms`).
-            guard state.owns(roomID, ownName: name) else { return (nil, nil) }
+            guard state.owns(roomID, ownName: name) else {
+                if state.rooms[roomID] == nil && state.declined.count < NodeState.declinedLimit { state.declined.insert(roomID) }
+                return (nil, nil)
+            }
             if state.rooms[roomID] == nil && state.mayOwnWithoutHolding(roomID, ownName: name) { state.arriving.insert(roomID) }
             let applied = state.engine.applyRemote(room: roomID, batch.deltas, origin: batch.origin, nowMillis: now)
             state.noteRemovals(room: roomID, applied.fresh)
@@ -630,6 +633,7 @@ extension ClusterNode {
             guard state.owns(key.room, ownName: name) || state.quarantined[key.room] != nil else { return (.unchanged, false) }
             let merge = state.engine.merge(room: key.room, patch)
             state.arriving.remove(key.room)
+            state.declined.remove(key.room)
             if merge.removalsChanged { state.rotateTopicKeys(room: key.room) }
             if let why = state.quarantined[key.room] {
                 // A quarantined room, rebuilt from a peer's full state (its sync asked from

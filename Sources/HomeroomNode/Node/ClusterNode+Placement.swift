@@ -24,11 +24,18 @@ extension NodeState {
         replicas > 0 && !everyMemberOwnsEverything && placement(ownName: ownName).copies(room) != 0
     }
 
-    /// Whether the room may be owned here without being held yet: kept apart, or the
-    /// members changed since the last rescan (a drain or a forget that shrank the
-    /// cluster to its copy count makes this node an owner of rooms it never held).
+    /// Whether the room may be owned here without being held yet: kept apart, or owned
+    /// only since the members last changed and not rescanned yet (a drain or a forget
+    /// that shrank the cluster to its copy count makes this node an owner of rooms it
+    /// never held). Members that only grew while every member owned everything (a
+    /// node starting, learning its peers) make no room newly owned.
     func mayOwnWithoutHolding(_ room: String, ownName: String) -> Bool {
-        replicas > 0 && (keptApart(room, ownName: ownName) || placement(ownName: ownName).members != placedMembers)
+        guard replicas > 0 else { return false }
+        if keptApart(room, ownName: ownName) || (rooms[room] == nil && declined.contains(room)) { return true }
+        let current = placement(ownName: ownName)
+        guard current.members != placedMembers else { return false }
+        let previous = Placement(replicas: replicas, members: placedMembers, pinned: roomReplicas)
+        return !previous.owns(ownName, room: room) && current.owns(ownName, room: room)
     }
 
     /// A peer placement counts (by its name): known other than as an expected origin,

@@ -29,6 +29,12 @@ struct NodeState {
     /// Rooms this node owns that it began to hold from other nodes' deltas (placement),
     /// not from a pull: clients wait until it has caught up (`ClusterNode.roomOnItsWay`).
     var arriving: Set<String> = []
+    /// Rooms whose deltas this node dropped because another node owned them (and which
+    /// it does not hold): should it own one later (a drain or a forget shrank the
+    /// cluster to its copy count, so every member owns every room), clients wait until
+    /// it holds what the others show. At most `declinedLimit` (then, as before).
+    var declined: Set<String> = []
+    static let declinedLimit = 100_000
     /// Set by `ClusterNode.drain()`: this node owns no room, hands every copy off, and
     /// announces it (`Heartbeat.draining`) so the others leave it out of placement.
     var draining = false
