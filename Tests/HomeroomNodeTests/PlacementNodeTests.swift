@@ -44,6 +44,24 @@ import HomeroomWire
         return (client, [dot])
     }
 
+    /// `classroom` for each room, through node 0: the clients (closed if one fails) and
+    /// each room's acknowledged dots.
+    static func classrooms(_ rooms: [String], _ cluster: TestCluster) throws -> (clients: [RoomClient], dots: [String: [Dot]]) {
+        var clients: [RoomClient] = []
+        var dots: [String: [Dot]] = [:]
+        do {
+            for room in rooms {
+                let (client, acknowledged) = try classroom(room, through: 0, cluster)
+                clients.append(client)
+                dots[room] = acknowledged
+            }
+        } catch {
+            for client in clients { client.close() }
+            throw error
+        }
+        return (clients, dots)
+    }
+
     @Test func aRoomLivesOnItsOwnersOnlyAndClientsAreSentThere() async throws {
         let replicas = 2
         let cluster = try Self.placedCluster(size: 4, label: "placed", replicas: replicas)
@@ -130,14 +148,8 @@ import HomeroomWire
             config.handoffSettleMillis = 300
         }
         #expect(await Self.meshed(cluster))
-        var clients: [RoomClient] = []
+        let (clients, dots) = try Self.classrooms(["pinned-hall", "pinned-class-0", "pinned-class-1"], cluster)
         defer { for client in clients { client.close() } }
-        var dots: [String: [Dot]] = [:]
-        for room in ["pinned-hall", "pinned-class-0", "pinned-class-1"] {
-            let (client, acknowledged) = try Self.classroom(room, through: 0, cluster)
-            clients.append(client)
-            dots[room] = acknowledged
-        }
         #expect(await settles(within: 15) { cluster.nodes.allSatisfy { $0.room("pinned-hall").map { copy in dots["pinned-hall"]!.allSatisfy { copy.seen.contains($0) } } == true } },
                 "the hall is not on all 4 nodes: \(cluster.nodes.filter { $0.room("pinned-hall") != nil }.count)")
         for room in ["pinned-class-0", "pinned-class-1"] {
@@ -155,14 +167,8 @@ import HomeroomWire
         let cluster = try Self.placedCluster(size: 4, label: "shrink", replicas: 3)
         #expect(await Self.meshed(cluster))
         let rooms = (0..<32).map { "shrink-\($0)" }
-        var clients: [RoomClient] = []
+        let (clients, dots) = try Self.classrooms(rooms, cluster)
         defer { for client in clients { client.close() } }
-        var dots: [String: [Dot]] = [:]
-        for room in rooms {
-            let (client, acknowledged) = try Self.classroom(room, through: 0, cluster)
-            clients.append(client)
-            dots[room] = acknowledged
-        }
         #expect(await settles(within: 15) { rooms.allSatisfy { Self.placed($0, cluster, replicas: 3, dots: dots[$0]!) } })
         // Node 3 drains: node k, which kept none of `moving`, owns them all now.
         let drained = cluster.nodes[3]
