@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import HomeroomNode
 
 /// What one chaos run does, read from the command line.
 struct ChaosOptions: Sendable {
@@ -45,7 +46,7 @@ struct ChaosOptions: Sendable {
     /// observers of the others follow `not-owner` to its owners.
     var replicas: Int?
     /// What the nodes run with: `--replicas`, else `homeroom node`'s default (3).
-    var effectiveReplicas: Int { replicas ?? 3 }
+    var effectiveReplicas: Int { replicas ?? NodeConfig.commandDefaultReplicas }
     /// Passed to every node (`--probe-helpers`): how many other nodes a probe asks, or
     /// "off" (silence alone declares a peer down), to compare downs with and without.
     var probeHelpers: String?

@@ -84,6 +84,9 @@ public struct NodeConfig: Sendable, Equatable {
     /// every room. The same on every node. `homeroom node` defaults to 3; an embedder
     /// (tests, the demo's in-process cluster) chooses.
     public var replicas = 0
+    /// `homeroom node`'s copies of each room when nothing says otherwise (the chaos
+    /// harness plans its drains by it too).
+    public static let commandDefaultReplicas = 3
     /// Rooms kept on another number of copies (`--room-replicas <room>=<n>`: a lecture
     /// hall on more nodes; 0: every node), with placement only. The same on every node.
     public var roomReplicas: [String: Int] = [:]

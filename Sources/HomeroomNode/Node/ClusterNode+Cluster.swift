@@ -523,8 +523,8 @@ extension ClusterNode {
             // place the silence among its faults (homeroom-chaos counts false downs so).
             // silent_ms: since its last sign of life (heard, or found alive by a probe).
             logger.notice("peer declared down", ["peer": peer.node.description, "address": peer.address,
-                                                 "silent_ms": "\(now &- peer.liveness.lastEvidenceMillis)", "monotonic_ms": "\(now)",
-                                                 "unheard_ms": "\(now &- peer.lastHeardMillis)"])
+                                                 "silent_ms": "\(PeerLiveness.elapsed(since: peer.liveness.lastEvidenceMillis, now: now))", "monotonic_ms": "\(now)",
+                                                 "unheard_ms": "\(PeerLiveness.elapsed(since: peer.lastHeardMillis, now: now))"])
             metrics.add("peers_declared_down_total")
             endSessions(of: peer.node, incarnation: peer.incarnation)
         }

@@ -126,7 +126,7 @@ enum NodeCommand {
     }
 
     /// Copies of each room when neither --replicas, HOMEROOM_REPLICAS nor the config file says.
-    static let defaultReplicas = 3
+    static let defaultReplicas = NodeConfig.commandDefaultReplicas
 
     static func run(_ arguments: ArraySlice<String>) throws(CommandLineError) {
         if arguments.first == "drain" { return try DrainCommand.run(arguments.dropFirst()) }
