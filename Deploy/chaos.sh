@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The partition and chaos suite: builds what is missing, then runs homeroom-chaos.
 #
-#   Deploy/chaos.sh                    short run (CI): every fault kind once, at most ~3 minutes
+#   Deploy/chaos.sh                    short run (CI): every fault kind once, at most ~5 minutes
 #   Deploy/chaos.sh --duration 600     soak for 10 minutes
 #   Deploy/chaos.sh --seed 42 ...      replay a fault schedule; any homeroom-chaos option passes through
 #

@@ -66,7 +66,7 @@ struct ChaosOptions: Sendable {
         USAGE: homeroom-chaos [--short | --duration <seconds>] [--seed <n>] [--netns] [options]
 
         MODES:
-          --short                 CI run: every fault kind once, about 70 s, at most 3 minutes (default).
+          --short                 CI run: every fault kind once, about 2 minutes, at most 5 (default).
           --duration <seconds>    Soak: random faults, sometimes two at once, for this long.
 
         OPTIONS:
@@ -99,7 +99,7 @@ struct ChaosOptions: Sendable {
           --strict                Also fail when a target is missed.
           --closed                Closed rooms: nodes with a token key and a cluster key (sealed
                                   topics, keys rotated by the mid-run ban), clients with tokens.
-          --hard-limit <seconds>  Kill everything and fail past this (default: 180 short, duration+180 soak).
+          --hard-limit <seconds>  Kill everything and fail past this (default: 300 short, duration+180 soak).
           --keep                  Keep the run directory (data, logs) after a passing run.
           --verbose               Narrate every step on stderr.
           -h, --help              Show help information.
@@ -195,7 +195,7 @@ struct ChaosOptions: Sendable {
             options.seed = UInt64.random(in: 1...999_999_999)
         }
         if options.hardLimitSeconds == 0 {
-            options.hardLimitSeconds = options.mode == .short ? 180 : options.durationSeconds + 180
+            options.hardLimitSeconds = options.mode == .short ? 300 : options.durationSeconds + 180
             if let range = options.faultMillis, options.mode == .short {
                 // Each fault once, each up to the longest length plus its quiet period.
                 options.hardLimitSeconds += FaultKind.allCases.count * Int(range.upperBound / 1000 + 5)

@@ -62,8 +62,12 @@ struct ChaosRun {
             }
         }
 
+        let newcomerName = schedule.contains { $0.kind == .join }
+            ? Schedule.newcomerName(nodes: options.nodes, replicas: options.effectiveReplicas) : nil
+        if let newcomerName { say("join: the newcomer is \(newcomerName), the first owner of \(room) once it joins") }
         do throws(SpawnError) {
-            try network.setUp(nodes: options.nodes)
+            // One slot more for the join fault's newcomer.
+            try network.setUp(nodes: options.nodes + (newcomerName == nil ? 0 : 1))
         } catch {
             fputs("homeroom-chaos: cannot set up the \(network.kind) network: \(error)\n", stderr)
             network.tearDown()
@@ -88,7 +92,7 @@ struct ChaosRun {
             }
         }
         let cluster = Cluster(network: network, count: options.nodes, binary: binary, runDirectory: runDirectory,
-                              heartbeatMillis: options.heartbeatMillis, nodeFlags: nodeFlags)
+                              heartbeatMillis: options.heartbeatMillis, nodeFlags: nodeFlags, newcomerName: newcomerName)
         let outcome = execute(cluster: cluster, schedule: schedule, skipped: skipped, runDirectory: runDirectory,
                               reportPath: reportPath, started: started)
         cluster.stopAll()
@@ -262,8 +266,8 @@ struct ChaosRun {
         cluster.stopAll()
         var findings: [String] = []
         var downs: [DeclaredDown] = []
-        let names = Dictionary(uniqueKeysWithValues: cluster.nodes.map { ($0.listen, $0.name) })
-        for node in cluster.nodes {
+        let names = Dictionary(uniqueKeysWithValues: cluster.everyNode.map { ($0.listen, $0.name) })
+        for node in cluster.everyNode {
             let log = readFile(node.logPath) ?? ""
             downs += DeclaredDown.parse(log: log, node: node.name, names: names, origin: Clock.origin)
             for line in log.split(separator: "\n") where ["Fatal error", "Sanitizer", "panic", "Segmentation fault"].contains(where: { line.contains($0) }) {
@@ -277,7 +281,7 @@ struct ChaosRun {
         for heal in nemesis.fullHeals {
             heals.append((heal.at, starts.first { $0 > heal.at } ?? finalHealAt, heal.kinds))
         }
-        let nodeIndex = Dictionary(uniqueKeysWithValues: cluster.nodes.enumerated().map { ($1.name, $0) })
+        let nodeIndex = Dictionary(uniqueKeysWithValues: cluster.everyNode.map { ($0.name, $0.index) })
         let falseDowns = FalseDowns.find(downs, spans: nemesis.spans, index: nodeIndex, until: stoppingAt)
         // Faults that silence a node longer than the down period must show as downs, or the
         // down lines are no longer read (and the check above would pass on nothing).
@@ -401,7 +405,8 @@ struct ChaosRun {
                 fputs("homeroom-chaos: \(path) exists and was not made by homeroom-chaos; choose another --run-dir\n", stderr)
                 return false
             }
-            for index in 1...9 {
+            // Members are n1-n9; a join's newcomer may be named up to n73.
+            for index in 1...73 {
                 guard let text = readFile("\(path)/n\(index)/pid"), let pid = Int32(text.trimmingSpaces) else { continue }
                 let command = (readFile("/proc/\(pid)/cmdline") ?? "").split(separator: "\0").joined(separator: " ")
                 if command.contains("homeroom") && command.contains(path) {

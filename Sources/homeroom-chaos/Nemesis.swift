@@ -27,11 +27,19 @@ enum FaultKind: String, CaseIterable, Sendable {
     /// (half the seeds) on an empty one, a replacement machine with the same name, so
     /// the room moves back to it. Needs placement (`--replicas`).
     case drain
+    /// A member under a name the cluster has never seen joins (on an empty store), so
+    /// the room moves to it from one of its owners while clients write; at the heal it
+    /// is drained and leaves, and the room moves back. Needs placement (`--replicas`).
+    case join
 
     var needsLinkCuts: Bool { self == .halves || self == .ring || self == .bridge }
 
     /// Only with placement: without it every node holds every room, and nothing moves.
-    var needsPlacement: Bool { self == .drain }
+    var needsPlacement: Bool { self == .drain || self == .join }
+
+    /// A drain or a join overlaps no other fault: the moving node hands rooms only to
+    /// owners it hears, and the heal waits for that (a cut would fail it for the cut's sake).
+    var overlapsNothing: Bool { self == .drain || self == .join }
 
     /// Faults of the network and faults of processes can overlap in a soak.
     var isNetworkFault: Bool { needsLinkCuts || self == .isolate || self == .loss }
@@ -72,6 +80,7 @@ struct PlannedFault: Sendable {
         case .loss: return "\(amount)% of cluster packets dropped" + (targets > 0 ? " at \(names(Array(nodes.prefix(targets))))" : "")
         case .latency: return "cluster messages held \(amount)+0..\(jitter) ms at \(names(Array(nodes.prefix(targets))))"
         case .drain: return "n\(nodes[0] + 1) drained, then back " + (amount == 1 ? "on an empty store" : "on its store")
+        case .join: return "a new member joins on an empty store, drained at the heal"
         }
     }
 }
@@ -82,6 +91,20 @@ enum Schedule {
     /// sessions there lapse (`--session-timeout-ms`, 10 s) once they have moved, then the
     /// owners' settle period (`--handoff-settle-ms`, 10 s) runs; its fault is planned that long.
     static let drainMillis: ClosedRange<UInt64> = 20_000...24_000
+
+    /// The newcomer of the join fault: the first name after the members' (`n<nodes+1>`,
+    /// then on) that is the room's first owner once it joins, so the room moves to it and
+    /// clients sent on by a `not-owner` answer (owners best first) write there.
+    static func newcomerName(nodes: Int, replicas: Int) -> String {
+        let members = (1...nodes).map { "n\($0)" }
+        for number in (nodes + 1)...(nodes + 64) {
+            let candidate = "n\(number)"
+            if Placement(replicas: replicas, members: members + [candidate]).owners(of: ChaosRun.room).first == candidate {
+                return candidate
+            }
+        }
+        return "n\(nodes + 1)"
+    }
 
     static func make(options: ChaosOptions, cutsLinks: Bool) -> (faults: [PlannedFault], skipped: [FaultKind]) {
         var rng = SplitMix64(seed: options.seed ^ 0x6E656D6573697321)
@@ -119,12 +142,15 @@ enum Schedule {
                 }
                 // 1: back on an empty store (a new replica id, the same name).
                 fault.amount = Int.random(in: 0...1, using: &rng)
+            case .join:
+                // The newcomer's index comes after the members'.
+                fault.nodes = [n] + order
             default: break
             }
             return fault
         }
         func length(_ kind: FaultKind, _ range: ClosedRange<UInt64>) -> UInt64 {
-            UInt64.random(in: kind == .drain && options.faultMillis == nil ? drainMillis : options.faultMillis ?? range, using: &rng)
+            UInt64.random(in: kind.overlapsNothing && options.faultMillis == nil ? drainMillis : options.faultMillis ?? range, using: &rng)
         }
 
         var faults: [PlannedFault] = []
@@ -147,10 +173,8 @@ enum Schedule {
                 let kind = round < firstRound.count ? firstRound[round] : available.randomElement(using: &rng)!
                 let duration = length(kind, 2_000...8_000)
                 faults.append(plan(kind, at: clock, duration: duration))
-                // A drain overlaps nothing: its node hands its rooms only to owners it hears,
-                // and its heal waits for that (a cut would fail it for the cut's sake).
-                if Int.random(in: 0..<3, using: &rng) == 0 && kind != .drain {
-                    let others = available.filter { $0.isNetworkFault != kind.isNetworkFault && $0 != .drain }
+                if Int.random(in: 0..<3, using: &rng) == 0 && !kind.overlapsNothing {
+                    let others = available.filter { $0.isNetworkFault != kind.isNetworkFault && !$0.overlapsNothing }
                     if let second = others.randomElement(using: &rng) {
                         let offset = UInt64.random(in: 0...(duration / 2), using: &rng)
                         faults.append(plan(second, at: clock + offset, duration: duration - offset))
@@ -197,6 +221,10 @@ final class Nemesis {
     private var drained: Set<Int> = []
     /// Drains that ran to the end (the node handed its rooms off and stopped by itself).
     private(set) var drainsCompleted = 0
+    /// Joins whose newcomer was drained out at the heal and stopped by itself.
+    private(set) var joinsCompleted = 0
+    /// Client writes the newcomers accepted (clients followed the room to them).
+    private(set) var newcomerWrites = 0
     /// Nodes running with fault flags, to be restarted plain at the heal.
     private var flagged: Set<Int> = []
     private var active = 0
@@ -299,6 +327,8 @@ final class Nemesis {
                 }
             case .drain:
                 try startDrain(fault.nodes[0])
+            case .join:
+                try cluster.startNewcomer()
             }
             log("start", fault.kind, detail)
         } catch {
@@ -370,12 +400,56 @@ final class Nemesis {
     /// How long after its planned end a drain may still run.
     static let drainBoundMillis: UInt64 = 30_000
 
+    /// How long the newcomer's drain, asked at its fault's planned end, may run: its
+    /// clients' sessions lapse and the owners settle (about 20 s), with the same margin.
+    static let newcomerDrainBoundMillis: UInt64 = 50_000
+
+    /// The join's heal: `POST /drain` to the newcomer, which hands the rooms it took back
+    /// and stops by itself (bounded); its store then goes, so a later join is a new machine.
+    private func finishJoin() throws(SpawnError) {
+        guard let newcomer = cluster.newcomer, newcomer.isRunning else { return }
+        // The join moved the room: the newcomer, its first owner, holds it by now, and the
+        // clients its old owner sent on (`not-owner`, owners best first) wrote there.
+        let metrics = newcomer.metrics()
+        let accepted = Int(metrics["homeroom_writes_accepted_total"] ?? 0)
+        newcomerWrites += accepted
+        if (metrics["homeroom_rooms"] ?? 0) < 1 && !hurry {
+            failures.append("the newcomer \(newcomer.name), \(ChaosRun.room)'s first owner, did not hold it at its join's heal")
+        } else if accepted == 0 && !hurry {
+            failures.append("no client write reached the newcomer \(newcomer.name), \(ChaosRun.room)'s first owner, during its join")
+        }
+        guard let (status, body) = newcomer.request("POST", "/drain", headers: ["X-Homeroom-Action: drain"]) else {
+            cluster.stopNewcomer()
+            throw SpawnError("the newcomer \(newcomer.name) did not answer POST /drain")
+        }
+        guard status == 202 || status == 200 else {
+            cluster.stopNewcomer()
+            throw SpawnError("POST /drain to the newcomer \(newcomer.name) answered \(status): \(body)")
+        }
+        newcomer.draining = true
+        let deadline = Clock.now + (hurry ? 0 : Self.newcomerDrainBoundMillis)
+        while newcomer.isRunning && Clock.now < deadline {
+            cluster.reapNewcomer()
+            if newcomer.isRunning { Clock.sleep(millis: 50) }
+        }
+        let completed = !newcomer.isRunning
+        if completed {
+            joinsCompleted += 1
+        } else if !hurry {
+            failures.append("the newcomer \(newcomer.name) was still draining \(Self.newcomerDrainBoundMillis / 1000) s after its join's heal (a drain must end once the others hold its rooms); log tail:\n\(newcomer.logTail(10))")
+        }
+        cluster.stopNewcomer()
+        newcomer.draining = false
+        // Only a store whose rooms all went to their owners is thrown away.
+        if completed { removeTree(newcomer.dataDirectory) }
+    }
+
     /// The nodes a fault touches: whoever it kills, pauses, isolates or restarts; nil when
     /// it may cut any pair (partitions, loss on every link).
     static func affected(by fault: PlannedFault, cutsLinks: Bool) -> Set<Int>? {
         switch fault.kind {
         case .halves, .ring, .bridge: return nil
-        case .isolate, .pause, .drain: return [fault.nodes[0]]
+        case .isolate, .pause, .drain, .join: return [fault.nodes[0]]
         case .kill, .clockSkew, .latency: return Set(fault.nodes.prefix(fault.targets))
         case .loss: return cutsLinks ? nil : Set(fault.nodes.prefix(fault.targets))
         }
@@ -427,6 +501,8 @@ final class Nemesis {
                 }
             case .drain:
                 try finishDrain(fault.nodes[0], fresh: fault.amount == 1)
+            case .join:
+                try finishJoin()
             }
             log("heal", fault.kind, fault.describe(nodeCount: cluster.nodes.count))
         } catch {
@@ -478,6 +554,13 @@ final class Nemesis {
                 try finishDrain(target, fresh: false)
             } catch {
                 failures.append("could not start n\(target + 1) after its drain: \(error)")
+            }
+        }
+        if cluster.newcomer?.isRunning == true {
+            do throws(SpawnError) {
+                try finishJoin()
+            } catch {
+                failures.append("could not drain the newcomer: \(error)")
             }
         }
         for index in cluster.nodes.indices where !cluster.nodes[index].isRunning {

@@ -24,9 +24,11 @@ final class NodeHandle {
     /// Asked to drain: it stops by itself once its rooms are handed off, and that exit is expected.
     var draining = false
 
-    init(index: Int, network: ChaosNetwork, runDirectory: String) {
+    /// `name` defaults to `n<index + 1>`; the join fault's newcomer has one of its own.
+    init(index: Int, network: ChaosNetwork, runDirectory: String, name: String? = nil) {
         self.index = index
-        name = "n\(index + 1)"
+        let name = name ?? "n\(index + 1)"
+        self.name = name
         let host = network.host(index)
         listen = "tcp://\(host):\(network.port(index, 0))"
         publish = "tcp://\(host):\(network.port(index, 1))"
@@ -199,13 +201,37 @@ final class Cluster {
     /// Told when a node goes down or comes up (the observers re-attach only to running nodes).
     var onNodeState: ((Int, Bool) -> Void)?
     private(set) var unexpectedExits: [String] = []
+    /// The join fault's node: a name the members have never seen, on the network slot
+    /// after theirs; not observed, and stopped (drained) whenever no join runs.
+    let newcomer: NodeHandle?
 
-    init(network: ChaosNetwork, count: Int, binary: String, runDirectory: String, heartbeatMillis: UInt64?, nodeFlags: [String] = []) {
+    init(network: ChaosNetwork, count: Int, binary: String, runDirectory: String, heartbeatMillis: UInt64?, nodeFlags: [String] = [],
+         newcomerName: String? = nil) {
         self.network = network
         self.binary = binary
         self.heartbeatMillis = heartbeatMillis
         self.nodeFlags = nodeFlags
         nodes = (0..<count).map { NodeHandle(index: $0, network: network, runDirectory: runDirectory) }
+        newcomer = newcomerName.map { NodeHandle(index: count, network: network, runDirectory: runDirectory, name: $0) }
+    }
+
+    /// Every node that may run: the members, and the newcomer when a join is planned.
+    var everyNode: [NodeHandle] { nodes + (newcomer.map { [$0] } ?? []) }
+
+    /// The join fault: the newcomer starts, seeded with every member's address.
+    func startNewcomer() throws(SpawnError) {
+        guard let newcomer, !newcomer.isRunning else { return }
+        try newcomer.start(binary: binary, seeds: nodes.map(\.listen), network: network, heartbeatMillis: heartbeatMillis,
+                           faultFlags: nodeFlags)
+    }
+
+    func stopNewcomer() { newcomer?.stop() }
+
+    /// Notices the newcomer's exit: its drain's exit 0 is expected, any other a failure.
+    func reapNewcomer() {
+        guard let newcomer, newcomer.isRunning, let exit = newcomer.checkExited() else { return }
+        unexpectedExits.append(exit)
+        say("\(exit); log tail:\n\(newcomer.logTail(15))")
     }
 
     /// Every other node's listen address: any one is enough, all of them survive any crash.
@@ -234,6 +260,7 @@ final class Cluster {
     /// SIGTERM every node (graceful: the store is consistent for --keep).
     func stopAll() {
         for index in nodes.indices { nodes[index].stop() }
+        newcomer?.stop()
     }
 
     /// A node asked to drain: its exit (once its rooms are handed off) is expected.
@@ -257,6 +284,8 @@ final class Cluster {
     /// A draining node that stopped is left stopped (the nemesis starts it at the heal).
     func reapUnexpected() -> [String] {
         var found: [String] = []
+        // A newcomer that died is not restarted: its join's heal finds it gone and fails.
+        reapNewcomer()
         for node in nodes where node.draining { reapDrained(node.index) }
         for node in nodes where !node.draining {
             if let exit = node.checkExited() {

@@ -57,6 +57,8 @@ extension ChaosRun {
             ("skipped", .array(skipped.map { .string($0.rawValue) })),
             ("planned", .int(schedule.count)),
             ("drains_completed", .int(nemesis.drainsCompleted)),
+            ("joins_completed", .int(nemesis.joinsCompleted)),
+            ("newcomer_writes_accepted", .int(nemesis.newcomerWrites)),
             ("timeline", .array(timeline)),
         ])
         let clients: [JSON] = writers.map { writer in
@@ -105,6 +107,7 @@ extension ChaosRun {
         lines.append("homeroom-chaos \(verdict): seed \(options.seed), \(options.mode.rawValue)\(options.mode == .soak ? " \(options.durationSeconds) s" : ""), \(network.kind), \(options.nodes) nodes, \(runtime / 1000) s")
         let exercised = FaultKind.allCases.compactMap { kind in nemesis.kindsExercised[kind].map {
             "\(kind.rawValue) x\($0)" + (kind == .drain ? " (\(nemesis.drainsCompleted) ran to the end)" : "")
+                + (kind == .join ? " (\(nemesis.joinsCompleted) drained out at the heal, \(nemesis.newcomerWrites) writes accepted there)" : "")
         } }
         lines.append("  faults:      \(exercised.joined(separator: ", "))" + (skipped.isEmpty ? "" : "; skipped: \(FaultKind.describeSkipped(skipped))"))
         let attempted = result.byOperation.values.reduce(0) { $0 + $1.attempted }

@@ -19,7 +19,7 @@ if options.netns {
         exit(77)
     }
 } else {
-    let base = options.basePort != 0 ? options.basePort : LoopbackNetwork.freeBasePort(nodes: options.nodes, seed: options.seed)
+    let base = options.basePort != 0 ? options.basePort : LoopbackNetwork.freeBasePort(nodes: options.nodes + 1, seed: options.seed)
     network = LoopbackNetwork(basePort: base)
 }
 var blocked = sigset_t()

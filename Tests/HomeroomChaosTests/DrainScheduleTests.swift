@@ -19,8 +19,9 @@ import Testing
     @Test func withoutPlacementTheDrainIsSkippedAndSaysWhy() {
         let (faults, skipped) = Schedule.make(options: Self.options(seed: 20261201, replicas: 0), cutsLinks: true)
         #expect(!faults.contains { $0.kind == .drain })
-        #expect(skipped == [.drain])
-        #expect(FaultKind.describeSkipped(skipped) == "drain (need placement: --replicas 1 or more)")
+        #expect(!faults.contains { $0.kind == .join })
+        #expect(skipped == [.drain, .join])
+        #expect(FaultKind.describeSkipped(skipped) == "drain, join (need placement: --replicas 1 or more)")
         #expect(FaultKind.describeSkipped([.halves, .drain, .ring]) == "partition-halves, partition-ring (need --netns); drain (need placement: --replicas 1 or more)")
     }
 
@@ -55,5 +56,40 @@ import Testing
         // The nodes' default (3 copies) is placement: drains are planned.
         let byDefault = Schedule.make(options: Self.options(seed: 99, replicas: nil, mode: .soak), cutsLinks: true).faults
         #expect(byDefault.contains { $0.kind == .drain })
+    }
+
+    @Test func theNewcomerIsTheRoomsFirstOwnerOnceItJoins() {
+        for (nodes, replicas) in [(3, 1), (3, 3), (5, 2), (5, 3), (7, 3), (9, 5)] {
+            let name = Schedule.newcomerName(nodes: nodes, replicas: replicas)
+            let members = (1...nodes).map { "n\($0)" }
+            #expect(!members.contains(name), "\(nodes) nodes: \(name) is already a member")
+            let owners = Placement(replicas: replicas, members: members + [name]).owners(of: ChaosRun.room)
+            #expect(owners.first == name, "\(nodes) nodes, \(replicas) copies: \(name) is not the first owner of \(owners)")
+            // So one member loses the room to it: the join moves the room.
+            let before = Placement(replicas: replicas, members: members).owners(of: ChaosRun.room)
+            #expect(Set(before).subtracting(owners).count == 1)
+        }
+    }
+
+    @Test func aShortRunJoinsOnceForLongEnoughAndNothingOverlapsIt() {
+        for seed in UInt64(1)...40 {
+            let (faults, _) = Schedule.make(options: Self.options(seed: seed, replicas: 3), cutsLinks: true)
+            let joins = faults.filter { $0.kind == .join }
+            #expect(joins.count == 1, "seed \(seed)")
+            guard let join = joins.first else { continue }
+            // The newcomer's slot comes after the members'.
+            #expect(join.nodes[0] == 5)
+            #expect(Nemesis.affected(by: join, cutsLinks: true) == [5])
+            #expect(Schedule.drainMillis.contains(join.durationMillis))
+            if let next = faults.first(where: { $0.startMillis > join.startMillis }) { #expect(next.startMillis >= join.endMillis) }
+        }
+        // In a soak, no fault overlaps a join or a drain.
+        let soak = Schedule.make(options: Self.options(seed: 7, replicas: 3, mode: .soak), cutsLinks: true).faults
+        let moving = soak.filter(\.kind.overlapsNothing)
+        #expect(soak.filter { $0.kind == .join }.count >= 2)
+        for fault in moving {
+            let overlapping = soak.filter { $0.startMillis < fault.endMillis && fault.startMillis < $0.endMillis && $0.startMillis != fault.startMillis }
+            #expect(overlapping.isEmpty, "\(fault.kind) at \(fault.startMillis) overlaps \(overlapping.map(\.kind))")
+        }
     }
 }
