@@ -20,7 +20,7 @@ quiet_build swift build --build-tests
 echo "== interop: a Python client written from docs/PROTOCOL.md against two real nodes" >&2
 bash Tests/interop/run.sh >&2
 
-echo "== chaos: a short partition and fault run against a real five-node cluster (the room on 3 of the 5 nodes, the nodes' default; one owner drains and comes back)" >&2
+echo "== chaos: a short partition and fault run against a real five-node cluster (the room on 3 of the 5 nodes, the nodes' default; one owner drains and comes back, a member under a new name joins and leaves)" >&2
 # A fixed seed, so a red run replays exactly (HOMEROOM_CHAOS_SEED picks another);
 # Deploy/chaos.sh alone (the soak) draws a random one.
 # A 3 s reward window: the nodes fold rewards during the run, under the faults.
