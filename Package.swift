@@ -54,9 +54,11 @@ let package = Package(
 
         .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomSimulation", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTerminalUI"], swiftSettings: strict),
         // The bench borrows the tests' raw-socket adversary (HomeroomTestSupport) for its resources suite.
-        .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTestSupport"], swiftSettings: strict),
+        .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTestSupport", "HomeroomHarness"], swiftSettings: strict),
+        // Child processes and network namespaces for the chaos harness and the benchmarks.
+        .target(name: "HomeroomHarness", swiftSettings: strict),
         // Partition and chaos runs against real `homeroom node` processes, with a checker.
-        .executableTarget(name: "homeroom-chaos", dependencies: ["HomeroomCore", "HomeroomEngine", "HomeroomSupport", "HomeroomWire", "HomeroomNode"], swiftSettings: strict),
+        .executableTarget(name: "homeroom-chaos", dependencies: ["HomeroomCore", "HomeroomEngine", "HomeroomSupport", "HomeroomWire", "HomeroomNode", "HomeroomHarness"], swiftSettings: strict),
 
         .testTarget(name: "HomeroomCoreTests", dependencies: ["HomeroomCore"], swiftSettings: strict),
         .testTarget(name: "HomeroomEngineTests", dependencies: ["HomeroomEngine", "HomeroomSimulation", "HomeroomCore"], swiftSettings: strict),

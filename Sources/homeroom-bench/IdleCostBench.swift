@@ -27,7 +27,7 @@ enum IdleCostBench {
                 emit(BenchRow(suite: "idle", name: "idle-\(nodes)-nodes-\(rooms)-rooms-cpu-s-per-min-per-node", n: nodes,
                               bytesPerOp: rooms > 0 ? measured.heartbeatBytesPerSecond / Double(rooms) : nil,
                               seconds: perNode.reduce(0, +) / Double(nodes),
-                              note: "seconds: mean CPU-s per minute per node (each: \(perNode.map { String(format: "%.2f", $0) }.joined(separator: ", "))) over \(Int(window)) s; "
+                              note: "\(BenchNamespaces.whereNodesRun); seconds: mean CPU-s per minute per node (each: \(perNode.map { String(format: "%.2f", $0) }.joined(separator: ", "))) over \(Int(window)) s; "
                                   + "heartbeats: \(Int(measured.heartbeatBytesPerSecond)) bytes/s per node; "
                                   + "in the window, gossip view mismatches: \(measured.mismatches), peers declared down: \(measured.downs)"
                                   + (rooms > 0 ? ", bytes/op: per room per second" : "")))
@@ -36,7 +36,7 @@ enum IdleCostBench {
                     emit(BenchRow(suite: "idle", name: "idle-\(nodes)-nodes-cpu-s-per-min-per-1000-rooms", n: rooms,
                                   bytesPerOp: (measured.heartbeatBytesPerSecond - baseline.heartbeatBytesPerSecond) / Double(rooms),
                                   seconds: extra * 1_000 / Double(rooms), target: "<= 0.1 CPU-s per minute per 1,000 idle owned rooms",
-                                  note: "seconds: (mean CPU-s per minute per node with \(rooms) rooms - with none, same run) per 1,000 rooms; "
+                                  note: "\(BenchNamespaces.whereNodesRun); seconds: (mean CPU-s per minute per node with \(rooms) rooms - with none, same run) per 1,000 rooms; "
                                       + "bytes/op: extra heartbeat bytes per second per node per room"))
                 }
             }
@@ -64,14 +64,14 @@ enum IdleCostBench {
                 emit(BenchRow(suite: "idle-placed", name: "idle-placed-\(nodes)-nodes-\(rooms)-rooms-cpu-s-per-min-per-node", n: nodes,
                               bytesPerOp: rooms > 0 ? measured.heartbeatBytesPerSecond / owned : nil,
                               seconds: perNode.reduce(0, +) / Double(nodes),
-                              note: "\(replicas) replicas, about \(Int(owned)) rooms owned per node; seconds: mean CPU-s per minute per node (each: \(perNode.map { String(format: "%.2f", $0) }.joined(separator: ", "))) over \(Int(window)) s; "
+                              note: "\(BenchNamespaces.whereNodesRun); \(replicas) replicas, about \(Int(owned)) rooms owned per node; seconds: mean CPU-s per minute per node (each: \(perNode.map { String(format: "%.2f", $0) }.joined(separator: ", "))) over \(Int(window)) s; "
                                   + "heartbeats: \(Int(measured.heartbeatBytesPerSecond)) bytes/s per node; in the window, gossip view mismatches: \(measured.mismatches), peers declared down: \(measured.downs)"
                                   + (rooms > 0 ? ", bytes/op: per owned room per second" : "")))
                 if rooms > 0, let baseline {
                     let extra = (perNode.reduce(0, +) - baseline.cpuPerMinute.reduce(0, +)) / Double(nodes)
                     emit(BenchRow(suite: "idle-placed", name: "idle-placed-\(nodes)-nodes-cpu-s-per-min-per-1000-owned-rooms", n: rooms,
                                   seconds: extra * 1_000 / owned, target: "<= 0.1 CPU-s per minute per 1,000 idle owned rooms",
-                                  note: "seconds: (mean CPU-s per minute per node with \(rooms) rooms on \(replicas) replicas - with none, same run) per 1,000 rooms a node owns"))
+                                  note: "\(BenchNamespaces.whereNodesRun); seconds: (mean CPU-s per minute per node with \(rooms) rooms on \(replicas) replicas - with none, same run) per 1,000 rooms a node owns"))
                 }
             }
         }

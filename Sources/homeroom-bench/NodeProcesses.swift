@@ -7,7 +7,8 @@ import HomeroomSupport
 /// CPU time is read from the kernel for that node alone (/proc/<pid>/stat), as an
 /// operator would read it, and nothing else in the benchmark weighs on it.
 ///
-/// A child starts one node on loopback (the given seeds), creates `rooms` rooms if asked
+/// A child starts one node on loopback, or with `--netns` in a network namespace of its
+/// own (the given seeds), creates `rooms` rooms if asked
 /// (one teacher joins each, in process), writes `ready <listen address>` to its stdout file, and then once a second its
 /// counters (`metric <name> <value>`), until its stop file appears.
 enum NodeProcesses {
@@ -20,16 +21,17 @@ enum NodeProcesses {
 
     // MARK: - Child
 
-    /// `--node-child <rooms> <seeds, comma-separated, or -> <stop file> [replicas]`: never returns.
+    /// `--node-child <rooms> <seeds, comma-separated, or -> <stop file> [replicas [host]]`: never returns.
     static func childMain(_ arguments: [String]) -> Never {
-        guard arguments.count == 3 || arguments.count == 4, let rooms = Int(arguments[0]), rooms >= 0,
-              let replicas = arguments.count == 4 ? Int(arguments[3]) : 0, replicas >= 0 else {
-            fputs("usage: homeroom-bench --node-child <rooms> <seeds or -> <stop file> [replicas]\n", stderr)
+        guard (3...5).contains(arguments.count), let rooms = Int(arguments[0]), rooms >= 0,
+              let replicas = arguments.count >= 4 ? Int(arguments[3]) : 0, replicas >= 0 else {
+            fputs("usage: homeroom-bench --node-child <rooms> <seeds or -> <stop file> [replicas [host]]\n", stderr)
             exit(64)
         }
         let seeds = arguments[1] == "-" ? [] : arguments[1].split(separator: ",").map(String.init)
         let stopPath = arguments[2]
-        var config = NodeConfig(name: "idle-\(getpid())", listen: "tcp://127.0.0.1:0", publish: "tcp://127.0.0.1:0", seeds: seeds)
+        let host = arguments.count == 5 ? arguments[4] : "127.0.0.1"
+        var config = NodeConfig(name: "idle-\(getpid())", listen: "tcp://\(host):0", publish: "tcp://\(host):0", seeds: seeds)
         config.joinsPerSecond = 1_000_000
         config.writesPerSecond = 1_000_000
         config.writeBytesPerSecond = 1 << 40
@@ -72,6 +74,8 @@ enum NodeProcesses {
     /// it; the first creates `rooms` rooms. Nil (and every child stopped) when one did not
     /// get ready within 60 s.
     static func start(count: Int, rooms: Int, replicas: Int = 0) -> [Child]? {
+        // With --netns, each child in a namespace of its own (BenchNamespaces).
+        guard BenchNamespaces.setUp(count: count) else { return nil }
         let me = CommandLine.arguments[0]
         let base = "/tmp/homeroom-bench-nodes-\(getpid())"
         var children: [Child] = []
@@ -80,7 +84,8 @@ enum NodeProcesses {
             unlink(output)
             unlink(stop)
             let seeds = children.isEmpty ? "-" : children.map(\.address).joined(separator: ",")
-            guard let pid = SubscriberProcesses.spawn([me, "--node-child", String(index == 0 ? rooms : 0), seeds, stop, String(replicas)], stdout: output) else {
+            let (command, host) = BenchNamespaces.place(index, [me, "--node-child", String(index == 0 ? rooms : 0), seeds, stop, String(replicas)])
+            guard let pid = SubscriberProcesses.spawn(command + [host], stdout: output) else {
                 finish(children)
                 return nil
             }
@@ -127,5 +132,6 @@ enum NodeProcesses {
             unlink(child.outputPath)
             unlink(child.stopPath)
         }
+        BenchNamespaces.tearDown()
     }
 }

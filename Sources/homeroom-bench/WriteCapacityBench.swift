@@ -35,7 +35,7 @@ enum WriteCapacityBench {
                 let expected = placed ? Double(min(replicas, nodes)) / Double(nodes) : 1
                 emit(BenchRow(suite: "writes", name: "writes-\(nodes)-nodes-\(label)", n: nodes, opsPerSecond: total,
                               seconds: measured.cpuPerMinute.reduce(0, +) / Double(nodes),
-                              note: "ops/s: acknowledged writes per second, cluster total (offered \(Int(offered))); seconds: mean CPU-s per minute per node "
+                              note: "\(BenchNamespaces.whereNodesRun); ops/s: acknowledged writes per second, cluster total (offered \(Int(offered))); seconds: mean CPU-s per minute per node "
                                   + "(each: \(measured.cpuPerMinute.map { String(format: "%.1f", $0) }.joined(separator: ", "))); deltas applied per node per second: "
                                   + applied.map { String(format: "%.0f", $0) }.joined(separator: ", ")
                                   + String(format: "; mean share of the total %.2f (expected %.2f); refused or unanswered: %d", applied.reduce(0, +) / Double(nodes) / max(total, 1), expected, measured.failed)))
@@ -46,7 +46,7 @@ enum WriteCapacityBench {
                 emit(BenchRow(suite: "writes", name: "writes-\(nodes)-nodes-per-node-load-vs-every-node", n: nodes,
                               opsPerSecond: applied.reduce(0, +) / Double(nodes), ratioVsRaw: ratio,
                               target: String(format: "per-node write load close to total x R / N = %.2f of the total", expected),
-                              note: "ops/s: mean deltas applied per node per second with \(replicas) replicas; ratio: per-node share of the total with placement / "
+                              note: "\(BenchNamespaces.whereNodesRun); ops/s: mean deltas applied per node per second with \(replicas) replicas; ratio: per-node share of the total with placement / "
                                   + "the same with every room on every node, same run, same offered load"))
             }
         }

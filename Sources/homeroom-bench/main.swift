@@ -9,6 +9,8 @@ struct BenchOptions {
     /// Set in the child processes of a full run: print the Markdown rows (no header)
     /// after the JSON lines, for the parent's table.
     var rowsForParent = false
+    /// The node children of the idle and writes suites in network namespaces (root).
+    var netns = false
 
     static let usage = """
         OVERVIEW: Measure Homeroom (release build) and print JSON lines.
@@ -18,6 +20,8 @@ struct BenchOptions {
         OPTIONS:
           --quick           Smaller sizes, for CI (well under 2 minutes).
           --markdown        Also print a Markdown table of the rows.
+          --netns           The idle, idle-placed and writes suites' nodes each in a network
+                            namespace of their own, on a bridge (root, iproute2; exit 77 otherwise).
           --suite <name>    Run only this suite (merge, memory, codec, cluster, join, lifetime, resources, security, lock-scope, convergence, ui, idle, writes, idle-placed, messaging,
                             messaging-100k, messaging-processes: 10,000 subscribers in child
                             processes, snapshot: the join in process, for profiles); repeatable.
@@ -45,6 +49,7 @@ func runBench() {
             }
             options.suites.insert(name)
         case "--rows": options.rowsForParent = true
+        case "--netns": options.netns = true
         case "-h", "--help":
             print(BenchOptions.usage)
             exit(0)
@@ -62,6 +67,8 @@ func runBench() {
         runEachSuiteInItsOwnProcess(options)
         return
     }
+    // Before any thread starts: every thread of this process must live in the namespace.
+    if options.netns { BenchNamespaces.enter() }
 
     var rows: [BenchRow] = []
     func emit(_ row: BenchRow) {
@@ -122,7 +129,7 @@ func runEachSuiteInItsOwnProcess(_ options: BenchOptions) {
     var table: [String] = []
     var failed: [String] = []
     for suite in suites {
-        guard let pipe = popen("\(quoted) --suite \(suite) --rows\(options.quick ? " --quick" : "")", "r") else {
+        guard let pipe = popen("\(quoted) --suite \(suite) --rows\(options.quick ? " --quick" : "")\(options.netns ? " --netns" : "")", "r") else {
             failed.append(suite)
             continue
         }

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import HomeroomNode
+import HomeroomHarness
 
 /// What one chaos run does, read from the command line.
 struct ChaosOptions: Sendable {

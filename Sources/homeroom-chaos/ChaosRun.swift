@@ -3,6 +3,7 @@ import HomeroomCore
 import HomeroomNode
 import Synchronization
 import HomeroomSupport
+import HomeroomHarness
 
 /// A flag that several threads read.
 final class Flag: Sendable {
@@ -73,7 +74,7 @@ struct ChaosRun {
             network.tearDown()
             return options.netns ? 77 : 2
         }
-        if let netns = network as? NetnsNetwork { Teardown.shared.register(namespaces: netns.namespaces) }
+        if let netns = network as? NetnsNetwork { Teardown.shared.register(namespaces: netns.names) }
 
         var nodeFlags = options.rewardWindowMillis.map { ["--reward-window-ms", "\($0)"] } ?? []
         // Always said: a node would otherwise take HOMEROOM_REPLICAS or a config file from
@@ -174,6 +175,21 @@ struct ChaosRun {
         for writer in writers { writer.start(room: room, logger: logger, history: history, plan: plan) }
         Clock.sleep(millis: 2_000)
         let nemesis = Nemesis(cluster: cluster)
+        var visitors = 0
+        nemesis.writeThroughNewcomer = { newcomer in
+            visitors += 1
+            let user = "via-\(newcomer.name)-\(visitors)"
+            let visitor = Writer(user: user, role: .student, endpoints: [NodeEndpoint(newcomer.listen)],
+                                 seed: options.seed &+ UInt64(visitors) &* 104_729)
+            guard retry(seconds: 10, { () throws(ClientError) in try visitor.connect(room: room, logger: logger) }) else { return false }
+            defer { visitor.current?.close() }
+            let accepted = { newcomer.metrics()["homeroom_writes_accepted_total"] ?? 0 }
+            let before = accepted()
+            let mark = PropertyMark(user: user, key: "joined-through", value: newcomer.name)
+            let acknowledged = recordWrite(history, visitor, .setUserProperty(user: user, key: mark.key, value: Array(mark.value.utf8), cause: "chaos"),
+                                           property: mark)
+            return acknowledged && accepted() > before
+        }
         let nemesisStart = Clock.now
         let banAt = nemesisStart + (schedule.map(\.endMillis).max() ?? 0) / 2
         var banned = false
@@ -340,7 +356,7 @@ struct ChaosRun {
     }
 
     @discardableResult
-    func recordWrite(_ history: History, _ writer: Writer, _ operation: Operation) -> Bool {
+    func recordWrite(_ history: History, _ writer: Writer, _ operation: Operation, property: PropertyMark? = nil) -> Bool {
         guard let client = writer.current else { return false }
         let invoked = Clock.now
         let outcome: Outcome
@@ -350,7 +366,7 @@ struct ChaosRun {
             if case let .refused(code, _) = error { outcome = .refused(code) } else { outcome = .indeterminate(error.code) }
         }
         history.append(WriteRecord(client: writer.user, operation: operation.name, invokedAt: invoked, completedAt: Clock.now,
-                                   outcome: outcome, reward: nil, property: nil))
+                                   outcome: outcome, reward: nil, property: property))
         if case .acknowledged = outcome { return true }
         return false
     }

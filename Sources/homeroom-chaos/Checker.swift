@@ -1,4 +1,5 @@
 import HomeroomCore
+import HomeroomHarness
 
 /// One verdict of the checker.
 struct Check {

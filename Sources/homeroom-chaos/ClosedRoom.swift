@@ -2,6 +2,7 @@ import Foundation
 import HomeroomCore
 import HomeroomNode
 import Synchronization
+import HomeroomHarness
 
 /// `--closed`: the nodes run as docs/SECURITY.md says (a token key and a cluster key),
 /// so the room's topics are sealed and the mid-run ban rotates its keys on every node,

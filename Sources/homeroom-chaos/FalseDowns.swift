@@ -1,3 +1,4 @@
+import HomeroomHarness
 /// A peer a node declared down, read from the node's log ("peer declared down" carries
 /// the node's CLOCK_MONOTONIC and how long the peer had been silent).
 struct DeclaredDown {

@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import HomeroomCore
 import HomeroomEngine
+import HomeroomHarness
 
 /// The faults the nemesis injects.
 enum FaultKind: String, CaseIterable, Sendable {
@@ -223,8 +224,11 @@ final class Nemesis {
     private(set) var drainsCompleted = 0
     /// Joins whose newcomer was drained out at the heal and stopped by itself.
     private(set) var joinsCompleted = 0
-    /// Client writes the newcomers accepted (clients followed the room to them).
+    /// Client writes the newcomers accepted.
     private(set) var newcomerWrites = 0
+    /// Joins a client through the newcomer and has it write, recorded in the history;
+    /// true when the newcomer itself acknowledged the write (set by the run).
+    var writeThroughNewcomer: ((NodeHandle) -> Bool)?
     /// Nodes running with fault flags, to be restarted plain at the heal.
     private var flagged: Set<Int> = []
     private var active = 0
@@ -408,16 +412,15 @@ final class Nemesis {
     /// and stops by itself (bounded); its store then goes, so a later join is a new machine.
     private func finishJoin() throws(SpawnError) {
         guard let newcomer = cluster.newcomer, newcomer.isRunning else { return }
-        // The join moved the room: the newcomer, its first owner, holds it by now, and the
-        // clients its old owner sent on (`not-owner`, owners best first) wrote there.
-        let metrics = newcomer.metrics()
-        let accepted = Int(metrics["homeroom_writes_accepted_total"] ?? 0)
-        newcomerWrites += accepted
-        if (metrics["homeroom_rooms"] ?? 0) < 1 && !hurry {
+        // The join moved the room: the newcomer, its first owner, holds it by now and
+        // serves it: a client that joins through it writes there, and that write must
+        // outlive the newcomer's departure on every replica (the checker holds them to it).
+        if (newcomer.metrics()["homeroom_rooms"] ?? 0) < 1 && !hurry {
             failures.append("the newcomer \(newcomer.name), \(ChaosRun.room)'s first owner, did not hold it at its join's heal")
-        } else if accepted == 0 && !hurry {
-            failures.append("no client write reached the newcomer \(newcomer.name), \(ChaosRun.room)'s first owner, during its join")
+        } else if let writeThroughNewcomer, !hurry, !writeThroughNewcomer(newcomer) {
+            failures.append("the newcomer \(newcomer.name), \(ChaosRun.room)'s first owner, acknowledged no write of a client that joined through it")
         }
+        newcomerWrites += Int(newcomer.metrics()["homeroom_writes_accepted_total"] ?? 0)
         guard let (status, body) = newcomer.request("POST", "/drain", headers: ["X-Homeroom-Action: drain"]) else {
             cluster.stopNewcomer()
             throw SpawnError("the newcomer \(newcomer.name) did not answer POST /drain")

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import HomeroomHarness
 
 /// Where the nodes live and how links between them are cut.
 protocol ChaosNetwork: AnyObject {
@@ -62,110 +63,51 @@ final class LoopbackNetwork: ChaosNetwork {
     }
 }
 
-/// One node per network namespace, on a bridge, in a private /24 that exists only
-/// inside namespaces this run made. The harness itself moves into a fresh anonymous
-/// namespace that holds the bridge (address PREFIX.1), so nothing is added to the
-/// machine's own network, and the bridge vanishes with the harness. Node namespaces
-/// are named `hrc<pid>n<i>`; a later run deletes those whose harness is gone.
+/// One node per network namespace (`NetworkNamespaces`: a bridge in the harness's own
+/// anonymous namespace, a private /24); links are cut and packets dropped with iptables
+/// in the nodes' namespaces.
 final class NetnsNetwork: ChaosNetwork {
     let kind = "netns"
     let cutsLinks = true
-    let prefix: String
-    let tag: String
-    private(set) var namespaces: [String] = []
-    private let ip: String
-    private let iptablesRestore: String
+    private let namespaces: NetworkNamespaces
 
     init(prefix: String) throws(SpawnError) {
-        guard getuid() == 0 else { throw SpawnError("network namespaces need root") }
-        guard let ip = Spawn.which("ip") else { throw SpawnError("no `ip` command (apt-get install iproute2)") }
-        guard let restore = Spawn.which("iptables-restore") else { throw SpawnError("no iptables (apt-get install iptables)") }
-        self.ip = ip
-        self.iptablesRestore = restore
-        self.prefix = prefix
-        self.tag = "hrc\(getpid())"
+        namespaces = try NetworkNamespaces(prefix: prefix, tagPrefix: "hrc")
+        guard namespaces.canFilter else { throw SpawnError("no iptables (apt-get install iptables)") }
     }
 
-    func namespace(_ index: Int) -> String { "\(tag)n\(index + 1)" }
-    func host(_ index: Int) -> String { "\(prefix).\(11 + index)" }
+    var names: [String] { namespaces.names }
+    func host(_ index: Int) -> String { namespaces.host(index) }
     func port(_ index: Int, _ offset: Int) -> Int { [7100, 7101, 9100][offset] }
-    var description: String { "netns: \(namespaces.count) namespaces \(tag)n*, bridge in the harness's own namespace, \(prefix).0/24" }
+    var description: String { "netns: \(namespaces.names.count) namespaces \(namespaces.tag)n*, bridge in the harness's own namespace, \(namespaces.prefix).0/24" }
 
     /// Call before any other thread starts (see `Spawn.unshareNetwork`).
     func enterOwnNamespace() throws(SpawnError) {
-        try Spawn.unshareNetwork()
+        try namespaces.enterOwnNamespace()
     }
 
     func setUp(nodes: Int) throws(SpawnError) {
-        Self.removeStale(ip: ip)
-        try Spawn.check([ip, "link", "set", "lo", "up"])
-        try Spawn.check([ip, "link", "add", "hrbr0", "type", "bridge"])
-        try Spawn.check([ip, "addr", "add", "\(prefix).1/24", "dev", "hrbr0"])
-        try Spawn.check([ip, "link", "set", "hrbr0", "up"])
-        for index in 0..<nodes {
-            let name = namespace(index)
-            try Spawn.check([ip, "netns", "add", name])
-            namespaces.append(name)
-            try Spawn.check([ip, "link", "add", "hrv\(index + 1)", "type", "veth", "peer", "name", "eth0", "netns", name])
-            try Spawn.check([ip, "link", "set", "hrv\(index + 1)", "master", "hrbr0", "up"])
-            try Spawn.check([ip, "-n", name, "addr", "add", "\(host(index))/24", "dev", "eth0"])
-            try Spawn.check([ip, "-n", name, "link", "set", "eth0", "up"])
-            try Spawn.check([ip, "-n", name, "link", "set", "lo", "up"])
-        }
+        try namespaces.setUp(count: nodes)
         try apply(cuts: Array(repeating: [], count: nodes), lossPercent: 0)
     }
 
-    func wrap(_ index: Int, _ arguments: [String]) -> [String] {
-        [ip, "netns", "exec", namespace(index)] + arguments
-    }
+    func wrap(_ index: Int, _ arguments: [String]) -> [String] { namespaces.wrap(index, arguments) }
 
     func apply(cuts: [Set<Int>], lossPercent: Int) throws(SpawnError) {
-        for (index, name) in namespaces.enumerated() {
-            var rules = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n"
+        for index in namespaces.names.indices {
+            var rules = ""
             for peer in (index < cuts.count ? cuts[index] : []).sorted() {
                 rules += "-A INPUT -s \(host(peer))/32 -j DROP\n"
             }
             if lossPercent > 0 {
                 // Cluster links only: the harness (PREFIX.1) is the clients' side.
                 let probability = Double(lossPercent) / 100
-                rules += "-A INPUT -s \(prefix).1/32 -j ACCEPT\n"
-                rules += "-A INPUT -s \(prefix).0/24 -m statistic --mode random --probability \(probability) -j DROP\n"
+                rules += "-A INPUT -s \(namespaces.prefix).1/32 -j ACCEPT\n"
+                rules += "-A INPUT -s \(namespaces.prefix).0/24 -m statistic --mode random --probability \(probability) -j DROP\n"
             }
-            rules += "COMMIT\n"
-            try Spawn.check([ip, "netns", "exec", name, iptablesRestore], stdinText: rules)
+            try namespaces.filter(index, rules: rules)
         }
     }
 
-    func tearDown() {
-        for name in namespaces {
-            if let (_, output) = try? Spawn.run([ip, "netns", "pids", name], timeoutMillis: 5_000) {
-                for line in output.split(separator: "\n") { if let pid = Int32(String(line).trimmingSpaces) { kill(pid, SIGKILL) } }
-            }
-            _ = try? Spawn.run([ip, "netns", "del", name], timeoutMillis: 10_000)
-        }
-        namespaces = []
-        _ = try? Spawn.run([ip, "link", "del", "hrbr0"], timeoutMillis: 5_000)
-    }
-
-    /// Namespaces of earlier runs whose harness is gone (killed with -9, say).
-    static func removeStale(ip: String) {
-        guard let directory = opendir("/run/netns") else { return }
-        var stale: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) { pointer in
-                pointer.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            guard name.hasPrefix("hrc"), let n = name.dropFirst(3).firstIndex(of: "n"),
-                  let pid = Int32(name.dropFirst(3)[..<n]) else { continue }
-            if kill(pid, 0) != 0 && errno == ESRCH { stale.append(name) }
-        }
-        closedir(directory)
-        for name in stale {
-            if let (_, output) = try? Spawn.run([ip, "netns", "pids", name], timeoutMillis: 5_000) {
-                for line in output.split(separator: "\n") { if let pid = Int32(String(line).trimmingSpaces) { kill(pid, SIGKILL) } }
-            }
-            _ = try? Spawn.run([ip, "netns", "del", name], timeoutMillis: 10_000)
-            say("removed namespace \(name) left by an earlier run")
-        }
-    }
+    func tearDown() { namespaces.tearDown() }
 }

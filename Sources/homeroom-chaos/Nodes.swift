@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import HomeroomHarness
 
 /// One `homeroom node` of the cluster across its restarts: same name, addresses and
 /// data directory, so a restart is the same replica coming back.

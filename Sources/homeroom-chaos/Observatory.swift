@@ -3,6 +3,7 @@ import HomeroomCore
 import HomeroomNode
 import Synchronization
 import HomeroomSupport
+import HomeroomHarness
 
 /// One observer client per node, attached to that node only, so its replica is what
 /// that node holds. A sampler reads them every 100 ms: it timestamps when each

@@ -1,5 +1,6 @@
 import HomeroomNode
 import HomeroomSupport
+import HomeroomHarness
 
 /// A small JSON value, written with keys in the order given (reports diff well).
 indirect enum JSON {

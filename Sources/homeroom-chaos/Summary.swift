@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import HomeroomCore
 import HomeroomNode
+import HomeroomHarness
 
 extension ChaosRun {
     var replayCommand: String {

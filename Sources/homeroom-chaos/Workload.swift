@@ -3,6 +3,7 @@ import HomeroomCore
 import HomeroomNode
 import Synchronization
 import HomeroomSupport
+import HomeroomHarness
 
 /// A plain OS thread (blocking client calls stay off the Swift concurrency pool).
 final class Worker: Sendable {

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import HomeroomHarness
 
 // homeroom-chaos: Jepsen-style partition and chaos runs against real `homeroom node`
 // processes, with a checker. See docs/CHAOS.md.

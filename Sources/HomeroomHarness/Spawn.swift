@@ -2,16 +2,16 @@
 import Synchronization
 
 /// Monotonic milliseconds since the harness started (every timeline entry uses it).
-enum Clock {
+public enum Clock {
     private static func raw() -> UInt64 {
         var spec = timespec()
         clock_gettime(CLOCK_MONOTONIC, &spec)
         return UInt64(spec.tv_sec) * 1000 + UInt64(spec.tv_nsec) / 1_000_000
     }
-    static let origin = raw()
-    static var now: UInt64 { raw() - origin }
+    public static let origin = raw()
+    public static var now: UInt64 { raw() - origin }
 
-    static func sleep(millis: UInt64) {
+    public static func sleep(millis: UInt64) {
         var remaining = millis
         while remaining > 0 {
             let step = min(remaining, 500)
@@ -21,23 +21,23 @@ enum Clock {
     }
 }
 
-struct SpawnError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+public struct SpawnError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
 }
 
 /// Every child process the harness started, so a failure, SIGINT or the watchdog
 /// can end them all, each by its own pid.
-final class ProcessRegistry: Sendable {
-    static let shared = ProcessRegistry()
+public final class ProcessRegistry: Sendable {
+    public static let shared = ProcessRegistry()
     private let pids = Mutex<[Int32: String]>([:])
 
-    func add(_ pid: Int32, _ label: String) { pids.withLock { $0[pid] = label } }
-    func remove(_ pid: Int32) { _ = pids.withLock { $0.removeValue(forKey: pid) } }
-    var all: [Int32: String] { pids.withLock { $0 } }
+    public func add(_ pid: Int32, _ label: String) { pids.withLock { $0[pid] = label } }
+    public func remove(_ pid: Int32) { _ = pids.withLock { $0.removeValue(forKey: pid) } }
+    public var all: [Int32: String] { pids.withLock { $0 } }
 
     /// SIGCONT (a paused child cannot die otherwise), SIGKILL, reap.
-    func killAll() {
+    public func killAll() {
         for (pid, _) in all {
             kill(pid, SIGCONT)
             kill(pid, SIGKILL)
@@ -49,12 +49,12 @@ final class ProcessRegistry: Sendable {
     }
 }
 
-enum Spawn {
+public enum Spawn {
     /// Starts `arguments[0]` (looked up in PATH) with posix_spawn, never fork: nng is
     /// not fork-safe. Standard output and error go to the given files (appended), or
     /// /dev/null. The child gets its own process group (a terminal's Ctrl-C reaches
     /// only the harness, which stops it), default signal handlers and an empty mask.
-    static func start(_ arguments: [String], stdout: String? = nil, stderr: String? = nil, stdinPath: String? = nil,
+    public static func start(_ arguments: [String], stdout: String? = nil, stderr: String? = nil, stdinPath: String? = nil,
                       label: String) throws(SpawnError) -> Int32 {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -89,7 +89,7 @@ enum Spawn {
     }
 
     /// Waits for a child; nil when it is still running after `timeoutMillis`.
-    static func wait(_ pid: Int32, timeoutMillis: UInt64) -> Int32? {
+    public static func wait(_ pid: Int32, timeoutMillis: UInt64) -> Int32? {
         let deadline = Clock.now + timeoutMillis
         var status: Int32 = 0
         while true {
@@ -109,7 +109,7 @@ enum Spawn {
 
     /// Runs a command to completion (bounded) and returns its exit code and output.
     @discardableResult
-    static func run(_ arguments: [String], timeoutMillis: UInt64 = 20_000, stdinText: String? = nil) throws(SpawnError) -> (code: Int32, output: String) {
+    public static func run(_ arguments: [String], timeoutMillis: UInt64 = 20_000, stdinText: String? = nil) throws(SpawnError) -> (code: Int32, output: String) {
         let base = "/tmp/homeroom-chaos-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let outPath = base + ".out"
         var inPath: String?
@@ -133,7 +133,7 @@ enum Spawn {
     }
 
     /// Runs a command and fails unless it exits 0.
-    static func check(_ arguments: [String], timeoutMillis: UInt64 = 20_000, stdinText: String? = nil) throws(SpawnError) {
+    public static func check(_ arguments: [String], timeoutMillis: UInt64 = 20_000, stdinText: String? = nil) throws(SpawnError) {
         let (code, output) = try run(arguments, timeoutMillis: timeoutMillis, stdinText: stdinText)
         guard code == 0 else {
             throw SpawnError("\(arguments.joined(separator: " ")) exited \(code): \(output.trimmingSpaces)")
@@ -141,7 +141,7 @@ enum Spawn {
     }
 
     /// Finds an executable in PATH.
-    static func which(_ name: String) -> String? {
+    public static func which(_ name: String) -> String? {
         let path = String(cString: getenv("PATH") ?? strdup("/usr/sbin:/usr/bin:/sbin:/bin"))
         for directory in (path + ":/usr/sbin:/sbin").split(separator: ":") {
             let candidate = "\(directory)/\(name)"
@@ -153,7 +153,7 @@ enum Spawn {
     /// Moves the calling thread (call it before any other thread exists, so every later
     /// thread inherits it) into a new network namespace. It is anonymous: it, the bridge
     /// in it and the veth ends on the bridge vanish with this process, however it ends.
-    static func unshareNetwork() throws(SpawnError) {
+    public static func unshareNetwork() throws(SpawnError) {
         typealias Unshare = @convention(c) (Int32) -> Int32
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "unshare") else {
             throw SpawnError("unshare(2) is not available")
@@ -166,69 +166,3 @@ enum Spawn {
     }
 }
 
-// MARK: - Files
-
-func readFile(_ path: String) -> String? {
-    guard let handle = fopen(path, "r") else { return nil }
-    defer { fclose(handle) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    while true {
-        let count = fread(&buffer, 1, buffer.count, handle)
-        if count <= 0 { break }
-        bytes.append(contentsOf: buffer[0..<count])
-    }
-    return String(decoding: bytes, as: UTF8.self)
-}
-
-@discardableResult
-func writeFile(_ path: String, _ text: String) -> Bool {
-    guard let handle = fopen(path, "w") else { return false }
-    defer { fclose(handle) }
-    let bytes = Array(text.utf8)
-    return fwrite(bytes, 1, bytes.count, handle) == bytes.count
-}
-
-func makeDirectories(_ path: String) -> Bool {
-    var current = path.hasPrefix("/") ? "" : "."
-    for part in path.split(separator: "/") {
-        current += "/\(part)"
-        if mkdir(current, 0o755) != 0 && errno != EEXIST { return false }
-    }
-    return true
-}
-
-func removeTree(_ path: String) {
-    guard !path.isEmpty, path != "/" else { return }
-    _ = try? Spawn.run(["rm", "-rf", "--", path], timeoutMillis: 30_000)
-}
-
-func absolutePath(_ path: String) -> String {
-    if path.hasPrefix("/") { return path }
-    var buffer = [CChar](repeating: 0, count: 4096)
-    guard getcwd(&buffer, buffer.count) != nil else { return path }
-    let cwd = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-    return cwd + "/" + path
-}
-
-extension String {
-    var trimmingSpaces: String {
-        var slice = Substring(self)
-        while slice.first?.isWhitespace == true { slice.removeFirst() }
-        while slice.last?.isWhitespace == true { slice.removeLast() }
-        return String(slice)
-    }
-}
-
-/// One line to stderr, with the elapsed time.
-func say(_ message: String) {
-    let millis = Clock.now
-    fputs(String(format3(millis)) + " " + message + "\n", stderr)
-}
-
-private func format3(_ millis: UInt64) -> String {
-    let seconds = millis / 1000
-    let rest = millis % 1000
-    let padded = rest < 10 ? "00\(rest)" : rest < 100 ? "0\(rest)" : "\(rest)"
-    return "[\(seconds).\(padded)s]"
-}
