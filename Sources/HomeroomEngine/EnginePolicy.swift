@@ -18,6 +18,9 @@ public struct EnginePolicy: Sendable, Hashable {
     /// incarnations count as over: their clients reclaim them at their next sync
     /// (`ClusterNode.reclaimSession`), and a client that has not by then is gone with them.
     public var reclaimGraceMillis: UInt64 = 60_000
+    /// How long a session's lease lasts without a sync from its client before the node
+    /// ends the session (`NodeEngine+Leases`); 0: no leases.
+    public var sessionTimeoutMillis: UInt64 = 0
     /// The same for the rewards it sequenced (`RoomState.rewardFoldPlan`).
     public var rewardFoldThreshold = RoomState.rewardFoldThreshold
     public var rewardFoldQuietMillis = RoomState.rewardFoldQuietMillis

@@ -39,6 +39,8 @@ public struct NodeEngine: Sendable {
     /// This node's incarnation and when it began (wall ms): `liveIncarnation(_:sinceMillis:)`.
     public internal(set) var incarnation: UInt64 = 0
     public internal(set) var incarnationSinceMillis: UInt64 = 0
+    /// Per room, the sessions this node hosts that hold a lease (`NodeEngine+Leases`).
+    public internal(set) var leases: [String: [SessionID: SessionLease]] = [:]
 
     /// An engine over the rooms a store holds: numbering continues above everything this
     /// replica id already gave out in them, so a restart never reuses a sequence number,

@@ -246,7 +246,9 @@ import HomeroomEngine
 extension NodeConfig {
     /// The limits the node's engine enforces.
     var enginePolicy: EnginePolicy {
-        EnginePolicy(maxRooms: maxRooms, maxUsersPerRoom: maxUsersPerRoom, rewardWindowMillis: rewardWindowMillis,
-                     maxClockDriftMillis: maxClockDriftMillis)
+        var policy = EnginePolicy(maxRooms: maxRooms, maxUsersPerRoom: maxUsersPerRoom, rewardWindowMillis: rewardWindowMillis,
+                                  maxClockDriftMillis: maxClockDriftMillis)
+        policy.sessionTimeoutMillis = sessionTimeoutMillis
+        return policy
     }
 }

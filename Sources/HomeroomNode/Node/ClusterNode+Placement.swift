@@ -155,7 +155,7 @@ extension ClusterNode {
             var due: [String] = []
             var sessions: [(room: String, user: UserID, session: SessionID)] = []
             for room in state.handingOff.sorted() {
-                guard state.leases[room] == nil, coveredByOwners(room, placement, in: state) else {
+                guard !state.engine.holdsLeases(in: room), coveredByOwners(room, placement, in: state) else {
                     state.coveredSince[room] = nil
                     continue
                 }
@@ -277,7 +277,7 @@ extension ClusterNode {
         let outcome = compacting.withLock { _ in
             state.withLock { state -> Result<Void, StoreError>? in
                 let placement = state.placement(ownName: name)
-                guard !placement.owns(name, room: room), state.leases[room] == nil,
+                guard !placement.owns(name, room: room), !state.engine.holdsLeases(in: room),
                       coveredByOwners(room, placement, in: state), let floor = state.engine.handOff(room: room) else { return nil }
                 state.handingOff.remove(room)
                 state.arriving.remove(room)

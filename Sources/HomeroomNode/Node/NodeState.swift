@@ -50,9 +50,6 @@ struct NodeState {
     var envelopeSequence: UInt64 = 0
     /// Per room, when this node last trimmed the history by age (monotonic ms).
     var lastTrim: [String: UInt64] = [:]
-    /// Per room, the sessions hosted here whose clients renew them by syncing: the
-    /// user and when the last sync came (monotonic ms). See `expireIdleSessions`.
-    var leases: [String: [SessionID: SessionLease]] = [:]
     /// When a peer's undecodable repair patch was last logged, per (peer, room).
     var decodeFailureLogged: [SyncKey: UInt64] = [:]
     /// (peer, room) pairs to pull from at the next tick.
@@ -114,11 +111,6 @@ struct NodeState {
         let due = keyExpiries.filter { $0.value <= nowSeconds }.map(\.key)
         for room in due { rotateTopicKeys(room: room) }
         return due.count
-    }
-
-    struct SessionLease {
-        var user: UserID
-        var renewedMillis: UInt64
     }
 
     struct SyncKey: Hashable {

@@ -1,0 +1,112 @@
+import HomeroomCore
+
+/// Session leases: a client that vanishes (killed, unplugged, its laptop shut) never
+/// sends `leave_session`, and its node stays alive, so nothing else would ever end its
+/// session: it would stay online. A client that names its session in its syncs renews a
+/// lease at the node hosting it; a lease not renewed for `EnginePolicy.sessionTimeoutMillis`
+/// ends the session with a `leave_session` the node writes itself (as system). Clients
+/// that never name a session (older or minimal ones) renew every lease of their user.
+///
+/// Lease times are whatever clock the caller passes (the node: monotonic ms), never
+/// compared with stamps. Leases live in memory: a restart ends the old incarnation's
+/// sessions anyway, and a client that stays attached reclaims its session (`reclaim`).
+public struct SessionLease: Sendable, Equatable {
+    public var user: UserID
+    public var renewedMillis: UInt64
+}
+
+extension NodeEngine {
+    /// Sessions holding a lease here now, in every room.
+    public var leasedSessions: Int { leases.values.reduce(0) { $0 + $1.count } }
+
+    /// Whether a session of this room holds a lease here (a room is not handed off while one does).
+    public func holdsLeases(in room: String) -> Bool { leases[room] != nil }
+
+    /// A session just joined here: its lease runs from now.
+    public mutating func startLease(room: String, session: SessionID, user: UserID, nowMillis: UInt64) {
+        guard policy.sessionTimeoutMillis > 0, !session.isEmpty, !user.isEmpty else { return }
+        leases[room, default: [:]][session] = SessionLease(user: user, renewedMillis: nowMillis)
+    }
+
+    /// A client's sync: renews the lease of the session it names if this node hosts it
+    /// (a live session of this incarnation, whose lease a restart lost: it gets one
+    /// again), or, when it names none, every lease of its user here.
+    public mutating func renewLease(room: String, session: SessionID, user: UserID, nowMillis: UInt64) {
+        guard policy.sessionTimeoutMillis > 0, !user.isEmpty else { return }
+        if session.isEmpty {
+            guard let held = leases[room] else { return }
+            for (id, lease) in held where lease.user == user { leases[room]![id]!.renewedMillis = nowMillis }
+            return
+        }
+        if leases[room]?[session] != nil {
+            leases[room]![session]!.renewedMillis = nowMillis
+            return
+        }
+        guard let state = rooms[room], let record = state.users[user],
+              let hosted = record.sessions.first(where: { $0.id == session }),
+              hosted.host == replica, hosted.incarnation == incarnation,
+              record.isLive(hosted, deadIncarnations: state.deadIncarnations) else { return }
+        leases[room, default: [:]][session] = SessionLease(user: user, renewedMillis: nowMillis)
+    }
+
+    /// The sessions whose lease ran out, to be ended (`leave_session` as system); their
+    /// leases are gone. A lease whose session is already over (the client left, was
+    /// kicked, the session moved) just goes.
+    public mutating func expiredLeases(nowMillis: UInt64) -> [(room: String, user: UserID, session: SessionID)] {
+        let timeout = policy.sessionTimeoutMillis
+        guard timeout > 0 else { return [] }
+        var due: [(room: String, user: UserID, session: SessionID)] = []
+        for room in leases.keys.sorted() {
+            for (session, lease) in leases[room]!.sorted(by: { $0.key < $1.key })
+            where nowMillis > lease.renewedMillis && nowMillis - lease.renewedMillis > timeout {
+                leases[room]![session] = nil
+                guard let state = rooms[room], state.users[lease.user]?.isLive(session: session, deadIncarnations: state.deadIncarnations) == true
+                else { continue }
+                due.append((room, lease.user, session))
+            }
+            if leases[room]?.isEmpty == true { leases[room] = nil }
+        }
+        return due
+    }
+
+    /// A refutation's copy takes over its original's lease: the client keeps renewing it
+    /// by naming the original, and a copy of a client that vanished lapses like it.
+    public mutating func carryLease(room: String, from original: SessionID, to copy: SessionID) {
+        if let lease = leases[room]?[original] { leases[room]![copy] = lease }
+    }
+
+    /// A client syncing here names a session: if a restart of this node ended it under the
+    /// client (nng redials and resends, so the client noticed nothing), the copy to write
+    /// under this incarnation, with its lease started; nil when there is nothing to do.
+    /// It is the named session (older clients name none: the user's newest here) when it
+    /// is open but of an earlier, dead incarnation of this node, not kicked, not banned,
+    /// and not reclaimed once already in this incarnation (a copy whose lease ran out
+    /// means the client has to join again). A live copy of it here gets the lease the
+    /// client renews by naming its original.
+    public mutating func reclaim(room: String, session named: SessionID, user: UserID, nowMillis: UInt64) -> SessionCopy? {
+        let current = incarnation
+        let leasing = policy.sessionTimeoutMillis > 0 && !named.isEmpty
+        guard let state = rooms[room], let record = state.users[user], !record.isBanned else { return nil }
+        let dead = state.deadIncarnations[replica] ?? 0
+        let wanted = named.isEmpty ? nil : SessionIDs.base(named)
+        var newest: SessionRecord?
+        for session in record.sessions where session.host == replica && session.ended == nil && record.kicked < session.started {
+            if let wanted, SessionIDs.base(session.id) != wanted { continue }
+            // Live here (or awaiting this incarnation's own refutation): nothing to write.
+            if session.incarnation > dead || session.incarnation >= current {
+                if leasing && session.id != named && session.incarnation == current {
+                    leases[room, default: [:]][session.id] = SessionLease(user: user, renewedMillis: nowMillis)
+                }
+                return nil
+            }
+            if newest.map({ $0.started < session.started }) ?? true { newest = session }
+        }
+        guard let newest else { return nil }
+        let copy = SessionIDs.copy(of: newest.id, incarnation: current)
+        if record.sessions.contains(where: { $0.id == copy }) { return nil }
+        if leasing { leases[room, default: [:]][copy] = SessionLease(user: user, renewedMillis: nowMillis) }
+        return SessionCopy(room: room, user: user, original: newest.id, copy: copy,
+                           operation: .joinSession(user: user, session: copy, name: record.name.value, role: record.role.value,
+                                                   host: replica, incarnation: current))
+    }
+}
