@@ -97,6 +97,7 @@ complete -c homeroom -n '__homeroom_subcommand node' -l room-replicas -x -d '=<n
 complete -c homeroom -n '__homeroom_subcommand node' -l handoff-settle-ms -x -d '(--replicas) Keep a copy this node no longer owns this long after'
 complete -c homeroom -n '__homeroom_subcommand node' -l permanent-down-ms -x -d 'Forget a peer down this long: no more dialling (default 300000'
 complete -c homeroom -n '__homeroom_subcommand node' -l reward-window-ms -x -d 'Take rewards issued within this of the node\'s clock (default 60000'
+complete -c homeroom -n '__homeroom_subcommand node' -l max-clock-drift-ms -x -d 'Refuse other nodes\' deltas stamped further ahead of this node\'s'
 complete -c homeroom -n '__homeroom_subcommand node' -l max-connections -x -d 'Connections each listening socket holds at once (default 4096).'
 complete -c homeroom -n '__homeroom_subcommand node' -l wedge-descriptors -x -d 'Step aside (no heartbeats, /healthz 503, requests refused) at this'
 complete -c homeroom -n '__homeroom_subcommand node' -l log-level -x -a 'trace debug info notice warning error' -d 'trace, debug, info, notice, warning, error (default info).'

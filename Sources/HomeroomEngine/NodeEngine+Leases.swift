@@ -49,9 +49,10 @@ extension NodeEngine {
         leases[room, default: [:]][session] = SessionLease(user: user, renewedMillis: nowMillis)
     }
 
-    /// The sessions whose lease ran out, to be ended (`leave_session` as system); their
-    /// leases are gone. A lease whose session is already over (the client left, was
-    /// kicked, the session moved) just goes.
+    /// The sessions whose lease ran out, to be ended (`leave_session` as system). A lease
+    /// goes once its session is over (the leave applied, or the client left, was kicked,
+    /// the session moved), not before: a leave the store failed to take is asked for again
+    /// at the next call, or the session would stay online for ever.
     public mutating func expiredLeases(nowMillis: UInt64) -> [(room: String, user: UserID, session: SessionID)] {
         let timeout = policy.sessionTimeoutMillis
         guard timeout > 0 else { return [] }
@@ -59,9 +60,10 @@ extension NodeEngine {
         for room in leases.keys.sorted() {
             for (session, lease) in leases[room]!.sorted(by: { $0.key < $1.key })
             where nowMillis > lease.renewedMillis && nowMillis - lease.renewedMillis > timeout {
-                leases[room]![session] = nil
-                guard let state = rooms[room], state.users[lease.user]?.isLive(session: session, deadIncarnations: state.deadIncarnations) == true
-                else { continue }
+                guard stillOpen(room: room, user: lease.user, session: session) else {
+                    leases[room]![session] = nil
+                    continue
+                }
                 due.append((room, lease.user, session))
             }
             if leases[room]?.isEmpty == true { leases[room] = nil }
@@ -69,10 +71,24 @@ extension NodeEngine {
         return due
     }
 
+    /// Whether a session still needs its lease: live, or of this node's current
+    /// incarnation, open, and only marked dead (declared down, awaiting the refutation
+    /// that copies it: the copy takes the lease over).
+    func stillOpen(room: String, user: UserID, session id: SessionID) -> Bool {
+        guard let state = rooms[room], let record = state.users[user],
+              let session = record.sessions.first(where: { $0.id == id }) else { return false }
+        if record.isLive(session, deadIncarnations: state.deadIncarnations) { return true }
+        return session.ended == nil && !record.isBanned && record.kicked < session.started
+            && session.host == replica && session.incarnation == incarnation
+    }
+
     /// A refutation's copy takes over its original's lease: the client keeps renewing it
-    /// by naming the original, and a copy of a client that vanished lapses like it.
-    public mutating func carryLease(room: String, from original: SessionID, to copy: SessionID) {
-        if let lease = leases[room]?[original] { leases[room]![copy] = lease }
+    /// by naming the original, and a copy of a client that vanished lapses like it. An
+    /// original without a lease (its client never synced since this node's memory began)
+    /// gives the copy one from now, so no copy lives on without a client.
+    public mutating func carryLease(room: String, from original: SessionID, to copy: SessionID, user: UserID, nowMillis: UInt64) {
+        guard policy.sessionTimeoutMillis > 0 else { return }
+        leases[room, default: [:]][copy] = leases[room]?[original] ?? SessionLease(user: user, renewedMillis: nowMillis)
     }
 
     /// A client syncing here names a session: if a restart of this node ended it under the

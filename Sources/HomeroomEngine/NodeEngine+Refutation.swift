@@ -78,4 +78,27 @@ extension NodeEngine {
         }
         return orphans
     }
+
+    /// At boot: each of `rooms` must mark `previous` (this node's incarnation before the
+    /// boot) dead, ending the sessions it hosted: no ghosts. Until a room's
+    /// `replica_down` is applied there it is asked for again (`earlierIncarnationMarks`),
+    /// so a store that failed the write does not leave them online for ever.
+    public mutating func endEarlierIncarnation(_ previous: UInt64, in rooms: [String]) {
+        for room in rooms { earlierIncarnationsToMark[room] = max(earlierIncarnationsToMark[room] ?? 0, previous) }
+    }
+
+    /// The `replica_down` writes still due for this node's earlier incarnation (written as
+    /// system); a room whose state marks it dead already needs none any more.
+    public mutating func earlierIncarnationMarks() -> [(room: String, operation: Operation)] {
+        var due: [(room: String, operation: Operation)] = []
+        for (room, previous) in earlierIncarnationsToMark.sorted(by: { $0.key < $1.key }) {
+            if (rooms[room]?.deadIncarnations[replica] ?? 0) >= previous || rooms[room] == nil {
+                earlierIncarnationsToMark[room] = nil
+                continue
+            }
+            due.append((room, .replicaDown(replica: replica, incarnation: previous)))
+        }
+        return due
+    }
 }
+

@@ -39,6 +39,9 @@ public struct NodeEngine: Sendable {
     /// This node's incarnation and when it began (wall ms): `liveIncarnation(_:sinceMillis:)`.
     public internal(set) var incarnation: UInt64 = 0
     public internal(set) var incarnationSinceMillis: UInt64 = 0
+    /// Per room, this node's incarnation before its boot, until a `replica_down` marks it
+    /// dead there (`endEarlierIncarnation`).
+    public internal(set) var earlierIncarnationsToMark: [String: UInt64] = [:]
     /// Per room, the sessions this node hosts that hold a lease (`NodeEngine+Leases`).
     public internal(set) var leases: [String: [SessionID: SessionLease]] = [:]
 

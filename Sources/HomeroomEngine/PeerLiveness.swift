@@ -112,12 +112,21 @@ public struct PeerLiveness: Equatable, Sendable {
 extension RewardCheckpoint {
     /// The time before which this node holds every copy of every reward of a room that
     /// will ever exist, or nil while a peer in `peers` has not confirmed a heartbeat for it
-    /// (see `RoomState.rewardFoldPlan`): its own clock less the window, and each peer's
-    /// confirmed heartbeat less the window. Every peer the caller passes counts, down ones
-    /// included (they may come back with writes). `seen` is this node's vector of the room.
+    /// (see `RoomState.rewardFoldPlan`): each peer's confirmed heartbeat less the window,
+    /// and its own clock less the window and `driftMillis`. Every peer the caller passes
+    /// counts, down ones included (they may come back with writes). `seen` is this node's
+    /// vector of the room.
+    ///
+    /// The own clock stands in for nodes this one has not heard of (after a restart it
+    /// knows none): their clocks may lag its own by up to the drift limit, and each admits
+    /// a copy of a reward while its own clock is within the window. Without that margin a
+    /// node that had just restarted (knowing no peer, its clock 0.7 s ahead) folded a
+    /// reward that another node, not knowing it, then took again: counted twice (found by
+    /// the simulation, one schedule in 10,000).
     public static func completeBefore(peers: inout [ReplicaID: RewardCheckpoint], seen: VersionVector,
-                                      nowMillis: UInt64, windowMillis: UInt64) -> UInt64? {
-        var before = nowMillis &- windowMillis
+                                      nowMillis: UInt64, windowMillis: UInt64, driftMillis: UInt64) -> UInt64? {
+        let margin = windowMillis &+ driftMillis
+        var before = nowMillis > margin ? nowMillis - margin : 0
         for node in peers.keys.sorted() {
             guard let complete = peers[node]!.completeBefore(seen: seen.contiguous(node), windowMillis: windowMillis) else { return nil }
             before = min(before, complete)

@@ -26,6 +26,9 @@ public struct Simulation {
         /// join was refused): the presence check expects the user online while it is set.
         var acknowledgedSession: SessionID? = nil
         var sessionCount = 0
+        /// Gone without a leave (killed, unplugged): it neither writes nor syncs, so its
+        /// node's lease must end its session (and any copy of it) on every replica.
+        var vanished = false
     }
 
     struct Node {
@@ -175,7 +178,8 @@ public struct Simulation {
         case 90..<(90 + config.partitionPercent): flipPartition()
         case 93..<94: retryReward()
         case 94..<95: retryMessage()
-        case 95..<98: reconnect()
+        case 95..<97: reconnect()
+        case 97: vanishOrReturn()
         default: restartNode()
         }
     }
@@ -191,10 +195,14 @@ public struct Simulation {
         // Acknowledged: the origin applied it (a refusal or a failed store leaves no record).
         let joined = nodes[actor.replica].state.users[actor.id]?.sessions.contains { $0.id == session } == true
         actors[index].acknowledgedSession = joined ? session : nil
+        // As `ClusterNode.handleJoin`: the lease starts with an accepted join.
+        if joined { nodes[actor.replica].engine.startLease(room: Self.roomID, session: session, user: actor.id, nowMillis: nowMillis) }
     }
 
     mutating func randomWrite() {
         let index = Int.random(in: 0..<actors.count, using: &rng)
+        // A vanished client writes nothing.
+        guard !actors[index].vanished else { return }
         if rng.chance(config.messagingPercent) {
             submit(from: index, messagingOperation(for: index))
             return
@@ -330,6 +338,8 @@ public struct Simulation {
 
     /// Sends a write through the actor's node: admission (unless forged), stamp, apply, broadcast.
     mutating func submit(from index: Int, _ operation: Operation) {
+        let (sender, at) = (actors[index].id, actors[index].replica + 1)
+        trace(sender, "\(sender) at node \(at) sends \(operation)")
         actors[index].counter += 1
         let actor = actors[index]
         let write = Write(author: actor.id, authorRole: actor.role, authorCounter: actor.counter, operation: operation)
@@ -369,6 +379,7 @@ public struct Simulation {
             return
         }
         let committed = nodes[replica].engine.commit(stamped)
+        trace(write.operation.target, "node \(replica + 1) took \(write.author)'s \(write.operation) (counter \(write.authorCounter)\(forged ? ", past admission" : ""))")
         record(committed.changes, at: replica)
         record(committed.messaging, at: replica)
         checkSetRevisions(at: replica)
@@ -391,11 +402,21 @@ public struct Simulation {
     mutating func systemWrite(_ write: Write, at replica: Int) {
         let now = nowMillis + nodes[replica].skewMillis
         guard let stamped = nodes[replica].engine.stampSystemWrite(room: Self.roomID, write, nowMillis: now),
-              store(stamped.delta, at: replica) else { return }
+              store(stamped.delta, at: replica) else {
+            trace(write.operation.target, "node \(replica + 1) could not write \(write.operation)")
+            return
+        }
+        trace(write.operation.target, "node \(replica + 1) wrote \(write.operation)")
         let committed = nodes[replica].engine.commit(stamped)
         record(committed.changes, at: replica)
         record(committed.messaging, at: replica)
         for other in nodes.indices where other != replica { network.append(InFlight(to: other, delta: committed.delta)) }
+    }
+
+    /// Notes what happened to `config.traceUser` (a replay's trace, printed with the report).
+    mutating func trace(_ user: UserID?, _ event: @autoclosure () -> String) {
+        guard let traced = config.traceUser, user == traced else { return }
+        report.trace.append("\(nowMillis - 1_700_000_000_000) ms: \(event())")
     }
 
     /// The store's append: fails now and then (`storeFailurePercent`); what it took survives a crash.
@@ -587,6 +608,7 @@ public struct Simulation {
     /// A user's connection moves to another node: the old session ends, a new one starts.
     mutating func reconnect() {
         let index = Int.random(in: 0..<actors.count, using: &rng)
+        guard !actors[index].vanished else { return }
         if let session = actors[index].session {
             submit(from: index, .leaveSession(user: actors[index].id, session: session))
         }
@@ -601,6 +623,7 @@ public struct Simulation {
     /// Sometimes another node declared it down first.
     mutating func restartNode() {
         let crashed = Int.random(in: 0..<nodes.count, using: &rng)
+        if let traced = config.traceUser { trace(traced, "node \(crashed + 1) restarts") }
         let old = nodes[crashed].incarnation
         let replica = nodes[crashed].sequencer.replica
         report.restarts += 1
@@ -622,14 +645,64 @@ public struct Simulation {
         nodes[crashed].incarnation += 1
         nodes[crashed].engine.liveIncarnation(nodes[crashed].incarnation, sinceMillis: nowMillis + nodes[crashed].skewMillis)
         rebuildMirrors(of: crashed)
-        systemWrite(Write(author: "node-\(crashed + 1)", authorRole: .system, authorCounter: 0,
-                          operation: .replicaDown(replica: replica, incarnation: old)), at: crashed)
-        for index in actors.indices where actors[index].replica == crashed { join(index) }
+        // As `ClusterNode`'s boot: the previous incarnation's sessions end, the write asked
+        // for again (`refuteAndEndOrphans`) until it is stored.
+        nodes[crashed].engine.endEarlierIncarnation(old, in: [Self.roomID])
+        markEarlierIncarnationDead(at: crashed)
+        // Its clients: half notice and join again; the others stay attached (nng redials
+        // and resends) and keep syncing the session the restart ended, which the node
+        // reclaims (`NodeEngine.reclaim`). A vanished one does neither.
+        for index in actors.indices where actors[index].replica == crashed && !actors[index].vanished {
+            if rng.chance(50) {
+                join(index)
+            } else {
+                report.attachedAcrossRestarts += 1
+                trace(actors[index].id, "stays attached across node \(crashed + 1)'s restart")
+            }
+        }
+    }
+
+    /// A client vanishes without a leave, or a vanished one comes back and joins again
+    /// at any node (its old session's lease runs out there meanwhile).
+    mutating func vanishOrReturn() {
+        let index = Int.random(in: 0..<actors.count, using: &rng)
+        if actors[index].vanished {
+            actors[index].vanished = false
+            actors[index].replica = Int.random(in: 0..<nodes.count, using: &rng)
+            join(index)
+        } else if actors[index].session != nil {
+            trace(actors[index].id, "vanishes")
+            actors[index].vanished = true
+            report.vanished += 1
+        }
+    }
+
+    /// What each attached client's syncs do at its node (`ClusterNode.handleSync`): reclaim
+    /// a session a restart ended under it, renew its lease; then the node ends the sessions
+    /// whose lease ran out (`ClusterNode.expireIdleSessions`). A sync is sometimes late,
+    /// never by the lease's length.
+    mutating func syncsAndLeases(at replica: Int, everyClient: Bool) {
+        for index in actors.indices where actors[index].replica == replica && !actors[index].vanished {
+            guard everyClient || rng.chance(90), let session = actors[index].session else { continue }
+            let user = actors[index].id
+            if let copy = nodes[replica].engine.reclaim(room: Self.roomID, session: session, user: user, nowMillis: nowMillis) {
+                report.reclaims += 1
+                systemWrite(Write(author: "node-\(replica + 1)", authorRole: .system, authorCounter: 0, operation: copy.operation), at: replica)
+            }
+            nodes[replica].engine.renewLease(room: Self.roomID, session: session, user: user, nowMillis: nowMillis)
+        }
+        for lease in nodes[replica].engine.expiredLeases(nowMillis: nowMillis) {
+            report.leasesExpired += 1
+            trace(lease.user, "node \(replica + 1): the lease of \(lease.session) ran out")
+            systemWrite(Write(author: "node-\(replica + 1)", authorRole: .system, authorCounter: 0,
+                              operation: .leaveSession(user: lease.user, session: lease.session)), at: replica)
+        }
     }
 
     /// What the node's presence loop does about its own incarnation: refute a declaration
     /// that reached it, and end copies whose client's session ended.
     mutating func refuteAndEndOrphans(at replica: Int) {
+        markEarlierIncarnationDead(at: replica)
         let now = nowMillis + nodes[replica].skewMillis
         if let refutation = nodes[replica].engine.refutation(nowMillis: now) {
             report.refutations += 1
@@ -637,11 +710,18 @@ public struct Simulation {
             nodes[replica].engine.liveIncarnation(refutation.next, sinceMillis: now)
             for copy in refutation.copies {
                 systemWrite(Write(author: "node-\(replica + 1)", authorRole: .system, authorCounter: 0, operation: copy.operation), at: replica)
+                nodes[replica].engine.carryLease(room: copy.room, from: copy.original, to: copy.copy, user: copy.user, nowMillis: nowMillis)
             }
         }
         for orphan in nodes[replica].engine.orphanedCopies() {
             systemWrite(Write(author: "node-\(replica + 1)", authorRole: .system, authorCounter: 0,
                               operation: .leaveSession(user: orphan.user, session: orphan.session)), at: replica)
+        }
+    }
+
+    mutating func markEarlierIncarnationDead(at replica: Int) {
+        for mark in nodes[replica].engine.earlierIncarnationMarks() {
+            systemWrite(Write(author: "node-\(replica + 1)", authorRole: .system, authorCounter: 0, operation: mark.operation), at: replica)
         }
     }
 
@@ -685,6 +765,7 @@ public struct Simulation {
     /// Every node's tick, as `ClusterNode`'s: a heartbeat to every node it reaches (lossy,
     /// partitioned), then failure detection by the engine's `PeerLiveness`.
     mutating func tick() {
+        for replica in nodes.indices { syncsAndLeases(at: replica, everyClient: false) }
         for replica in nodes.indices { heartbeat(from: replica) }
         for replica in nodes.indices { probe(at: replica) }
         for replica in nodes.indices { detectFailures(at: replica) }
@@ -802,11 +883,16 @@ public struct Simulation {
         var completeBefore: [String: UInt64] = [:]
         for (room, seen) in folding {
             var checkpoints = Dictionary(uniqueKeysWithValues: nodes[replica].peers.keys.map { ($0, nodes[replica].checkpoints[$0] ?? RewardCheckpoint()) })
-            completeBefore[room] = RewardCheckpoint.completeBefore(peers: &checkpoints, seen: seen, nowMillis: now, windowMillis: config.policy.rewardWindowMillis)
+            completeBefore[room] = RewardCheckpoint.completeBefore(peers: &checkpoints, seen: seen, nowMillis: now, windowMillis: config.policy.rewardWindowMillis,
+                                                                   driftMillis: config.policy.maxClockDriftMillis)
             for (node, checkpoint) in checkpoints { nodes[replica].checkpoints[node] = checkpoint }
         }
         for fold in nodes[replica].engine.dueRewardFolds(nowMillis: now, completeBefore: completeBefore) {
             report.rewardFolds += 1
+            let known = nodes[replica].peers.keys.sorted().map { "\($0)" }.joined(separator: ",")
+            let skew = nodes[replica].skewMillis
+            let before = completeBefore.values.first.map { Int64(bitPattern: $0 &- 1_700_000_000_000) } ?? -1
+            trace(fold.operation.target, "node \(replica + 1) (clock +\(skew) ms) folds rewards complete before \(before) ms, knowing [\(known)]")
             systemWrite(Write(author: "node-\(replica + 1)", authorRole: .system, authorCounter: 0, operation: fold.operation), at: replica)
         }
     }
@@ -824,6 +910,15 @@ public struct Simulation {
         // clock moves on: a refutation restarts the reclaim grace for the incarnations it
         // leaves behind, and the final folds below come after that grace.
         for replica in nodes.indices { refuteAndEndOrphans(at: replica) }
+        // Clients go on syncing through the heal (every 300 ms, well within the reclaim
+        // grace and the lease): each reclaims or renews now that its node holds its session.
+        for replica in nodes.indices { syncsAndLeases(at: replica, everyClient: true) }
+        // Vanished clients' leases run out (a leave the store failed is asked for again
+        // next round), before the folds below look for sessions that are over.
+        nowMillis += config.policy.sessionTimeoutMillis + 1
+        for _ in 0..<5 {
+            for replica in nodes.indices { syncsAndLeases(at: replica, everyClient: true) }
+        }
         network.removeAll()
         syncUntilEqual()
         let dropPercent = config.dropPercent
@@ -832,9 +927,12 @@ public struct Simulation {
             // Past every clock a node observed too: a node's clock can have been pushed ahead
             // by a peer's (up to the skew between them), and folds wait on stamps.
             let spread = nodes.map(\.skewMillis).max()! - nodes.map(\.skewMillis).min()!
-            nowMillis += spread + config.policy.rewardWindowMillis + config.policy.reclaimGraceMillis
+            nowMillis += spread + config.policy.rewardWindowMillis + config.policy.maxClockDriftMillis + config.policy.reclaimGraceMillis
                 + max(config.policy.sessionFoldQuietMillis, config.policy.rewardFoldQuietMillis) + 2_000
-            // Heartbeats first (none lost now), as the nodes' ticks go on through the heal.
+            // The clients' syncs went on meanwhile (each renews before the node looks);
+            // vanished clients' leases ran out. Then heartbeats (none lost now), as the
+            // nodes' ticks go on through the heal.
+            for replica in nodes.indices { syncsAndLeases(at: replica, everyClient: true) }
             for replica in nodes.indices { heartbeat(from: replica) }
             for replica in nodes.indices { housekeeping(at: replica, recheckLater: true) }
             for replica in nodes.indices { heartbeat(from: replica) }
@@ -941,8 +1039,19 @@ public struct Simulation {
     /// alive (the node refutes; without that, the user would stay offline everywhere).
     mutating func checkPresence(_ state: RoomState) {
         for actor in actors {
+            if actor.vanished {
+                // Gone without a leave: its lease (or its copies', or a restart) ended every session.
+                report.vanishedChecked += 1
+                if let record = state.users[actor.id], record.isOnline(deadIncarnations: state.deadIncarnations) {
+                    let sessions = record.sessions.map { "\($0.id)#\($0.incarnation)\($0.ended == nil ? "" : " ended")" }
+                    report.violations.append("\(actor.id) vanished (no sync, no leave) but is online: sessions \(sessions), dead \(state.deadIncarnations)")
+                }
+                continue
+            }
+            // The acknowledged session, or (once it is folded) a copy a reclaim or refutation made of it.
             guard let session = actor.acknowledgedSession, let record = state.users[actor.id], !record.isBanned,
-                  let started = record.sessions.first(where: { $0.id == session })?.started, record.kicked < started else { continue }
+                  let started = record.sessions.filter({ SessionIDs.base($0.id) == session }).map(\.started).min(),
+                  record.kicked < started else { continue }
             report.presenceChecked += 1
             if !record.isOnline(deadIncarnations: state.deadIncarnations) {
                 let sessions = record.sessions.map { "\($0.id)#\($0.incarnation)\($0.ended == nil ? "" : " ended")" }

@@ -35,17 +35,24 @@ public struct SimulationConfig: Sendable, Hashable {
     /// Probes of a node not heard for `suspectMillis`: itself and this many others are
     /// asked (the engine's `IndirectProber`, as the node runs it); nil: silence alone decides.
     public var probeHelpers: Int? = 2
+    /// Replays only: what happened to this user (its writes, the nodes' writes about it,
+    /// its leases, restarts), in `SimulationReport.trace`.
+    public var traceUser: UserID? = nil
     /// The engine's limits: the node's, but with a 3 s reward window, folds due after two
     /// sessions or rewards (or half a second of quiet), and sessions of a crashed
     /// incarnation over 300 ms after the restart, so a schedule of a few simulated
     /// seconds folds sessions and rewards under the faults.
     public var policy: EnginePolicy = {
-        var policy = EnginePolicy(rewardWindowMillis: 3_000)
+        // A drift limit above the ordinary skews (0-2 s) and far below the node's 60 s, so
+        // reward folds (which allow for it) come within a schedule.
+        var policy = EnginePolicy(rewardWindowMillis: 3_000, maxClockDriftMillis: 2_500)
         policy.sessionFoldThreshold = 2
         policy.sessionFoldQuietMillis = 500
         policy.reclaimGraceMillis = 300
         policy.rewardFoldThreshold = 2
         policy.rewardFoldQuietMillis = 500
+        // Leases a few simulated seconds can see run out.
+        policy.sessionTimeoutMillis = 1_000
         return policy
     }()
 
@@ -97,12 +104,22 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var probesSent = 0
     public var probeVouches = 0
     public var presenceChecked = 0
+    /// Clients that vanished without a leave, those checked offline at the end, the leases
+    /// that ran out, clients that stayed attached across their node's restart, and the
+    /// sessions reclaimed for them.
+    public var vanished = 0
+    public var vanishedChecked = 0
+    public var leasesExpired = 0
+    public var attachedAcrossRestarts = 0
+    public var reclaims = 0
     /// Remote deltas refused for a clock beyond the drift limit, and nodes with such a clock.
     public var clockRefusals = 0
     public var farSkewedNodes = 0
     /// Patches that showed a node's own writes above its numbering (never expected here).
     public var ownSequencesBehind = 0
     public var violations: [String] = []
+    /// `SimulationConfig.traceUser`'s events, in order.
+    public var trace: [String] = []
     public var finalRoster: Roster?
 
     public var converged: Bool { violations.isEmpty }
@@ -121,8 +138,11 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
                 + "\(clockRefusals) deltas refused for a clock \(farSkewedNodes > 0 ? "beyond the limit (\(farSkewedNodes) far-skewed nodes)" : "ahead")",
             "presence: \(downsDetected) downs detected (\(falseDowns) of alive nodes), \(refutations) refutations; \(presenceChecked) users expected online at the end; "
                 + "\(probesSent) probes, \(probeVouches) vouched for a silent node",
+            "leases: \(vanished) clients vanished (\(vanishedChecked) checked offline at the end), \(leasesExpired) leases ran out; "
+                + "\(attachedAcrossRestarts) clients stayed attached across a restart, \(reclaims) sessions reclaimed",
         ]
         lines.append(violations.isEmpty ? "all replicas identical, every invariant held" : "VIOLATIONS:\n  " + violations.joined(separator: "\n  "))
+        if !trace.isEmpty { lines.append("trace:\n  " + trace.joined(separator: "\n  ")) }
         return lines.joined(separator: "\n")
     }
 }

@@ -48,6 +48,7 @@ enum LifetimeBench {
             config.joinsPerSecond = 1_000_000
             // ... and rewards fold a second after they were issued, not a minute.
             config.rewardWindowMillis = 1_000
+            config.maxClockDriftMillis = 1_000
             return config
         }
         guard var peer = try? ClusterNode(config: config("life-b", seeds: [], data: nil), logger: logger) else {

@@ -100,7 +100,7 @@ import Testing
     @Test func rewardsFoldAcrossTwoNodesAndTheRoomStaysSmall() throws {
         let data = Self.temporaryDirectory("rewards")
         defer { try? FileManager.default.removeItem(atPath: data) }
-        let window = ["--reward-window-ms", "1000"]
+        let window = ["--reward-window-ms", "1000", "--max-clock-drift-ms", "1000"]
         let store = ["--data-dir", data, "--http", "http://127.0.0.1:0"] + window
         var a = try NodeChild(name: "rewards-a", extra: store)
         defer { a.stop() }

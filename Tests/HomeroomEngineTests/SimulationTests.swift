@@ -5,7 +5,7 @@ import HomeroomSimulation
 
 /// Seeded schedules over several replicas with loss, duplication, reordering,
 /// partitions and restarts. `HOMEROOM_SCHEDULES` sets how many (CI runs 10,000);
-/// `HOMEROOM_SEED` replays one.
+/// `HOMEROOM_SEED` replays one (`HOMEROOM_TRACE_USER` adds what happened to one user).
 @Suite struct SimulationTests {
     static var environment: [String: String] { ProcessInfo.processInfo.environment }
 
@@ -28,6 +28,7 @@ import HomeroomSimulation
             config.students = Int.random(in: 2...10, using: &rng)
             config.steps = Int.random(in: 50...250, using: &rng)
             config.roomType = Int.random(in: 0..<10, using: &rng) == 0 ? .oneToOne : .smallClassroom
+            config.traceUser = env["HOMEROOM_TRACE_USER"]
             let report = Simulation.run(seed: seed, config: config)
             refutations += report.refutations
             falseDowns += report.falseDowns

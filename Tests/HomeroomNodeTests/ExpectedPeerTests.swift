@@ -52,7 +52,7 @@ import Testing
         var table = PeerTable()
         table.expect([Self.b], nowMillis: 1_000)
         let seen = VersionVector(contiguous: [Self.b: 5])
-        #expect(table.rewardsCompleteBefore(room: Self.room, seen: seen, nowMillis: 100_000, windowMillis: 3_000) == nil,
+        #expect(table.rewardsCompleteBefore(room: Self.room, seen: seen, nowMillis: 100_000, windowMillis: 3_000, driftMillis: 0) == nil,
                 "b may hold a copy of a reward this node has not seen")
         // Its silence declares nothing down: no incarnation of it is known to end.
         let declared = table.sweep(nowMillis: 10_000, suspectMillis: 1_000, downMillis: 2_000)
@@ -61,7 +61,7 @@ import Testing
         // Heard: its heartbeat is confirmed once this node has b's writes up to it.
         let cameBack = table.heard(Self.heartbeat(sentAt: 50_000, seenOfB: 5), nowMillis: 11_000)
         #expect(cameBack, "heard: connected")
-        #expect(table.rewardsCompleteBefore(room: Self.room, seen: seen, nowMillis: 100_000, windowMillis: 3_000) == 47_000)
+        #expect(table.rewardsCompleteBefore(room: Self.room, seen: seen, nowMillis: 100_000, windowMillis: 3_000, driftMillis: 0) == 47_000)
     }
 
     @Test func aNodeForgottenIsNotExpectedAgainUntilHeard() {
@@ -74,9 +74,24 @@ import Testing
         #expect(gone.map(\.node) == [Self.b])
         table.expect(writers, nowMillis: 300_001)
         #expect(table.entries[Self.b] == nil, "forgotten: folds no longer wait for it")
-        #expect(table.rewardsCompleteBefore(room: Self.room, seen: VersionVector(), nowMillis: 400_000, windowMillis: 3_000) == 397_000)
+        #expect(table.rewardsCompleteBefore(room: Self.room, seen: VersionVector(), nowMillis: 400_000, windowMillis: 3_000, driftMillis: 0) == 397_000)
         _ = table.heard(Self.heartbeat(sentAt: 1, seenOfB: 0), nowMillis: 400_000)
         #expect(table.entries[Self.b]?.status == .alive)
+    }
+
+    /// Knowing no peer (just restarted), a node's own clock stands in for the nodes it has
+    /// not heard of, whose clocks may lag it by the drift limit: its rewards are complete
+    /// only that much earlier, so none of them can still admit a copy it folds.
+    @Test func withNoPeerKnownRewardsAreCompleteOnlyADriftLimitEarlier() {
+        var table = PeerTable()
+        let before = table.rewardsCompleteBefore(room: Self.room, seen: VersionVector(), nowMillis: 100_000, windowMillis: 3_000, driftMillis: 2_500)
+        #expect(before == 94_500)
+        // A node whose clock lags by less than the limit admits a reward only within its
+        // window: issued at or after 99,000 - 3,000 = 96,000 for a lag of 1,000.
+        let laggingNodesEarliestAdmission: UInt64 = 100_000 - 1_000 - 3_000
+        #expect(before.map { $0 <= laggingNodesEarliestAdmission } == true)
+        // Early on, before a window and a drift limit have passed, nothing is complete.
+        #expect(table.rewardsCompleteBefore(room: Self.room, seen: VersionVector(), nowMillis: 4_000, windowMillis: 3_000, driftMillis: 2_500) == 0)
     }
 
     @Test func anExpectedNodeTakesTheAddressesAnotherNodeListsForIt() {

@@ -34,17 +34,17 @@ import Testing
         var table = PeerTable()
         _ = table.heard(Self.heartbeat(sentAt: 10_000, rooms: [(Self.quiet, Self.vector(4)), (Self.busy, Self.vector(1))]), nowMillis: 1)
         let seen = Self.vector(4)
-        #expect(table.rewardsCompleteBefore(room: Self.quiet, seen: seen, nowMillis: 100_000, windowMillis: 3_000) == 7_000)
+        #expect(table.rewardsCompleteBefore(room: Self.quiet, seen: seen, nowMillis: 100_000, windowMillis: 3_000, driftMillis: 0) == 7_000)
         // Later heartbeats list only the busy room; their hash confirms the view.
         let later = [(Self.quiet, Self.vector(4)), (Self.busy, Self.vector(2))]
         _ = table.heard(Self.heartbeat(sentAt: 20_000, rooms: [(Self.busy, Self.vector(2))], partialHash: Self.hash(later)), nowMillis: 2)
         #expect(table.entries[Self.b]?.viewMismatched == false)
-        #expect(table.rewardsCompleteBefore(room: Self.quiet, seen: seen, nowMillis: 100_000, windowMillis: 3_000) == 17_000,
+        #expect(table.rewardsCompleteBefore(room: Self.quiet, seen: seen, nowMillis: 100_000, windowMillis: 3_000, driftMillis: 0) == 17_000,
                 "the quiet room's checkpoint moves with the confirmed view")
         // A heartbeat whose hash the view does not match (a change was missed) marks nothing.
         _ = table.heard(Self.heartbeat(sentAt: 30_000, rooms: [(Self.busy, Self.vector(3))], partialHash: Self.hash(later) &+ 1), nowMillis: 3)
         #expect(table.entries[Self.b]?.viewMismatched == true)
-        #expect(table.rewardsCompleteBefore(room: Self.quiet, seen: seen, nowMillis: 100_000, windowMillis: 3_000) == 17_000,
+        #expect(table.rewardsCompleteBefore(room: Self.quiet, seen: seen, nowMillis: 100_000, windowMillis: 3_000, driftMillis: 0) == 17_000,
                 "an unconfirmed view is no checkpoint")
     }
 
@@ -52,9 +52,9 @@ import Testing
         var table = PeerTable()
         let rooms = [(Self.quiet, Self.vector(9))]
         _ = table.heard(Self.heartbeat(sentAt: 10_000, rooms: rooms), nowMillis: 1)
-        #expect(table.rewardsCompleteBefore(room: Self.quiet, seen: Self.vector(8), nowMillis: 100_000, windowMillis: 3_000) == nil,
+        #expect(table.rewardsCompleteBefore(room: Self.quiet, seen: Self.vector(8), nowMillis: 100_000, windowMillis: 3_000, driftMillis: 0) == nil,
                 "b had 9 writes in the room then; this node has seen 8")
-        #expect(table.rewardsCompleteBefore(room: Self.quiet, seen: Self.vector(9), nowMillis: 100_000, windowMillis: 3_000) == 7_000)
+        #expect(table.rewardsCompleteBefore(room: Self.quiet, seen: Self.vector(9), nowMillis: 100_000, windowMillis: 3_000, driftMillis: 0) == 7_000)
     }
 }
 

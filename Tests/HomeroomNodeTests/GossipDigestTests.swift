@@ -60,6 +60,7 @@ import HomeroomWire
     @Test func rewardsInAQuietRoomFoldWithoutWaitingForACompleteList() async throws {
         let cluster = try TestCluster(size: 2, label: "gossip-fold", heartbeatMillis: 200) { _, config in
             config.rewardWindowMillis = 1_000
+            config.maxClockDriftMillis = 1_000
         }
         #expect(await settles(within: 10) { cluster.nodes.allSatisfy { $0.alivePeers.count == cluster.nodes.count - 1 } })
         let teacher = cluster.client("tina", .teacher, node: 0, room: "semester")

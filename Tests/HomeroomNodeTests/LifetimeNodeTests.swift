@@ -120,7 +120,7 @@ import Testing
     @Test func anOldStoreStartedAgainAfterItWasRetiredStepsAside() throws {
         let first = Self.temporaryDirectory("retired-a"), second = Self.temporaryDirectory("retired-b")
         defer { for path in [first, second, first + ".old"] { try? FileManager.default.removeItem(atPath: path) } }
-        let window = ["--reward-window-ms", "1000", "--http", "http://127.0.0.1:0"]
+        let window = ["--reward-window-ms", "1000", "--max-clock-drift-ms", "1000", "--http", "http://127.0.0.1:0"]
         let peer = try NodeProcess(name: "rt-b", extra: ["--data-dir", second] + window)
         var node = try NodeProcess(name: "rt-a", seeds: [peer.listen], extra: ["--data-dir", first] + window)
         defer { node.stop(); peer.stop() }
@@ -384,7 +384,7 @@ import Testing
 /// retires the older ones, so a room keeps nothing per store a node ever had.
 @Suite(.serialized) struct ReplicaRetirementTests {
     @Test func restartsWithoutAStoreLeaveNothingBehindAndLoseNoReward() throws {
-        let tune: (inout NodeConfig) -> Void = { $0.rewardWindowMillis = 1_000 }
+        let tune: (inout NodeConfig) -> Void = { $0.rewardWindowMillis = 1_000; $0.maxClockDriftMillis = 1_000 }
         let cluster = try TestCluster(size: 3, label: "retire") { _, config in tune(&config) }
         #expect(cluster.meshed())
         let bob = cluster.client("bob", .student, node: 0, room: "semester")

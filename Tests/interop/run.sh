@@ -114,7 +114,7 @@ start_node() {  # name, [seed], [node flags...]: starts a node (in this shell, s
   local name=$1 seed=${2:-} scheme=${NODE_SCHEME:-tcp} pid  # NODE_SCHEME=tls+tcp: TLS on both sockets
   shift $(( $# < 2 ? $# : 2 ))
   "$BIN" node --name "$name" --listen "$scheme://127.0.0.1:0" --publish "$scheme://127.0.0.1:0" ${seed:+--seed "$seed"} --session-timeout-ms 2000 \
-    --reward-window-ms "$REWARD_WINDOW_MS" "$@" \
+    --reward-window-ms "$REWARD_WINDOW_MS" --max-clock-drift-ms 1000 "$@" \
     >"$WORK/$name.ready" 2>"$WORK/$name.log" &
   pid=$!
   PIDS+=("$pid")

@@ -304,13 +304,15 @@ struct PeerTable {
     /// will ever exist, or nil while some known peer has not confirmed a heartbeat for
     /// it: every peer in the table counts, down ones included (they may come back with
     /// writes); a peer forgotten after the permanent-down period no longer does.
-    /// `seen` is this node's version vector of the room; `nowMillis` its own clock.
-    mutating func rewardsCompleteBefore(room: String, seen: VersionVector, nowMillis: UInt64, windowMillis: UInt64) -> UInt64? {
+    /// `seen` is this node's version vector of the room; `nowMillis` its own clock;
+    /// `driftMillis` how far other nodes' clocks may lag it (`--max-clock-drift-ms`).
+    mutating func rewardsCompleteBefore(room: String, seen: VersionVector, nowMillis: UInt64, windowMillis: UInt64, driftMillis: UInt64) -> UInt64? {
         // An older store of a node whose newer store is known makes no more copies: its
         // writes are all in (a retirement waits for that), and it is forgotten soon.
         let counted = entries.keys.filter { node in !entries.values.contains { Self.supersedes($0.node, $0.name, node, entries[node]!.name) } }
         var checkpoints = Dictionary(uniqueKeysWithValues: counted.map { ($0, entries[$0]!.checkpoint(room: room)) })
-        let before = RewardCheckpoint.completeBefore(peers: &checkpoints, seen: seen, nowMillis: nowMillis, windowMillis: windowMillis)
+        let before = RewardCheckpoint.completeBefore(peers: &checkpoints, seen: seen, nowMillis: nowMillis, windowMillis: windowMillis,
+                                                     driftMillis: driftMillis)
         for (node, checkpoint) in checkpoints { entries[node]!.rewardCheckpoints[room] = checkpoint }
         return before
     }

@@ -27,6 +27,9 @@ public struct NodeConfig: Sendable, Equatable {
     /// (`IndirectProber`). 0: only the peer itself; nil: no probes (silence alone decides).
     public var probeHelpers: Int? = 3
     public var requestTimeoutMillis: UInt64 = 1_000
+    /// How far ahead of this node's clock another node's delta may be stamped before it is
+    /// refused (`--max-clock-drift-ms`); also how far other nodes' clocks may lag this one,
+    /// so reward folds wait that much longer (`RewardCheckpoint.completeBefore`).
     public var maxClockDriftMillis: UInt64 = HybridClock.defaultMaxForwardDriftMillis
     public var workers = 2
     /// Limits on what peers and clients send this node (requests, cluster messages).
@@ -170,6 +173,9 @@ public struct NodeConfig: Sendable, Equatable {
         }
         if !(1_000...3_600_000).contains(rewardWindowMillis) {
             throw .invalid(field: "reward-window-ms", reason: "\(rewardWindowMillis) must be from 1000 to 3600000, and the same on every node")
+        }
+        if !(1_000...3_600_000).contains(maxClockDriftMillis) {
+            throw .invalid(field: "max-clock-drift-ms", reason: "\(maxClockDriftMillis) must be from 1000 to 3600000")
         }
         if sessionTimeoutMillis != 0 && !(1_000...3_600_000).contains(sessionTimeoutMillis) {
             throw .invalid(field: "session-timeout-ms", reason: "\(sessionTimeoutMillis) must be from 1000 to 3600000 (or 0 for no leases)")

@@ -37,7 +37,8 @@ extension ClusterNode {
             // names it) is waited for too, until heard or forgotten.
             state.peers.expect(state.engine.writersToHearFrom(in: folding.map(\.0)), nowMillis: WallClock.monotonicMillis())
             for (room, seen) in folding {
-                completeBefore[room] = state.peers.rewardsCompleteBefore(room: room, seen: seen, nowMillis: now, windowMillis: window)
+                completeBefore[room] = state.peers.rewardsCompleteBefore(room: room, seen: seen, nowMillis: now, windowMillis: window,
+                                                                    driftMillis: config.maxClockDriftMillis)
             }
             return state.engine.dueRewardFolds(nowMillis: now, completeBefore: completeBefore)
         }
@@ -104,7 +105,8 @@ extension ClusterNode {
                 // A writer of the room not heard of yet (a room fetched from a peer names it) is waited for too.
                 state.peers.expect(state.engine.writersToHearFrom(in: [roomID]), nowMillis: WallClock.monotonicMillis())
                 let peers = state.peers.entries.values.filter { !PeerTable.supersedes(own, name, $0.node, $0.name) }.map { $0.rooms[roomID] ?? VersionVector() }
-                let before = state.peers.rewardsCompleteBefore(room: roomID, seen: room.seen, nowMillis: now, windowMillis: window)
+                let before = state.peers.rewardsCompleteBefore(room: roomID, seen: room.seen, nowMillis: now, windowMillis: window,
+                                                                  driftMillis: config.maxClockDriftMillis)
                 plans[roomID] = room.retirementPlan(successor: own, peers: peers, completeBeforeMillis: before)
             }
             return plans

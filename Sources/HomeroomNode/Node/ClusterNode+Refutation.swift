@@ -12,6 +12,7 @@ extension ClusterNode {
         while !state.withLock({ $0.stopping }) {
             round &+= 1
             refuteIfDeclaredDown()
+            markEarlierIncarnationDead()
             endReincarnationsOfLeftSessions()
             foldEndedSessions(recheckLater: round % 5 == 0)
             if round % 5 == 0 { foldCompleteRewards() }
@@ -43,7 +44,8 @@ extension ClusterNode {
         for copy in refutation.copies {
             systemWrite(room: copy.room, copy.operation)
             // The copy takes over the lease (renewed by the client's syncs from then on).
-            state.withLock { $0.engine.carryLease(room: copy.room, from: copy.original, to: copy.copy) }
+            let leaseNow = WallClock.monotonicMillis()
+            state.withLock { $0.engine.carryLease(room: copy.room, from: copy.original, to: copy.copy, user: copy.user, nowMillis: leaseNow) }
             carryPresence(room: copy.room, user: copy.user, from: copy.original, to: copy.copy)
         }
     }
@@ -64,6 +66,13 @@ extension ClusterNode {
         logger.info("a client attached across a restart: its session is live again", ["user": user, "session": copy.copy])
         systemWrite(room: room, copy.operation)
         carryPresence(room: room, user: user, from: copy.original, to: copy.copy)
+    }
+
+    /// Writes the `replica_down` of this node's incarnation before its boot where it is
+    /// not applied yet (a failed store is tried again here, every presence round).
+    func markEarlierIncarnationDead() {
+        let due = state.withLock { $0.engine.earlierIncarnationMarks() }
+        for mark in due { sequenceSystemWrite(room: mark.room, Write(author: "node:\(name)", authorRole: .system, authorCounter: 0, operation: mark.operation)) }
     }
 
     /// A client that leaves ends its original session; the copies a refutation made

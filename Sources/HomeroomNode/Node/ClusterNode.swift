@@ -278,8 +278,15 @@ public final class ClusterNode: Sendable {
             // Client topics are sealed, but the node topics on the same socket would not be.
             self.logger.warning("rooms are closed to clients, but node-to-node traffic is in clear on the publish socket: give every node the same --cluster-key (homeroom keys generate makes one)", [:])
         }
-        // Sessions the previous boot hosted are over: no ghosts.
-        if let previousIncarnation { endSessions(of: replica, incarnation: previousIncarnation) }
+        // Sessions the previous boot hosted are over: no ghosts. Each owner ends them in the
+        // rooms it owns, asked again by the presence loop until the write is stored.
+        if let previousIncarnation {
+            state.withLock { state in
+                let owned = state.rooms.keys.filter { state.owns($0, ownName: config.name) }
+                state.engine.endEarlierIncarnation(previousIncarnation, in: owned)
+            }
+            markEarlierIncarnationDead()
+        }
     }
 
     deinit { stop() }

@@ -75,6 +75,9 @@ enum NodeCommand {
                                  0: never). It returns by greeting again.
           --reward-window-ms <n>  Take rewards issued within this of the node's clock (default 60000;
                                  the same on every node: rewards are folded by it).
+          --max-clock-drift-ms <n>  Refuse other nodes' deltas stamped further ahead of this node's
+                                 clock; rewards fold this much after their window too, since a node
+                                 whose clock lags may still take a copy (default 60000).
           --max-connections <n>  Connections each listening socket holds at once (default 4096).
           --wedge-descriptors <n>  Step aside (no heartbeats, /healthz 503, requests refused) at this
                                  many open descriptors (default: the soft limit minus 64).
@@ -208,6 +211,7 @@ enum NodeCommand {
         }
         let permanentDown = try reader.integer("--permanent-down-ms", in: UInt64(0)...UInt64(86_400_000))
         let rewardWindow = try reader.integer("--reward-window-ms", in: UInt64(1_000)...UInt64(3_600_000))
+        let maxClockDrift = try reader.integer("--max-clock-drift-ms", in: UInt64(1_000)...UInt64(3_600_000))
         let maxConnections = try reader.integer("--max-connections", in: 1...1_000_000)
         let wedgeDescriptors = try reader.integer("--wedge-descriptors", in: 16...10_000_000)
         let tokenMaxLifetime = try reader.integer("--token-max-lifetime", in: Int64(60)...Int64(31_536_000))
@@ -258,6 +262,7 @@ enum NodeCommand {
             }
         }
         if let rewardWindow { config.rewardWindowMillis = rewardWindow }
+        if let maxClockDrift { config.maxClockDriftMillis = maxClockDrift }
         if let maxConnections { config.maxConnections = maxConnections }
         if let wedgeDescriptors { config.wedgeDescriptors = wedgeDescriptors }
         do {
