@@ -37,7 +37,7 @@ protobuf classes are generated with protoc into a temporary directory.
 
     python_client.py --node-a tcp://127.0.0.1:7400 --node-b tcp://127.0.0.1:7410 --reward-window 1
 
-(the nodes started with `--reward-window-ms 1000`, as Tests/interop/run.sh does,
+(the nodes started with `--reward-window-ms 1000 --max-clock-drift-ms 1000`, as Tests/interop/run.sh does,
 so that they fold rewards within seconds). Exit status: 0 when every check
 passed, 1 when one failed, 2 on a usage or setup error. Every wait is bounded;
 the whole run takes a few seconds plus the waits for the reward folds and the
@@ -2204,7 +2204,8 @@ def start_node(binary, name, seed=None, reward_window=1.0, extra=()):
     """Starts `homeroom node` (no data directory: a new replica id at each start); returns (process, listen)."""
     command = [binary, "node", "--name", name, "--listen", "tcp://127.0.0.1:0", "--publish", "tcp://127.0.0.1:0",
                "--heartbeat-ms", "100", "--suspect-ms", "500", "--down-ms", "1500", "--session-timeout-ms", "2000",
-               "--reward-window-ms", str(int(reward_window * 1000)), "--log-level", "warning", *extra]
+               "--reward-window-ms", str(int(reward_window * 1000)), "--max-clock-drift-ms", "1000",
+               "--log-level", "warning", *extra]
     if seed:
         command += ["--seed", seed]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
