@@ -21,6 +21,7 @@ import HomeroomSimulation
         }
         var failures = 0
         var refutations = 0, presenceChecked = 0, falseDowns = 0, probes = 0, vouches = 0
+        var vanishedChecked = 0, leasesExpired = 0, attached = 0, reclaims = 0
         for seed in seeds {
             var config = SimulationConfig()
             var rng = SplitMix64(seed: seed ^ 0xC0FFEE)
@@ -35,6 +36,10 @@ import HomeroomSimulation
             presenceChecked += report.presenceChecked
             probes += report.probesSent
             vouches += report.probeVouches
+            vanishedChecked += report.vanishedChecked
+            leasesExpired += report.leasesExpired
+            attached += report.attachedAcrossRestarts
+            reclaims += report.reclaims
             if !report.converged {
                 failures += 1
                 Issue.record("""
@@ -45,7 +50,7 @@ import HomeroomSimulation
             }
         }
         #expect(failures == 0, "\(failures) of \(seeds.count) schedules failed")
-        print("simulated \(seeds.count) schedules: \(falseDowns) alive nodes declared down, \(refutations) refutations, \(presenceChecked) users checked online, \(probes) probes (\(vouches) found a silent node alive)")
+        print("simulated \(seeds.count) schedules: \(falseDowns) alive nodes declared down, \(refutations) refutations, \(presenceChecked) users checked online, \(probes) probes (\(vouches) found a silent node alive), \(vanishedChecked) vanished clients checked offline, \(leasesExpired) leases ran out, \(attached) clients attached across a restart, \(reclaims) sessions reclaimed")
         // The presence check must have had something to check.
         if seeds.count >= 100 {
             #expect(presenceChecked > seeds.count, "\(presenceChecked) users checked online (\(refutations) refutations)")
@@ -53,6 +58,10 @@ import HomeroomSimulation
             #expect(falseDowns > seeds.count / 20 && refutations > seeds.count / 20, "\(falseDowns) alive nodes declared down, \(refutations) refutations")
             // The engine's probes ran, and some found a node alive that its prober had stopped hearing.
             #expect(probes > seeds.count && vouches > 0, "\(probes) probes, \(vouches) vouches")
+            // Clients vanished and their leases ran out; clients stayed attached across restarts and were reclaimed.
+            #expect(vanishedChecked > seeds.count / 10 && leasesExpired > seeds.count / 10,
+                    "\(vanishedChecked) vanished clients checked, \(leasesExpired) leases ran out")
+            #expect(attached > seeds.count / 10 && reclaims > seeds.count / 20, "\(attached) attached across a restart, \(reclaims) reclaimed")
         }
     }
 
