@@ -28,6 +28,19 @@ import HomeroomCore
         _ = engine.commit(stamped)
     }
 
+    /// The engine refutes a declaration of its incarnation as the shell does: moves on,
+    /// writes the copies, and each copy takes its original's lease (or one from `leaseNow`).
+    static func refute(_ engine: inout NodeEngine, leaseNow: UInt64) throws -> NodeEngine.Refutation {
+        let declared = engine.refutation(nowMillis: now + 200)
+        let refutation = try #require(declared)
+        engine.liveIncarnation(refutation.next, sinceMillis: now + 200)
+        for copy in refutation.copies {
+            system(copy.operation, at: &engine, now: now + 300)
+            engine.carryLease(room: copy.room, from: copy.original, to: copy.copy, user: copy.user, nowMillis: leaseNow)
+        }
+        return refutation
+    }
+
     @Test func aSessionWhoseClientStopsSyncingEndsAndOnlyThatOne() {
         var engine = Self.engine(["amy", "bob"])
         // amy syncs every 3 s; bob never does.
@@ -88,13 +101,7 @@ import HomeroomCore
         var engine = Self.engine(["amy", "bob"])
         // Declared down while alive: the copies take over the leases.
         Self.system(.replicaDown(replica: engine.replica, incarnation: 1), at: &engine)
-        let declared = engine.refutation(nowMillis: Self.now + 200)
-        let refutation = try #require(declared)
-        engine.liveIncarnation(refutation.next, sinceMillis: Self.now + 200)
-        for copy in refutation.copies {
-            Self.system(copy.operation, at: &engine, now: Self.now + 300)
-            engine.carryLease(room: copy.room, from: copy.original, to: copy.copy, user: copy.user, nowMillis: 5_000)
-        }
+        let refutation = try Self.refute(&engine, leaseNow: 5_000)
         #expect(refutation.copies.count == 2)
         // amy's client keeps naming its original session: the sync renews the copy's lease.
         let renewedThroughOriginal = engine.reclaim(room: Self.room, session: "amy#1", user: "amy", nowMillis: 8_000)
@@ -161,13 +168,8 @@ import HomeroomCore
         let due = engine.expiredLeases(nowMillis: Self.timeout + 1)
         #expect(due.map(\.session) == ["bob#1"])
         #expect(engine.holdsLeases(in: Self.room))
-        let declared = engine.refutation(nowMillis: Self.now + 200)
-        let refutation = try #require(declared)
-        engine.liveIncarnation(refutation.next, sinceMillis: Self.now + 200)
-        for copy in refutation.copies {
-            Self.system(copy.operation, at: &engine, now: Self.now + 300)
-            engine.carryLease(room: copy.room, from: copy.original, to: copy.copy, user: copy.user, nowMillis: 20_000)
-        }
+        let refutation = try Self.refute(&engine, leaseNow: 20_000)
+        #expect(refutation.copies.map(\.user).sorted() == ["amy", "bob"])
         // bob's copy keeps his old lease (lapsed); amy's, whose original had none, runs from the refutation.
         let lapsed = engine.expiredLeases(nowMillis: 20_001)
         #expect(lapsed.map(\.user) == ["bob"])

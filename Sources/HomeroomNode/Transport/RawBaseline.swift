@@ -235,9 +235,11 @@ extension RawBaseline {
     /// `intervalMicros`, sent on every PUB: deliveries per second and one-way latency
     /// (send to each arrival). The baseline for a room's fan-out: what nng alone does
     /// with the same subscribers, size and pacing, and, with `publishers` 3, the same
-    /// topology as three nodes each publishing to their own members.
+    /// topology as three nodes each publishing to their own members. `batch` messages go
+    /// in one send (each `messageSize` bytes, back to back), as a node's outbox puts
+    /// several room messages in one publish under a burst.
     public static func pubSubFanOut(url: String = "tcp://127.0.0.1:0", publishers: Int = 1, subscribers: Int, messages: Int, messageSize: Int,
-                                    intervalMicros: Int) throws(NNGError) -> FanOut {
+                                    intervalMicros: Int, batch: Int = 1) throws(NNGError) -> FanOut {
         let size = max(messageSize, 17)
         let publisherCount = max(1, min(publishers, subscribers))
         var pubs: [NNGSocket] = []
@@ -263,39 +265,48 @@ extension RawBaseline {
             let first = subscribers * index / publisherCount
             let count = subscribers * (index + 1) / publisherCount - first
             groups.append(try NNGSubscriberGroup(count: count, url: bound, topic: []) { member, bytes in
-                guard bytes.count >= 16 else { return }
-                let index = bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
-                if index == UInt64.max {
-                    attached.withLock { _ = $0.insert(first + member) }
-                    return
-                }
-                guard index < UInt64(messages) else { return }
                 let now = monotonicNanos()
-                let sent = sentAt.withLock { $0[Int(index)] }
-                samples.withLock { $0.append(Double(now &- sent) / 1_000) }
-                delivered.add(1, ordering: .relaxed)
-                lastArrival.store(now, ordering: .relaxed)
+                var offset = 0
+                while offset + 16 <= bytes.count {
+                    let index = bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)
+                    offset += size
+                    if index == UInt64.max {
+                        attached.withLock { _ = $0.insert(first + member) }
+                        continue
+                    }
+                    guard index < UInt64(messages) else { continue }
+                    let sent = sentAt.withLock { $0[Int(index)] }
+                    samples.withLock { $0.append(Double(now &- sent) / 1_000) }
+                    delivered.add(1, ordering: .relaxed)
+                    lastArrival.store(now, ordering: .relaxed)
+                }
             })
         }
-        var message = [UInt8](repeating: 0x5A, count: size)
-        func send(_ index: UInt64) {
-            withUnsafeBytes(of: index.littleEndian) { raw in for offset in 0..<8 { message[8 + offset] = raw[offset] } }
-            for pub in pubs { try? pub.send(message) }
+        let perSend = max(1, batch)
+        var message = [UInt8](repeating: 0x5A, count: size * perSend)
+        /// Sends messages `indexes` (at most `perSend`) in one message on every PUB.
+        func send(_ indexes: [UInt64]) {
+            for (slot, index) in indexes.enumerated() {
+                withUnsafeBytes(of: index.littleEndian) { raw in for offset in 0..<8 { message[slot * size + 8 + offset] = raw[offset] } }
+            }
+            let bytes = Array(message[0..<(indexes.count * size)])
+            for pub in pubs { try? pub.send(bytes) }
         }
         // Probes until every subscriber is attached (the slow joiner).
         let attachBy = monotonicNanos() + 20_000_000_000
         while attached.withLock({ $0.count }) < subscribers && monotonicNanos() < attachBy {
-            send(UInt64.max)
+            send([UInt64.max])
             usleep(5_000)
         }
         usleep(50_000)
         let start = monotonicNanos()
-        for index in 0..<messages {
+        for (round, first) in stride(from: 0, to: messages, by: perSend).enumerated() {
+            let indexes = (first..<min(messages, first + perSend)).map { UInt64($0) }
             let now = monotonicNanos()
-            sentAt.withLock { $0[index] = now }
-            send(UInt64(index))
+            sentAt.withLock { for index in indexes { $0[Int(index)] = now } }
+            send(indexes)
             guard intervalMicros > 0 else { continue }
-            let next = start + UInt64(index + 1) * UInt64(intervalMicros) * 1_000
+            let next = start + UInt64(round + 1) * UInt64(intervalMicros) * 1_000
             let after = monotonicNanos()
             if next > after { usleep(UInt32((next - after) / 1_000)) }
         }
