@@ -13,11 +13,17 @@ import HomeroomCore
 public struct SessionLease: Sendable, Equatable {
     public var user: UserID
     public var renewedMillis: UInt64
+    /// When its expiry was last reported (its leave asked for): asked again only after
+    /// `NodeEngine.leaseRetryMillis`, while the leave does not apply (a failing store).
+    public var reportedMillis: UInt64? = nil
 }
 
 extension NodeEngine {
     /// Sessions holding a lease here now, in every room.
     public var leasedSessions: Int { leases.values.reduce(0) { $0 + $1.count } }
+
+    /// How long a leave asked for by an expired lease has to apply before it is asked again.
+    public var leaseRetryMillis: UInt64 { max(1, min(policy.sessionTimeoutMillis, 5_000)) }
 
     /// Whether a session of this room holds a lease here (a room is not handed off while one does).
     public func holdsLeases(in room: String) -> Bool { leases[room] != nil }
@@ -35,11 +41,11 @@ extension NodeEngine {
         guard policy.sessionTimeoutMillis > 0, !user.isEmpty else { return }
         if session.isEmpty {
             guard let held = leases[room] else { return }
-            for (id, lease) in held where lease.user == user { leases[room]![id]!.renewedMillis = nowMillis }
+            for (id, lease) in held where lease.user == user { renew(room: room, session: id, nowMillis: nowMillis) }
             return
         }
         if leases[room]?[session] != nil {
-            leases[room]![session]!.renewedMillis = nowMillis
+            renew(room: room, session: session, nowMillis: nowMillis)
             return
         }
         guard let state = rooms[room], let record = state.users[user],
@@ -47,6 +53,18 @@ extension NodeEngine {
               hosted.host == replica, hosted.incarnation == incarnation,
               record.isLive(hosted, deadIncarnations: state.deadIncarnations) else { return }
         leases[room, default: [:]][session] = SessionLease(user: user, renewedMillis: nowMillis)
+    }
+
+    /// Renews a held lease while its session is open; one whose session is over (its leave
+    /// applied) goes instead of coming back to life.
+    mutating func renew(room: String, session: SessionID, nowMillis: UInt64) {
+        guard let lease = leases[room]?[session] else { return }
+        if stillOpen(room: room, user: lease.user, session: session) {
+            leases[room]![session] = SessionLease(user: lease.user, renewedMillis: nowMillis)
+        } else {
+            leases[room]![session] = nil
+            if leases[room]?.isEmpty == true { leases[room] = nil }
+        }
     }
 
     /// The sessions whose lease ran out, to be ended (`leave_session` as system). A lease
@@ -57,18 +75,20 @@ extension NodeEngine {
         let timeout = policy.sessionTimeoutMillis
         guard timeout > 0 else { return [] }
         var due: [(room: String, user: UserID, session: SessionID)] = []
-        for room in leases.keys.sorted() {
-            for (session, lease) in leases[room]!.sorted(by: { $0.key < $1.key })
-            where nowMillis > lease.renewedMillis && nowMillis - lease.renewedMillis > timeout {
+        for (room, held) in leases {
+            // Walks every lease without copying them; only what ran out is looked at.
+            for (session, lease) in held where nowMillis > lease.renewedMillis && nowMillis - lease.renewedMillis > timeout {
                 guard stillOpen(room: room, user: lease.user, session: session) else {
                     leases[room]![session] = nil
                     continue
                 }
+                if let reported = lease.reportedMillis, nowMillis >= reported, nowMillis - reported < leaseRetryMillis { continue }
+                leases[room]![session]!.reportedMillis = nowMillis
                 due.append((room, lease.user, session))
             }
             if leases[room]?.isEmpty == true { leases[room] = nil }
         }
-        return due
+        return due.sorted { ($0.room, $0.session) < ($1.room, $1.session) }
     }
 
     /// Whether a session still needs its lease: live, or of this node's current

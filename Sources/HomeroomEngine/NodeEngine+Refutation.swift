@@ -92,7 +92,9 @@ extension NodeEngine {
     public mutating func earlierIncarnationMarks() -> [(room: String, operation: Operation)] {
         var due: [(room: String, operation: Operation)] = []
         for (room, previous) in earlierIncarnationsToMark.sorted(by: { $0.key < $1.key }) {
-            if (rooms[room]?.deadIncarnations[replica] ?? 0) >= previous || rooms[room] == nil {
+            // Done once applied; never due in a room gone from here, or one that retired this
+            // replica id (it takes nothing of it any more: asking again would never end).
+            guard let state = rooms[room], !state.isRetired(replica), (state.deadIncarnations[replica] ?? 0) < previous else {
                 earlierIncarnationsToMark[room] = nil
                 continue
             }

@@ -80,7 +80,13 @@ public final class NetworkNamespaces: Sendable {
             defer { list = [] }
             return list
         }
-        for namespace in namespaces { Self.delete(namespace, ip: ip) }
+        for (index, namespace) in namespaces.enumerated() {
+            // The veth pair goes at once with its bridge end; a deleted namespace (and the
+            // end inside it) is only destroyed later by the kernel, and a setup right after
+            // would find the old pair's name taken.
+            _ = try? Spawn.run([ip, "link", "del", "hrv\(index + 1)"], timeoutMillis: 5_000)
+            Self.delete(namespace, ip: ip)
+        }
         _ = try? Spawn.run([ip, "link", "del", "hrbr0"], timeoutMillis: 5_000)
     }
 

@@ -915,8 +915,8 @@ public struct Simulation {
         for replica in nodes.indices { syncsAndLeases(at: replica, everyClient: true) }
         // Vanished clients' leases run out (a leave the store failed is asked for again
         // next round), before the folds below look for sessions that are over.
-        nowMillis += config.policy.sessionTimeoutMillis + 1
         for _ in 0..<5 {
+            nowMillis += config.policy.sessionTimeoutMillis + 1
             for replica in nodes.indices { syncsAndLeases(at: replica, everyClient: true) }
         }
         network.removeAll()

@@ -32,14 +32,17 @@ enum BenchNamespaces {
     /// A namespace for each of `count` nodes (none without `--netns`).
     static func setUp(count: Int) -> Bool {
         guard requested else { return true }
+        var made: NetworkNamespaces?
         do throws(SpawnError) {
             let namespaces = try NetworkNamespaces(prefix: subnet, tagPrefix: "hrb")
+            made = namespaces
             try namespaces.setUp(count: count)
             current.withLock { $0 = namespaces }
             return true
         } catch {
             fputs("homeroom-bench: cannot set up \(count) network namespaces: \(error)\n", stderr)
-            tearDown()
+            // What was made so far goes too, or the next cluster's setup would find it.
+            made?.tearDown()
             return false
         }
     }

@@ -5,7 +5,7 @@ import HomeroomWire
 import HomeroomSupport
 
 /// What idle rooms cost a cluster (#20 item 4): nodes in child processes of their own on
-/// loopback, every room replicated on every node, no client, no write. Per node, CPU time
+/// loopback (with `--netns`, each in a network namespace), every room replicated on every node, no client, no write. Per node, CPU time
 /// from the kernel and the heartbeat bytes it published, over a window that starts once
 /// every node holds every room, identical. The baseline is the same
 /// cluster with no room, in the same run; the marginal cost per 1,000 rooms is the

@@ -63,6 +63,10 @@ func runBench() {
     fputs("warning: this is a debug build; figures are only meaningful from `swift build -c release`\n", stderr)
     #endif
 
+    if options.netns && getuid() != 0 {
+        fputs("homeroom-bench: --netns cannot run here: network namespaces need root\n", stderr)
+        exit(77)
+    }
     if options.suites.isEmpty {
         runEachSuiteInItsOwnProcess(options)
         return

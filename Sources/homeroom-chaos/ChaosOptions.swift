@@ -100,7 +100,7 @@ struct ChaosOptions: Sendable {
           --strict                Also fail when a target is missed.
           --closed                Closed rooms: nodes with a token key and a cluster key (sealed
                                   topics, keys rotated by the mid-run ban), clients with tokens.
-          --hard-limit <seconds>  Kill everything and fail past this (default: 300 short, duration+180 soak).
+          --hard-limit <seconds>  Kill everything and fail past this (default: 300 short, twice the duration + 180 soak).
           --keep                  Keep the run directory (data, logs) after a passing run.
           --verbose               Narrate every step on stderr.
           -h, --help              Show help information.
@@ -196,7 +196,9 @@ struct ChaosOptions: Sendable {
             options.seed = UInt64.random(in: 1...999_999_999)
         }
         if options.hardLimitSeconds == 0 {
-            options.hardLimitSeconds = options.mode == .short ? 300 : options.durationSeconds + 180
+            // A soak's drains and joins push the faults after them back by their heals (20 s
+            // or more each), so a soak can run up to about twice its duration.
+            options.hardLimitSeconds = options.mode == .short ? 300 : options.durationSeconds * 2 + 180
             if let range = options.faultMillis, options.mode == .short {
                 // Each fault once, each up to the longest length plus its quiet period.
                 options.hardLimitSeconds += FaultKind.allCases.count * Int(range.upperBound / 1000 + 5)

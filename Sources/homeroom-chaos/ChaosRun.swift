@@ -80,6 +80,9 @@ struct ChaosRun {
         // Always said: a node would otherwise take HOMEROOM_REPLICAS or a config file from
         // the harness's environment, and the schedule plans drains by this count.
         nodeFlags += ["--replicas", "\(options.effectiveReplicas)"]
+        // Just above the clock-skew fault's largest skew: a skewed node's deltas are taken,
+        // and reward folds (a window plus the drift limit) come during a short run.
+        nodeFlags += ["--max-clock-drift-ms", "\(Schedule.clockSkewMillis.upperBound + 1_000)"]
         if let helpers = options.probeHelpers { nodeFlags += ["--probe-helpers", helpers] }
         if options.closed {
             do throws(SecurityError) {
@@ -154,7 +157,7 @@ struct ChaosRun {
         let teacher = writers[0]
         // The class starts; the stage limit is the default.
         for operation in [Operation.setClassState(.during), .setRoomName("chaos"), .setStageLimit(6)] {
-            recordWrite(history, teacher, operation)
+            _ = recordWrite(history, teacher, operation)
         }
         // Formed: every observer sees every writer and the class running.
         let formed = waitUntil(seconds: 20) {
@@ -174,7 +177,7 @@ struct ChaosRun {
         observatory.start()
         for writer in writers { writer.start(room: room, logger: logger, history: history, plan: plan) }
         Clock.sleep(millis: 2_000)
-        let nemesis = Nemesis(cluster: cluster)
+        let nemesis = Nemesis(cluster: cluster, interrupted: interrupted)
         var visitors = 0
         nemesis.writeThroughNewcomer = { newcomer in
             visitors += 1
@@ -183,12 +186,11 @@ struct ChaosRun {
                                  seed: options.seed &+ UInt64(visitors) &* 104_729)
             guard retry(seconds: 10, { () throws(ClientError) in try visitor.connect(room: room, logger: logger) }) else { return false }
             defer { visitor.current?.close() }
-            let accepted = { newcomer.metrics()["homeroom_writes_accepted_total"] ?? 0 }
-            let before = accepted()
             let mark = PropertyMark(user: user, key: "joined-through", value: newcomer.name)
-            let acknowledged = recordWrite(history, visitor, .setUserProperty(user: user, key: mark.key, value: Array(mark.value.utf8), cause: "chaos"),
-                                           property: mark)
-            return acknowledged && accepted() > before
+            let dot = recordWrite(history, visitor, .setUserProperty(user: user, key: mark.key, value: Array(mark.value.utf8), cause: "chaos"),
+                                  property: mark)
+            // Sequenced by the newcomer itself: the acknowledged dot's origin is its replica id.
+            return dot.map { $0.origin.description == newcomer.replica } ?? false
         }
         let nemesisStart = Clock.now
         let banAt = nemesisStart + (schedule.map(\.endMillis).max() ?? 0) / 2
@@ -199,13 +201,13 @@ struct ChaosRun {
             _ = cluster.reapUnexpected()
             if !banned && Clock.now >= banAt {
                 banned = true
-                banAcknowledged = recordWrite(history, teacher, .ban(user: bannedUser))
+                banAcknowledged = recordWrite(history, teacher, .ban(user: bannedUser)) != nil
                 say("\(teacher.user) banned \(bannedUser): \(banAcknowledged ? "acknowledged" : "not acknowledged")")
             }
             return true
         }
         if !banned {
-            banAcknowledged = recordWrite(history, teacher, .ban(user: bannedUser))
+            banAcknowledged = recordWrite(history, teacher, .ban(user: bannedUser)) != nil
         }
 
         // Final heal; stop the workload; wait for convergence.
@@ -355,9 +357,9 @@ struct ChaosRun {
                                               : problems.joined(separator: "; ") + " (rotations: \(counts))")
     }
 
-    @discardableResult
-    func recordWrite(_ history: History, _ writer: Writer, _ operation: Operation, property: PropertyMark? = nil) -> Bool {
-        guard let client = writer.current else { return false }
+    /// One write through `writer`'s client, recorded in the history; its dot when acknowledged.
+    func recordWrite(_ history: History, _ writer: Writer, _ operation: Operation, property: PropertyMark? = nil) -> Dot? {
+        guard let client = writer.current else { return nil }
         let invoked = Clock.now
         let outcome: Outcome
         do {
@@ -367,8 +369,8 @@ struct ChaosRun {
         }
         history.append(WriteRecord(client: writer.user, operation: operation.name, invokedAt: invoked, completedAt: Clock.now,
                                    outcome: outcome, reward: nil, property: property))
-        if case .acknowledged = outcome { return true }
-        return false
+        if case let .acknowledged(dot) = outcome { return dot }
+        return nil
     }
 
     func retry(seconds: UInt64, _ body: () throws(ClientError) -> Void) -> Bool {

@@ -93,6 +93,11 @@ enum Schedule {
     /// owners' settle period (`--handoff-settle-ms`, 10 s) runs; its fault is planned that long.
     static let drainMillis: ClosedRange<UInt64> = 20_000...24_000
 
+    /// How far off the clock-skew fault sets a node's clock (either way). The nodes' drift
+    /// limit is set just above it (`ChaosRun`), so a skewed node's deltas are still taken
+    /// and reward folds, which wait for the drift limit, come during the run.
+    static let clockSkewMillis: ClosedRange<Int> = 2_000...20_000
+
     /// The newcomer of the join fault: the first name after the members' (`n<nodes+1>`,
     /// then on) that is the room's first owner once it joins, so the room moves to it and
     /// clients sent on by a `not-owner` answer (owners best first) write there.
@@ -124,7 +129,7 @@ enum Schedule {
             switch kind {
             case .kill: fault.targets = Int.random(in: 1...minority, using: &rng)
             case .clockSkew:
-                let magnitude = Int.random(in: 2_000...20_000, using: &rng)
+                let magnitude = Int.random(in: clockSkewMillis, using: &rng)
                 fault.amount = Bool.random(using: &rng) ? magnitude : -magnitude
             case .loss:
                 fault.amount = Int.random(in: 10...35, using: &rng)
@@ -211,6 +216,9 @@ final class Nemesis {
     private(set) var spans: [FaultSpan] = []
     /// Set once the run is interrupted: a drain still running is not waited for.
     var hurry = false
+    /// The run's interruption (a signal): waits in a heal end at once too.
+    private let interrupted: Flag
+    private var hurrying: Bool { hurry || interrupted.isSet }
 
     // Active faults.
     private var cuts: [Set<Int>]
@@ -233,8 +241,9 @@ final class Nemesis {
     private var flagged: Set<Int> = []
     private var active = 0
 
-    init(cluster: Cluster) {
+    init(cluster: Cluster, interrupted: Flag = Flag()) {
         self.cluster = cluster
+        self.interrupted = interrupted
         cuts = Array(repeating: [], count: cluster.nodes.count)
     }
 
@@ -380,14 +389,14 @@ final class Nemesis {
         drained.remove(target)
         let node = cluster.nodes[target]
         if node.isRunning {
-            let deadline = Clock.now + (hurry ? 0 : Self.drainBoundMillis)
-            while node.isRunning && Clock.now < deadline {
+            let deadline = Clock.now + (hurrying ? 0 : Self.drainBoundMillis)
+            while node.isRunning && Clock.now < deadline && !interrupted.isSet {
                 cluster.reapDrained(target)
                 if node.isRunning { Clock.sleep(millis: 50) }
             }
         }
         let completed = !node.isRunning
-        if node.isRunning && hurry {
+        if node.isRunning && hurrying {
             cluster.stop(target)
         } else if node.isRunning {
             failures.append("n\(target + 1) was still draining \(Self.drainBoundMillis / 1000) s after its fault's planned end (a drain must end once the others hold its rooms); log tail:\n\(node.logTail(10))")
@@ -404,6 +413,18 @@ final class Nemesis {
     /// How long after its planned end a drain may still run.
     static let drainBoundMillis: UInt64 = 30_000
 
+    /// How long the heal waits (polling) for the newcomer to hold the room.
+    static let newcomerHoldsBoundMillis: UInt64 = 10_000
+
+    private func waitUntilNewcomerHoldsRoom(_ newcomer: NodeHandle) -> Bool {
+        let deadline = Clock.now + Self.newcomerHoldsBoundMillis
+        while Clock.now < deadline && !interrupted.isSet && newcomer.isRunning {
+            if (newcomer.metrics()["homeroom_rooms"] ?? 0) >= 1 { return true }
+            Clock.sleep(millis: 200)
+        }
+        return false
+    }
+
     /// How long the newcomer's drain, asked at its fault's planned end, may run: its
     /// clients' sessions lapse and the owners settle (about 20 s), with the same margin.
     static let newcomerDrainBoundMillis: UInt64 = 50_000
@@ -415,9 +436,9 @@ final class Nemesis {
         // The join moved the room: the newcomer, its first owner, holds it by now and
         // serves it: a client that joins through it writes there, and that write must
         // outlive the newcomer's departure on every replica (the checker holds them to it).
-        if (newcomer.metrics()["homeroom_rooms"] ?? 0) < 1 && !hurry {
-            failures.append("the newcomer \(newcomer.name), \(ChaosRun.room)'s first owner, did not hold it at its join's heal")
-        } else if let writeThroughNewcomer, !hurry, !writeThroughNewcomer(newcomer) {
+        if !hurrying && !waitUntilNewcomerHoldsRoom(newcomer) {
+            failures.append("the newcomer \(newcomer.name), \(ChaosRun.room)'s first owner, did not hold it at its join's heal (waited \(Self.newcomerHoldsBoundMillis / 1000) s)")
+        } else if let writeThroughNewcomer, !hurrying, !writeThroughNewcomer(newcomer) {
             failures.append("the newcomer \(newcomer.name), \(ChaosRun.room)'s first owner, acknowledged no write of a client that joined through it")
         }
         newcomerWrites += Int(newcomer.metrics()["homeroom_writes_accepted_total"] ?? 0)
@@ -430,15 +451,16 @@ final class Nemesis {
             throw SpawnError("POST /drain to the newcomer \(newcomer.name) answered \(status): \(body)")
         }
         newcomer.draining = true
-        let deadline = Clock.now + (hurry ? 0 : Self.newcomerDrainBoundMillis)
-        while newcomer.isRunning && Clock.now < deadline {
-            cluster.reapNewcomer()
+        let deadline = Clock.now + (hurrying ? 0 : Self.newcomerDrainBoundMillis)
+        var cleanExit = false
+        while newcomer.isRunning && Clock.now < deadline && !interrupted.isSet {
+            cleanExit = cluster.reapNewcomer() == true
             if newcomer.isRunning { Clock.sleep(millis: 50) }
         }
-        let completed = !newcomer.isRunning
+        let completed = !newcomer.isRunning && cleanExit
         if completed {
             joinsCompleted += 1
-        } else if !hurry {
+        } else if !hurrying && newcomer.isRunning {
             failures.append("the newcomer \(newcomer.name) was still draining \(Self.newcomerDrainBoundMillis / 1000) s after its join's heal (a drain must end once the others hold its rooms); log tail:\n\(newcomer.logTail(10))")
         }
         cluster.stopNewcomer()
@@ -578,14 +600,20 @@ final class Nemesis {
     /// Runs the schedule on this thread; `tick` is called about every 50 ms (crash
     /// watch, interruption). Returns false when interrupted.
     func run(_ schedule: [PlannedFault], tick: () -> Bool) -> Bool {
-        let origin = Clock.now
+        var origin = Clock.now
         var pendingStarts = schedule.sorted { $0.startMillis < $1.startMillis }
         var running: [PlannedFault] = []
         while !pendingStarts.isEmpty || !running.isEmpty {
             guard tick() else { return false }
             let elapsed = Clock.now - origin
             if let index = running.firstIndex(where: { $0.endMillis <= elapsed }) {
-                end(running.remove(at: index))
+                let fault = running.remove(at: index)
+                end(fault)
+                // A drain's or a join's heal waits for a node to hand its rooms off (20 s or
+                // more): the schedule after it moves on by as much, so the next faults keep
+                // their planned lengths instead of starting late and ending on time.
+                let late = Clock.now - origin
+                if fault.kind.overlapsNothing && late > fault.endMillis { origin += late - fault.endMillis }
                 continue
             }
             if let next = pendingStarts.first, next.startMillis <= elapsed {

@@ -228,11 +228,15 @@ final class Cluster {
 
     func stopNewcomer() { newcomer?.stop() }
 
-    /// Notices the newcomer's exit: its drain's exit 0 is expected, any other a failure.
-    func reapNewcomer() {
-        guard let newcomer, newcomer.isRunning, let exit = newcomer.checkExited() else { return }
+    /// Notices the newcomer's exit: its drain's exit 0 is expected (true), any other a
+    /// failure (false, recorded); nil while it runs.
+    @discardableResult
+    func reapNewcomer() -> Bool? {
+        guard let newcomer, newcomer.isRunning else { return nil }
+        guard let exit = newcomer.checkExited() else { return newcomer.isRunning ? nil : true }
         unexpectedExits.append(exit)
         say("\(exit); log tail:\n\(newcomer.logTail(15))")
+        return false
     }
 
     /// Every other node's listen address: any one is enough, all of them survive any crash.
@@ -285,7 +289,8 @@ final class Cluster {
     /// A draining node that stopped is left stopped (the nemesis starts it at the heal).
     func reapUnexpected() -> [String] {
         var found: [String] = []
-        // A newcomer that died is not restarted: its join's heal finds it gone and fails.
+        // A newcomer that died is not restarted: the exit is recorded (the run fails
+        // `no-crash`), and its join's heal finds nothing to drain.
         reapNewcomer()
         for node in nodes where node.draining { reapDrained(node.index) }
         for node in nodes where !node.draining {

@@ -24,7 +24,10 @@ import HomeroomCore
 
     static func system(_ operation: Operation, at engine: inout NodeEngine, now: UInt64 = now + 100) {
         guard let stamped = engine.stampSystemWrite(room: room, Write(author: "node", authorRole: .system, authorCounter: 0, operation: operation),
-                                                    nowMillis: now) else { return }
+                                                    nowMillis: now) else {
+            Issue.record("the engine did not stamp \(operation)")
+            return
+        }
         _ = engine.commit(stamped)
     }
 
@@ -42,22 +45,36 @@ import HomeroomCore
     }
 
     @Test func aSessionWhoseClientStopsSyncingEndsAndOnlyThatOne() {
-        var engine = Self.engine(["amy", "bob"])
-        // amy syncs every 3 s; bob never does.
-        for time in stride(from: UInt64(3_000), through: 12_000, by: 3_000) {
-            engine.renewLease(room: Self.room, session: "amy#1", user: "amy", nowMillis: time)
+        // amy syncs every 3 s, and each sync renews: her lease never runs out between them.
+        var syncing = Self.engine(["amy"])
+        var lapsedEarly: [String] = []
+        for time in stride(from: UInt64(3_000), through: 30_000, by: 3_000) {
+            syncing.renewLease(room: Self.room, session: "amy#1", user: "amy", nowMillis: time)
+            lapsedEarly += syncing.expiredLeases(nowMillis: time + Self.timeout).map(\.session)
         }
+        #expect(lapsedEarly.isEmpty)
+        let afterLastSync = syncing.expiredLeases(nowMillis: 30_000 + Self.timeout + 1)
+        #expect(afterLastSync.map(\.session) == ["amy#1"])
+
+        // bob never syncs: his lease runs out at the timeout, and only his.
+        var engine = Self.engine(["bob", "cid"])
+        engine.renewLease(room: Self.room, session: "cid#1", user: "cid", nowMillis: 9_000)
         let tooEarly = engine.expiredLeases(nowMillis: Self.timeout)
         #expect(tooEarly.isEmpty, "not past the timeout yet")
         let expired = engine.expiredLeases(nowMillis: Self.timeout + 1)
         #expect(expired.map(\.session) == ["bob#1"])
-        // Until the leave is applied (a leave the store failed to take), it is asked for again.
-        let notWrittenYet = engine.expiredLeases(nowMillis: Self.timeout + 2)
+        // Until the leave is applied (a leave the store failed to take) it is asked for
+        // again, once the retry interval has passed (not on every pass).
+        let tooSoon = engine.expiredLeases(nowMillis: Self.timeout + 2)
+        #expect(tooSoon.isEmpty)
+        let notWrittenYet = engine.expiredLeases(nowMillis: Self.timeout + 1 + engine.leaseRetryMillis)
         #expect(notWrittenYet.map(\.session) == ["bob#1"])
         Self.system(.leaveSession(user: "bob", session: "bob#1"), at: &engine)
-        let takenAlready = engine.expiredLeases(nowMillis: Self.timeout + 3)
-        #expect(takenAlready.isEmpty)
+        // A sync naming the ended session does not bring its lease back.
+        engine.renewLease(room: Self.room, session: "bob#1", user: "bob", nowMillis: 17_000)
         #expect(engine.leasedSessions == 1)
+        let later = engine.expiredLeases(nowMillis: 9_000 + Self.timeout + 1)
+        #expect(later.map(\.session) == ["cid#1"], "bob's lease is gone with his session")
     }
 
     @Test func noLeasesWithoutATimeout() {
@@ -142,7 +159,7 @@ import HomeroomCore
     }
 
     @Test func aBannedOrKickedClientIsNotReclaimed() throws {
-        let before = Self.engine(["amy", "bob"])
+        let before = Self.engine(["amy", "bob", "cid"])
         var engine = NodeEngine(replica: before.replica, rooms: before.rooms, policy: before.policy)
         engine.liveIncarnation(2, sinceMillis: Self.now + 50)
         Self.system(.replicaDown(replica: engine.replica, incarnation: 1), at: &engine)
@@ -153,6 +170,9 @@ import HomeroomCore
         let kickedReclaim = engine.reclaim(room: Self.room, session: "bob#1", user: "bob", nowMillis: 1_000)
         #expect(kickedReclaim == nil)
         #expect(engine.leasedSessions == 0)
+        // The same restart reclaims a client neither banned nor kicked (so the refusals above are theirs).
+        let control = engine.reclaim(room: Self.room, session: "cid#1", user: "cid", nowMillis: 1_000)
+        #expect(control?.user == "cid")
     }
 
     /// Declared down while its lease ran out: the lease stays until the refutation has

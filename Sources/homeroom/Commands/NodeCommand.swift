@@ -77,7 +77,8 @@ enum NodeCommand {
                                  the same on every node: rewards are folded by it).
           --max-clock-drift-ms <n>  Refuse other nodes' deltas stamped further ahead of this node's
                                  clock; rewards fold this much after their window too, since a node
-                                 whose clock lags may still take a copy (default 60000).
+                                 whose clock lags may still take a copy (default 60000; the same
+                                 on every node).
           --max-connections <n>  Connections each listening socket holds at once (default 4096).
           --wedge-descriptors <n>  Step aside (no heartbeats, /healthz 503, requests refused) at this
                                  many open descriptors (default: the soft limit minus 64).
