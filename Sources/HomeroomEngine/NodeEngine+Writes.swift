@@ -21,12 +21,16 @@ extension NodeEngine {
     }
 
     /// Takes a stored write: consumes its number, applies it, and says what its author is told.
-    /// Valid only for the last write `decide` or `stampSystemWrite` gave out (the shell does
-    /// both under one lock).
+    /// Valid for the last write `decide` or `stampSystemWrite` gave out *in its room*: the
+    /// shell keeps one write in flight per room (its write gate), while other rooms' writes
+    /// are stamped and committed, and remote deltas applied, in between.
     public mutating func commit(_ stamped: StampedWrite) -> CommittedWrite {
         let roomID = stamped.room
         let delta = stamped.delta
-        sequencer = stamped.sequencer
+        // The later clock of the two: a write of another room committed since this one was
+        // stamped may have moved it further, and it must never run back (a room's next
+        // write would then repeat a reading of this origin).
+        sequencer.restore(lastSequence: stamped.sequencer.lastSequence, lastClock: stamped.sequencer.clock.last)
         if delta.origin == sequencer.replica {
             roomSequences[roomID] = delta.sequence
         } else {

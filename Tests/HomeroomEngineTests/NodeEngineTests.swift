@@ -42,6 +42,30 @@ import HomeroomCore
         #expect(next.delta.sequence == 2)
     }
 
+    /// The shell stores a write outside its state lock, one write in flight per room: a
+    /// write of another room may be stamped and committed meanwhile. The clock must not
+    /// run back when the earlier-stamped write commits last, or a room's next write
+    /// repeats a reading of this origin.
+    @Test func aWriteCommittedAfterAnotherRoomsLaterWriteLeavesTheClockAhead() throws {
+        var engine = NodeEngine(replica: ReplicaID(5))
+        Self.write(Self.join("t", .teacher, at: engine), at: &engine, room: "a")
+        Self.write(Self.join("t", .teacher, at: engine), at: &engine, room: "b")
+        let rename = { (name: String, counter: UInt64) in
+            Write(author: "t", authorRole: .teacher, authorCounter: counter, operation: .setRoomName(name))
+        }
+        guard case let .persist(inA) = engine.decide(room: "a", rename("Early", 2), nowMillis: Self.now + 100),
+              case let .persist(inB) = engine.decide(room: "b", rename("Later", 2), nowMillis: Self.now + 200) else {
+            Issue.record("a rename was answered"); return
+        }
+        let firstInB = engine.commit(inB)
+        engine.commit(inA)
+        let secondInB = try #require(Self.write(rename("Again", 3), at: &engine, room: "b", now: Self.now + 200))
+        #expect(secondInB.delta.clock > firstInB.delta.clock, "room b's second write must read the clock later than its first")
+        #expect(secondInB.delta.sequence == firstInB.delta.sequence + 1)
+        let nextInA = try #require(Self.write(rename("Next", 3), at: &engine, room: "a", now: Self.now + 100))
+        #expect(nextInA.delta.clock > firstInB.delta.clock)
+    }
+
     @Test func aRestartNumbersAboveEverythingTheStoreHolds() throws {
         var engine = NodeEngine(replica: ReplicaID(3))
         Self.write(Self.join("t", .teacher, at: engine), at: &engine)

@@ -439,9 +439,13 @@ extension ClusterNode {
     }
 
     private func compactAlone(room: String) -> Compaction {
-        let plan = state.withLock { state -> (NodeStore, RoomState, Int64, Int, NodeEngine.SnapshotMark)? in
-            guard let store = state.store, let current = state.rooms[room] else { return nil }
-            return (store, current, store.logMark(room: room), state.dirtyRooms[room] ?? 0, state.engine.snapshotMark)
+        // Under the room's gate: no write of it is stored and not yet applied, so the log
+        // position read with the state covers only what the state holds.
+        let plan = writeGates.withGate(room) {
+            state.withLock { state -> (NodeStore, RoomState, Int64, Int, NodeEngine.SnapshotMark)? in
+                guard let store = state.store, let current = state.rooms[room] else { return nil }
+                return (store, current, store.logMark(room: room), state.dirtyRooms[room] ?? 0, state.engine.snapshotMark)
+            }
         }
         guard let (store, current, logMark, entries, snapshotMark) = plan else { return .unchanged }
         let clock = ContinuousClock()

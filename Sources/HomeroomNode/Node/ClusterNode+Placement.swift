@@ -272,9 +272,10 @@ extension ClusterNode {
 
     /// Drops one copy this node no longer owns, with its store rows, keeping its sequence
     /// floor. Under the compaction lock (taken before the state lock, as compactions do),
-    /// so no snapshot in flight stores the room again after its rows are gone.
+    /// so no snapshot in flight stores the room again after its rows are gone, and under
+    /// the room's write gate, so no write of it is between its store and its commit.
     private func handOff(room: String) {
-        let outcome = compacting.withLock { _ in
+        let outcome = compacting.withLock { _ in writeGates.withGate(room) {
             state.withLock { state -> Result<Void, StoreError>? in
                 let placement = state.placement(ownName: name)
                 guard !placement.owns(name, room: room), !state.engine.holdsLeases(in: room),
@@ -296,7 +297,7 @@ extension ClusterNode {
                     return .failure(error)
                 }
             }
-        }
+        } }
         switch outcome {
         case .success:
             metrics.add("rooms_handed_off_total")

@@ -209,25 +209,32 @@ extension ClusterNode {
     /// published before the acknowledgement leaves (`carryOut`).
     func handleWrite(room roomID: String, _ request: WireMessage.WriteRequest, fromClient: Bool = false, size: Int = 0) -> WireMessage.WriteAck {
         let write = request.write
-        let result = state.withLock { state -> (WireMessage.WriteAck, Delta?, StoreError?) in
-            // Read under the lock: a heartbeat (also built under it) then tells peers the
-            // truth about which rewards this node admitted before its send time.
-            let now = wallMillis()
-            if state.stopping { return (ack(request, .unavailable, "unavailable", "the node is stopping; retry on another node"), nil, nil) }
-            // Checked again under the lock: a room handed off since the request's check must
-            // not come back here, where no owner would ever take it away.
-            if !state.owns(roomID, ownName: name) {
-                return (ack(request, .unavailable, "not-owner", "room \(roomID) is kept on other nodes now: ask its owners (docs/PROTOCOL.md, Placement)"), nil, nil)
+        enum Decision { case answered(WireMessage.WriteAck), persist(StampedWrite, NodeStore?) }
+        let result = writeGates.withGate(roomID) { () -> (WireMessage.WriteAck, Delta?, StoreError?) in
+            let decision = state.withLock { state -> Decision in
+                // Read under the lock: a heartbeat (also built under it) then tells peers the
+                // truth about which rewards this node admitted before its send time.
+                let now = wallMillis()
+                if state.stopping { return .answered(ack(request, .unavailable, "unavailable", "the node is stopping; retry on another node")) }
+                // Checked again under the lock: a room handed off since the request's check must
+                // not come back here, where no owner would ever take it away.
+                if !state.owns(roomID, ownName: name) {
+                    return .answered(ack(request, .unavailable, "not-owner", "room \(roomID) is kept on other nodes now: ask its owners (docs/PROTOCOL.md, Placement)"))
+                }
+                if fromClient && !state.limiter.allow(write.author, size: size, nowMillis: WallClock.monotonicMillis()) {
+                    return .answered(ack(request, .rejected, "rate-limited",
+                                         "\(write.author) sends more than \(config.writesPerSecond) writes or \(config.writeBytesPerSecond / 1024) KiB per second: slow down"))
+                }
+                switch state.engine.decide(room: roomID, write, nowMillis: now) {
+                case let .answer(outcome): return .answered(ack(request, outcome))
+                case let .persist(stamped): return .persist(stamped, state.store)
+                }
             }
-            if fromClient && !state.limiter.allow(write.author, size: size, nowMillis: WallClock.monotonicMillis()) {
-                return (ack(request, .rejected, "rate-limited",
-                            "\(write.author) sends more than \(config.writesPerSecond) writes or \(config.writeBytesPerSecond / 1024) KiB per second: slow down"), nil, nil)
-            }
-            switch state.engine.decide(room: roomID, write, nowMillis: now) {
-            case let .answer(outcome):
-                return (ack(request, outcome), nil, nil)
-            case let .persist(stamped):
-                switch carryOut(stamped, in: &state) {
+            switch decision {
+            case let .answered(reply):
+                return (reply, nil, nil)
+            case let .persist(stamped, store):
+                switch carryOut(stamped, store: store) {
                 case let .failure(error):
                     return (ack(request, .unavailable, "store-failed", "the node could not store the write: \(error); retry on another node"), nil, error)
                 case let .success(committed):

@@ -4,10 +4,15 @@ import HomeroomEngine
 extension ClusterNode {
     /// The one write pipeline, for client and system writes alike: the engine's numbered
     /// write is stored (committed) before it is applied, published or acknowledged, and its
-    /// number is consumed only once the store has it. Runs under the state lock; the
-    /// caller logs a failure after leaving it.
-    func carryOut(_ stamped: StampedWrite, in state: inout NodeState) -> Result<CommittedWrite, StoreError> {
-        if let store = state.store {
+    /// number is consumed only once the store has it.
+    ///
+    /// Called holding the room's write gate and not the state lock: the store takes the
+    /// write while other rooms' writes, remote deltas, heartbeats and reads go on (appends
+    /// that meet are committed together). Then, under the state lock, the engine commits
+    /// it and it is queued for publishing. The gate keeps this room's next write from
+    /// being numbered before this one is committed. The caller logs a failure.
+    func carryOut(_ stamped: StampedWrite, store: NodeStore?) -> Result<CommittedWrite, StoreError> {
+        if let store {
             let clock = ContinuousClock()
             let started = clock.now
             do throws(StoreError) {
@@ -18,23 +23,31 @@ extension ClusterNode {
             let elapsed = clock.now - started
             metrics.add("store_append_micros_sum", UInt64(elapsed.components.attoseconds / 1_000_000_000_000) + UInt64(elapsed.components.seconds) * 1_000_000)
             metrics.add("store_append_count")
-            state.dirtyRooms[stamped.room, default: 0] += 1
+            afterStoreHook.withLock { $0 }?(stamped.room)
         }
-        let committed = state.engine.commit(stamped)
-        state.noteRemovals(room: committed.room, [committed.delta])
-        // Queued under the lock, so deltas leave in sequence order.
-        outbox.enqueue(room: committed.room, deltas: [committed.delta], toNodes: true)
-        return .success(committed)
+        return .success(state.withLock { state -> CommittedWrite in
+            if store != nil { state.dirtyRooms[stamped.room, default: 0] += 1 }
+            let committed = state.engine.commit(stamped)
+            state.noteRemovals(room: committed.room, [committed.delta])
+            // Queued under the lock, and the room's writes one at a time (its gate): a
+            // room's deltas leave in sequence order.
+            outbox.enqueue(room: committed.room, deltas: [committed.delta], toNodes: true)
+            return committed
+        })
     }
 
     /// A write the node makes itself (as system) in a room it holds: numbered, stored,
     /// applied, published. False when the node is stopping, lacks the room, or the store failed.
     @discardableResult
     func sequenceSystemWrite(room: String, _ write: Write, evenWhileStopping: Bool = false) -> Bool {
-        let result = state.withLock { state -> Result<CommittedWrite, StoreError>? in
-            guard evenWhileStopping || !state.stopping,
-                  let stamped = state.engine.stampSystemWrite(room: room, write, nowMillis: wallMillis()) else { return nil }
-            return carryOut(stamped, in: &state)
+        let result = writeGates.withGate(room) { () -> Result<CommittedWrite, StoreError>? in
+            let decided = state.withLock { state -> (StampedWrite, NodeStore?)? in
+                guard evenWhileStopping || !state.stopping,
+                      let stamped = state.engine.stampSystemWrite(room: room, write, nowMillis: wallMillis()) else { return nil }
+                return (stamped, state.store)
+            }
+            guard let (stamped, store) = decided else { return nil }
+            return carryOut(stamped, store: store)
         }
         switch result {
         case .success: return true

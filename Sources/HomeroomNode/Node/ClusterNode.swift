@@ -55,6 +55,11 @@ public final class ClusterNode: Sendable {
     /// Held through each compaction, from the copy of the room to the bookkeeping after
     /// its snapshot is stored: compactions run one at a time (`compact(room:)`).
     let compacting = Mutex<Void>(())
+    /// One write in flight per room, stored outside the state lock (`carryOut`).
+    let writeGates = RoomWriteGates()
+    /// Tests only: called with the room of each write the store has just taken, before it
+    /// is applied (the window the room's gate guards).
+    let afterStoreHook = Mutex<(@Sendable (String) -> Void)?>(nil)
     let appliedObservers = Mutex<[@Sendable (String, [Delta]) -> Void]>([])
     /// Run once a drain is over (`drain()`), and whether it is.
     let drainedHandlers = Mutex<[@Sendable () -> Void]>([])

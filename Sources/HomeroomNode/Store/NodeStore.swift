@@ -10,12 +10,16 @@ import Synchronization
 /// `synchronous=NORMAL` in WAL mode survives a killed process (kill -9) with no
 /// loss; `--sync full` also survives power loss, at an fsync per commit.
 ///
-/// Safe across threads: one connection behind the store's own lock. The node appends
-/// under its state lock (so the log follows the order of the state), but encodes and
-/// stores snapshots outside it: a snapshot names the log position it covers
-/// (`logMark`, read with the state) and the compaction trims only up to that.
+/// Safe across threads: one connection behind the store's own lock. Appends that arrive
+/// while another commits are committed together (`GroupCommit`). A client write is
+/// appended outside the node's state lock, holding its room's write gate until it is
+/// applied; remote deltas and patches are appended under the state lock. Snapshots are
+/// encoded and stored outside it: a snapshot names the log position it covers
+/// (`logMark`, read with the state and the room's gate) and the compaction trims only up
+/// to that.
 final class NodeStore: Sendable {
     private let connection: Mutex<Connection>
+    private let appends = GroupCommit<Append>()
     let path: String
     /// Decoding what this node wrote itself: generous, but still bounded.
     static let limits: WireLimits = {
@@ -29,6 +33,19 @@ final class NodeStore: Sendable {
     }()
 
     enum Kind: Int64 { case deltas = 1, patch = 2 }
+
+    /// One log entry waiting for its commit.
+    struct Append: Sendable {
+        var room: String
+        var kind: Kind
+        var bytes: [UInt8]
+        var operation: String
+    }
+
+    /// Commits so far, and log entries they held (group commit: entries per commit).
+    var commitCounts: (commits: UInt64, entries: UInt64) {
+        (appends.batches.load(ordering: .relaxed), appends.entries.load(ordering: .relaxed))
+    }
 
     /// The connection and what only the lock holder touches.
     private final class Connection {
@@ -109,15 +126,45 @@ final class NodeStore: Sendable {
     func append(room: String, deltas: [Delta]) throws(StoreError) {
         guard let first = deltas.first else { return }
         let bytes = WireCodec.encodeBatch(origin: first.origin, deltas: deltas)
-        try connection.withLock { (connection) throws(StoreError) in
-            try connection.insert(room: room, kind: .deltas, bytes: bytes, "append deltas to room \(room)")
-        }
+        try appends.submit(Append(room: room, kind: .deltas, bytes: bytes, operation: "append deltas to room \(room)"), commit: commit)
     }
 
     /// A patch encoded with `WireCodec.encodePatch` (by the caller, outside its locks).
     func append(room: String, encodedPatch bytes: [UInt8]) throws(StoreError) {
-        try connection.withLock { (connection) throws(StoreError) in
-            try connection.insert(room: room, kind: .patch, bytes: bytes, "append a patch to room \(room)")
+        try appends.submit(Append(room: room, kind: .patch, bytes: bytes, operation: "append a patch to room \(room)"), commit: commit)
+    }
+
+    /// Stores a batch of log entries in one transaction (alone, one is its own), or none.
+    private func commit(_ batch: [Append]) -> Result<Void, StoreError> {
+        connection.withLock { connection -> Result<Void, StoreError> in
+            if batch.count == 1, let only = batch.first {
+                do throws(StoreError) {
+                    try connection.insert(room: only.room, kind: only.kind, bytes: only.bytes, only.operation)
+                    return .success(())
+                } catch {
+                    return .failure(error)
+                }
+            }
+            let database = connection.database
+            var before: [(room: String, id: Int64?)] = []
+            do throws(StoreError) {
+                try database.execute("BEGIN IMMEDIATE", "begin a group of appends")
+            } catch {
+                return .failure(error)
+            }
+            do throws(StoreError) {
+                for entry in batch {
+                    before.append((entry.room, connection.lastLogID[entry.room]))
+                    try connection.insert(room: entry.room, kind: entry.kind, bytes: entry.bytes, entry.operation)
+                }
+                try database.execute("COMMIT", "commit a group of appends")
+                return .success(())
+            } catch {
+                try? database.execute("ROLLBACK", "roll back a group of appends")
+                // Nothing of the batch is stored: the log positions go back too.
+                for (room, id) in before.reversed() { connection.lastLogID[room] = id }
+                return .failure(error)
+            }
         }
     }
 

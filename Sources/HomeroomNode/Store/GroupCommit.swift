@@ -1,0 +1,67 @@
+import Dispatch
+import Synchronization
+
+/// Group commit: writers that arrive while another one is committing wait, and the next
+/// of them commits everything waiting in one transaction (one fsync with `--sync full`),
+/// so writers in different rooms share a commit instead of queueing for one each.
+/// Every writer returns only once its own entry is committed, or with the error that
+/// rolled its batch back (then none of that batch is stored).
+///
+/// A batch holds at most one entry per waiting thread.
+final class GroupCommit<Entry: Sendable>: Sendable {
+    private final class Ticket: Sendable {
+        let entry: Entry
+        let wake = DispatchSemaphore(value: 0)
+        /// Set before `wake` by the writer that committed this ticket's batch; still nil
+        /// when `wake` comes: this writer commits the next batch.
+        let outcome = Mutex<Result<Void, StoreError>?>(nil)
+
+        init(_ entry: Entry) { self.entry = entry }
+    }
+
+    private struct Queue {
+        var waiting: [Ticket] = []
+        var committing = false
+    }
+
+    private let queue = Mutex(Queue())
+
+    /// Batches committed and entries in them, for the metrics.
+    let batches = Atomic<UInt64>(0)
+    let entries = Atomic<UInt64>(0)
+
+    /// Commits `entry`, alone or with others; `commit` stores a batch in one transaction.
+    func submit(_ entry: Entry, commit: ([Entry]) -> Result<Void, StoreError>) throws(StoreError) {
+        let ticket = Ticket(entry)
+        let leads = queue.withLock { queue -> Bool in
+            queue.waiting.append(ticket)
+            if queue.committing { return false }
+            queue.committing = true
+            return true
+        }
+        if !leads {
+            ticket.wake.wait()
+            if let outcome = ticket.outcome.withLock({ $0 }) { return try outcome.get() }
+        }
+        // This writer commits: everything waiting now, its own entry among it.
+        let batch = queue.withLock { queue -> [Ticket] in
+            defer { queue.waiting.removeAll(keepingCapacity: true) }
+            return queue.waiting
+        }
+        let outcome = commit(batch.map(\.entry))
+        batches.add(1, ordering: .relaxed)
+        entries.add(UInt64(batch.count), ordering: .relaxed)
+        for other in batch where other !== ticket {
+            other.outcome.withLock { $0 = outcome }
+            other.wake.signal()
+        }
+        // Hand the next batch to the first writer that came meanwhile, or stop committing.
+        let next = queue.withLock { queue -> Ticket? in
+            if let first = queue.waiting.first { return first }
+            queue.committing = false
+            return nil
+        }
+        next?.wake.signal()
+        try outcome.get()
+    }
+}
