@@ -252,10 +252,11 @@ struct SPTransportTests {
         let release = Atomic<Bool>(false)
         defer { release.store(true, ordering: .relaxed); replier.close() }
         let bound = try replier.listen("tcp://127.0.0.1:0")
-        // Replies only once released (or after 20 s): nothing may end these requests but
-        // the cancellation and the close.
+        // Replies only once released (or after 120 s): nothing may end these requests but
+        // the cancellation and the close. Long, because on a loaded machine the tasks below
+        // can wait many seconds for the shared pool (a 20 s bound once let a reply through).
         try replier.serve(workers: 2) { request in
-            for _ in 0..<2_000 where !release.load(ordering: .relaxed) { usleep(10_000) }
+            for _ in 0..<12_000 where !release.load(ordering: .relaxed) { usleep(10_000) }
             return request
         }
         try requester.dial(bound)
