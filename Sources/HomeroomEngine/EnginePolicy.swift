@@ -24,6 +24,8 @@ public struct EnginePolicy: Sendable, Hashable {
     /// The same for the rewards it sequenced (`RoomState.rewardFoldPlan`).
     public var rewardFoldThreshold = RoomState.rewardFoldThreshold
     public var rewardFoldQuietMillis = RoomState.rewardFoldQuietMillis
+    /// How fast clients may write, join, say hello and sync (`AdmissionLimits`).
+    public var rates = AdmissionRates()
 
     public init(maxRooms: Int = 10_000, maxUsersPerRoom: Int = 200_000,
                 rewardWindowMillis: UInt64 = RoomState.defaultRewardWindowMillis,

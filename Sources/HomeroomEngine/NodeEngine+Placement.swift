@@ -44,6 +44,7 @@ extension NodeEngine {
         rewardFoldCandidates[roomID] = nil
         deadMarks[roomID] = nil
         roomsWithOrphans.remove(roomID)
+        compactions.forget(room: roomID)
         // Kept, so a later write here continues above them.
         return SequenceFloor(sequence: roomSequences[roomID] ?? 0, privateSequence: privateSequences[roomID] ?? 0,
                              clock: sequencer.clock.last)

@@ -51,6 +51,7 @@ extension NodeEngine {
             result.fresh.append(delta)
         }
         noteEvictions(room: roomID, result.messaging)
+        topicKeys.noteRemovals(room: roomID, result.fresh)
         noteFoldCandidates(room: roomID, result.fresh, in: room)
         result.needsPull = result.deferred > 0 || room.seen.origins[origin].map { !$0.early.isEmpty } ?? false
         return result
@@ -65,6 +66,7 @@ extension NodeEngine {
         let removals = room.removals(in: patch)
         result.changes = room.merge(patch, messaging: &result.messaging)
         result.removalsChanged = room.removals(in: patch) != removals
+        if result.removalsChanged { topicKeys.rotate(room: roomID) }
         noteEvictions(room: roomID, result.messaging)
         noteFoldCandidates(room: roomID, patch: patch, in: room)
         // A peer holds writes under this node's own id that this node never made in this

@@ -39,6 +39,7 @@ extension NodeEngine {
         var messaging: [MessagingChange] = []
         let outcome = rooms[roomID, default: RoomState(roomID: roomID)].apply(delta, messaging: &messaging)
         noteEvictions(room: roomID, messaging)
+        topicKeys.noteRemovals(room: roomID, [delta])
         let room = rooms[roomID]!
         noteFoldCandidates(room: roomID, [delta], in: room)
         var answer: WriteOutcome

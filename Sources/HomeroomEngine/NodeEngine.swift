@@ -44,12 +44,19 @@ public struct NodeEngine: Sendable {
     public internal(set) var earlierIncarnationsToMark: [String: UInt64] = [:]
     /// Per room, the sessions this node hosts that hold a lease (`NodeEngine+Leases`).
     public internal(set) var leases: [String: [SessionID: SessionLease]] = [:]
+    /// Which rooms' logs to fold into snapshots, and when (the shell counts its appends here).
+    public var compactions = CompactionSchedule()
+    /// Closed rooms' topic key epochs: kicks and bans applied here rotate them.
+    public var topicKeys = TopicKeyEpochs(seals: false)
+    /// Rate limits on what clients ask (`policy.rates`).
+    public var limits: AdmissionLimits
 
     /// An engine over the rooms a store holds: numbering continues above everything this
     /// replica id already gave out in them, so a restart never reuses a sequence number,
     /// and the clock above every stamp it wrote, so it never stamps a later write lower.
     public init(replica: ReplicaID, rooms: [String: RoomState] = [:], policy: EnginePolicy = EnginePolicy()) {
         self.policy = policy
+        self.limits = AdmissionLimits(policy.rates)
         self.rooms = RoomTable(rooms)
         self.sequencer = Sequencer(replica: replica, maxForwardDriftMillis: policy.maxClockDriftMillis)
         let privateOrigin = replica.privateForm

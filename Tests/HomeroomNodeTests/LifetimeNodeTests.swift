@@ -4,6 +4,7 @@ import HomeroomCore
 import HomeroomWire
 import Testing
 @testable import HomeroomNode
+import HomeroomEngine
 
 /// Lifetime against real node processes: joins that cannot pile up, sessions whose
 /// client never synced, and a node rebuilt from its peers.

@@ -255,6 +255,12 @@ extension NodeConfig {
         var policy = EnginePolicy(maxRooms: maxRooms, maxUsersPerRoom: maxUsersPerRoom, rewardWindowMillis: rewardWindowMillis,
                                   maxClockDriftMillis: maxClockDriftMillis)
         policy.sessionTimeoutMillis = sessionTimeoutMillis
+        policy.rates.writesPerSecond = writesPerSecond
+        policy.rates.writeBytesPerSecond = writeBytesPerSecond
+        policy.rates.joinsPerSecond = joinsPerSecond
+        policy.rates.hellosPerSecond = hellosPerSecond
+        policy.rates.syncsPerSecond = syncsPerSecond
+        policy.rates.syncBytesPerSecond = syncBytesPerSecond
         return policy
     }
 }

@@ -22,10 +22,7 @@ extension ClusterNode {
         guard let keyring = topicKeyring else { return nil }
         // The token is refused from `exp + leeway` on: rotating before would hand it the new keys.
         let refusedFrom = expiresAt + (config.tokenVerifier?.leewaySeconds ?? 0) + 1
-        let epoch = state.withLock { state -> UInt64 in
-            state.keyExpiries[room] = min(state.keyExpiries[room] ?? .max, refusedFrom)
-            return state.topicEpochs[room] ?? 0
-        }
+        let epoch = state.withLock { $0.engine.topicKeys.gave(room: room, expiringAt: refusedFrom) }
         return keyring.keys(room: room, user: user, epoch: epoch)
     }
 
@@ -33,11 +30,7 @@ extension ClusterNode {
     func rotateKeysOfExpiredTokens() {
         guard topicKeyring != nil else { return }
         let now = Int64(wallMillis() / 1000)
-        let rotated = state.withLock { state -> Int in
-            let rotated = state.rotateExpiredKeys(nowSeconds: now)
-            state.topicRotations -= UInt64(rotated) // counted here, not again at the next publish
-            return rotated
-        }
+        let rotated = state.withLock { $0.engine.topicKeys.rotateExpired(nowSeconds: now) }
         if rotated > 0 {
             metrics.add("topic_key_rotations_total", UInt64(rotated))
             metrics.add("topic_key_expiry_rotations_total", UInt64(rotated))
@@ -46,8 +39,7 @@ extension ClusterNode {
 
     func topicEpoch(_ room: String) -> UInt64 {
         let (epoch, rotations) = state.withLock { state -> (UInt64, UInt64) in
-            defer { state.topicRotations = 0 }
-            return (state.topicEpochs[room] ?? 0, state.topicRotations)
+            (state.engine.topicKeys.epoch(of: room), state.engine.topicKeys.takeRotations())
         }
         if rotations > 0 { metrics.add("topic_key_rotations_total", rotations) }
         return epoch

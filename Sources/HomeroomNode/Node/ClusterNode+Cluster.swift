@@ -77,7 +77,6 @@ extension ClusterNode {
             }
             if state.rooms[roomID] == nil && state.mayOwnWithoutHolding(roomID, ownName: name) { state.arriving.insert(roomID) }
             let applied = state.engine.applyRemote(room: roomID, batch.deltas, origin: batch.origin, nowMillis: now)
-            state.noteRemovals(room: roomID, applied.fresh)
             var storeError: StoreError?
             if !applied.fresh.isEmpty, let store = state.store {
                 do throws(StoreError) {
@@ -86,7 +85,7 @@ extension ClusterNode {
                     storeError = error
                     state.engine.storeMissed(room: roomID)
                 }
-                state.dirtyRooms[roomID, default: 0] += 1
+                state.engine.compactions.appended(room: roomID)
             }
             outbox.enqueue(room: roomID, deltas: applied.fresh, toNodes: false)
             if applied.needsPull { state.pendingSyncs.insert(NodeState.SyncKey(peer: sender, room: roomID)) }
@@ -381,12 +380,7 @@ extension ClusterNode {
     /// hold every user (and room) that ever wrote or joined here.
     func pruneRateLimiters() {
         let now = WallClock.monotonicMillis()
-        state.withLock { state in
-            state.limiter.prune(nowMillis: now)
-            state.joinLimiter.prune(nowMillis: now)
-            state.syncLimiter.prune(nowMillis: now)
-            state.helloLimiter.prune(nowMillis: now)
-        }
+        state.withLock { $0.engine.limits.prune(nowMillis: now) }
     }
 
     /// Folds each room's log into a fresh snapshot: rooms whose log is long or whose store
@@ -394,9 +388,7 @@ extension ClusterNode {
     func compactStore(force: Bool) {
         let due = state.withLock { state -> [String] in
             guard state.store != nil else { return [] }
-            return state.dirtyRooms.compactMap { room, entries in
-                force || entries >= 2_000 || !state.engine.appendsPatches(room: room) ? room : nil
-            }
+            return state.engine.compactions.due(everyRoom: force) { !state.engine.appendsPatches(room: $0) }
         }
         compact(rooms: due)
     }
@@ -406,7 +398,7 @@ extension ClusterNode {
     /// rooms were stored and the largest snapshot's bytes.
     @discardableResult
     public func storeSnapshots() -> (rooms: Int, bytes: Int) {
-        compact(rooms: state.withLock { state in state.store == nil ? [] : Array(state.dirtyRooms.keys) })
+        compact(rooms: state.withLock { state in state.store == nil ? [] : Array(state.engine.compactions.entries.keys) })
     }
 
     /// Compacts these rooms in turn, logging failures; how many were stored and the largest snapshot.
@@ -444,7 +436,7 @@ extension ClusterNode {
         let plan = writeGates.withGate(room) {
             state.withLock { state -> (NodeStore, RoomState, Int64, Int, NodeEngine.SnapshotMark)? in
                 guard let store = state.store, let current = state.rooms[room] else { return nil }
-                return (store, current, store.logMark(room: room), state.dirtyRooms[room] ?? 0, state.engine.snapshotMark)
+                return (store, current, store.logMark(room: room), state.engine.compactions.entries[room] ?? 0, state.engine.snapshotMark)
             }
         }
         guard let (store, current, logMark, entries, snapshotMark) = plan else { return .unchanged }
@@ -463,8 +455,7 @@ extension ClusterNode {
         guard stored else { return .unchanged }
         state.withLock { state in
             // What was appended since the copy stays counted: it is still in the log.
-            let left = (state.dirtyRooms[room] ?? 0) - entries
-            state.dirtyRooms[room] = left > 0 ? left : nil
+            state.engine.compactions.stored(room: room, covered: entries)
             state.engine.snapshotStored(room: room, takenAt: snapshotMark)
         }
         return .stored(bytes: encoded.count)
@@ -638,7 +629,6 @@ extension ClusterNode {
             let merge = state.engine.merge(room: key.room, patch)
             state.arriving.remove(key.room)
             state.declined.remove(key.room)
-            if merge.removalsChanged { state.rotateTopicKeys(room: key.room) }
             if let why = state.quarantined[key.room] {
                 // A quarantined room, rebuilt from a peer's full state (its sync asked from
                 // nothing). It stays out of service until a snapshot of it replaces its
@@ -648,7 +638,7 @@ extension ClusterNode {
                 // What it holds is in memory only: a miss, until a snapshot taken after it is stored.
                 if state.store != nil {
                     state.engine.storeMissed(room: key.room)
-                    state.dirtyRooms[key.room, default: 0] += 1
+                    state.engine.compactions.appended(room: key.room)
                 }
                 return (.recovered(why), true)
             }
@@ -658,7 +648,7 @@ extension ClusterNode {
                 if state.engine.patchMerged(room: key.room), (try? store.append(room: key.room, encodedPatch: encodedPatch)) == nil {
                     state.engine.storeMissed(room: key.room)
                 }
-                state.dirtyRooms[key.room, default: 0] += 1
+                state.engine.compactions.appended(room: key.room)
             }
             if let behind = merge.ownSequenceBehind { return (.changedBehind(ours: behind.ours, theirs: behind.theirs), false) }
             return (merge.changed ? .changed : .unchanged, false)

@@ -283,7 +283,6 @@ extension ClusterNode {
                 state.handingOff.remove(room)
                 state.arriving.remove(room)
                 state.coveredSince[room] = nil
-                state.dirtyRooms[room] = nil
                 state.lastTrim[room] = nil
                 state.retirementRooms.remove(room)
                 state.historyRooms.remove(room)

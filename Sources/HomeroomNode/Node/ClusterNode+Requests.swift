@@ -104,7 +104,7 @@ extension ClusterNode {
             }
             // A client's hello needs no token, so it is limited per connection (as syncs are
             // per user): a stranger's hello flood costs one bucket, not the node.
-            if !asNode, !state.withLock({ $0.helloLimiter.allow(String(connection), size: 0, nowMillis: WallClock.monotonicMillis()) }) {
+            if !asNode, !state.withLock({ $0.engine.limits.hellos.allow(String(connection), size: 0, nowMillis: WallClock.monotonicMillis()) }) {
                 metrics.add("requests_rejected_total{reason=\"rate-limited\"}")
                 return errorReply("rate-limited", "too many hellos on this connection (\(config.hellosPerSecond) a second): slow down", room)
             }
@@ -194,7 +194,7 @@ extension ClusterNode {
         if let chargedSync {
             // A client that keeps pulling everything runs out of bytes and is refused
             // until its budget refills.
-            state.withLock { $0.syncLimiter.charge(chargedSync, bytes: encoded.count, nowMillis: WallClock.monotonicMillis()) }
+            state.withLock { $0.engine.limits.syncs.charge(chargedSync, bytes: encoded.count, nowMillis: WallClock.monotonicMillis()) }
         }
         metrics.add("reply_bytes_total", UInt64(encoded.count))
         return encoded
@@ -221,7 +221,7 @@ extension ClusterNode {
                 if !state.owns(roomID, ownName: name) {
                     return .answered(ack(request, .unavailable, "not-owner", "room \(roomID) is kept on other nodes now: ask its owners (docs/PROTOCOL.md, Placement)"))
                 }
-                if fromClient && !state.limiter.allow(write.author, size: size, nowMillis: WallClock.monotonicMillis()) {
+                if fromClient && !state.engine.limits.writes.allow(write.author, size: size, nowMillis: WallClock.monotonicMillis()) {
                     return .answered(ack(request, .rejected, "rate-limited",
                                          "\(write.author) sends more than \(config.writesPerSecond) writes or \(config.writeBytesPerSecond / 1024) KiB per second: slow down"))
                 }
@@ -295,7 +295,7 @@ extension ClusterNode {
             return .error(WireMessage.ErrorReply(code: "invalid", message: "a join's \(field) must be 1 to 128 bytes, got \(value.utf8.count)"))
         }
         let limited = state.withLock { state in
-            !state.joinLimiter.allow("\(roomID)\u{0}\(join.user)", size: 0, nowMillis: WallClock.monotonicMillis())
+            !state.engine.limits.joins.allow("\(roomID)\u{0}\(join.user)", size: 0, nowMillis: WallClock.monotonicMillis())
         }
         if limited {
             metrics.add("joins_refused_total{code=\"rate-limited\"}")
@@ -373,7 +373,7 @@ extension ClusterNode {
 extension ClusterNode {
     /// One sync or digest from `key`'s budget; false (and counted) when over it.
     func allowSync(_ key: String) -> Bool {
-        let allowed = state.withLock { $0.syncLimiter.allow(key, size: 0, nowMillis: WallClock.monotonicMillis()) }
+        let allowed = state.withLock { $0.engine.limits.syncs.allow(key, size: 0, nowMillis: WallClock.monotonicMillis()) }
         if !allowed { metrics.add("requests_rejected_total{reason=\"sync-rate-limited\"}") }
         return allowed
     }

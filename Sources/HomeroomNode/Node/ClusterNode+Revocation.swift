@@ -46,7 +46,7 @@ extension ClusterNode {
             for (roomID, room) in state.rooms {
                 for user in users {
                     guard let record = room.users[user] else { continue }
-                    state.rotateTopicKeys(room: roomID)
+                    state.engine.topicKeys.rotate(room: roomID)
                     for session in record.sessions where session.host == replica && record.isLive(session, deadIncarnations: room.deadIncarnations) {
                         due.append((roomID, user, session.id))
                     }

@@ -26,9 +26,8 @@ extension ClusterNode {
             afterStoreHook.withLock { $0 }?(stamped.room)
         }
         return .success(state.withLock { state -> CommittedWrite in
-            if store != nil { state.dirtyRooms[stamped.room, default: 0] += 1 }
+            if store != nil { state.engine.compactions.appended(room: stamped.room) }
             let committed = state.engine.commit(stamped)
-            state.noteRemovals(room: committed.room, [committed.delta])
             // Queued under the lock, and the room's writes one at a time (its gate): a
             // room's deltas leave in sequence order.
             outbox.enqueue(room: committed.room, deltas: [committed.delta], toNodes: true)

@@ -166,7 +166,7 @@ public final class ClusterNode: Sendable {
             IndirectProber(fanout: $0, everyMillis: max(config.heartbeatMillis * 2, 100), seed: replica.rawValue ^ incarnation)
         }
         initial.engine.liveIncarnation(incarnation, sinceMillis: UInt64(max(0, Int64(bitPattern: WallClock.nowMillis()) + config.clockSkewMillis)))
-        initial.sealsTopics = config.tokenVerifier != nil
+        initial.engine.topicKeys = TopicKeyEpochs(seals: config.tokenVerifier != nil)
         // Every node the stored rooms name is waited for by reward folds until heard or forgotten.
         initial.peers.expect(initial.engine.writersToHearFrom(), nowMillis: WallClock.monotonicMillis())
         initial.quarantined = quarantined
@@ -174,10 +174,6 @@ public final class ClusterNode: Sendable {
             initial.peersAwaitedUntil = WallClock.monotonicMillis() + config.downMillis
         }
         initial.store = store
-        initial.limiter = RateLimiter(messagesPerSecond: config.writesPerSecond, bytesPerSecond: config.writeBytesPerSecond)
-        initial.joinLimiter = RateLimiter(messagesPerSecond: config.joinsPerSecond, bytesPerSecond: 1 << 30, burstSeconds: 3)
-        initial.helloLimiter = RateLimiter(messagesPerSecond: config.hellosPerSecond, bytesPerSecond: 1 << 30, burstSeconds: 3)
-        initial.syncLimiter = RateLimiter(messagesPerSecond: config.syncsPerSecond, bytesPerSecond: config.syncBytesPerSecond, burstSeconds: 3)
         self.state = Mutex(initial)
         for (room, why) in quarantined.sorted(by: { $0.key < $1.key }) {
             self.logger.error("room quarantined: its stored state does not load; this node serves every other room and refuses this one (the other nodes serve it)",
@@ -320,7 +316,7 @@ public final class ClusterNode: Sendable {
         // Nothing else runs now: every dirty room's snapshot is stored, then the store closes.
         compactStore(force: true)
         state.withLock { state in
-            state.dirtyRooms.removeAll()
+            state.engine.compactions.forgetAll()
             state.store = nil
         }
         logger.info("node stopped")

@@ -79,39 +79,9 @@ struct NodeState {
     /// Rooms whose stored state does not load (room -> why): out of service here,
     /// their rows kept as they are; the other nodes serve them.
     var quarantined: [String: String] = [:]
-    /// Rooms whose log grew since their last snapshot.
-    var dirtyRooms: [String: Int] = [:]
     /// The operators' room listing and when it was made (monotonic ms): made at most
     /// once a second, however many listing hellos arrive (`ClusterNode.roomSummaries`).
     var roomListing: (madeAtMillis: UInt64, rooms: [ClusterNode.RoomSummary])?
-
-    /// Per closed room, the epoch of its topic keys: raised when someone is kicked,
-    /// banned or revoked, so their keys open nothing published afterwards.
-    var topicEpochs: [String: UInt64] = [:]
-    /// Rooms whose topic keys rotated since the metric was last counted.
-    var topicRotations: UInt64 = 0
-    /// Per closed room, the earliest expiry (Unix seconds) of the tokens that were given
-    /// the current epoch's keys: once it passes, the keys rotate, so an expired token's
-    /// keys open nothing published after its expiry (the members' next sync brings the new
-    /// keys; the expired token's sync is refused).
-    var keyExpiries: [String: Int64] = [:]
-
-    /// Whether this node seals client topics (it requires tokens): only then are epochs kept.
-    var sealsTopics = false
-
-    mutating func rotateTopicKeys(room: String) {
-        guard sealsTopics else { return }
-        topicEpochs[room, default: 0] += 1
-        topicRotations += 1
-        keyExpiries[room] = nil
-    }
-
-    /// Rotates the keys of every room whose earliest holder's token expired by `nowSeconds`.
-    mutating func rotateExpiredKeys(nowSeconds: Int64) -> Int {
-        let due = keyExpiries.filter { $0.value <= nowSeconds }.map(\.key)
-        for room in due { rotateTopicKeys(room: room) }
-        return due.count
-    }
 
     struct SyncKey: Hashable {
         var peer: ReplicaID
@@ -121,24 +91,6 @@ struct NodeState {
         static let completeList = ""
     }
 
-    var limiter = RateLimiter(messagesPerSecond: 60, bytesPerSecond: 256 * 1024)
-    /// Joins (new sessions) per user: each costs a snapshot, and a session record.
-    var joinLimiter = RateLimiter(messagesPerSecond: 20, bytesPerSecond: 1 << 30, burstSeconds: 3)
-    /// Client hellos per REP connection (they need no token, so no user to count).
-    var helloLimiter = RateLimiter(messagesPerSecond: 20, bytesPerSecond: 1 << 30, burstSeconds: 3)
-    /// Syncs and digests per user and room, and the bytes their replies carry.
-    var syncLimiter = RateLimiter(messagesPerSecond: 20, bytesPerSecond: 8 << 20, burstSeconds: 3)
-
-    /// A kick or a ban among these deltas rotates a closed room's topic keys (the engine
-    /// notes fold candidates itself).
-    mutating func noteRemovals(room: String, _ deltas: [Delta]) {
-        for delta in deltas {
-            switch delta.operation {
-            case .kick, .ban: rotateTopicKeys(room: room)
-            default: break
-            }
-        }
-    }
 
     init(engine: NodeEngine) {
         self.engine = engine

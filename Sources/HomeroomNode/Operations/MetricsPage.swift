@@ -28,7 +28,7 @@ extension ClusterNode {
                 case .dead: gauges.peersDead += 1
                 }
             }
-            gauges.logEntries = state.dirtyRooms.values.reduce(0) { $0 + Int64($1) }
+            gauges.logEntries = Int64(state.engine.compactions.logEntries)
             return gauges
         }
     }

@@ -1,7 +1,7 @@
 /// Token buckets per key (a user): messages and bytes per second, with a burst.
-/// Pure apart from the time passed in; the node keeps it under its lock.
-struct RateLimiter {
-    struct Bucket {
+/// Pure apart from the time passed in (`AdmissionLimits` holds the node's).
+public struct RateLimiter: Sendable {
+    struct Bucket: Sendable {
         var messages: Double
         var bytes: Double
         var lastMillis: UInt64
@@ -12,14 +12,14 @@ struct RateLimiter {
     let burstSeconds: Double
     private var buckets: [String: Bucket] = [:]
 
-    init(messagesPerSecond: Int, bytesPerSecond: Int, burstSeconds: Double = 2) {
+    public init(messagesPerSecond: Int, bytesPerSecond: Int, burstSeconds: Double = 2) {
         self.messagesPerSecond = Double(messagesPerSecond)
         self.bytesPerSecond = Double(bytesPerSecond)
         self.burstSeconds = burstSeconds
     }
 
     /// Takes one message of `size` bytes from `key`'s bucket; false when over the limit.
-    mutating func allow(_ key: String, size: Int, nowMillis: UInt64) -> Bool {
+    public mutating func allow(_ key: String, size: Int, nowMillis: UInt64) -> Bool {
         let capacityMessages = messagesPerSecond * burstSeconds
         let capacityBytes = bytesPerSecond * burstSeconds
         var bucket = buckets[key] ?? Bucket(messages: capacityMessages, bytes: capacityBytes, lastMillis: nowMillis)
@@ -37,7 +37,7 @@ struct RateLimiter {
     /// Takes `bytes` from `key`'s byte budget after the fact (a reply whose size was
     /// known only once built); the budget may go below zero, and then `allow` refuses
     /// until it has refilled.
-    mutating func charge(_ key: String, bytes: Int, nowMillis: UInt64) {
+    public mutating func charge(_ key: String, bytes: Int, nowMillis: UInt64) {
         let capacityMessages = messagesPerSecond * burstSeconds
         let capacityBytes = bytesPerSecond * burstSeconds
         var bucket = buckets[key] ?? Bucket(messages: capacityMessages, bytes: capacityBytes, lastMillis: nowMillis)
@@ -49,11 +49,51 @@ struct RateLimiter {
     }
 
     /// Keys with a bucket now (tests, diagnostics).
-    var count: Int { buckets.count }
+    public var count: Int { buckets.count }
 
     /// Forgets buckets that have refilled, so the table does not grow with every user ever seen.
-    mutating func prune(nowMillis: UInt64) {
+    public mutating func prune(nowMillis: UInt64) {
         let full = burstSeconds * 1000
         buckets = buckets.filter { Double(nowMillis &- $0.value.lastMillis) < full }
+    }
+}
+
+/// How fast clients may ask (`EnginePolicy.rates`, from the node's flags).
+public struct AdmissionRates: Sendable, Hashable {
+    public var writesPerSecond = 60
+    public var writeBytesPerSecond = 256 * 1024
+    public var joinsPerSecond = 20
+    public var hellosPerSecond = 20
+    public var syncsPerSecond = 20
+    public var syncBytesPerSecond = 8 << 20
+
+    public init() {}
+}
+
+/// The node's rate limits, one bucket table per kind of request.
+public struct AdmissionLimits: Sendable {
+    /// Client writes per author: messages and bytes.
+    public var writes: RateLimiter
+    /// Joins (new sessions) per user and room: each costs a snapshot, and a session record.
+    public var joins: RateLimiter
+    /// Client hellos per REP connection (they need no token, so no user to count).
+    public var hellos: RateLimiter
+    /// Syncs and digests per user and room, and the bytes their replies carry.
+    public var syncs: RateLimiter
+
+    public init(_ rates: AdmissionRates) {
+        writes = RateLimiter(messagesPerSecond: rates.writesPerSecond, bytesPerSecond: rates.writeBytesPerSecond)
+        joins = RateLimiter(messagesPerSecond: rates.joinsPerSecond, bytesPerSecond: 1 << 30, burstSeconds: 3)
+        hellos = RateLimiter(messagesPerSecond: rates.hellosPerSecond, bytesPerSecond: 1 << 30, burstSeconds: 3)
+        syncs = RateLimiter(messagesPerSecond: rates.syncsPerSecond, bytesPerSecond: rates.syncBytesPerSecond, burstSeconds: 3)
+    }
+
+    /// Forgets the buckets that have refilled: the tables would otherwise hold every user
+    /// (and room) that ever wrote or joined here.
+    public mutating func prune(nowMillis: UInt64) {
+        writes.prune(nowMillis: nowMillis)
+        joins.prune(nowMillis: nowMillis)
+        hellos.prune(nowMillis: nowMillis)
+        syncs.prune(nowMillis: nowMillis)
     }
 }

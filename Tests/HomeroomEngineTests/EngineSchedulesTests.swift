@@ -1,0 +1,88 @@
+import Testing
+import HomeroomCore
+@testable import HomeroomEngine
+
+/// The node's timing decisions that moved into the engine: compaction, closed rooms'
+/// key epochs, rate limits.
+@Suite struct EngineSchedulesTests {
+    @Test func aLongLogOrAStoreBehindIsCompactedAtOnceAndEveryGrownLogOnAPass() {
+        var schedule = CompactionSchedule()
+        schedule.appended(room: "quiet")
+        schedule.appended(room: "long", count: CompactionSchedule.longLog)
+        schedule.appended(room: "behind")
+        #expect(schedule.due(everyRoom: false) { $0 == "behind" } == ["behind", "long"])
+        #expect(schedule.due(everyRoom: true) { _ in false } == ["behind", "long", "quiet"])
+        #expect(schedule.logEntries == CompactionSchedule.longLog + 2)
+        // A snapshot copied before two more appends covers only what it saw.
+        schedule.appended(room: "quiet", count: 2)
+        schedule.stored(room: "quiet", covered: 1)
+        #expect(schedule.entries["quiet"] == 2)
+        schedule.stored(room: "quiet", covered: 2)
+        #expect(schedule.entries["quiet"] == nil)
+        schedule.forget(room: "long")
+        #expect(schedule.due(everyRoom: true) { _ in false } == ["behind"])
+    }
+
+    @Test func aHandedOffRoomLeavesTheCompactionSchedule() {
+        var engine = NodeEngine(replica: ReplicaID(9))
+        NodeEngineTests.write(NodeEngineTests.join("t", .teacher, at: engine), at: &engine)
+        engine.compactions.appended(room: NodeEngineTests.room)
+        #expect(engine.handOff(room: NodeEngineTests.room) != nil)
+        #expect(engine.compactions.entries.isEmpty)
+    }
+
+    @Test func kicksBansAndExpiriesRotateAClosedRoomsKeys() {
+        var engine = NodeEngine(replica: ReplicaID(4))
+        engine.topicKeys = TopicKeyEpochs(seals: true)
+        let room = NodeEngineTests.room
+        NodeEngineTests.write(NodeEngineTests.join("t", .teacher, at: engine), at: &engine)
+        NodeEngineTests.write(NodeEngineTests.join("s", .student, at: engine), at: &engine)
+        #expect(engine.topicKeys.epoch(of: room) == 0)
+        #expect(engine.topicKeys.gave(room: room, expiringAt: 1_000) == 0)
+        NodeEngineTests.write(Write(author: "t", authorRole: .teacher, authorCounter: 2, operation: .kick(user: "s")), at: &engine)
+        #expect(engine.topicKeys.epoch(of: room) == 1, "a kick committed here rotates the keys")
+        #expect(engine.topicKeys.takeRotations() == 1)
+        #expect(engine.topicKeys.takeRotations() == 0)
+        // The expiry noted before the kick went with its epoch; a new one rotates when due.
+        #expect(engine.topicKeys.rotateExpired(nowSeconds: 5_000) == 0)
+        _ = engine.topicKeys.gave(room: room, expiringAt: 2_000)
+        _ = engine.topicKeys.gave(room: room, expiringAt: 3_000)
+        #expect(engine.topicKeys.rotateExpired(nowSeconds: 1_999) == 0)
+        #expect(engine.topicKeys.rotateExpired(nowSeconds: 2_000) == 1)
+        #expect(engine.topicKeys.epoch(of: room) == 2)
+        #expect(engine.topicKeys.takeRotations() == 0, "expiry rotations are counted where they happen")
+        // A node that does not seal keeps no epochs.
+        var open = TopicKeyEpochs(seals: false)
+        open.rotate(room: room)
+        #expect(open.epoch(of: room) == 0)
+    }
+
+    @Test func aRemoteBanRotatesTheKeysOfTheNodeThatAppliesIt() throws {
+        var origin = NodeEngine(replica: ReplicaID(1))
+        var deltas: [Delta] = []
+        for write in [NodeEngineTests.join("t", .teacher, at: origin), NodeEngineTests.join("s", .student, at: origin),
+                      Write(author: "t", authorRole: .teacher, authorCounter: 2, operation: .ban(user: "s"))] {
+            deltas.append(try #require(NodeEngineTests.write(write, at: &origin)).delta)
+        }
+        var other = NodeEngine(replica: ReplicaID(2))
+        other.topicKeys = TopicKeyEpochs(seals: true)
+        _ = other.applyRemote(room: NodeEngineTests.room, Array(deltas.prefix(2)), origin: ReplicaID(1), nowMillis: NodeEngineTests.now)
+        #expect(other.topicKeys.epoch(of: NodeEngineTests.room) == 0)
+        _ = other.applyRemote(room: NodeEngineTests.room, [deltas[2]], origin: ReplicaID(1), nowMillis: NodeEngineTests.now)
+        #expect(other.topicKeys.epoch(of: NodeEngineTests.room) == 1)
+    }
+
+    @Test func theEnginesRateLimitsComeFromItsPolicy() {
+        var policy = EnginePolicy()
+        policy.rates.writesPerSecond = 2
+        var engine = NodeEngine(replica: ReplicaID(3), policy: policy)
+        // A burst of two seconds' worth, then refused until the bucket refills.
+        let now: UInt64 = 10_000
+        let allowed = (0..<10).filter { _ in engine.limits.writes.allow("u", size: 10, nowMillis: now) }.count
+        #expect(allowed == 4)
+        let refilled = engine.limits.writes.allow("u", size: 10, nowMillis: now + 500)
+        #expect(refilled)
+        engine.limits.prune(nowMillis: now + 60_000)
+        #expect(engine.limits.writes.count == 0)
+    }
+}
