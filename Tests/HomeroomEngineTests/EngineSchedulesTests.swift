@@ -86,3 +86,53 @@ import HomeroomCore
         #expect(engine.limits.writes.count == 0)
     }
 }
+
+/// What to pull from whom (`PullSchedule`).
+@Suite struct PullScheduleTests {
+    static let a = ReplicaID(node: "a", generation: 1), b = ReplicaID(node: "b", generation: 1)
+
+    @Test func onePeersBatchAtATimeAndWhatWentUnansweredComesBack() {
+        var schedule = PullSchedule()
+        let keys = ["r2", "r1", "r3"].map { PullSchedule.Key(peer: Self.a, room: $0) }
+        for key in keys { schedule.want(key) }
+        schedule.want(PullSchedule.Key(peer: Self.b, room: PullSchedule.Key.completeList))
+        let first = schedule.startBatches { _ in true }
+        #expect(first.map(\.peer) == [Self.a, Self.b].sorted())
+        #expect(first.first { $0.peer == Self.a }?.keys.map(\.room) == ["r1", "r2", "r3"], "a batch goes in room order")
+        #expect(schedule.pending.isEmpty && schedule.isPulling(Self.a) && schedule.isPulling(Self.b))
+        // More wanted from a peer with a batch in flight waits for that batch.
+        schedule.want(PullSchedule.Key(peer: Self.a, room: "r4"))
+        #expect(schedule.startBatches { _ in true }.isEmpty)
+        // The second pull got no answer: it and those after it are wanted again.
+        schedule.finished(peer: Self.a, unanswered: Array(keys.sorted().dropFirst()))
+        schedule.finished(peer: Self.b)
+        let second = schedule.startBatches { _ in true }
+        #expect(second.map(\.peer) == [Self.a])
+        #expect(second.first?.keys.map(\.room) == ["r2", "r3", "r4"])
+    }
+
+    @Test func anUnreachablePeerLosesItsPullsButNotItsOpenGaps() {
+        var schedule = PullSchedule()
+        let gap = PullSchedule.Key(peer: Self.a, room: "quiet")
+        schedule.wantUntilClosed(gap)
+        schedule.want(PullSchedule.Key(peer: Self.a, room: "once"))
+        #expect(schedule.startBatches { _ in false }.isEmpty)
+        #expect(schedule.pending.isEmpty && !schedule.isPulling(Self.a))
+        // Back: the open gap is asked again, the one-off pull is not (its digests ask again).
+        schedule.requeueOpenGaps { _ in true }
+        #expect(schedule.startBatches { _ in true }.first?.keys == [gap])
+        schedule.finished(peer: Self.a)
+        schedule.requeueOpenGaps { _ in false }
+        #expect(schedule.openGaps.isEmpty && schedule.pending.isEmpty)
+    }
+
+    @Test func forgettingARoomDropsItsPullsAndGaps() {
+        var schedule = PullSchedule()
+        schedule.wantUntilClosed(PullSchedule.Key(peer: Self.a, room: "gone"))
+        schedule.wantUntilClosed(PullSchedule.Key(peer: Self.b, room: "kept"))
+        schedule.want(PullSchedule.Key(peer: Self.b, room: "gone"))
+        schedule.forget { $0.room == "gone" }
+        #expect(schedule.pending == [PullSchedule.Key(peer: Self.b, room: "kept")])
+        #expect(schedule.openGaps == [PullSchedule.Key(peer: Self.b, room: "kept")])
+    }
+}

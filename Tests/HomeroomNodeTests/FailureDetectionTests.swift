@@ -127,7 +127,7 @@ import Testing
         node.state.withLock { state in
             _ = state.peers.heard(WireMessage.Heartbeat(node: silent, incarnation: 1, address: "tcp://127.0.0.1:\(port)",
                                                         publishAddress: "tcp://127.0.0.1:\(port)"), nowMillis: WallClock.monotonicMillis())
-            for index in 0..<8 { state.pendingSyncs.insert(NodeState.SyncKey(peer: silent, room: "waiting-\(index)")) }
+            for index in 0..<8 { state.pulls.want(NodeState.SyncKey(peer: silent, room: "waiting-\(index)")) }
         }
         let start = sniffer.messages.count
         usleep(3_000_000)
@@ -142,6 +142,6 @@ import Testing
         #expect(sent.count >= 20, "\(sent.count) heartbeats in 3 s")
         #expect((gaps.max() ?? .max) < 900, "the longest silence between heartbeats was \(gaps.max() ?? 0) ms")
         // The pulls did happen (and wait): one at a time, the rest put back.
-        #expect(node.state.withLock { $0.pulling.contains(silent) || !$0.pendingSyncs.isEmpty })
+        #expect(node.state.withLock { $0.pulls.isPulling(silent) || !$0.pulls.pending.isEmpty })
     }
 }

@@ -69,20 +69,25 @@ import Testing
         state.rooms["quiet"] = room
         _ = state.peers.heard(GossipCheckpointTests.heartbeat(sentAt: 10_000, rooms: [("quiet", GossipCheckpointTests.vector(3))]), nowMillis: 1)
         let key = NodeState.SyncKey(peer: b, room: "quiet")
-        state.openGaps.insert(key)
-        // The pull was lost (a short cut): the key left `pendingSyncs` without a repair.
+        state.pulls.wantUntilClosed(key)
+        // The pull was lost (a short cut): the key left the wanted pulls without a repair.
         for _ in 0..<3 {
+            #expect(state.pulls.startBatches { _ in true }.map(\.keys) == [[key]])
+            state.pulls.finished(peer: b)
+            #expect(state.pulls.pending.isEmpty)
             state.requeueOpenGaps()
-            #expect(state.pendingSyncs == [key], "an open gap is asked again")
-            state.pendingSyncs.removeAll()
+            #expect(state.pulls.pending == [key], "an open gap is asked again")
         }
         room.seen = VersionVector(contiguous: [b: 3])
         state.rooms["quiet"] = room
         state.requeueOpenGaps()
-        #expect(state.pendingSyncs.isEmpty && state.openGaps.isEmpty, "closed: nothing more to ask")
-        // A gap whose peer is gone is dropped too.
-        state.openGaps.insert(NodeState.SyncKey(peer: ReplicaID(node: "gone", generation: 1), room: "quiet"))
+        _ = state.pulls.startBatches { _ in true }
+        state.pulls.finished(peer: b)
         state.requeueOpenGaps()
-        #expect(state.openGaps.isEmpty)
+        #expect(state.pulls.pending.isEmpty && state.pulls.openGaps.isEmpty, "closed: nothing more to ask")
+        // A gap whose peer is gone is dropped too.
+        state.pulls.wantUntilClosed(NodeState.SyncKey(peer: ReplicaID(node: "gone", generation: 1), room: "quiet"))
+        state.requeueOpenGaps()
+        #expect(state.pulls.openGaps.isEmpty)
     }
 }

@@ -252,11 +252,11 @@ struct SPTransportTests {
         let release = Atomic<Bool>(false)
         defer { release.store(true, ordering: .relaxed); replier.close() }
         let bound = try replier.listen("tcp://127.0.0.1:0")
-        // Replies only once released (or after 120 s): nothing may end these requests but
+        // Replies only once released (or after 700 s): nothing may end these requests but
         // the cancellation and the close. Long, because on a loaded machine the tasks below
         // can wait many seconds for the shared pool (a 20 s bound once let a reply through).
         try replier.serve(workers: 2) { request in
-            for _ in 0..<12_000 where !release.load(ordering: .relaxed) { usleep(10_000) }
+            for _ in 0..<70_000 where !release.load(ordering: .relaxed) { usleep(10_000) }
             return request
         }
         try requester.dial(bound)
@@ -270,7 +270,9 @@ struct SPTransportTests {
         // pool's threads (two on this machine) for seconds before this task resumes.
         #expect(ContinuousClock.now - cancelled < .seconds(25), "the cancelled request waited for its reply")
         #expect(failureCode(result) == .canceled)
-        let inFlight = Task { try await requester.request(bytes("slow"), timeout: .seconds(30)) }
+        // A timeout far beyond anything the close could take, on however loaded a machine:
+        // only the close may end it (30 s once ran out first under load).
+        let inFlight = Task { try await requester.request(bytes("slow"), timeout: .seconds(600)) }
         try await Task.sleep(for: .milliseconds(100))
         requester.close()
         let ended = await inFlight.result

@@ -68,27 +68,34 @@ extension ClusterNode {
     func applyRemote(room roomID: String, batch: WireMessage.DeltaBatch, from sender: ReplicaID) {
         guard RoomID.validate(roomID) == nil, state.withLock({ $0.quarantined[roomID] == nil }) else { return }
         let now = wallMillis()
-        let (applied, storeError) = state.withLock { state -> (RemoteApplication?, StoreError?) in
-            // A room kept elsewhere (placement) is not followed: a copy held here stays as
-            // it is until its owners hold it (`handOffRooms`).
-            guard state.owns(roomID, ownName: name) else {
-                if state.rooms[roomID] == nil && state.declined.count < NodeState.declinedLimit { state.declined.insert(roomID) }
-                return (nil, nil)
-            }
-            if state.rooms[roomID] == nil && state.mayOwnWithoutHolding(roomID, ownName: name) { state.arriving.insert(roomID) }
-            let applied = state.engine.applyRemote(room: roomID, batch.deltas, origin: batch.origin, nowMillis: now)
-            var storeError: StoreError?
-            if !applied.fresh.isEmpty, let store = state.store {
-                do throws(StoreError) {
-                    try store.append(room: roomID, deltas: applied.fresh)
-                } catch {
-                    storeError = error
-                    state.engine.storeMissed(room: roomID)
+        // Under the room's gate: applied under the state lock, then stored outside it
+        // (other rooms go on), with no other store or compaction of this room between.
+        let (applied, storeError) = writeGates.withGate(roomID) { () -> (RemoteApplication?, StoreError?) in
+            let (applied, store) = state.withLock { state -> (RemoteApplication?, NodeStore?) in
+                // A room kept elsewhere (placement) is not followed: a copy held here stays as
+                // it is until its owners hold it (`handOffRooms`).
+                guard state.owns(roomID, ownName: name) else {
+                    if state.rooms[roomID] == nil && state.declined.count < NodeState.declinedLimit { state.declined.insert(roomID) }
+                    return (nil, nil)
                 }
+                if state.rooms[roomID] == nil && state.mayOwnWithoutHolding(roomID, ownName: name) { state.arriving.insert(roomID) }
+                let applied = state.engine.applyRemote(room: roomID, batch.deltas, origin: batch.origin, nowMillis: now)
+                outbox.enqueue(room: roomID, deltas: applied.fresh, toNodes: false)
+                if applied.needsPull { state.pulls.want(NodeState.SyncKey(peer: sender, room: roomID)) }
+                return (applied, applied.fresh.isEmpty ? nil : state.store)
+            }
+            guard let applied, let store else { return (applied, nil) }
+            var storeError: StoreError?
+            do throws(StoreError) {
+                try store.append(room: roomID, deltas: applied.fresh)
+            } catch {
+                storeError = error
+            }
+            state.withLock { state in
+                // A miss: no patch is appended here until a snapshot taken after it is stored.
+                if storeError != nil { state.engine.storeMissed(room: roomID) }
                 state.engine.compactions.appended(room: roomID)
             }
-            outbox.enqueue(room: roomID, deltas: applied.fresh, toNodes: false)
-            if applied.needsPull { state.pendingSyncs.insert(NodeState.SyncKey(peer: sender, room: roomID)) }
             return (applied, storeError)
         }
         // Not fatal: the room's next snapshot stores them, and until then no patch is
@@ -135,9 +142,7 @@ extension ClusterNode {
                 // a peer's copy replaces them (and then to its owners, if it has others).
                 guard RoomID.validate(roomID) == nil, placement.owns(name, room: roomID) || state.quarantined[roomID] != nil,
                       !(state.rooms[roomID]?.seen ?? VersionVector()).dominates(theirs) else { return }
-                let key = NodeState.SyncKey(peer: heartbeat.node, room: roomID)
-                state.pendingSyncs.insert(key)
-                state.openGaps.insert(key)
+                state.pulls.wantUntilClosed(NodeState.SyncKey(peer: heartbeat.node, room: roomID))
                 gap = true
             }
             // What changed on the peer is compared at once; everything it holds after a
@@ -151,13 +156,13 @@ extension ClusterNode {
                 // Its rooms' hash differs from this node's view of them: heartbeats with
                 // changes were missed. Ask for the complete list (a hello) first.
                 if entry.viewMismatched {
-                    state.pendingSyncs.insert(NodeState.SyncKey(peer: heartbeat.node, room: NodeState.SyncKey.completeList))
+                    state.pulls.want(NodeState.SyncKey(peer: heartbeat.node, room: NodeState.SyncKey.completeList))
                     metrics.add("gossip_view_mismatches_total")
-                    askNow = !state.pulling.contains(heartbeat.node)
+                    askNow = !state.pulls.isPulling(heartbeat.node)
                 }
             }
             for node in connect { state.peers.markConnected(node) }
-            return (connect.compactMap { state.peers.entries[$0] }, wasSilent && gap && !state.pulling.contains(heartbeat.node),
+            return (connect.compactMap { state.peers.entries[$0] }, wasSilent && gap && !state.pulls.isPulling(heartbeat.node),
                     wasSilent ? state.peers.entries[heartbeat.node]?.address : nil)
         }
         for peer in toConnect { connect(peer) }
@@ -431,12 +436,16 @@ extension ClusterNode {
     }
 
     private func compactAlone(room: String) -> Compaction {
-        // Under the room's gate: no write of it is stored and not yet applied, so the log
-        // position read with the state covers only what the state holds.
-        let plan = writeGates.withGate(room) {
-            state.withLock { state -> (NodeStore, RoomState, Int64, Int, NodeEngine.SnapshotMark)? in
-                guard let store = state.store, let current = state.rooms[room] else { return nil }
-                return (store, current, store.logMark(room: room), state.engine.compactions.entries[room] ?? 0, state.engine.snapshotMark)
+        // Under the room's gate: every append of the room (writes, remote deltas, patches)
+        // runs under it and is applied before it is let go, so the log position read here
+        // covers exactly what the state holds. Read before the state lock: it waits for
+        // the store's lock, which a group commit in flight holds.
+        let plan = writeGates.withGate(room) { () -> (NodeStore, RoomState, Int64, Int, NodeEngine.SnapshotMark)? in
+            guard let store = state.withLock({ $0.store }) else { return nil }
+            let logMark = store.logMark(room: room)
+            return state.withLock { state -> (NodeStore, RoomState, Int64, Int, NodeEngine.SnapshotMark)? in
+                guard let current = state.rooms[room] else { return nil }
+                return (store, current, logMark, state.engine.compactions.entries[room] ?? 0, state.engine.snapshotMark)
             }
         }
         guard let (store, current, logMark, entries, snapshotMark) = plan else { return .unchanged }
@@ -541,33 +550,18 @@ extension ClusterNode {
     func runPendingSyncs(recheckGaps: Bool = false) {
         let batches = state.withLock { state -> [(peer: ReplicaID, address: String, keys: [NodeState.SyncKey])] in
             if recheckGaps { state.requeueOpenGaps() }
-            var byPeer: [ReplicaID: [NodeState.SyncKey]] = [:]
-            var dropped: [NodeState.SyncKey] = []
-            for key in state.pendingSyncs where !state.pulling.contains(key.peer) {
-                if !state.faults.cuts(key.peer), let entry = state.peers.entries[key.peer], entry.status != .dead {
-                    byPeer[key.peer, default: []].append(key)
-                } else {
-                    dropped.append(key)   // a cut or dead peer: its digests ask again once it is back
-                }
-            }
-            for key in dropped { state.pendingSyncs.remove(key) }
-            var batches: [(peer: ReplicaID, address: String, keys: [NodeState.SyncKey])] = []
-            for (peer, keys) in byPeer {
-                for key in keys { state.pendingSyncs.remove(key) }
-                state.pulling.insert(peer)
-                batches.append((peer, state.peers.entries[peer]!.address, keys.sorted { $0.room < $1.room }))
-            }
-            return batches
+            let peers = state.peers, faults = state.faults
+            // A cut or dead peer loses its pulls: its digests ask again once it is back.
+            return state.pulls.startBatches { peer in
+                !faults.cuts(peer) && peers.entries[peer].map { $0.status != .dead } == true
+            }.map { batch in (batch.peer, peers.entries[batch.peer]!.address, batch.keys) }
         }
         for batch in batches {
             do {
                 _ = try NNGThread(name: "hr-pull") { [weak self] in self?.pull(batch.keys, from: batch.address, peer: batch.peer) }
             } catch {
                 // No thread: ask again next tick.
-                state.withLock { state in
-                    state.pulling.remove(batch.peer)
-                    for key in batch.keys { state.pendingSyncs.insert(key) }
-                }
+                state.withLock { $0.pulls.finished(peer: batch.peer, unanswered: batch.keys) }
             }
         }
     }
@@ -575,11 +569,12 @@ extension ClusterNode {
     /// One peer's pulls, in turn; the first that gets no answer puts it and the rest
     /// back for a later tick (a silent peer costs one timeout, not one per room).
     func pull(_ keys: [NodeState.SyncKey], from address: String, peer: ReplicaID) {
-        defer { state.withLock { _ = $0.pulling.remove(peer) } }
+        var unanswered: [NodeState.SyncKey] = []
+        defer { state.withLock { [unanswered] in $0.pulls.finished(peer: peer, unanswered: unanswered) } }
         for (index, key) in keys.enumerated() {
             if state.withLock({ $0.stopping }) { return }
             guard pull(key, from: address) else {
-                state.withLock { state in for waiting in keys[index...] { state.pendingSyncs.insert(waiting) } }
+                unanswered = Array(keys[index...])
                 return
             }
         }
@@ -623,35 +618,41 @@ extension ClusterNode {
         // Encoded before the lock: the store gets these bytes if the merge changes the room.
         let hasStore = state.withLock { $0.store != nil }
         let encodedPatch = hasStore ? WireCodec.encodePatch(patch) : []
-        let (merged, recovering) = state.withLock { state -> (Merged, Bool) in
-            // Handed off while the pull was in flight: not this node's to bring back.
-            guard state.owns(key.room, ownName: name) || state.quarantined[key.room] != nil else { return (.unchanged, false) }
-            let merge = state.engine.merge(room: key.room, patch)
-            state.arriving.remove(key.room)
-            state.declined.remove(key.room)
-            if let why = state.quarantined[key.room] {
-                // A quarantined room, rebuilt from a peer's full state (its sync asked from
-                // nothing). It stays out of service until a snapshot of it replaces its
-                // broken rows (below, outside the lock), so no write is appended to rows
-                // that would quarantine it again on a restart. Its sequence numbers continue
-                // from what the peers hold of this node's (the engine's merge saw to it).
-                // What it holds is in memory only: a miss, until a snapshot taken after it is stored.
-                if state.store != nil {
-                    state.engine.storeMissed(room: key.room)
+        // Under the room's gate: merged under the state lock, then stored outside it.
+        let (merged, recovering) = writeGates.withGate(key.room) { () -> (Merged, Bool) in
+            let (merged, recovering, append) = state.withLock { state -> (Merged, Bool, NodeStore?) in
+                // Handed off while the pull was in flight: not this node's to bring back.
+                guard state.owns(key.room, ownName: name) || state.quarantined[key.room] != nil else { return (.unchanged, false, nil) }
+                let merge = state.engine.merge(room: key.room, patch)
+                state.arriving.remove(key.room)
+                state.declined.remove(key.room)
+                if let why = state.quarantined[key.room] {
+                    // A quarantined room, rebuilt from a peer's full state (its sync asked from
+                    // nothing). It stays out of service until a snapshot of it replaces its
+                    // broken rows (below, outside the lock), so no write is appended to rows
+                    // that would quarantine it again on a restart. Its sequence numbers continue
+                    // from what the peers hold of this node's (the engine's merge saw to it).
+                    // What it holds is in memory only: a miss, until a snapshot taken after it is stored.
+                    if state.store != nil {
+                        state.engine.storeMissed(room: key.room)
+                        state.engine.compactions.appended(room: key.room)
+                    }
+                    return (.recovered(why), true, nil)
+                }
+                var append: NodeStore?
+                if merge.changed, let store = state.store {
+                    // Not after a missed append: the patch's vector would cover what the store
+                    // lacks (`patchMerged`: a patch not appended is itself a miss).
+                    if state.engine.patchMerged(room: key.room) { append = store }
                     state.engine.compactions.appended(room: key.room)
                 }
-                return (.recovered(why), true)
+                if let behind = merge.ownSequenceBehind { return (.changedBehind(ours: behind.ours, theirs: behind.theirs), false, append) }
+                return (merge.changed ? .changed : .unchanged, false, append)
             }
-            if merge.changed, let store = state.store {
-                // Not after a missed append: the patch's vector would cover what the store
-                // lacks (`patchMerged`: a patch not appended is itself a miss).
-                if state.engine.patchMerged(room: key.room), (try? store.append(room: key.room, encodedPatch: encodedPatch)) == nil {
-                    state.engine.storeMissed(room: key.room)
-                }
-                state.engine.compactions.appended(room: key.room)
+            if let append, (try? append.append(room: key.room, encodedPatch: encodedPatch)) == nil {
+                state.withLock { $0.engine.storeMissed(room: key.room) }
             }
-            if let behind = merge.ownSequenceBehind { return (.changedBehind(ours: behind.ours, theirs: behind.theirs), false) }
-            return (merge.changed ? .changed : .unchanged, false)
+            return (merged, recovering)
         }
         var storeError: StoreError?
         if recovering {

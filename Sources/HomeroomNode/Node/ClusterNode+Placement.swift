@@ -216,11 +216,7 @@ extension ClusterNode {
             let holders = state.peers.entries.filter { entry in
                 recent(entry.value) && entry.value.rooms[room].map { !ours.dominates($0) } == true
             }.map(\.key)
-            for holder in holders {
-                let key = NodeState.SyncKey(peer: holder, room: room)
-                state.pendingSyncs.insert(key)
-                state.openGaps.insert(key)
-            }
+            for holder in holders { state.pulls.wantUntilClosed(NodeState.SyncKey(peer: holder, room: room)) }
             if !holders.isEmpty {
                 return "room \(room) is moving to this node from \(holders.count) other node(s): retry in a moment, or at another of its owners"
             }
@@ -247,19 +243,14 @@ extension ClusterNode {
         for (peer, entry) in state.peers.entries where entry.status != .dead {
             for (room, theirs) in entry.rooms where placement.owns(name, room: room)
                 && !(state.rooms[room]?.seen ?? VersionVector()).dominates(theirs) {
-                let key = NodeState.SyncKey(peer: peer, room: room)
-                state.pendingSyncs.insert(key)
-                state.openGaps.insert(key)
+                state.pulls.wantUntilClosed(NodeState.SyncKey(peer: peer, room: room))
                 // Owned only since this change (every member owns it now, say): clients
                 // wait until it has caught up, as in any room kept apart.
                 if !previous.owns(name, room: room) { state.arriving.insert(room) }
             }
         }
         // Gaps in rooms this node no longer owns are not its to close.
-        for key in state.openGaps where key.room != NodeState.SyncKey.completeList && !placement.owns(name, room: key.room) {
-            state.openGaps.remove(key)
-            state.pendingSyncs.remove(key)
-        }
+        state.pulls.forget { $0.room != NodeState.SyncKey.completeList && !placement.owns(name, room: $0.room) }
     }
 
     private func coveredByOwners(_ room: String, _ placement: Placement, in state: NodeState) -> Bool {
@@ -273,10 +264,11 @@ extension ClusterNode {
     /// Drops one copy this node no longer owns, with its store rows, keeping its sequence
     /// floor. Under the compaction lock (taken before the state lock, as compactions do),
     /// so no snapshot in flight stores the room again after its rows are gone, and under
-    /// the room's write gate, so no write of it is between its store and its commit.
+    /// the room's write gate, so no write of it is between its store and its commit. The
+    /// rows go outside the state lock (the gate keeps this room's writes out meanwhile).
     private func handOff(room: String) {
-        let outcome = compacting.withLock { _ in writeGates.withGate(room) {
-            state.withLock { state -> Result<Void, StoreError>? in
+        let outcome = compacting.withLock { _ in writeGates.withGate(room) { () -> Result<Void, StoreError>? in
+            let dropped = state.withLock { state -> (SequenceFloor, NodeStore?)? in
                 let placement = state.placement(ownName: name)
                 guard !placement.owns(name, room: room), !state.engine.holdsLeases(in: room),
                       coveredByOwners(room, placement, in: state), let floor = state.engine.handOff(room: room) else { return nil }
@@ -286,15 +278,16 @@ extension ClusterNode {
                 state.lastTrim[room] = nil
                 state.retirementRooms.remove(room)
                 state.historyRooms.remove(room)
-                for key in state.openGaps where key.room == room { state.openGaps.remove(key) }
-                for key in state.pendingSyncs where key.room == room { state.pendingSyncs.remove(key) }
-                guard let store = state.store else { return .success(()) }
-                do throws(StoreError) {
-                    try store.handOff(room: room, floor: floor)
-                    return .success(())
-                } catch {
-                    return .failure(error)
-                }
+                state.pulls.forget { $0.room == room }
+                return (floor, state.store)
+            }
+            guard let (floor, store) = dropped else { return nil }
+            guard let store else { return .success(()) }
+            do throws(StoreError) {
+                try store.handOff(room: room, floor: floor)
+                return .success(())
+            } catch {
+                return .failure(error)
             }
         } }
         switch outcome {

@@ -52,14 +52,9 @@ struct NodeState {
     var lastTrim: [String: UInt64] = [:]
     /// When a peer's undecodable repair patch was last logged, per (peer, room).
     var decodeFailureLogged: [SyncKey: UInt64] = [:]
-    /// (peer, room) pairs to pull from at the next tick.
-    var pendingSyncs: Set<SyncKey> = []
-    /// (peer, room) pairs where the peer's view shows what this node lacks, until it no
-    /// longer does (or the peer is forgotten): queued again at every tick. At most one
-    /// per peer and room.
-    var openGaps: Set<SyncKey> = []
-    /// Peers with a pull in flight (`ClusterNode.runPendingSyncs`): one at a time each.
-    var pulling: Set<ReplicaID> = []
+    /// What to pull from whom (the engine's schedule: wanted pulls, open gaps, one batch
+    /// in flight per peer).
+    var pulls = PullSchedule()
     var stopping = false
     /// Why this node stepped aside (descriptors exhausted, a stuck event loop), or nil.
     /// While set it sends no heartbeats and refuses every request `unavailable`.
@@ -83,13 +78,7 @@ struct NodeState {
     /// once a second, however many listing hellos arrive (`ClusterNode.roomSummaries`).
     var roomListing: (madeAtMillis: UInt64, rooms: [ClusterNode.RoomSummary])?
 
-    struct SyncKey: Hashable {
-        var peer: ReplicaID
-        var room: String
-        /// Not a room (no room id is empty): the peer's complete room list, asked for when
-        /// its heartbeats' hash differs from this node's view of its rooms. Sorted first.
-        static let completeList = ""
-    }
+    typealias SyncKey = PullSchedule.Key
 
 
     init(engine: NodeEngine) {
@@ -136,13 +125,10 @@ extension NodeState {
     /// quiet room no more, so a pull lost to a short cut, or one that merged nothing,
     /// would otherwise wait for the peer's next complete list (30 s).
     mutating func requeueOpenGaps() {
-        for key in openGaps {
-            guard let theirs = peers.entries[key.peer]?.rooms[key.room],
-                  !(rooms[key.room]?.seen ?? VersionVector()).dominates(theirs) else {
-                openGaps.remove(key)
-                continue
-            }
-            pendingSyncs.insert(key)
+        let peers = self.peers, rooms = self.rooms
+        pulls.requeueOpenGaps { key in
+            guard let theirs = peers.entries[key.peer]?.rooms[key.room] else { return false }
+            return !(rooms[key.room]?.seen ?? VersionVector()).dominates(theirs)
         }
     }
 

@@ -13,11 +13,13 @@ extension ClusterNode {
         var logEntries: Int64 = 0
     }
 
-    func gauges() -> Gauges {
+    /// The gauges; users and who is online only with `countingUsers` (every user of every
+    /// room, under the state lock: /metrics counts them, /healthz does not).
+    func gauges(countingUsers: Bool = true) -> Gauges {
         state.withLock { state in
             var gauges = Gauges()
             gauges.rooms = state.rooms.count
-            for room in state.rooms.values {
+            for room in state.rooms.values where countingUsers {
                 gauges.users += room.users.count
                 gauges.online += room.users.values.reduce(0) { $0 + ($1.isOnline(deadIncarnations: room.deadIncarnations) ? 1 : 0) }
             }
@@ -132,7 +134,7 @@ extension ClusterNode {
 
     func healthText() -> (Bool, String) {
         let (stopping, wedged, draining) = state.withLock { ($0.stopping, $0.wedged, $0.draining) }
-        let gauges = gauges()
+        let gauges = gauges(countingUsers: false)
         // Draining is healthy (200): a liveness probe must not restart a node mid-drain;
         // clients sent here are answered not-owner and go to the owners.
         let status = stopping ? "stopping" : wedged != nil ? "wedged" : draining ? (isDrained ? "drained" : "draining") : "ok"

@@ -11,12 +11,12 @@ import Synchronization
 /// loss; `--sync full` also survives power loss, at an fsync per commit.
 ///
 /// Safe across threads: one connection behind the store's own lock. Appends that arrive
-/// while another commits are committed together (`GroupCommit`). A client write is
-/// appended outside the node's state lock, holding its room's write gate until it is
-/// applied; remote deltas and patches are appended under the state lock. Snapshots are
-/// encoded and stored outside it: a snapshot names the log position it covers
-/// (`logMark`, read with the state and the room's gate) and the compaction trims only up
-/// to that.
+/// while another commits are committed together (`GroupCommit`). The node appends
+/// outside its state lock, holding the room's write gate (`RoomWriteGates`) from the
+/// append to the apply (a client write is stored, then applied; a remote delta or patch
+/// is applied, then stored). Snapshots are encoded and stored outside the state lock: a
+/// snapshot names the log position it covers (`logMark`, read under the room's gate) and
+/// the compaction trims only up to that.
 final class NodeStore: Sendable {
     private let connection: Mutex<Connection>
     private let appends = GroupCommit<Append>()
@@ -168,9 +168,9 @@ final class NodeStore: Sendable {
         }
     }
 
-    /// The room's log position now. Read under the node's state lock together with the
-    /// room's state, it names what a snapshot of that state covers: every entry up to
-    /// it was applied to that state, since entries are appended under the same lock.
+    /// The room's log position now. Read under the room's write gate, where every append
+    /// of the room is also applied: it names what a snapshot of the state copied under
+    /// the same gate covers.
     func logMark(room: String) -> Int64 {
         connection.withLock { $0.lastLogID[room] ?? 0 }
     }
