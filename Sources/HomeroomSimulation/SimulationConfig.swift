@@ -4,6 +4,10 @@ import HomeroomEngine
 /// The shape of one simulated schedule.
 public struct SimulationConfig: Sendable, Hashable {
     public var replicas = 3
+    /// Ordinary rooms, each with its own clients; and whether a breakout group's room of
+    /// the first one is added (for small classrooms, whose groups it admits by).
+    public var rooms = 2
+    public var breakoutRoom = true
     public var students = 8
     public var steps = 300
     public var stageLimit: UInt32 = 3
@@ -24,6 +28,16 @@ public struct SimulationConfig: Sendable, Hashable {
     /// Percent of store appends that fail: a client write is refused `store-failed`; a
     /// remote delta or patch is applied but not stored (a restart loses it).
     public var storeFailurePercent = 3
+    /// Percent of client writes left in flight (stamped, being stored, the node's lock free)
+    /// while other steps go on, one per room and node (node writes: half as often); and of
+    /// steps at which one such write finishes (is stored and committed, or fails).
+    public var inFlightPercent = 30
+    public var inFlightFinishPercent = 20
+    /// Whether one origin's clock readings must also rise across its node's restarts. Off
+    /// while the engine restores its clock only from the stamps its rooms still hold (a
+    /// write that left none, such as a `replica_down`, can be stamped again below): such
+    /// pairs are counted in `SimulationReport.clocksBackAfterRestart` instead.
+    public var checkClocksAcrossRestarts = false
     /// Percent of nodes whose clock runs beyond the drift limit ahead of the others.
     public var farSkewPercent = 5
     /// The nodes' tick (a heartbeat to every node), and the silence after which a node
@@ -62,6 +76,7 @@ public struct SimulationConfig: Sendable, Hashable {
 /// What a finished schedule found.
 public struct SimulationReport: Sendable, CustomStringConvertible {
     public var seed: UInt64
+    public var rooms = 0
     public var writes = 0
     public var refusedAtOrigin = 0
     public var rejectedByMerge = 0
@@ -117,6 +132,17 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var farSkewedNodes = 0
     /// Patches that showed a node's own writes above its numbering (never expected here).
     public var ownSequencesBehind = 0
+    /// Writes left in flight while other steps went on, and those a crash lost.
+    public var writesInFlight = 0
+    public var inFlightLost = 0
+    /// Clock readings checked to rise with their sequence numbers (per room, origin, replica).
+    public var clockReadingsChecked = 0
+    /// Pairs of one origin's readings in a room that went back across its node's restart
+    /// (not violations while `SimulationConfig.checkClocksAcrossRestarts` is off).
+    public var clocksBackAfterRestart = 0
+    /// Client writes to the breakout group's room the main room's state refused, and let in.
+    public var groupRoomRefusals = 0
+    public var groupRoomAdmissions = 0
     public var violations: [String] = []
     /// `SimulationConfig.traceUser`'s events, in order.
     public var trace: [String] = []
@@ -126,7 +152,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
 
     public var description: String {
         var lines = [
-            "seed \(seed): \(writes) writes (\(refusedAtOrigin) refused at origin, \(rejectedByMerge) rejected by merge), "
+            "seed \(seed): \(rooms) rooms, \(writes) writes (\(refusedAtOrigin) refused at origin, \(rejectedByMerge) rejected by merge), "
                 + "\(messagesSent) messages (\(messagesDropped) dropped, \(messagesDuplicated) duplicated), "
                 + "\(partitions) partitions, \(patchesSent) repair patches, \(syncRounds) final sync rounds",
             "messaging: \(messagesAccepted) messages accepted, \(messagesKept) kept, \(messageRetries) retries "
@@ -134,6 +160,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
                 + "\(propertyConflicts) property conflicts reported, \(propertyWritesLost) property writes lost",
             "locks: \(lockGrants) grants, \(guardedWrites) guarded writes accepted; \(breakoutGroups) breakout groups at the end",
             "lifetime: \(sessionFolds) session folds, \(rewardFolds) reward folds; at most \(sessionRecordsLeft) session and \(rewardRecordsLeft) reward records per user left",
+            "pipeline: \(writesInFlight) writes left in flight (\(inFlightLost) lost in a crash), \(clockReadingsChecked) clock readings checked (\(clocksBackAfterRestart) back after a restart); "
+                + "group room: \(groupRoomRefusals) writes refused by the main room, \(groupRoomAdmissions) let in",
             "faults: \(restarts) restarts, \(storeFailures) store failures, \(duplicatesAcknowledged) retries answered duplicate, "
                 + "\(clockRefusals) deltas refused for a clock \(farSkewedNodes > 0 ? "beyond the limit (\(farSkewedNodes) far-skewed nodes)" : "ahead")",
             "presence: \(downsDetected) downs detected (\(falseDowns) of alive nodes), \(refutations) refutations; \(presenceChecked) users expected online at the end; "
