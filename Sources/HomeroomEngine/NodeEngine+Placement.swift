@@ -50,6 +50,14 @@ extension NodeEngine {
                              clock: sequencer.clock.last)
     }
 
+    /// The clock a restart's store vouches for: at least every reading this replica gave
+    /// out (the log's deltas, and what each compaction recorded of the clock when it trimmed
+    /// them). The rooms' stamps alone miss writes that leave none (`replica_down`, folds,
+    /// overwritten registers): a restart then stamped its next write at or below them.
+    public mutating func restoreClock(atLeast packed: UInt64) {
+        sequencer.restore(lastSequence: 0, lastClock: packed)
+    }
+
     /// Floors of rooms handed off before a restart (from the store): numbering continues above them.
     public mutating func restore(floors: [String: SequenceFloor]) {
         for (roomID, floor) in floors {

@@ -55,8 +55,6 @@ public struct Simulation {
         var largestGuardedFence: UInt64 = 0
         /// The breakout group this room is the room of (its main room is room 0), or nil.
         var group: String? = nil
-        /// Per delta committed in this room, how many times its node had restarted then.
-        var boots: [Dot: Int] = [:]
 
         init(id: String) {
             self.id = id
@@ -100,8 +98,6 @@ public struct Simulation {
         /// What the node's store holds, per room: a restart loads it (and loses the rest).
         var stores: [StoreModel]
         var incarnation: UInt64 = 1
-        /// How many times it restarted (a refutation moves the incarnation on, not this).
-        var boots = 0
         var skewMillis: UInt64
         /// Per room (as `Simulation.worlds`).
         var rooms: [RoomReplica]
@@ -496,7 +492,6 @@ public struct Simulation {
             return
         }
         let committed = nodes[replica].engine.commit(pending.stamped)
-        worlds[room].boots[committed.delta.dot] = nodes[replica].boots
         noteClock(committed.delta, at: replica, in: room)
         if pending.client {
             trace(write.operation.target, "node \(replica + 1) took \(write.author)'s \(write.operation) in \(id) (counter \(write.authorCounter)\(pending.forged ? ", past admission" : ""))")
@@ -720,7 +715,7 @@ public struct Simulation {
             // Copied under the lock with its mark; stored now, or steps later while writes,
             // deltas and patches go on (as `ClusterNode.compact(room:)` does).
             let taken = Compaction(copy: state(compacting, room), logMark: nodes[compacting].stores[room].lastPosition,
-                                   mark: nodes[compacting].engine.snapshotMark)
+                                   mark: nodes[compacting].engine.snapshotMark, clock: nodes[compacting].engine.sequencer.clock.last)
             if rng.chance(50) { finishCompaction(at: compacting, in: room, taken) } else { nodes[compacting].rooms[room].compaction = taken }
         }
         if let pull = pendingPulls.first {
@@ -741,7 +736,7 @@ public struct Simulation {
         guard !rng.chance(config.storeFailurePercent) else { return }
         let id = worlds[room].id
         let wasBehind = !nodes[replica].engine.appendsPatches(room: id)
-        guard nodes[replica].stores[room].compact(taken.copy, upTo: taken.logMark) else { return }
+        guard nodes[replica].stores[room].compact(taken.copy, upTo: taken.logMark, clock: taken.clock) else { return }
         nodes[replica].engine.snapshotStored(room: id, takenAt: taken.mark)
         if wasBehind { report.snapshotsAfterMisses += 1 }
     }
@@ -827,6 +822,9 @@ public struct Simulation {
         nodes[crashed].inFlight = Array(repeating: nil, count: worlds.count)
         let loaded = Dictionary(uniqueKeysWithValues: worlds.indices.map { (worlds[$0].id, nodes[crashed].stores[$0].load()) })
         nodes[crashed].engine = NodeEngine(replica: replica, rooms: loaded, policy: config.policy)
+        // As the node's boot: the clock its store vouches for, above every reading it gave
+        // out (the rooms' stamps alone miss writes that left none, a `replica_down` say).
+        nodes[crashed].engine.restoreClock(atLeast: nodes[crashed].stores.map(\.clock).max() ?? 0)
         nodes[crashed].engine.noteEveryUserForFolding()
         nodes[crashed].checkpoints = [:]
         nodes[crashed].peers = [:]
@@ -834,7 +832,6 @@ public struct Simulation {
         expectWriters(at: crashed, in: nil)
         for room in worlds.indices { nodes[crashed].rooms[room].compaction = nil }
         nodes[crashed].incarnation += 1
-        nodes[crashed].boots += 1
         nodes[crashed].engine.liveIncarnation(nodes[crashed].incarnation, sinceMillis: nowMillis + nodes[crashed].skewMillis)
         rebuildMirrors(of: crashed)
         // As `ClusterNode`'s boot: the previous incarnation's sessions end, the write asked
@@ -1274,15 +1271,6 @@ public struct Simulation {
                     let readings = clocks[origin]!.sorted { $0.key < $1.key }
                     report.clockReadingsChecked += readings.count
                     for (earlier, later) in zip(readings, readings.dropFirst()) where !(earlier.value < later.value) {
-                        let boots = worlds[room].boots
-                        if !config.checkClocksAcrossRestarts,
-                           boots[Dot(origin: origin, sequence: earlier.key)] != boots[Dot(origin: origin, sequence: later.key)] {
-                            // KNOWN ENGINE BUG (see docs/TESTING.md): a restart restores the clock from
-                            // the stamps its rooms still hold, and writes that left none (a
-                            // `replica_down`, a fold, an overwritten register) are not among them.
-                            report.clocksBackAfterRestart += 1
-                            continue
-                        }
                         report.violations.append("replica \(replica + 1), \(worlds[room].id): origin \(origin)'s delta \(later.key) has clock \(later.value), not above delta \(earlier.key)'s \(earlier.value)")
                         break
                     }
@@ -1499,6 +1487,8 @@ struct Compaction {
     var copy: RoomState
     var logMark: Int
     var mark: NodeEngine.SnapshotMark
+    /// The engine's clock with the copy: at least every reading the trimmed deltas carry.
+    var clock: UInt64
 }
 
 /// What a node's store holds, as `NodeStore` keeps it: a snapshot of the room, and the
@@ -1512,6 +1502,8 @@ struct StoreModel {
     var snapshot: RoomState
     /// The log position the snapshot covers.
     var snapshotCovers = 0
+    /// The highest clock a compaction kept with its trim (`NodeStore`'s `clock` row).
+    var compactedClock: UInt64 = 0
     var log: [(position: Int, entry: Entry)] = []
     var lastPosition = 0
 
@@ -1524,8 +1516,9 @@ struct StoreModel {
 
     /// `NodeStore.compact`: the snapshot (as the node stores it, `snapshot()`) replaces the
     /// log up to `mark`; one covering less than the stored one changes nothing.
-    mutating func compact(_ copy: RoomState, upTo mark: Int) -> Bool {
+    mutating func compact(_ copy: RoomState, upTo mark: Int, clock: UInt64) -> Bool {
         guard mark >= snapshotCovers else { return false }
+        compactedClock = max(compactedClock, clock)
         // The copy itself, not `copy.snapshot()` as the node stores: the simulation's rooms
         // start with limits set out of band, stamped at the origin, which a snapshot leaves
         // out (a real room's limits are written by deltas).
@@ -1533,6 +1526,14 @@ struct StoreModel {
         snapshotCovers = mark
         log.removeAll { $0.position <= mark }
         return true
+    }
+
+    /// The clock a restart restores (`NodeStore.loadRooms`): the compactions' and the log's.
+    var clock: UInt64 {
+        log.reduce(compactedClock) { highest, item in
+            if case let .delta(delta) = item.entry { return max(highest, delta.clock.packed) }
+            return highest
+        }
     }
 
     /// `NodeStore.loadRooms`: the snapshot, then the log in order.

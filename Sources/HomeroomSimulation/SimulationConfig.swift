@@ -33,11 +33,6 @@ public struct SimulationConfig: Sendable, Hashable {
     /// steps at which one such write finishes (is stored and committed, or fails).
     public var inFlightPercent = 30
     public var inFlightFinishPercent = 20
-    /// Whether one origin's clock readings must also rise across its node's restarts. Off
-    /// while the engine restores its clock only from the stamps its rooms still hold (a
-    /// write that left none, such as a `replica_down`, can be stamped again below): such
-    /// pairs are counted in `SimulationReport.clocksBackAfterRestart` instead.
-    public var checkClocksAcrossRestarts = false
     /// Percent of nodes whose clock runs beyond the drift limit ahead of the others.
     public var farSkewPercent = 5
     /// The nodes' tick (a heartbeat to every node), and the silence after which a node
@@ -137,9 +132,6 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var inFlightLost = 0
     /// Clock readings checked to rise with their sequence numbers (per room, origin, replica).
     public var clockReadingsChecked = 0
-    /// Pairs of one origin's readings in a room that went back across its node's restart
-    /// (not violations while `SimulationConfig.checkClocksAcrossRestarts` is off).
-    public var clocksBackAfterRestart = 0
     /// Client writes to the breakout group's room the main room's state refused, and let in.
     public var groupRoomRefusals = 0
     public var groupRoomAdmissions = 0
@@ -160,7 +152,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
                 + "\(propertyConflicts) property conflicts reported, \(propertyWritesLost) property writes lost",
             "locks: \(lockGrants) grants, \(guardedWrites) guarded writes accepted; \(breakoutGroups) breakout groups at the end",
             "lifetime: \(sessionFolds) session folds, \(rewardFolds) reward folds; at most \(sessionRecordsLeft) session and \(rewardRecordsLeft) reward records per user left",
-            "pipeline: \(writesInFlight) writes left in flight (\(inFlightLost) lost in a crash), \(clockReadingsChecked) clock readings checked (\(clocksBackAfterRestart) back after a restart); "
+            "pipeline: \(writesInFlight) writes left in flight (\(inFlightLost) lost in a crash), \(clockReadingsChecked) clock readings checked; "
                 + "group room: \(groupRoomRefusals) writes refused by the main room, \(groupRoomAdmissions) let in",
             "faults: \(restarts) restarts, \(storeFailures) store failures, \(duplicatesAcknowledged) retries answered duplicate, "
                 + "\(clockRefusals) deltas refused for a clock \(farSkewedNodes > 0 ? "beyond the limit (\(farSkewedNodes) far-skewed nodes)" : "ahead")",

@@ -5,9 +5,7 @@ import HomeroomSimulation
 
 /// Seeded schedules over several replicas with loss, duplication, reordering,
 /// partitions and restarts. `HOMEROOM_SCHEDULES` sets how many (CI runs 10,000);
-/// `HOMEROOM_SEED` replays one (`HOMEROOM_TRACE_USER` adds what happened to one user);
-/// `HOMEROOM_CLOCKS_ACROSS_RESTARTS=1` turns on the clock check across restarts (a known
-/// engine bug fails it).
+/// `HOMEROOM_SEED` replays one (`HOMEROOM_TRACE_USER` adds what happened to one user).
 @Suite struct SimulationTests {
     static var environment: [String: String] { ProcessInfo.processInfo.environment }
 
@@ -24,7 +22,7 @@ import HomeroomSimulation
         var failures = 0
         var refutations = 0, presenceChecked = 0, falseDowns = 0, probes = 0, vouches = 0
         var vanishedChecked = 0, leasesExpired = 0, attached = 0, reclaims = 0
-        var rooms = 0, inFlight = 0, clockReadings = 0, clocksBack = 0, groupRefusals = 0, groupAdmissions = 0
+        var rooms = 0, inFlight = 0, clockReadings = 0, groupRefusals = 0, groupAdmissions = 0
         for seed in seeds {
             var config = SimulationConfig()
             var rng = SplitMix64(seed: seed ^ 0xC0FFEE)
@@ -33,9 +31,6 @@ import HomeroomSimulation
             config.steps = Int.random(in: 40...170, using: &rng)
             config.roomType = Int.random(in: 0..<10, using: &rng) == 0 ? .oneToOne : .smallClassroom
             config.traceUser = env["HOMEROOM_TRACE_USER"]
-            // The clock check across restarts, off while the engine's restart restores its clock
-            // only from the stamps its rooms hold (SimulationConfig.checkClocksAcrossRestarts).
-            config.checkClocksAcrossRestarts = env["HOMEROOM_CLOCKS_ACROSS_RESTARTS"] == "1"
             let report = Simulation.run(seed: seed, config: config)
             refutations += report.refutations
             falseDowns += report.falseDowns
@@ -49,7 +44,6 @@ import HomeroomSimulation
             rooms += report.rooms
             inFlight += report.writesInFlight
             clockReadings += report.clockReadingsChecked
-            clocksBack += report.clocksBackAfterRestart
             groupRefusals += report.groupRoomRefusals
             groupAdmissions += report.groupRoomAdmissions
             if !report.converged {
@@ -63,7 +57,7 @@ import HomeroomSimulation
         }
         #expect(failures == 0, "\(failures) of \(seeds.count) schedules failed")
         print("simulated \(seeds.count) schedules (\(rooms) rooms): \(inFlight) writes left in flight, \(clockReadings) clock readings checked "
-              + "(\(clocksBack) went back across a restart: known engine bug, not checked), group room: \(groupRefusals) writes refused by the main room, \(groupAdmissions) let in")
+              + "(across restarts too), group room: \(groupRefusals) writes refused by the main room, \(groupAdmissions) let in")
         print("simulated \(seeds.count) schedules: \(falseDowns) alive nodes declared down, \(refutations) refutations, \(presenceChecked) users checked online, \(probes) probes (\(vouches) found a silent node alive), \(vanishedChecked) vanished clients checked offline, \(leasesExpired) leases ran out, \(attached) clients attached across a restart, \(reclaims) sessions reclaimed")
         // The presence check must have had something to check.
         if seeds.count >= 100 {

@@ -115,11 +115,44 @@ import Testing
         _ = room.apply(fourth)
         try store.append(room: "hall", deltas: [fourth])
         let later = (room, store.logMark(room: "hall"))
-        #expect(try store.compact(room: "hall", snapshot: WireCodec.encodePatch(later.0.snapshot()), upTo: later.1))
-        #expect(try !store.compact(room: "hall", snapshot: WireCodec.encodePatch(earlier.0.snapshot()), upTo: earlier.1))
+        #expect(try store.compact(room: "hall", snapshot: WireCodec.encodePatch(later.0.snapshot()), upTo: later.1, clock: 0))
+        #expect(try !store.compact(room: "hall", snapshot: WireCodec.encodePatch(earlier.0.snapshot()), upTo: earlier.1, clock: 0))
         let loaded = try #require(try NodeStore(path: path).loadRooms().rooms["hall"])
         #expect(loaded.users["u4"]?.name.value == "N4")
         #expect(loaded.seen == later.0.seen)
+    }
+
+    /// A restart restores the clock the store vouches for: the highest reading in the log,
+    /// and what each compaction kept of the clock when it trimmed the log. A write that
+    /// leaves no stamp in the room (a `replica_down`) is still covered once trimmed.
+    @Test func theStoreVouchesForEveryClockReadingItTrimmed() throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/homeroom.sqlite3"
+        let writer = ReplicaID(name: "writer")
+        func down(_ sequence: UInt64, atMillis millis: UInt64) -> Delta {
+            Delta(sequence: sequence, clock: HybridTimestamp(millis: millis, logical: 0, replica: writer),
+                  author: "node:writer", authorRole: .system, authorCounter: 0,
+                  operation: .replicaDown(replica: ReplicaID(name: "gone"), incarnation: sequence))
+        }
+        var room = RoomState(roomID: "hall")
+        let store = try NodeStore(path: path)
+        for (sequence, millis) in [(1, 5_000), (2, 9_000)] as [(UInt64, UInt64)] {
+            let next = down(sequence, atMillis: millis)
+            _ = room.apply(next)
+            try store.append(room: "hall", deltas: [next])
+        }
+        let inLog = try NodeStore(path: path).loadRooms().clock
+        #expect(inLog == HybridTimestamp(millis: 9_000, logical: 0, replica: writer).packed)
+        // Trimmed, with the clock the node had when it copied the room (ahead of the log).
+        let engineClock = HybridTimestamp(millis: 12_000, logical: 3, replica: writer).packed
+        #expect(try store.compact(room: "hall", snapshot: WireCodec.encodePatch(room.snapshot()), upTo: store.logMark(room: "hall"), clock: engineClock))
+        let reopened = try NodeStore(path: path).loadRooms()
+        #expect(reopened.clock == engineClock, "the trimmed readings must still be vouched for")
+        // The room alone keeps no stamp of these writes: without the kept clock a restart
+        // would stamp its next write below them.
+        #expect(reopened.rooms["hall"]?.highestClock(writtenBy: [writer]) ?? 0 < inLog)
     }
 
     @Test func aCorruptStoreIsRefusedWithWhatToDo() throws {

@@ -440,21 +440,22 @@ extension ClusterNode {
         // runs under it and is applied before it is let go, so the log position read here
         // covers exactly what the state holds. Read before the state lock: it waits for
         // the store's lock, which a group commit in flight holds.
-        let plan = writeGates.withGate(room) { () -> (NodeStore, RoomState, Int64, Int, NodeEngine.SnapshotMark)? in
+        let plan = writeGates.withGate(room) { () -> (NodeStore, RoomState, Int64, Int, NodeEngine.SnapshotMark, UInt64)? in
             guard let store = state.withLock({ $0.store }) else { return nil }
             let logMark = store.logMark(room: room)
-            return state.withLock { state -> (NodeStore, RoomState, Int64, Int, NodeEngine.SnapshotMark)? in
+            return state.withLock { state -> (NodeStore, RoomState, Int64, Int, NodeEngine.SnapshotMark, UInt64)? in
                 guard let current = state.rooms[room] else { return nil }
-                return (store, current, logMark, state.engine.compactions.entries[room] ?? 0, state.engine.snapshotMark)
+                return (store, current, logMark, state.engine.compactions.entries[room] ?? 0, state.engine.snapshotMark,
+                        state.engine.sequencer.clock.last)
             }
         }
-        guard let (store, current, logMark, entries, snapshotMark) = plan else { return .unchanged }
+        guard let (store, current, logMark, entries, snapshotMark, engineClock) = plan else { return .unchanged }
         let clock = ContinuousClock()
         let started = clock.now
         let encoded = WireCodec.encodePatch(current.snapshot())
         let stored: Bool
         do throws(StoreError) {
-            stored = try store.compact(room: room, snapshot: encoded, upTo: logMark)
+            stored = try store.compact(room: room, snapshot: encoded, upTo: logMark, clock: engineClock)
         } catch {
             return .failed(error)
         }

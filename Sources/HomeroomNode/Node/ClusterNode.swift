@@ -110,6 +110,7 @@ public final class ClusterNode: Sendable {
         var rooms: [String: RoomState] = [:]
         var quarantined: [String: String] = [:]
         var floors: [String: SequenceFloor] = [:]
+        var storedClock: UInt64 = 0
         var previousIncarnation: UInt64?
         var incarnation = requestedIncarnation ?? WallClock.nowMillis()
         var storeReplica: ReplicaID?
@@ -141,7 +142,7 @@ public final class ClusterNode: Sendable {
                 try opened.setMeta("name", nameKey)
                 try opened.setMeta("replica", Int64(bitPattern: replica.rawValue))
                 try opened.setMeta("incarnation", Int64(bitPattern: incarnation))
-                (rooms, quarantined) = try opened.loadRooms()
+                (rooms, quarantined, storedClock) = try opened.loadRooms()
                 floors = try opened.loadFloors()
                 store = opened
             } catch let error as StoreError {
@@ -160,6 +161,7 @@ public final class ClusterNode: Sendable {
         // The engine numbers above everything the store holds of this replica id.
         var initial = NodeState(engine: NodeEngine(replica: replica, rooms: rooms, policy: config.enginePolicy))
         initial.engine.restore(floors: floors)
+        initial.engine.restoreClock(atLeast: storedClock)
         initial.replicas = config.replicas
         initial.roomReplicas = config.roomReplicas
         initial.prober = config.probeHelpers.map {

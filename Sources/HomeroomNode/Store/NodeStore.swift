@@ -179,8 +179,10 @@ final class NodeStore: Sendable {
     /// room's state as it was when `mark` was read). Entries after `mark` stay: they
     /// are replayed over the snapshot on load. False when a snapshot covering more is
     /// already stored (this one is older: nothing is changed).
+    /// `clock` is the node's clock when the room was copied (at least every reading its
+    /// trimmed deltas carry): kept with the trim, so a restart never stamps below them.
     @discardableResult
-    func compact(room: String, snapshot: [UInt8], upTo mark: Int64) throws(StoreError) -> Bool {
+    func compact(room: String, snapshot: [UInt8], upTo mark: Int64, clock: UInt64) throws(StoreError) -> Bool {
         try connection.withLock { (connection) throws(StoreError) -> Bool in
             let database = connection.database
             try database.execute("BEGIN IMMEDIATE", "begin compaction")
@@ -193,6 +195,12 @@ final class NodeStore: Sendable {
                     try database.execute("COMMIT", "end a compaction that changed nothing")
                     return false
                 }
+                let keepClock = try database.prepare("""
+                    INSERT INTO meta (key, value) VALUES ('clock', ?) ON CONFLICT(key) DO UPDATE SET value = max(value, excluded.value)
+                    """)
+                // Packed clocks stay below 2^63 for thousands of years: compared as signed.
+                keepClock.bind(1, Int64(bitPattern: clock))
+                try keepClock.run("keep the clock of a compaction")
                 connection.trimLog.bind(1, room)
                 connection.trimLog.bind(2, mark)
                 try connection.trimLog.run("trim the log of room \(room)")
@@ -258,16 +266,21 @@ final class NodeStore: Sendable {
     /// Rooms as stored, and the rooms that do not load (room -> why). One bad room
     /// never keeps the others from loading: the node serves them and keeps that one
     /// out of service (quarantined), its rows left as they are.
-    func loadRooms() throws(StoreError) -> (rooms: [String: RoomState], quarantined: [String: String]) {
-        try connection.withLock { (connection) throws(StoreError) in try Self.load(connection) }
+    /// The rooms, those that do not load, and the highest clock reading the store vouches
+    /// for (the log's deltas, and what compactions kept of the clock: `NodeEngine.restoreClock`).
+    func loadRooms() throws(StoreError) -> (rooms: [String: RoomState], quarantined: [String: String], clock: UInt64) {
+        let clock = try meta("clock").map { UInt64(bitPattern: $0) } ?? 0
+        let loaded = try connection.withLock { (connection) throws(StoreError) in try Self.load(connection) }
+        return (loaded.rooms, loaded.quarantined, max(clock, loaded.clock))
     }
 
-    private static func load(_ connection: Connection) throws(StoreError) -> (rooms: [String: RoomState], quarantined: [String: String]) {
+    private static func load(_ connection: Connection) throws(StoreError) -> (rooms: [String: RoomState], quarantined: [String: String], clock: UInt64) {
         let database = connection.database
         let path = database.path
         let limits = Self.limits
         var rooms: [String: RoomState] = [:]
         var quarantined: [String: String] = [:]
+        var clock: UInt64 = 0
         var problem: StoreError?
         let snapshots = try database.prepare("SELECT room, snapshot, last_log_id FROM rooms")
         try snapshots.query("read snapshots") { (row) throws(StoreError) in
@@ -290,7 +303,10 @@ final class NodeStore: Sendable {
             do {
                 switch Kind(rawValue: row.int64(1)) {
                 case .deltas:
-                    for delta in try WireCodec.decodeBatch(row.blob(2), limits: limits).deltas { _ = state.apply(delta) }
+                    for delta in try WireCodec.decodeBatch(row.blob(2), limits: limits).deltas {
+                        clock = max(clock, delta.clock.packed)
+                        _ = state.apply(delta)
+                    }
                 case .patch:
                     let patch = try WireCodec.decodePatch(row.blob(2), limits: limits)
                     if patch.roomID == room { state.merge(patch) }
@@ -303,7 +319,7 @@ final class NodeStore: Sendable {
         }
         if let problem { throw problem }
         for room in quarantined.keys { rooms[room] = nil }
-        return (rooms, quarantined)
+        return (rooms, quarantined, clock)
     }
 
     func logLength() throws(StoreError) -> Int64 {
