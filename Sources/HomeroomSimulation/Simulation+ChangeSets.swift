@@ -58,10 +58,6 @@ struct ChangeSetViews {
             if granted { board.insert(user) } else { board.remove(user) }
         case let .userBanned(user):
             banned.insert(user)
-            // KNOWN CORE GAP (found with the group's room, seed 1592590378 at 40...170 steps): a
-            // ban drops a group member from `RoomState.breakout` but a delta's change set says
-            // only `userBanned`, not `breakoutUpdated`; so a UI re-reads the groups on a ban.
-            if breakout.contains(where: { $0.members.contains(user) }) { breakout = state.breakout }
         case let .roomPropertiesUpdated(keys):
             for key in keys { roomProperties[key] = state.properties[key].map(PropertyShown.init) }
         case let .userPropertiesUpdated(user, keys):

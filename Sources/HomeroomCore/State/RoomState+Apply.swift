@@ -291,9 +291,9 @@ extension RoomState {
             let onStage = isOnStage(user)
             let handUp = isHandUp(user)
             let record = users[user] ?? UserRecord()
-            let before = facts(record, onStage: onStage, handUp: handUp, muteAll: muteAll, dead: deadIncarnations)
+            let before = facts(user, record, onStage: onStage, handUp: handUp, muteAll: muteAll, dead: deadIncarnations)
             mutate(&users[user, default: UserRecord()])
-            let after = facts(users[user]!, onStage: onStage, handUp: handUp, muteAll: muteAll, dead: deadIncarnations)
+            let after = facts(user, users[user]!, onStage: onStage, handUp: handUp, muteAll: muteAll, dead: deadIncarnations)
             var changes: [RoomChange] = []
             var added: [UserID] = [], removed: [UserID] = []
             Self.emit(user, before: before, after: after, into: &changes, stageAdded: &added, stageRemoved: &removed)

@@ -79,6 +79,8 @@ struct UserFacts: Equatable {
     var rewardTotal: Int64 = 0
     var kicked = Stamp.origin
     var banned = false
+    /// Assigned to a live breakout group (`breakout` lists the member unless banned).
+    var grouped = false
 }
 
 /// The room-wide inputs to `UserFacts`, captured before a change so the
@@ -144,7 +146,7 @@ extension RoomState {
         FactsContext(stageWinners: stageWinners, handWinners: raisedHands, muteAll: muteAll, deadIncarnations: deadIncarnations)
     }
 
-    func facts(_ record: UserRecord, onStage: Bool, handUp: Bool, muteAll: Stamp, dead: [ReplicaID: UInt64]) -> UserFacts {
+    func facts(_ user: UserID, _ record: UserRecord, onStage: Bool, handUp: Bool, muteAll: Stamp, dead: [ReplicaID: UInt64]) -> UserFacts {
         UserFacts(
             known: record.isKnown,
             online: record.isOnline(deadIncarnations: dead),
@@ -158,17 +160,18 @@ extension RoomState {
             handUp: handUp,
             rewardTotal: record.rewardTotal,
             kicked: record.kicked,
-            banned: record.isBanned
+            banned: record.isBanned,
+            grouped: breakoutGroup(of: user) != nil
         )
     }
 
     func currentFacts(_ user: UserID) -> UserFacts {
         guard let record = users[user] else { return UserFacts() }
-        return facts(record, onStage: isOnStage(user), handUp: isHandUp(user), muteAll: muteAll, dead: deadIncarnations)
+        return facts(user, record, onStage: isOnStage(user), handUp: isHandUp(user), muteAll: muteAll, dead: deadIncarnations)
     }
 
     func facts(_ user: UserID, record: UserRecord, in context: FactsContext) -> UserFacts {
-        facts(record, onStage: context.stageWinners.contains(user), handUp: context.handWinners.contains(user),
+        facts(user, record, onStage: context.stageWinners.contains(user), handUp: context.handWinners.contains(user),
               muteAll: context.muteAll, dead: context.deadIncarnations)
     }
 
@@ -202,6 +205,8 @@ extension RoomState {
         if !before.known && after.known && !after.online { changes.append(.userKnown(user)) }
         if before.kicked != after.kicked { changes.append(.userKicked(user)) }
         if !before.banned && after.banned { changes.append(.userBanned(user)) }
+        // A ban takes a member out of its breakout group's list (the assignment stays).
+        if before.banned != after.banned && (before.grouped || after.grouped) { changes.append(.breakoutUpdated) }
         if before.online && !after.online { changes.append(.userLeft(user)) }
         if before.onStage != after.onStage {
             if after.onStage { stageAdded.append(user) } else { stageRemoved.append(user) }
