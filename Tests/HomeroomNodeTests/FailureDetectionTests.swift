@@ -1,6 +1,7 @@
 import HomeroomTestSupport
 import Foundation
 import HomeroomCore
+import HomeroomEngine
 import HomeroomWire
 import Synchronization
 import Testing

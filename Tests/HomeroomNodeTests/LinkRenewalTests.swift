@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import HomeroomCore
+import HomeroomEngine
 import HomeroomWire
 import Testing
 @testable import HomeroomNode

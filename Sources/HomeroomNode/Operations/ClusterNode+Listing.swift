@@ -55,7 +55,7 @@ extension ClusterNode {
         own.rooms = UInt32(clamping: mine.count)
         var members = [MemberSummary(peer: own, isSelf: true)]
         for entry in entries where entry.node != replica {
-            var peer = WireMessage.Peer(node: entry.node, address: entry.address, incarnation: entry.incarnation, status: entry.status,
+            var peer = WireMessage.Peer(node: entry.node, address: entry.address, incarnation: entry.incarnation, status: WireMessage.PeerStatus(entry.status),
                                         publishAddress: entry.publishAddress, clusterPublishAddress: entry.clusterPublishAddress)
             // Known only from another node's list: never heard from (UInt64.max).
             peer.heardMillisAgo = entry.heardDirectly ? now &- min(now, entry.lastHeardMillis) : .max
