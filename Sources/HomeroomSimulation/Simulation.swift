@@ -102,10 +102,10 @@ public struct Simulation {
         /// Per room (as `Simulation.worlds`).
         var rooms: [RoomReplica]
         var sequencer: Sequencer { engine.sequencer }
-        /// The nodes it knows and how it sees them (the engine's failure detection), and per
-        /// room and node its heartbeats as reward folds need them: memory only, a restart forgets both.
-        var peers: [ReplicaID: PeerLiveness] = [:]
-        var checkpoints: [String: [ReplicaID: RewardCheckpoint]] = [:]
+        /// The nodes it knows, as the node's membership table (`PeerTable`, the engine's):
+        /// heard, learned from lists, expected writers; their liveness, rooms and reward
+        /// checkpoints. Memory only: a restart forgets it.
+        var peers = PeerTable()
         /// Its probes of the nodes it no longer hears (the engine's `IndirectProber`, as
         /// `ClusterNode.probeSilentPeers` runs it); memory only too.
         var prober: IndirectProber? = nil
@@ -826,8 +826,7 @@ public struct Simulation {
         // out (the rooms' stamps alone miss writes that left none, a `replica_down` say).
         nodes[crashed].engine.restoreClock(atLeast: nodes[crashed].stores.map(\.clock).max() ?? 0)
         nodes[crashed].engine.noteEveryUserForFolding()
-        nodes[crashed].checkpoints = [:]
-        nodes[crashed].peers = [:]
+        nodes[crashed].peers = PeerTable()
         nodes[crashed].prober = makeProber(crashed)
         expectWriters(at: crashed, in: nil)
         for room in worlds.indices { nodes[crashed].rooms[room].compaction = nil }
@@ -982,16 +981,18 @@ public struct Simulation {
         let now = nowMillis + nodes[replica].skewMillis
         // Every node known other than as an expected origin can be asked (the node has its
         // address); whether the question and its answer arrive is the network's.
-        let askable = Set(nodes[replica].peers.filter { !$0.value.isExpectedOnly }.keys)
-        let rounds = prober.due(peers: nodes[replica].peers, reachable: askable, nowMillis: now, suspectMillis: config.suspectMillis)
+        let entries = nodes[replica].peers.entries
+        let askable = Set(entries.filter { !$0.value.address.isEmpty }.keys)
+        let rounds = prober.due(peers: entries.mapValues(\.liveness), reachable: askable, nowMillis: now, suspectMillis: config.suspectMillis)
         nodes[replica].prober = prober
         for round in rounds {
             for via in (round.direct ? [round.target] : []) + round.helpers {
                 report.probesSent += 1
                 guard let answer = probeAnswer(from: replica, via: via, about: round.target), answer.alive else { continue }
-                let before = nodes[replica].peers[round.target]?.lastEvidenceMillis
-                nodes[replica].peers[round.target]?.vouched(incarnation: answer.incarnation, nowMillis: now &- min(answer.agoMillis, now))
-                if nodes[replica].peers[round.target]?.lastEvidenceMillis != before { report.probeVouches += 1 }
+                if nodes[replica].peers.vouch(round.target, incarnation: answer.incarnation, atMillis: now &- min(answer.agoMillis, now),
+                                              unheardLimitMillis: nil, direct: via == round.target) {
+                    report.probeVouches += 1
+                }
             }
         }
     }
@@ -1003,52 +1004,37 @@ public struct Simulation {
         guard let helper = nodes.firstIndex(where: { $0.sequencer.replica == via }),
               connected(nodes[asking].sequencer.replica, helper), !rng.chance(config.dropPercent), !rng.chance(config.dropPercent) else { return nil }
         if via == target { return (true, nodes[helper].incarnation, 0) }
-        guard let heard = nodes[helper].peers[target], heard.heardDirectly, heard.health != .dead else { return (false, 0, 0) }
-        let ago = nowMillis + nodes[helper].skewMillis &- heard.lastHeardMillis
-        return (ago < config.suspectMillis, heard.incarnation, ago)
+        let hearing = nodes[helper].peers.hearing(of: target, nowMillis: nowMillis + nodes[helper].skewMillis, suspectMillis: config.suspectMillis)
+        return (hearing.alive, hearing.incarnation, hearing.agoMillis)
     }
 
-    /// A heartbeat: the node's incarnation, a reward checkpoint mark per room, and the nodes
-    /// it knows (a receiver learns those it does not know yet, as suspect, as `PeerTable.learn`).
+    /// A heartbeat, as the node's: its incarnation, every room's version vector (a complete
+    /// list, so each is a reward checkpoint mark), and the nodes it knows; a receiver's
+    /// membership table takes it (`PeerTable.heard`) and learns the nodes listed
+    /// (`PeerTable.learn`: never as alive, only those with an address).
     mutating func heartbeat(from replica: Int) {
         let sender = nodes[replica].sequencer.replica
-        let marks = worlds.indices.map {
-            RewardCheckpoint.Mark(sentAtMillis: nowMillis + nodes[replica].skewMillis, sequence: state(replica, $0).seen.contiguous(sender))
-        }
-        let listed = nodes[replica].peers.filter { $0.value.health != .dead }
+        var heartbeat = PeerHeartbeat(node: sender, incarnation: nodes[replica].incarnation, nodeName: Self.nodeName(replica),
+                                      address: Self.address(replica), publishAddress: Self.address(replica))
+        heartbeat.rooms = worlds.indices.map { (roomID: worlds[$0].id, seen: state(replica, $0).seen) }
+        heartbeat.sentAtMillis = nowMillis + nodes[replica].skewMillis
+        let listed = nodes[replica].peers.listed
         for other in nodes.indices where other != replica && connected(sender, other) && !rng.chance(config.dropPercent) {
             let now = nowMillis + nodes[other].skewMillis
-            if nodes[other].peers[sender] == nil {
-                nodes[other].peers[sender] = .heard(incarnation: nodes[replica].incarnation, nowMillis: now)
-            } else {
-                nodes[other].peers[sender]!.heard(incarnation: nodes[replica].incarnation, nowMillis: now)
-            }
-            dropExpectedPrivateForm(of: sender, at: other)
-            for (room, mark) in zip(worlds, marks) { nodes[other].checkpoints[room.id, default: [:]][sender, default: RewardCheckpoint()].heard(mark) }
-            for (node, liveness) in listed where node != nodes[other].sequencer.replica && !liveness.isExpectedOnly {
-                if nodes[other].peers[node] == nil {
-                    nodes[other].peers[node] = .learned(incarnation: liveness.incarnation, nowMillis: now)
-                } else if nodes[other].peers[node]!.isExpectedOnly {
-                    nodes[other].peers[node]!.learned(incarnation: liveness.incarnation, nowMillis: now)
-                }
-                dropExpectedPrivateForm(of: node, at: other)
+            _ = nodes[other].peers.heard(heartbeat, nowMillis: now)
+            for peer in listed where peer.node != nodes[other].sequencer.replica {
+                _ = nodes[other].peers.learn(peer, nowMillis: now)
             }
         }
     }
 
-    /// As `PeerTable.expect`: the writers the rooms name that the node does not know yet
-    /// (after a restart, every one) are waited for by reward folds until heard.
+    static func nodeName(_ replica: Int) -> String { "node-\(replica + 1)" }
+    static func address(_ replica: Int) -> String { "sim://node-\(replica + 1)" }
+
+    /// As `ClusterNode`: the writers the rooms name that the node does not know yet (after a
+    /// restart, every one) are waited for by reward folds until heard (`PeerTable.expect`).
     mutating func expectWriters(at replica: Int, in rooms: [String]?) {
-        let now = nowMillis + nodes[replica].skewMillis
-        for node in nodes[replica].engine.writersToHearFrom(in: rooms)
-        where nodes[replica].peers[node] == nil && nodes[replica].peers[node.privateForm].map({ !$0.isExpectedOnly }) != true {
-            nodes[replica].peers[node] = .expected(nowMillis: now)
-        }
-    }
-
-    /// As `PeerTable`: once a node is known, an expected origin that is its private form goes.
-    mutating func dropExpectedPrivateForm(of node: ReplicaID, at replica: Int) {
-        if nodes[replica].peers[node.privateForm]?.isExpectedOnly == true { nodes[replica].peers[node.privateForm] = nil }
+        nodes[replica].peers.expect(nodes[replica].engine.writersToHearFrom(in: rooms), nowMillis: nowMillis + nodes[replica].skewMillis)
     }
 
     /// Nodes silent past the down period are declared down (`replica_down` for the
@@ -1056,9 +1042,8 @@ public struct Simulation {
     /// declared so refutes once the declaration reaches it.
     mutating func detectFailures(at replica: Int) {
         let now = nowMillis + nodes[replica].skewMillis
-        for node in nodes[replica].peers.keys.sorted()
-        where nodes[replica].peers[node]!.sweep(nowMillis: now, suspectMillis: config.suspectMillis, downMillis: config.downMillis) {
-            let incarnation = nodes[replica].peers[node]!.incarnation
+        for entry in nodes[replica].peers.sweep(nowMillis: now, suspectMillis: config.suspectMillis, downMillis: config.downMillis) {
+            let node = entry.node, incarnation = entry.incarnation
             report.downsDetected += 1
             if let declared = nodes.firstIndex(where: { $0.sequencer.replica == node }), nodes[declared].incarnation == incarnation {
                 report.falseDowns += 1
@@ -1081,20 +1066,18 @@ public struct Simulation {
             report.sessionFolds += 1
             systemWrite(Write(author: "node-\(replica + 1)", authorRole: .system, authorCounter: 0, operation: fold.operation), at: replica, in: room(fold.room))
         }
-        // As `PeerTable.rewardsCompleteBefore`: every node it knows or expects counts, down or not.
+        // As the node's: every node it knows or expects counts, down or not (`PeerTable.rewardsCompleteBefore`).
         let folding = nodes[replica].engine.roomsWithRewardsToFold
         expectWriters(at: replica, in: folding.map(\.room))
         var completeBefore: [String: UInt64] = [:]
         for (room, seen) in folding {
-            let heard = nodes[replica].checkpoints[room] ?? [:]
-            var checkpoints = Dictionary(uniqueKeysWithValues: nodes[replica].peers.keys.map { ($0, heard[$0] ?? RewardCheckpoint()) })
-            completeBefore[room] = RewardCheckpoint.completeBefore(peers: &checkpoints, seen: seen, nowMillis: now, windowMillis: config.policy.rewardWindowMillis,
-                                                                   driftMillis: config.policy.maxClockDriftMillis)
-            nodes[replica].checkpoints[room, default: [:]].merge(checkpoints) { $1 }
+            completeBefore[room] = nodes[replica].peers.rewardsCompleteBefore(room: room, seen: seen, nowMillis: now,
+                                                                             windowMillis: config.policy.rewardWindowMillis,
+                                                                             driftMillis: config.policy.maxClockDriftMillis)
         }
         for fold in nodes[replica].engine.dueRewardFolds(nowMillis: now, completeBefore: completeBefore) {
             report.rewardFolds += 1
-            let known = nodes[replica].peers.keys.sorted().map { "\($0)" }.joined(separator: ",")
+            let known = nodes[replica].peers.entries.keys.sorted().map { "\($0)" }.joined(separator: ",")
             let skew = nodes[replica].skewMillis
             let before = completeBefore[fold.room].map { Int64(bitPattern: $0 &- 1_700_000_000_000) } ?? -1
             trace(fold.operation.target, "node \(replica + 1) (clock +\(skew) ms) folds rewards in \(fold.room) complete before \(before) ms, knowing [\(known)]")
