@@ -28,6 +28,22 @@ public struct PatchMerge: Sendable {
 }
 
 extension NodeEngine {
+    /// Which of another node's deltas to store before `applyRemote` takes them: those this
+    /// node has not seen, with a clock it admits. Stored first, so nothing a heartbeat
+    /// announces lives in memory alone; one the apply then defers is replayed (and deferred)
+    /// again on a restart, which changes nothing.
+    public func deltasToStore(room roomID: String, _ deltas: [Delta], nowMillis now: UInt64) -> [Delta] {
+        let seen = rooms[roomID]?.seen ?? VersionVector()
+        var taken = Set<Dot>()
+        return deltas.filter { !seen.contains($0.dot) && sequencer.admits($0.clock, nowMillis: now) && taken.insert($0.dot).inserted }
+    }
+
+    /// Whether a repair patch would bring this room anything its version vector lacks:
+    /// then it is stored before it is merged (when the room's store is not behind).
+    public func patchBringsWrites(room roomID: String, _ patch: RoomState) -> Bool {
+        !(rooms[roomID]?.seen ?? VersionVector()).dominates(patch.seen)
+    }
+
     /// Another node's deltas for a room.
     public mutating func applyRemote(room roomID: String, _ deltas: [Delta], origin: ReplicaID, nowMillis now: UInt64) -> RemoteApplication {
         var result = RemoteApplication()

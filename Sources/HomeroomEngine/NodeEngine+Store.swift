@@ -39,15 +39,9 @@ extension NodeEngine {
         snapshotStored(room: room, takenAt: snapshotMark)
     }
 
-    /// Whether a patch merged into this room may be appended to the store.
+    /// Whether a patch may be appended to the store for this room. Not while the room is
+    /// behind: a patch merged then is a miss of its own (the shell reports it,
+    /// `storeMissed`), since what it brought is in memory only, so a snapshot copied before
+    /// the merge must not clear the room.
     public func appendsPatches(room: String) -> Bool { storeBehind[room] == nil }
-
-    /// A merged patch changed `room`: whether to append it to the store. Not while the
-    /// room is behind, and then the patch is a miss of its own: what it brought is in
-    /// memory only, so a snapshot copied before the merge must not clear the room.
-    public mutating func patchMerged(room: String) -> Bool {
-        if appendsPatches(room: room) { return true }
-        storeMissed(room: room)
-        return false
-    }
 }

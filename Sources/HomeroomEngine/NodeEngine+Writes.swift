@@ -20,6 +20,28 @@ extension NodeEngine {
         return StampedWrite(room: roomID, delta: delta, prepared: prepared, sequencer: sequencer, nowMillis: now)
     }
 
+    /// A decided write leaves for the store; the shell lets its lock go until `commit` (or
+    /// `storeFailed`). A reward among them holds back what heartbeats claim meanwhile.
+    public mutating func storing(_ stamped: StampedWrite) {
+        if case .reward = stamped.prepared.operation { rewardsInFlight[stamped.room] = stamped.nowMillis }
+    }
+
+    /// The store refused a decided write: it is never committed, and its number is given again.
+    public mutating func storeFailed(_ stamped: StampedWrite) {
+        rewardsInFlight[stamped.room] = nil
+    }
+
+    /// The send time a heartbeat may give its reward checkpoints (`RewardCheckpoint`): a
+    /// heartbeat says every reward this node admitted before that time is among its
+    /// writes up to the sequence it announces. A reward decided and still being stored
+    /// is not among them yet, so the time stops just before the earliest such reward was
+    /// decided (its window was checked then); a peer that took `now` would fold its copy
+    /// of that reward without ours, and ours would count again.
+    public func checkpointMillis(nowMillis now: UInt64) -> UInt64 {
+        guard let earliest = rewardsInFlight.values.min() else { return now }
+        return min(now, earliest &- 1)
+    }
+
     /// Takes a stored write: consumes its number, applies it, and says what its author is told.
     /// Valid for the last write `decide` or `stampSystemWrite` gave out *in its room*: the
     /// shell keeps one write in flight per room (its write gate), while other rooms' writes
@@ -31,6 +53,7 @@ extension NodeEngine {
         // stamped may have moved it further, and it must never run back (a room's next
         // write would then repeat a reading of this origin).
         sequencer.restore(lastSequence: stamped.sequencer.lastSequence, lastClock: stamped.sequencer.clock.last)
+        rewardsInFlight[roomID] = nil
         if delta.origin == sequencer.replica {
             roomSequences[roomID] = delta.sequence
         } else {

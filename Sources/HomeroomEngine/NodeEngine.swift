@@ -50,6 +50,9 @@ public struct NodeEngine: Sendable {
     public var topicKeys = TopicKeyEpochs(seals: false)
     /// Rate limits on what clients ask (`policy.rates`).
     public var limits: AdmissionLimits
+    /// Per room, when the reward decided there and not yet committed was decided: it is
+    /// being stored, with the node's lock free (`storing`, `checkpointMillis`).
+    public internal(set) var rewardsInFlight: [String: UInt64] = [:]
 
     /// An engine over the rooms a store holds: numbering continues above everything this
     /// replica id already gave out in them, so a restart never reuses a sequence number,

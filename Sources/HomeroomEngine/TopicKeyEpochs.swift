@@ -28,6 +28,7 @@ public struct TopicKeyEpochs: Sendable, Equatable {
 
     /// A token expiring at `expiry` was given the room's current keys.
     public mutating func gave(room: String, expiringAt expiry: Int64) -> UInt64 {
+        guard seals else { return 0 }
         expiries[room] = min(expiries[room] ?? .max, expiry)
         return epoch(of: room)
     }
@@ -35,6 +36,7 @@ public struct TopicKeyEpochs: Sendable, Equatable {
     /// Rotates the keys of every room whose earliest holder's token expired by `nowSeconds`;
     /// how many rotated (counted here, not again by `takeRotations`).
     public mutating func rotateExpired(nowSeconds: Int64) -> Int {
+        guard seals else { return 0 }
         let due = expiries.filter { $0.value <= nowSeconds }.map(\.key).sorted()
         for room in due { rotate(room: room) }
         rotations -= UInt64(due.count)

@@ -467,6 +467,7 @@ public struct Simulation {
             }
         }
         let pending = PendingWrite(room: room, write: write, stamped: stamped, client: true, forged: forged)
+        nodes[replica].engine.storing(stamped)
         if mayLinger && interleaving && rng.chance(config.inFlightPercent) {
             // Stored while the node's lock is free: other rooms' writes, and deltas and
             // patches of every room, go on until it is committed (`finishOneInFlight`).
@@ -483,6 +484,7 @@ public struct Simulation {
         nodes[replica].inFlight[pending.room] = nil
         let (write, room, id) = (pending.write, pending.room, worlds[pending.room].id)
         guard store(pending.stamped.delta, at: replica, in: room) else {
+            nodes[replica].engine.storeFailed(pending.stamped)
             if pending.client {
                 // Refused `store-failed`: nothing acknowledged, the number not consumed.
                 report.storeFailures += 1
@@ -582,6 +584,7 @@ public struct Simulation {
             return
         }
         let pending = PendingWrite(room: room, write: write, stamped: stamped, client: false, forged: false)
+        nodes[replica].engine.storing(stamped)
         if interleaving && rng.chance(config.inFlightPercent / 2) {
             nodes[replica].inFlight[room] = pending
             report.writesInFlight += 1
@@ -642,22 +645,22 @@ public struct Simulation {
     /// The origin a node sequences peer messages under.
     static func privateOrigin(_ replica: Int) -> ReplicaID { ReplicaID(UInt64(replica + 1)).privateForm }
 
-    /// Another node's delta arrives: the engine applies it (or refuses its clock), the
-    /// store takes what was new (or fails to: the delta comes back by anti-entropy).
+    /// Another node's delta arrives: as the node, the store takes what the engine says it
+    /// lacks (or fails to: the delta comes back by anti-entropy), then the engine applies it
+    /// (or refuses its clock).
     mutating func apply(_ delta: Delta, at replica: Int, in room: Int) {
         let now = nowMillis + nodes[replica].skewMillis
         let origin = Int(delta.origin.rawValue & 0x7FFF_FFFF_FFFF_FFFF) - 1
         let id = worlds[room].id
         noteClock(delta, at: replica, in: room)
-        let applied = nodes[replica].engine.applyRemote(room: id, [delta], origin: delta.origin, nowMillis: now)
-        report.clockRefusals += applied.rejectedClock
-        for fresh in applied.fresh {
-            if rng.chance(config.storeFailurePercent) {
-                nodes[replica].engine.storeMissed(room: id)
-            } else {
-                nodes[replica].stores[room].append(.delta(fresh))
-            }
+        let toStore = nodes[replica].engine.deltasToStore(room: id, [delta], nowMillis: now)
+        var missed = false
+        for lacking in toStore {
+            if rng.chance(config.storeFailurePercent) { missed = true } else { nodes[replica].stores[room].append(.delta(lacking)) }
         }
+        let applied = nodes[replica].engine.applyRemote(room: id, [delta], origin: delta.origin, nowMillis: now)
+        if missed { nodes[replica].engine.storeMissed(room: id) }
+        report.clockRefusals += applied.rejectedClock
         record(applied.changes, at: replica, in: room)
         record(applied.messaging, at: replica, in: room)
         checkSetRevisions(at: replica, in: room)
@@ -745,14 +748,15 @@ public struct Simulation {
         let id = worlds[room].id
         let patch = state(a, room).missing(since: state(b, room).seen)
         report.patchesSent += 1
-        let merged = nodes[b].engine.merge(room: id, patch)
-        if merged.changed && nodes[b].engine.patchMerged(room: id) {
-            if rng.chance(config.storeFailurePercent) {
-                nodes[b].engine.storeMissed(room: id)
-            } else {
-                nodes[b].stores[room].append(.patch(patch))
-            }
+        // As the node: stored first when it brings writes and the store is not behind, then
+        // merged; what the merge brought that the store did not take is a miss.
+        var appended = false
+        if nodes[b].engine.appendsPatches(room: id) && nodes[b].engine.patchBringsWrites(room: id, patch) && !rng.chance(config.storeFailurePercent) {
+            nodes[b].stores[room].append(.patch(patch))
+            appended = true
         }
+        let merged = nodes[b].engine.merge(room: id, patch)
+        if merged.changed && !appended { nodes[b].engine.storeMissed(room: id) }
         if merged.ownSequenceBehind != nil { report.ownSequencesBehind += 1 }
         record(merged.changes, at: b, in: room)
         record(merged.messaging, at: b, in: room)
@@ -1017,7 +1021,8 @@ public struct Simulation {
         var heartbeat = PeerHeartbeat(node: sender, incarnation: nodes[replica].incarnation, nodeName: Self.nodeName(replica),
                                       address: Self.address(replica), publishAddress: Self.address(replica))
         heartbeat.rooms = worlds.indices.map { (roomID: worlds[$0].id, seen: state(replica, $0).seen) }
-        heartbeat.sentAtMillis = nowMillis + nodes[replica].skewMillis
+        // As the node's: before the earliest reward still being stored (`checkpointMillis`).
+        heartbeat.sentAtMillis = nodes[replica].engine.checkpointMillis(nowMillis: nowMillis + nodes[replica].skewMillis)
         let listed = nodes[replica].peers.listed
         for other in nodes.indices where other != replica && connected(sender, other) && !rng.chance(config.dropPercent) {
             let now = nowMillis + nodes[other].skewMillis

@@ -136,3 +136,33 @@ import HomeroomCore
         #expect(schedule.openGaps == [PullSchedule.Key(peer: Self.b, room: "kept")])
     }
 }
+
+/// What heartbeats may claim of the rewards this node admitted (`checkpointMillis`).
+@Suite struct RewardsInFlightTests {
+    @Test func aRewardBeingStoredHoldsBackTheCheckpointTimeUntilItIsCommittedOrRefused() throws {
+        var engine = NodeEngine(replica: ReplicaID(6))
+        NodeEngineTests.write(NodeEngineTests.join("t", .teacher, at: engine), at: &engine)
+        NodeEngineTests.write(NodeEngineTests.join("s", .student, at: engine), at: &engine)
+        let now = NodeEngineTests.now
+        #expect(engine.checkpointMillis(nowMillis: now + 50) == now + 50)
+        let reward = Write(author: "t", authorRole: .teacher, authorCounter: 7, operation: .reward(user: "s", amount: 1, issuedAtMillis: now))
+        guard case let .persist(stamped) = engine.decide(room: NodeEngineTests.room, reward, nowMillis: now + 10) else {
+            Issue.record("the reward was answered"); return
+        }
+        engine.storing(stamped)
+        // A heartbeat built while it is stored claims nothing from its decision on.
+        #expect(engine.checkpointMillis(nowMillis: now + 50) == now + 9)
+        engine.storeFailed(stamped)
+        #expect(engine.checkpointMillis(nowMillis: now + 50) == now + 50)
+        engine.storing(stamped)
+        engine.commit(stamped)
+        #expect(engine.checkpointMillis(nowMillis: now + 60) == now + 60)
+        // Other writes being stored hold nothing back.
+        let rename = Write(author: "t", authorRole: .teacher, authorCounter: 8, operation: .setRoomName("x"))
+        guard case let .persist(other) = engine.decide(room: NodeEngineTests.room, rename, nowMillis: now + 70) else {
+            Issue.record("the rename was answered"); return
+        }
+        engine.storing(other)
+        #expect(engine.checkpointMillis(nowMillis: now + 80) == now + 80)
+    }
+}

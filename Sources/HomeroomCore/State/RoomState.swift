@@ -79,7 +79,7 @@ struct UserFacts: Equatable {
     var rewardTotal: Int64 = 0
     var kicked = Stamp.origin
     var banned = false
-    /// Assigned to a live breakout group (`breakout` lists the member unless banned).
+    /// Banned, and assigned to a live breakout group (whose list no longer shows it).
     var grouped = false
 }
 
@@ -161,7 +161,8 @@ extension RoomState {
             rewardTotal: record.rewardTotal,
             kicked: record.kicked,
             banned: record.isBanned,
-            grouped: breakoutGroup(of: user) != nil
+            // Looked up only for a banned user: the one case `emit` reads it (a ban).
+            grouped: record.isBanned && breakoutGroup(of: user) != nil
         )
     }
 
@@ -206,7 +207,7 @@ extension RoomState {
         if before.kicked != after.kicked { changes.append(.userKicked(user)) }
         if !before.banned && after.banned { changes.append(.userBanned(user)) }
         // A ban takes a member out of its breakout group's list (the assignment stays).
-        if before.banned != after.banned && (before.grouped || after.grouped) { changes.append(.breakoutUpdated) }
+        if !before.banned && after.grouped { changes.append(.breakoutUpdated) }
         if before.online && !after.online { changes.append(.userLeft(user)) }
         if before.onStage != after.onStage {
             if after.onStage { stageAdded.append(user) } else { stageRemoved.append(user) }

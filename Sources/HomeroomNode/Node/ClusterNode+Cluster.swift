@@ -67,34 +67,41 @@ extension ClusterNode {
     /// schedules a pull when a gap shows.
     func applyRemote(room roomID: String, batch: WireMessage.DeltaBatch, from sender: ReplicaID) {
         guard RoomID.validate(roomID) == nil, state.withLock({ $0.quarantined[roomID] == nil }) else { return }
-        let now = wallMillis()
-        // Under the room's gate: applied under the state lock, then stored outside it
-        // (other rooms go on), with no other store or compaction of this room between.
+        // Under the room's gate: what this node lacks is stored outside the state lock
+        // (other rooms go on), then applied under it, with no other store, apply or
+        // compaction of this room between. Stored first, so no heartbeat announces a
+        // delta that a crash would take from this node.
         let (applied, storeError) = writeGates.withGate(roomID) { () -> (RemoteApplication?, StoreError?) in
-            let (applied, store) = state.withLock { state -> (RemoteApplication?, NodeStore?) in
+            let now = wallMillis()
+            let planned = state.withLock { state -> (toStore: [Delta], store: NodeStore?)? in
                 // A room kept elsewhere (placement) is not followed: a copy held here stays as
                 // it is until its owners hold it (`handOffRooms`).
                 guard state.owns(roomID, ownName: name) else {
                     if state.rooms[roomID] == nil && state.declined.count < NodeState.declinedLimit { state.declined.insert(roomID) }
-                    return (nil, nil)
+                    return nil
                 }
+                return (state.engine.deltasToStore(room: roomID, batch.deltas, nowMillis: now), state.store)
+            }
+            guard let planned else { return (nil, nil) }
+            var storeError: StoreError?
+            if let store = planned.store, !planned.toStore.isEmpty {
+                do throws(StoreError) {
+                    try store.append(room: roomID, deltas: planned.toStore)
+                } catch {
+                    storeError = error
+                }
+            }
+            let applied = state.withLock { state -> RemoteApplication in
                 if state.rooms[roomID] == nil && state.mayOwnWithoutHolding(roomID, ownName: name) { state.arriving.insert(roomID) }
                 let applied = state.engine.applyRemote(room: roomID, batch.deltas, origin: batch.origin, nowMillis: now)
+                if planned.store != nil && !planned.toStore.isEmpty {
+                    // A miss: no patch is appended here until a snapshot taken after it is stored.
+                    if storeError != nil { state.engine.storeMissed(room: roomID) }
+                    state.engine.compactions.appended(room: roomID)
+                }
                 outbox.enqueue(room: roomID, deltas: applied.fresh, toNodes: false)
                 if applied.needsPull { state.pulls.want(NodeState.SyncKey(peer: sender, room: roomID)) }
-                return (applied, applied.fresh.isEmpty ? nil : state.store)
-            }
-            guard let applied, let store else { return (applied, nil) }
-            var storeError: StoreError?
-            do throws(StoreError) {
-                try store.append(room: roomID, deltas: applied.fresh)
-            } catch {
-                storeError = error
-            }
-            state.withLock { state in
-                // A miss: no patch is appended here until a snapshot taken after it is stored.
-                if storeError != nil { state.engine.storeMissed(room: roomID) }
-                state.engine.compactions.appended(room: roomID)
+                return applied
             }
             return (applied, storeError)
         }
@@ -320,7 +327,7 @@ extension ClusterNode {
                                                   rooms: listed.map { WireMessage.RoomDigest(roomID: $0, seen: state.rooms[$0]?.seen ?? VersionVector()) },
                                                   peers: state.peers.wirePeers, publishAddress: publishAddress,
                                                   clusterPublishAddress: clusterPublisher == nil ? "" : clusterPublishAddress,
-                                                  sentAtMillis: wallMillis())
+                                                  sentAtMillis: state.engine.checkpointMillis(nowMillis: wallMillis()))
             if let announcement, !announcement.complete {
                 heartbeat.roomsPartial = true
                 heartbeat.roomsHash = announcement.hash
@@ -619,11 +626,32 @@ extension ClusterNode {
         // Encoded before the lock: the store gets these bytes if the merge changes the room.
         let hasStore = state.withLock { $0.store != nil }
         let encodedPatch = hasStore ? WireCodec.encodePatch(patch) : []
-        // Under the room's gate: merged under the state lock, then stored outside it.
-        let (merged, recovering) = writeGates.withGate(key.room) { () -> (Merged, Bool) in
-            let (merged, recovering, append) = state.withLock { state -> (Merged, Bool, NodeStore?) in
+        // Under the room's gate: stored outside the state lock when it brings writes this
+        // node lacks, then merged under it (nothing a heartbeat announces lives in memory
+        // alone), with no other store, apply or compaction of this room between.
+        let (merged, recovering, patchError) = writeGates.withGate(key.room) { () -> (Merged, Bool, StoreError?) in
+            enum Plan { case skip, merge(append: NodeStore?) }
+            let plan = state.withLock { state -> Plan in
                 // Handed off while the pull was in flight: not this node's to bring back.
-                guard state.owns(key.room, ownName: name) || state.quarantined[key.room] != nil else { return (.unchanged, false, nil) }
+                guard state.owns(key.room, ownName: name) || state.quarantined[key.room] != nil else { return .skip }
+                // Not after a missed append (`appendsPatches`): the patch's vector would cover
+                // what the store lacks. Nor a quarantined room's: a snapshot replaces its rows.
+                guard state.quarantined[key.room] == nil, let store = state.store, state.engine.appendsPatches(room: key.room),
+                      state.engine.patchBringsWrites(room: key.room, patch) else { return .merge(append: nil) }
+                return .merge(append: store)
+            }
+            guard case let .merge(append) = plan else { return (.unchanged, false, nil) }
+            var patchError: StoreError?
+            var appended = false
+            if let append {
+                do throws(StoreError) {
+                    try append.append(room: key.room, encodedPatch: encodedPatch)
+                    appended = true
+                } catch {
+                    patchError = error
+                }
+            }
+            let (merged, recovering) = state.withLock { state -> (Merged, Bool) in
                 let merge = state.engine.merge(room: key.room, patch)
                 state.arriving.remove(key.room)
                 state.declined.remove(key.room)
@@ -638,23 +666,22 @@ extension ClusterNode {
                         state.engine.storeMissed(room: key.room)
                         state.engine.compactions.appended(room: key.room)
                     }
-                    return (.recovered(why), true, nil)
+                    return (.recovered(why), true)
                 }
-                var append: NodeStore?
-                if merge.changed, let store = state.store {
-                    // Not after a missed append: the patch's vector would cover what the store
-                    // lacks (`patchMerged`: a patch not appended is itself a miss).
-                    if state.engine.patchMerged(room: key.room) { append = store }
+                if appended { state.engine.compactions.appended(room: key.room) }
+                // What the merge brought and the store did not take (behind, a failed append,
+                // or a change beyond the version vector) is in memory only: a miss.
+                if merge.changed && !appended && state.store != nil {
+                    state.engine.storeMissed(room: key.room)
                     state.engine.compactions.appended(room: key.room)
                 }
-                if let behind = merge.ownSequenceBehind { return (.changedBehind(ours: behind.ours, theirs: behind.theirs), false, append) }
-                return (merge.changed ? .changed : .unchanged, false, append)
+                if let behind = merge.ownSequenceBehind { return (.changedBehind(ours: behind.ours, theirs: behind.theirs), false) }
+                return (merge.changed ? .changed : .unchanged, false)
             }
-            if let append, (try? append.append(room: key.room, encodedPatch: encodedPatch)) == nil {
-                state.withLock { $0.engine.storeMissed(room: key.room) }
-            }
-            return (merged, recovering)
+            return (merged, recovering, patchError)
         }
+        // Not fatal: the room is behind until a snapshot of it is stored (NodeEngine+Store).
+        if let patchError { logger.warning("store failed for a repair patch", ["room": key.room, "error": "\(patchError)"]) }
         var storeError: StoreError?
         if recovering {
             // On failure it is served from memory: still behind and dirty, so the tick

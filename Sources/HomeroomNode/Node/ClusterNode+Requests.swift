@@ -213,7 +213,8 @@ extension ClusterNode {
         let result = writeGates.withGate(roomID) { () -> (WireMessage.WriteAck, Delta?, StoreError?) in
             let decision = state.withLock { state -> Decision in
                 // Read under the lock: a heartbeat (also built under it) then tells peers the
-                // truth about which rewards this node admitted before its send time.
+                // truth about which rewards this node admitted before its send time; one
+                // still being stored holds that time back (`NodeEngine.checkpointMillis`).
                 let now = wallMillis()
                 if state.stopping { return .answered(ack(request, .unavailable, "unavailable", "the node is stopping; retry on another node")) }
                 // Checked again under the lock: a room handed off since the request's check must
@@ -227,7 +228,9 @@ extension ClusterNode {
                 }
                 switch state.engine.decide(room: roomID, write, nowMillis: now) {
                 case let .answer(outcome): return .answered(ack(request, outcome))
-                case let .persist(stamped): return .persist(stamped, state.store)
+                case let .persist(stamped):
+                    state.engine.storing(stamped)
+                    return .persist(stamped, state.store)
                 }
             }
             switch decision {

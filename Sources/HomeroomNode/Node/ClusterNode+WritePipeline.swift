@@ -18,6 +18,7 @@ extension ClusterNode {
             do throws(StoreError) {
                 try store.append(room: stamped.room, deltas: [stamped.delta])
             } catch {
+                state.withLock { $0.engine.storeFailed(stamped) }
                 return .failure(error)
             }
             let elapsed = clock.now - started
@@ -43,6 +44,7 @@ extension ClusterNode {
             let decided = state.withLock { state -> (StampedWrite, NodeStore?)? in
                 guard evenWhileStopping || !state.stopping,
                       let stamped = state.engine.stampSystemWrite(room: room, write, nowMillis: wallMillis()) else { return nil }
+                state.engine.storing(stamped)
                 return (stamped, state.store)
             }
             guard let (stamped, store) = decided else { return nil }

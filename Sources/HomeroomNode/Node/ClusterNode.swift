@@ -177,6 +177,12 @@ public final class ClusterNode: Sendable {
         }
         initial.store = store
         self.state = Mutex(initial)
+        let restoredMillis = storedClock >> HybridTimestamp.logicalBits
+        if restoredMillis > UInt64(max(0, Int64(bitPattern: WallClock.nowMillis()) + config.clockSkewMillis)) + config.maxClockDriftMillis {
+            // Its writes would carry readings the other nodes refuse until their clocks catch up.
+            self.logger.error("this node's store holds clock readings beyond the drift limit ahead of its clock: was the clock set back, or ahead before? Its writes are refused by other nodes until their clocks pass that time",
+                              ["stored_ms": "\(restoredMillis)", "now_ms": "\(WallClock.nowMillis())", "limit_ms": "\(config.maxClockDriftMillis)"])
+        }
         for (room, why) in quarantined.sorted(by: { $0.key < $1.key }) {
             self.logger.error("room quarantined: its stored state does not load; this node serves every other room and refuses this one (the other nodes serve it)",
                               ["room": room, "why": why])

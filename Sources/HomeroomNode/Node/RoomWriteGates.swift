@@ -22,7 +22,7 @@ final class RoomWriteGates: Sendable {
     private let table = Mutex<[String: Entry]>([:])
 
     /// Runs `body` holding `room`'s gate.
-    func withGate<Result: Sendable>(_ room: String, _ body: () -> Result) -> Result {
+    func withGate<Value: Sendable>(_ room: String, _ body: () -> Value) -> Value {
         let gate = table.withLock { table -> Gate in
             if var entry = table[room] {
                 entry.holders += 1

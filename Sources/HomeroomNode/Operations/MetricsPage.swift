@@ -19,9 +19,11 @@ extension ClusterNode {
         state.withLock { state in
             var gauges = Gauges()
             gauges.rooms = state.rooms.count
-            for room in state.rooms.values where countingUsers {
-                gauges.users += room.users.count
-                gauges.online += room.users.values.reduce(0) { $0 + ($1.isOnline(deadIncarnations: room.deadIncarnations) ? 1 : 0) }
+            if countingUsers {
+                for room in state.rooms.values {
+                    gauges.users += room.users.count
+                    gauges.online += room.users.values.reduce(0) { $0 + ($1.isOnline(deadIncarnations: room.deadIncarnations) ? 1 : 0) }
+                }
             }
             for entry in state.peers.entries.values {
                 switch entry.status {

@@ -4,8 +4,8 @@ import Synchronization
 /// Group commit: writers that arrive while another one is committing wait, and the next
 /// of them commits everything waiting in one transaction (one fsync with `--sync full`),
 /// so writers in different rooms share a commit instead of queueing for one each.
-/// Every writer returns only once its own entry is committed, or with the error that
-/// rolled its batch back (then none of that batch is stored).
+/// Every writer returns only once its own entry is committed, or with the error that kept
+/// it out (`commit` says per entry: a batch that fails as a whole is tried entry by entry).
 ///
 /// A batch holds at most one entry per waiting thread.
 final class GroupCommit<Entry: Sendable>: Sendable {
@@ -30,8 +30,9 @@ final class GroupCommit<Entry: Sendable>: Sendable {
     let batches = Atomic<UInt64>(0)
     let entries = Atomic<UInt64>(0)
 
-    /// Commits `entry`, alone or with others; `commit` stores a batch in one transaction.
-    func submit(_ entry: Entry, commit: ([Entry]) -> Result<Void, StoreError>) throws(StoreError) {
+    /// Commits `entry`, alone or with others; `commit` stores a batch and says, per entry
+    /// in order, whether it is stored.
+    func submit(_ entry: Entry, commit: ([Entry]) -> [Result<Void, StoreError>]) throws(StoreError) {
         let ticket = Ticket(entry)
         let leads = queue.withLock { queue -> Bool in
             queue.waiting.append(ticket)
@@ -48,11 +49,17 @@ final class GroupCommit<Entry: Sendable>: Sendable {
             defer { queue.waiting.removeAll(keepingCapacity: true) }
             return queue.waiting
         }
-        let outcome = commit(batch.map(\.entry))
+        let outcomes = commit(batch.map(\.entry))
+        precondition(outcomes.count == batch.count, "a group commit must say what became of every entry")
         batches.add(1, ordering: .relaxed)
         entries.add(UInt64(batch.count), ordering: .relaxed)
-        for other in batch where other !== ticket {
-            other.outcome.withLock { $0 = outcome }
+        var outcome: Result<Void, StoreError> = .success(())
+        for (other, result) in zip(batch, outcomes) {
+            if other === ticket {
+                outcome = result
+                continue
+            }
+            other.outcome.withLock { $0 = result }
             other.wake.signal()
         }
         // Hand the next batch to the first writer that came meanwhile, or stop committing.

@@ -56,6 +56,8 @@ final class NodeStore: Sendable {
         /// Per room, the id of its last log entry, or of the last entry its snapshot covers
         /// (from the load, then every append): a compaction's upper bound.
         var lastLogID: [String: Int64] = [:]
+        /// Set when a roll-back failed: every later append fails with it.
+        var broken: StoreError?
 
         init(database: SQLiteDatabase) throws(StoreError) {
             self.database = database
@@ -134,23 +136,21 @@ final class NodeStore: Sendable {
         try appends.submit(Append(room: room, kind: .patch, bytes: bytes, operation: "append a patch to room \(room)"), commit: commit)
     }
 
-    /// Stores a batch of log entries in one transaction (alone, one is its own), or none.
-    private func commit(_ batch: [Append]) -> Result<Void, StoreError> {
-        connection.withLock { connection -> Result<Void, StoreError> in
-            if batch.count == 1, let only = batch.first {
-                do throws(StoreError) {
-                    try connection.insert(room: only.room, kind: only.kind, bytes: only.bytes, only.operation)
-                    return .success(())
-                } catch {
-                    return .failure(error)
-                }
-            }
+    /// Stores a batch of log entries in one transaction (alone, one is its own). A batch
+    /// that fails as a whole is rolled back and tried entry by entry, so one bad entry (too
+    /// large, say) fails only its own writer. A roll-back that fails leaves the connection
+    /// in an unknown transaction: the store is then broken, and every later append fails
+    /// (nothing more is acknowledged; a restart recovers from the WAL).
+    private func commit(_ batch: [Append]) -> [Result<Void, StoreError>] {
+        connection.withLock { connection -> [Result<Void, StoreError>] in
+            if let broken = connection.broken { return batch.map { _ in .failure(broken) } }
+            if batch.count == 1, let only = batch.first { return [Self.insertAlone(only, into: connection)] }
             let database = connection.database
             var before: [(room: String, id: Int64?)] = []
             do throws(StoreError) {
                 try database.execute("BEGIN IMMEDIATE", "begin a group of appends")
             } catch {
-                return .failure(error)
+                return batch.map { _ in .failure(error) }
             }
             do throws(StoreError) {
                 for entry in batch {
@@ -158,13 +158,30 @@ final class NodeStore: Sendable {
                     try connection.insert(room: entry.room, kind: entry.kind, bytes: entry.bytes, entry.operation)
                 }
                 try database.execute("COMMIT", "commit a group of appends")
-                return .success(())
+                return batch.map { _ in .success(()) }
             } catch {
-                try? database.execute("ROLLBACK", "roll back a group of appends")
                 // Nothing of the batch is stored: the log positions go back too.
                 for (room, id) in before.reversed() { connection.lastLogID[room] = id }
-                return .failure(error)
+                do throws(StoreError) {
+                    try database.execute("ROLLBACK", "roll back a group of appends")
+                } catch let rollback {
+                    if !database.isAutocommit {
+                        connection.broken = StoreError(code: rollback.code, message: "the store could not roll back a failed commit (\(rollback.message)): restart the node",
+                                                       operation: "append", path: database.path)
+                        return batch.map { _ in .failure(connection.broken!) }
+                    }
+                }
+                return batch.map { Self.insertAlone($0, into: connection) }
             }
+        }
+    }
+
+    private static func insertAlone(_ entry: Append, into connection: Connection) -> Result<Void, StoreError> {
+        do throws(StoreError) {
+            try connection.insert(room: entry.room, kind: entry.kind, bytes: entry.bytes, entry.operation)
+            return .success(())
+        } catch {
+            return .failure(error)
         }
     }
 
@@ -297,7 +314,14 @@ final class NodeStore: Sendable {
             let room = row.text(0)
             // Quarantined rooms' entries too: a room recovered later trims its broken rows.
             connection.lastLogID[room] = max(connection.lastLogID[room] ?? 0, row.int64(3))
-            if quarantined[room] != nil { return }
+            if quarantined[room] != nil {
+                // Out of service, but its deltas' clock readings still count: a restart never
+                // stamps below them, when the room is rebuilt from a peer later.
+                if Kind(rawValue: row.int64(1)) == .deltas, let batch = try? WireCodec.decodeBatch(row.blob(2), limits: limits) {
+                    for delta in batch.deltas { clock = max(clock, delta.clock.packed) }
+                }
+                return
+            }
             var state = rooms.removeValue(forKey: room) ?? RoomState(roomID: room)
             defer { rooms[room] = state }
             do {

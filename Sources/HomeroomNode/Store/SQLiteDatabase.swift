@@ -54,6 +54,9 @@ final class SQLiteDatabase {
 
     deinit { sqlite3_close_v2(handle) }
 
+    /// Whether no transaction is open (SQLite's autocommit mode).
+    var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
+
     func execute(_ sql: String, _ operation: String) throws(StoreError) {
         var error: UnsafeMutablePointer<CChar>?
         let status = sqlite3_exec(handle, sql, nil, nil, &error)
