@@ -33,8 +33,8 @@ import HomeroomWire
     @Test func aChangeWhoseEveryRepeatWasMissedComesThroughTheHash() async throws {
         // Slow failure detection: the cut below must not make anyone suspect.
         let cluster = try TestCluster(size: 2, label: "gossip-missed", heartbeatMillis: 100) { _, config in
-            config.suspectMillis = 2_000
-            config.downMillis = 4_000
+            config.suspectMillis = 20_000
+            config.downMillis = 40_000
         }
         #expect(await settles(within: 10) { cluster.nodes.allSatisfy { $0.alivePeers.count == cluster.nodes.count - 1 } })
         let (origin, peer) = (cluster.nodes[0], cluster.nodes[1])
@@ -47,8 +47,11 @@ import HomeroomWire
         let ack = origin.submit(room: "maths", Write(author: "teacher", authorRole: .teacher, authorCounter: 10,
                                                      operation: .setRoomProperty(key: "topic", value: Array("fractions".utf8), cause: "test")))
         let dot = try #require(ack.dot, "the write was not acknowledged: \(ack.status)")
-        // The delta and every heartbeat that lists the change (3 of them) are lost.
-        try await Task.sleep(for: .seconds(1))
+        // The delta and every heartbeat that lists the change (3 of them) are lost: the cut
+        // lasts until the origin has published 5 heartbeats since (counted, not timed, so a
+        // loaded machine's slower heartbeats cannot end it early).
+        let publishedAtCut = origin.metrics["heartbeats_published_total"]
+        #expect(await settles(within: 30) { origin.metrics["heartbeats_published_total"] >= publishedAtCut + 5 })
         peer.faults = FaultPolicy()
         #expect(await settles(within: 5) { peer.room("maths")?.seen.contains(dot) == true }, "the missed write never reached the peer")
         #expect(peer.metrics["gossip_view_mismatches_total"] > mismatchesBefore, "the peer's view should have missed the change")

@@ -35,10 +35,9 @@ extension ClusterNode {
         let next = refutation.next
         incarnationBox.withLock { $0 = next }
         let now = wallMillis()
-        state.withLock { state in
-            _ = try? state.store?.setMeta("incarnation", Int64(bitPattern: next))
-            state.engine.liveIncarnation(next, sinceMillis: now)
-        }
+        // Stored first, outside the state lock: a restart then numbers its incarnation above it.
+        _ = try? state.withLock({ $0.store })?.setMeta("incarnation", Int64(bitPattern: next))
+        state.withLock { $0.engine.liveIncarnation(next, sinceMillis: now) }
         metrics.add("refutations_total")
         logger.notice("declared down while alive: refuting with a new incarnation", ["old": "\(refutation.declared)", "new": "\(next)"])
         for copy in refutation.copies {
