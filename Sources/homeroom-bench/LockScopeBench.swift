@@ -20,12 +20,7 @@ enum LockScopeBench {
         let seconds: UInt64 = quick ? 2 : 5
         let directory = "/tmp/homeroom-bench-store-\(getpid())"
         defer { _ = system("rm -rf '\(directory)'") }
-        var config = NodeConfig(name: "store-bench", listen: "tcp://127.0.0.1:0", publish: "tcp://127.0.0.1:0")
-        config.dataDirectory = directory
-        config.writesPerSecond = 10_000_000
-        config.writeBytesPerSecond = 1 << 40
-        config.joinsPerSecond = 10_000_000
-        guard let node = try? ClusterNode(config: config, logger: Logger(label: "bench", level: .error)) else {
+        guard let node = storedBenchNode(name: "store-bench", directory: directory) else {
             fputs("store: the node did not start\n", stderr)
             return
         }

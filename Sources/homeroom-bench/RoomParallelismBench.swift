@@ -18,13 +18,7 @@ enum RoomParallelismBench {
         // On disk, not tmpfs: the point is the fsync.
         let directory = "/var/tmp/homeroom-bench-rooms-\(getpid())"
         defer { _ = system("rm -rf '\(directory)'") }
-        var config = NodeConfig(name: "rooms-bench", listen: "tcp://127.0.0.1:0", publish: "tcp://127.0.0.1:0")
-        config.dataDirectory = directory
-        config.synchronousFull = true
-        config.writesPerSecond = 10_000_000
-        config.writeBytesPerSecond = 1 << 40
-        config.joinsPerSecond = 10_000_000
-        guard let node = try? ClusterNode(config: config, logger: Logger(label: "bench", level: .error)) else {
+        guard let node = storedBenchNode(name: "rooms-bench", directory: directory, synchronousFull: true) else {
             fputs("rooms: the node did not start\n", stderr)
             return
         }
