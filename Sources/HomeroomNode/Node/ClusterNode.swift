@@ -306,6 +306,10 @@ public final class ClusterNode: Sendable {
         // Tell the cluster at once: this node's users go offline now, not after a timeout.
         endSessions(of: replica, incarnation: incarnation)
         state.withLock { $0.stopping = true }
+        // Writes decided before that are still being stored: let them commit (and queue
+        // their deltas) before the publisher's last flush, so none acknowledged stays
+        // unpublished. New writes are refused now; bounded all the same.
+        for _ in 0..<5_000 where writeGates.count > 0 { usleep(1_000) }
         http.withLock { $0 }?.stop()
         if let thread = ticker.withLock({ $0 }) { thread.join() }
         if let thread = presence.withLock({ $0 }) { thread.join() }
