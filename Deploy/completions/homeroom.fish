@@ -125,7 +125,7 @@ complete -c homeroom -n '__homeroom_subcommand token' -s h -l help -d 'show help
 complete -c homeroom -n '__homeroom_subcommand simulate' -l seed -x -d 'First seed (default 1). A failing seed replays exactly.'
 complete -c homeroom -n '__homeroom_subcommand simulate' -l schedules -x -d 'How many schedules to run, seeds seed..seed+n-1 (default 1).'
 complete -c homeroom -n '__homeroom_subcommand simulate' -l replicas -x -d 'Replicas (nodes) per schedule, 2-16 (default 3).'
-complete -c homeroom -n '__homeroom_subcommand simulate' -l students -x -d 'Students per schedule, 1-500 (default 8).'
+complete -c homeroom -n '__homeroom_subcommand simulate' -l students -x -d 'Students per room, 1-500 (default 8).'
 complete -c homeroom -n '__homeroom_subcommand simulate' -l steps -x -d 'Random steps per schedule, 1-1000000 (default 300).'
 complete -c homeroom -n '__homeroom_subcommand simulate' -l json -d 'Print one JSON object per schedule instead of text.'
 complete -c homeroom -n '__homeroom_subcommand simulate' -s h -l help -d 'show help'

@@ -1,11 +1,11 @@
 import HomeroomCore
 import HomeroomSimulation
 
-/// `homeroom simulate`: seeded schedules of the node engine over Core, with loss,
-/// duplication, partitions and restarts, ending in a convergence check.
+/// `homeroom simulate`: seeded schedules of the node engine over Core, several rooms
+/// each, with loss, duplication, partitions and restarts, ending in a convergence check.
 enum SimulateCommand {
     static let usage = """
-        OVERVIEW: Run seeded simulations of a replicated room and check that every replica converges.
+        OVERVIEW: Run seeded simulations of rooms replicated on several nodes (two rooms and, in a small classroom, a breakout group's room) and check that every replica converges.
 
         USAGE: homeroom simulate [--seed <n>] [--schedules <n>] [--replicas <n>] [--students <n>] [--steps <n>] [--json]
 
@@ -13,7 +13,7 @@ enum SimulateCommand {
           --seed <n>        First seed (default 1). A failing seed replays exactly.
           --schedules <n>   How many schedules to run, seeds seed..seed+n-1 (default 1).
           --replicas <n>    Replicas (nodes) per schedule, 2-16 (default 3).
-          --students <n>    Students per schedule, 1-500 (default 8).
+          --students <n>    Students per room, 1-500 (default 8).
           --steps <n>       Random steps per schedule, 1-1000000 (default 300).
           --json            Print one JSON object per schedule instead of text.
           -h, --help        Show help information.
