@@ -86,6 +86,7 @@ extension CEncoder {
             body.pointee.rooms_partial = heartbeat.roomsPartial ? 1 : 0
             body.pointee.rooms_hash = heartbeat.roomsHash
             body.pointee.draining = heartbeat.draining ? 1 : 0
+            body.pointee.room_streams = heartbeat.roomStreams ? 1 : 0
             let rooms = arena.pointers(Homeroom__V1__RoomDigest.self, count: heartbeat.rooms.count)
             for (index, room) in heartbeat.rooms.enumerated() {
                 let entry = make(homeroom__v1__room_digest__init)
@@ -376,6 +377,7 @@ extension CDecoder {
         decoded.roomsPartial = heartbeat.rooms_partial != 0
         decoded.roomsHash = heartbeat.rooms_hash
         decoded.draining = heartbeat.draining != 0
+        decoded.roomStreams = heartbeat.room_streams != 0
         decoded.nodeName = try string(heartbeat.node_name, "envelope.heartbeat.node_name")
         return decoded
     }

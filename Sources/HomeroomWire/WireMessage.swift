@@ -303,6 +303,8 @@ extension WireMessage {
         public var roomsHash: UInt64 = 0
         /// The sender is draining (`homeroom node drain`): placement leaves it out.
         public var draining = false
+        /// `publishAddress` also serves room streams (SP over WebSocket, one room's topics each).
+        public var roomStreams = false
 
         public init(node: ReplicaID, incarnation: UInt64, address: String, rooms: [RoomDigest] = [], peers: [Peer] = [],
                     publishAddress: String = "", clusterPublishAddress: String = "", sentAtMillis: UInt64 = 0) {

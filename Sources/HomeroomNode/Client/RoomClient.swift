@@ -269,7 +269,10 @@ public final class RoomClient: Sendable {
             subscriber = try SPSubscriber(limits: limits, name: "hr-client-sub") { [weak self] message in self?.receive(message) }
             subscriber.subscribe(Topics.clientRoom(room))
             subscriber.subscribe(Topics.clientUser(room, user))
-            try subscriber.dial(nodeInfo.publishAddress)
+            // A node that serves room streams sends this connection the room's topics and
+            // nothing else; an older one sends everything, and the subscriptions filter.
+            let stream = nodeInfo.roomStreams ? RoomStreams.url(publishAddress: nodeInfo.publishAddress, room: room, user: user) : nil
+            try subscriber.dial(stream ?? nodeInfo.publishAddress)
         } catch {
             requester.close()
             throw .unavailable("subscribe to \(nodeInfo.publishAddress): \(error)")

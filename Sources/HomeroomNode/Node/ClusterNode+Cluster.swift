@@ -310,9 +310,14 @@ extension ClusterNode {
            !isRevoked(verified.user) {
             peers = state.withLock { $0.peers.wirePeers.filter { $0.status == .alive } }
         }
-        return WireMessage.Heartbeat(node: replica, incarnation: incarnation, address: listenAddress, rooms: [], peers: peers,
-                                     publishAddress: publishAddress, clusterPublishAddress: "")
+        var heartbeat = WireMessage.Heartbeat(node: replica, incarnation: incarnation, address: listenAddress, rooms: [], peers: peers,
+                                              publishAddress: publishAddress, clusterPublishAddress: "")
+        heartbeat.roomStreams = servesRoomStreams
+        return heartbeat
     }
+
+    /// The publish address also takes room streams (SP over WebSocket): TCP and TLS do.
+    var servesRoomStreams: Bool { RoomStreams.url(publishAddress: publishAddress, room: "r") != nil }
 
     /// This node's heartbeat. A hello and a hello's answer list every room; a published
     /// heartbeat (`published`) mostly only the rooms that changed lately, with the hash of
@@ -336,6 +341,7 @@ extension ClusterNode {
             return heartbeat
         }
         heartbeat.nodeName = name
+        heartbeat.roomStreams = servesRoomStreams
         return heartbeat
     }
 

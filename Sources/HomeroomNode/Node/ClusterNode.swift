@@ -189,7 +189,7 @@ public final class ClusterNode: Sendable {
         }
 
         do {
-            publisher = try SPPublisher(limits: config.transportLimits, name: "hr-pub")
+            publisher = try SPPublisher(limits: config.transportLimits, name: "hr-pub", router: RoomStreams.topics(forResource:))
             publishAddress = try publisher.listen(config.publish)
         } catch {
             throw .bind(address: config.publish, error)

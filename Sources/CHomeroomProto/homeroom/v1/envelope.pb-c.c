@@ -1912,7 +1912,7 @@ const ProtobufCMessageDescriptor homeroom__v1__peer__descriptor =
   (ProtobufCMessageInit) homeroom__v1__peer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[14] =
+static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors[15] =
 {
   {
     "node",
@@ -2082,6 +2082,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__heartbeat__field_descriptors
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "room_streams",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__Heartbeat, room_streams),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
   2,   /* field[2] = address */
@@ -2094,6 +2106,7 @@ static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
   10,   /* field[10] = node_name */
   4,   /* field[4] = peers */
   5,   /* field[5] = publish_address */
+  14,   /* field[14] = room_streams */
   3,   /* field[3] = rooms */
   12,   /* field[12] = rooms_hash */
   11,   /* field[11] = rooms_partial */
@@ -2102,7 +2115,7 @@ static const unsigned homeroom__v1__heartbeat__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__heartbeat__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 14 }
+  { 0, 15 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
 {
@@ -2112,7 +2125,7 @@ const ProtobufCMessageDescriptor homeroom__v1__heartbeat__descriptor =
   "Homeroom__V1__Heartbeat",
   "homeroom.v1",
   sizeof(Homeroom__V1__Heartbeat),
-  14,
+  15,
   homeroom__v1__heartbeat__field_descriptors,
   homeroom__v1__heartbeat__field_indices_by_name,
   1,  homeroom__v1__heartbeat__number_ranges,

@@ -3,7 +3,9 @@ import CLinuxEvents
 
 /// A parsed transport URL: `tcp://host:port` (IPv4, `[IPv6]`, a name, or `*` to listen
 /// on every address), `tls+tcp://host:port` (the same under TLS, as nng names it),
-/// `ipc:///path/to/socket`, or `inproc://name` (within one process, over a socket pair).
+/// `ipc:///path/to/socket`, `inproc://name` (within one process, over a socket pair),
+/// or `ws://host:port/path` and `wss://host:port/path` (SP over WebSocket, as nng names
+/// it; the path names the resource a dial asks for).
 struct SPAddress: Sendable, Hashable, CustomStringConvertible {
     enum Kind: Sendable, Hashable {
         case tcp(host: String, port: UInt16)
@@ -13,10 +15,13 @@ struct SPAddress: Sendable, Hashable, CustomStringConvertible {
 
     let kind: Kind
     let url: String
-    /// `tls+tcp://`: the stream runs TLS, with SP's framing inside it.
+    /// `tls+tcp://` or `wss://`: the stream runs TLS, with SP's framing inside it.
     let secure: Bool
+    /// `ws://` or `wss://`: the path (with any query) a dial asks for, "/" if none.
+    let resource: String?
 
     var framing: SPFraming {
+        if resource != nil { return .websocket }
         if case .ipc = kind { return .ipc }
         return .tcp
     }
@@ -25,7 +30,17 @@ struct SPAddress: Sendable, Hashable, CustomStringConvertible {
 
     init(_ url: String) throws(TransportError) {
         self.url = url
-        secure = url.hasPrefix("tls+tcp://")
+        secure = url.hasPrefix("tls+tcp://") || url.hasPrefix("wss://")
+        var hostPart = Substring(url)
+        if url.hasPrefix("ws://") || url.hasPrefix("wss://") {
+            let afterScheme = url.drop(while: { $0 != "/" }).dropFirst(2)
+            let slash = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? afterScheme.endIndex
+            hostPart = url[url.startIndex..<slash]
+            let path = String(afterScheme[slash...])
+            resource = path.isEmpty ? "/" : (path.hasPrefix("?") ? "/" + path : path)
+        } else {
+            resource = nil
+        }
         if url.hasPrefix("inproc://") {
             let name = String(url.dropFirst("inproc://".count))
             guard !name.isEmpty else { throw TransportError(.addressInvalid, "parse \(url)", reason: "an inproc address needs a name") }
@@ -40,10 +55,10 @@ struct SPAddress: Sendable, Hashable, CustomStringConvertible {
             kind = .ipc(path: path)
             return
         }
-        guard url.hasPrefix("tcp://") || url.hasPrefix("tcp4://") || secure else {
-            throw TransportError(.addressInvalid, "parse \(url)", reason: "unknown scheme (this transport speaks tcp://, tls+tcp://, ipc:// and inproc://)")
+        guard url.hasPrefix("tcp://") || url.hasPrefix("tcp4://") || secure || resource != nil else {
+            throw TransportError(.addressInvalid, "parse \(url)", reason: "unknown scheme (this transport speaks tcp://, tls+tcp://, ws://, wss://, ipc:// and inproc://)")
         }
-        let rest = url.drop(while: { $0 != "/" }).dropFirst(2)
+        let rest = hostPart.drop(while: { $0 != "/" }).dropFirst(2)
         guard let colon = rest.lastIndex(of: ":") else {
             throw TransportError(.addressInvalid, "parse \(url)", reason: "no port")
         }
@@ -57,8 +72,16 @@ struct SPAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// The URL with another port (the one the system picked for port 0).
     func withPort(_ port: UInt16) -> String {
-        guard case .tcp = kind, let colon = url.lastIndex(of: ":") else { return url }
-        return String(url[...colon]) + String(port)
+        guard case .tcp(let host, _) = kind else { return url }
+        let scheme = url.prefix(while: { $0 != ":" })
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        return "\(scheme)://\(shownHost):\(port)" + (resource.map { $0 == "/" ? "" : $0 } ?? "")
+    }
+
+    /// `Host` header value for a WebSocket dial.
+    var hostHeader: String {
+        guard case .tcp(let host, let port) = kind else { return "localhost" }
+        return (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
     }
 
     /// The socket addresses to try, in order. Resolves names (may block briefly).

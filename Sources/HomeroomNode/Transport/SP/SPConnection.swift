@@ -8,7 +8,8 @@ final class SPConnection {
 
     let id: UInt64
     let fd: Int32
-    let framing: SPFraming
+    /// `.websocket` once an accepted connection's first bytes were an HTTP upgrade.
+    var framing: SPFraming
     let origin: Origin
     /// Who is at the other end, for logs ("127.0.0.1:52144" or the dialed URL).
     let peerName: String
@@ -36,6 +37,16 @@ final class SPConnection {
     /// The epoll interest currently registered.
     var interest: UInt32 = 0
     var closed = false
+    /// Accepted on a listener that serves SP over TCP and SP over WebSocket: the first
+    /// bytes decide, and this side sends nothing before them.
+    var sniffing = false
+    /// WebSocket: the request's path (accepted), or the path asked for (dialed).
+    var resource: String?
+    /// WebSocket, dialed: the key whose accept value the server must return.
+    var webSocketKey: String?
+    /// WebSocket: a fragmented message being put together.
+    var fragments: [UInt8] = []
+    var fragmenting = false
 
     init(id: UInt64, fd: Int32, framing: SPFraming, origin: Origin, peerName: String, phase: Phase, deadlineMillis: UInt64) {
         self.id = id
@@ -48,6 +59,11 @@ final class SPConnection {
     }
 
     var unparsed: Int { inbound.count - inboundOffset }
+
+    var isDialed: Bool {
+        if case .dialed = origin { return true }
+        return false
+    }
 
     /// Drops parsed bytes from the front once they are most of the buffer.
     func compactInbound() {

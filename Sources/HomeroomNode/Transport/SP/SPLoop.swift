@@ -10,10 +10,16 @@ protocol SPRole: AnyObject {
     func closed(_ connection: SPConnection, loop: SPLoop)
     /// Runs on every loop turn; returns the next time (monotonic ms) it wants to run, if any.
     func tick(nowMillis: UInt64, loop: SPLoop) -> UInt64?
+    /// Whether this socket's TCP listeners also take SP over WebSocket (the first bytes tell).
+    var servesWebSocket: Bool { get }
+    /// Why a WebSocket connection may not have `resource` (its request path), or nil.
+    func refusal(resource: String) -> String?
 }
 
 extension SPRole {
     func tick(nowMillis: UInt64, loop: SPLoop) -> UInt64? { nil }
+    var servesWebSocket: Bool { false }
+    func refusal(resource: String) -> String? { nil }
 }
 
 /// Limits every connection of a loop obeys.
@@ -289,7 +295,18 @@ final class SPLoop: @unchecked Sendable {
     @discardableResult
     func send(_ body: [UInt8], on c: SPConnection, dropOldest: Bool = false) -> Bool {
         guard !c.closed, c.phase == .open else { return false }
+        if c.framing == .websocket {
+            return enqueue(SPWebSocket.message(body, masked: c.isDialed), on: c, dropOldest: dropOldest)
+        }
         return enqueue(SPOutFrame(prefix: c.framing.prefix(length: body.count), body: body), on: c, dropOldest: dropOldest)
+    }
+
+    /// Queues a frame built for this connection's framing (a WebSocket message built once
+    /// for many connections).
+    @discardableResult
+    func send(frame: SPOutFrame, on c: SPConnection, dropOldest: Bool = false) -> Bool {
+        guard !c.closed, c.phase == .open else { return false }
+        return enqueue(frame, on: c, dropOldest: dropOldest)
     }
 
     private func enqueue(_ frame: SPOutFrame, on c: SPConnection, dropOldest: Bool) -> Bool {
@@ -487,7 +504,7 @@ final class SPLoop: @unchecked Sendable {
                 continue
             }
             stats.accepted.add(1, ordering: .relaxed)
-            if listener.framing == .tcp { Self.setNoDelay(fd) }
+            if listener.framing != .ipc { Self.setNoDelay(fd) }
             let c = SPConnection(id: nextID(), fd: fd, framing: listener.framing, origin: .accepted(listener: id),
                                  peerName: Self.peerName(fd), phase: .handshaking,
                                  deadlineMillis: WallClock.monotonicMillis() + limits.handshakeMillis)
@@ -495,8 +512,12 @@ final class SPLoop: @unchecked Sendable {
                 do { c.tls = try context.channel(host: nil) } catch { Glibc.close(fd); continue }
             }
             register(c)
-            c.outbound.append(SPOutFrame(prefix: protocolKind.header, body: []))
-            c.outboundBytes = SPProtocol.headerSize
+            if listener.framing == .tcp && role.servesWebSocket {
+                c.sniffing = true // the header waits for the peer's first bytes
+            } else if listener.framing != .websocket {
+                c.outbound.append(SPOutFrame(prefix: protocolKind.header, body: []))
+                c.outboundBytes = SPProtocol.headerSize
+            }
             flush(c)
         }
     }
@@ -581,8 +602,18 @@ final class SPLoop: @unchecked Sendable {
         dialer.connection = c.id
         dialers[id] = dialer
         register(c)
-        c.outbound.append(SPOutFrame(prefix: protocolKind.header, body: []))
-        c.outboundBytes = SPProtocol.headerSize
+        let opening: SPOutFrame
+        if let resource = dialer.address.resource {
+            let key = SPWebSocket.newKey()
+            c.webSocketKey = key
+            c.resource = resource
+            opening = SPOutFrame(prefix: [], body: SPWebSocket.request(host: dialer.address.hostHeader, resource: resource, key: key,
+                                                                        subprotocol: SPWebSocket.subprotocol(protocolKind.peer)))
+        } else {
+            opening = SPOutFrame(prefix: protocolKind.header, body: [])
+        }
+        c.outbound.append(opening)
+        c.outboundBytes = opening.count
         if rv == 0 { c.phase = .handshaking; flush(c) }
         updateInterest(c)
     }
@@ -711,6 +742,22 @@ final class SPLoop: @unchecked Sendable {
 
     /// Takes the header, then whole messages, from the buffer.
     private func parse(_ c: SPConnection) {
+        if c.sniffing {
+            guard c.unparsed >= 4 else { return }
+            c.sniffing = false
+            if c.inbound[c.inboundOffset..<c.inboundOffset + 4].elementsEqual("GET ".utf8) {
+                c.framing = .websocket
+            } else {
+                c.outbound.append(SPOutFrame(prefix: protocolKind.header, body: []))
+                c.outboundBytes += SPProtocol.headerSize
+                flush(c)
+                if c.closed { return }
+            }
+        }
+        if c.framing == .websocket {
+            parseWebSocket(c)
+            return
+        }
         if c.phase == .handshaking {
             guard c.unparsed >= SPProtocol.headerSize else { return }
             let header = c.inbound[c.inboundOffset..<c.inboundOffset + SPProtocol.headerSize]
@@ -723,13 +770,7 @@ final class SPLoop: @unchecked Sendable {
                 drop(c)
                 return
             }
-            c.phase = .open
-            stats.lastWrongPeer.store(0, ordering: .relaxed)
-            if c.tls != nil { stats.lastTLSFailure.withLock { $0 = nil } }
-            unopened.remove(c.id)
-            stats.open.add(1, ordering: .relaxed)
-            if case .dialed(let dialerID) = c.origin { dialers[dialerID]?.backoffMillis = limits.reconnectMinMillis }
-            role.opened(c, loop: self)
+            markOpen(c)
         }
         let prefix = c.framing.prefixSize
         while !c.closed && !c.readPaused && c.unparsed >= prefix {
@@ -752,6 +793,124 @@ final class SPLoop: @unchecked Sendable {
         }
         if !c.closed { c.compactInbound() }
         if !starved.isEmpty { feedStarvedIfDue() }
+    }
+
+    private func markOpen(_ c: SPConnection) {
+        c.phase = .open
+        stats.lastWrongPeer.store(0, ordering: .relaxed)
+        if c.tls != nil { stats.lastTLSFailure.withLock { $0 = nil } }
+        unopened.remove(c.id)
+        stats.open.add(1, ordering: .relaxed)
+        if case .dialed(let dialerID) = c.origin { dialers[dialerID]?.backoffMillis = limits.reconnectMinMillis }
+        role.opened(c, loop: self)
+    }
+
+    private func consume(_ c: SPConnection, _ count: Int) {
+        c.inboundOffset += count
+        buffered -= count
+    }
+
+    /// SP over WebSocket: the HTTP upgrade, then frames (SPWebSocket).
+    private func parseWebSocket(_ c: SPConnection) {
+        defer {
+            if !c.closed { c.compactInbound() }
+            if !starved.isEmpty { feedStarvedIfDue() }
+        }
+        if c.phase == .handshaking {
+            let available = c.inbound[c.inboundOffset...]
+            if c.isDialed {
+                switch SPWebSocket.parseResponse(available, key: c.webSocketKey ?? "", subprotocol: SPWebSocket.subprotocol(protocolKind.peer)) {
+                case .incomplete: return
+                case .refused:
+                    stats.badHandshakes.add(1, ordering: .relaxed)
+                    stats.lastWrongPeer.store(0xffff, ordering: .relaxed)
+                    drop(c)
+                    return
+                case .accepted(let consumed):
+                    consume(c, consumed)
+                    markOpen(c)
+                }
+            } else {
+                switch SPWebSocket.parseRequest(available) {
+                case .incomplete: return
+                case .invalid(let status, let reason):
+                    refuseWebSocket(c, status: status, reason: reason)
+                    return
+                case .request(let request, let consumed):
+                    consume(c, consumed)
+                    let spoken = SPWebSocket.subprotocol(protocolKind)
+                    guard request.subprotocols.contains(spoken) else {
+                        refuseWebSocket(c, status: 400, reason: "Sec-WebSocket-Protocol must name \(spoken)")
+                        return
+                    }
+                    if let why = role.refusal(resource: request.resource) {
+                        refuseWebSocket(c, status: 404, reason: why)
+                        return
+                    }
+                    c.resource = request.resource
+                    let answer = SPWebSocket.response(key: request.key, subprotocol: spoken)
+                    c.outbound.append(SPOutFrame(prefix: [], body: answer))
+                    c.outboundBytes += answer.count
+                    flush(c)
+                    if c.closed { return }
+                    markOpen(c)
+                }
+            }
+        }
+        while !c.closed && !c.readPaused && c.phase == .open {
+            switch SPWebSocket.parseFrame(c.inbound[c.inboundOffset...], fromClient: !c.isDialed, maxPayload: limits.maxMessageBytes) {
+            case .incomplete:
+                return
+            case .invalid:
+                stats.oversized.add(1, ordering: .relaxed)
+                drop(c)
+                return
+            case .frame(let frame):
+                consume(c, frame.consumed)
+                switch frame.opcode {
+                case .ping:
+                    _ = enqueue(SPWebSocket.message(frame.payload, opcode: .pong, masked: c.isDialed), on: c, dropOldest: false)
+                case .pong:
+                    break
+                case .close:
+                    // Answer the close (best effort), then go.
+                    _ = enqueue(SPWebSocket.message(Array(frame.payload.prefix(2)), opcode: .close, masked: c.isDialed), on: c, dropOldest: false)
+                    drop(c)
+                    return
+                case .text, .binary:
+                    guard !c.fragmenting else { drop(c); return }
+                    if frame.fin {
+                        role.received(frame.payload, on: c, loop: self)
+                    } else {
+                        c.fragmenting = true
+                        c.fragments = frame.payload
+                    }
+                case .continuation:
+                    guard c.fragmenting, c.fragments.count + frame.payload.count <= limits.maxMessageBytes else {
+                        stats.oversized.add(1, ordering: .relaxed)
+                        drop(c)
+                        return
+                    }
+                    c.fragments += frame.payload
+                    if frame.fin {
+                        let message = c.fragments
+                        c.fragments = []
+                        c.fragmenting = false
+                        role.received(message, on: c, loop: self)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Answers a bad upgrade with an HTTP error (what the socket takes now), then closes.
+    private func refuseWebSocket(_ c: SPConnection, status: Int, reason: String) {
+        stats.badHandshakes.add(1, ordering: .relaxed)
+        let answer = SPWebSocket.refusal(status: status, reason: reason)
+        c.outbound.append(SPOutFrame(prefix: [], body: answer))
+        c.outboundBytes += answer.count
+        flush(c)
+        drop(c)
     }
 
     /// Decrypts what the socket gave, answers the handshake, and parses the plaintext.

@@ -46,11 +46,12 @@ enum SPProtocol: UInt16, Sendable {
 }
 
 /// How messages are delimited on a stream: TCP prefixes each with its length
-/// (8 bytes, big endian); IPC adds a one-byte message type (1) before the length.
+/// (8 bytes, big endian); IPC adds a one-byte message type (1) before the length;
+/// WebSocket sends each as one WebSocket message (SPWebSocket).
 enum SPFraming: Sendable {
-    case tcp, ipc
+    case tcp, ipc, websocket
 
-    var prefixSize: Int { self == .tcp ? 8 : 9 }
+    var prefixSize: Int { self == .ipc ? 9 : 8 }
 
     func prefix(length: Int) -> [UInt8] {
         var bytes: [UInt8] = self == .ipc ? [0x01] : []

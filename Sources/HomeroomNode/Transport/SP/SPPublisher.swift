@@ -1,15 +1,27 @@
 import Synchronization
 
-/// The PUB side of SP pub/sub: every message goes to every connected subscriber (SP
-/// subscribers filter by topic themselves). A subscriber that reads too slowly loses
-/// its oldest unsent messages once `sendQueueMessages` wait for it, as with nng; one that
-/// sends anything (SP subscribers never do) is dropped.
+/// The exact topics a WebSocket subscriber follows, from its request path, or why it
+/// may not connect (the reason goes back in an HTTP 404).
+public typealias SPStreamRouter = @Sendable (_ resource: String) -> Result<[[UInt8]], SPStreamRefusal>
+
+public struct SPStreamRefusal: Error, Sendable {
+    public let reason: String
+    public init(_ reason: String) { self.reason = reason }
+}
+
+/// The PUB side of SP pub/sub. A subscriber over SP/TCP (or IPC, inproc) gets every
+/// message (SP subscribers filter by topic themselves). With a `router`, the TCP
+/// listeners also take SP over WebSocket, and such a subscriber gets only the messages
+/// published under the topics its request path names: the publisher filters, so a
+/// connection costs what it follows. A subscriber that reads too slowly loses its oldest
+/// unsent messages once `sendQueueMessages` wait for it, as with nng; one that sends
+/// anything (SP subscribers never do) is dropped.
 public final class SPPublisher: Sendable {
     private let loop: SPLoop
     private let role: PublishRole
 
-    public init(limits: SPLimitsConfig = SPLimitsConfig(), name: String = "hr-pub-loop") throws(TransportError) {
-        role = PublishRole()
+    public init(limits: SPLimitsConfig = SPLimitsConfig(), name: String = "hr-pub-loop", router: SPStreamRouter? = nil) throws(TransportError) {
+        role = PublishRole(router: router)
         loop = try SPLoop(name: name, protocolKind: .pub, limits: limits.limits, role: role)
     }
 
@@ -29,6 +41,12 @@ public final class SPPublisher: Sendable {
     /// loop is `maxBacklog` messages behind the publisher, the message is dropped (and
     /// counted in `dropped`), as a full nng send queue drops.
     public func send(_ bytes: [UInt8]) throws(TransportError) {
+        try send(bytes, topic: nil)
+    }
+
+    /// Publishes `bytes` to every SP/TCP subscriber, and to the WebSocket subscribers
+    /// that follow `topic` (exactly, not as a prefix).
+    private func send(_ bytes: [UInt8], topic: [UInt8]?) throws(TransportError) {
         guard !loop.isStopping else { throw TransportError(.closed, "publish \(bytes.count) bytes") }
         let role = self.role
         guard role.backlog.add(1, ordering: .relaxed).newValue <= Self.maxBacklog else {
@@ -38,7 +56,7 @@ public final class SPPublisher: Sendable {
         }
         loop.post { loop in
             role.backlog.subtract(1, ordering: .relaxed)
-            role.broadcast(bytes, loop: loop)
+            role.broadcast(bytes, topic: topic, loop: loop)
         }
     }
 
@@ -46,7 +64,7 @@ public final class SPPublisher: Sendable {
     public static let maxBacklog = 65_536
 
     public func send(topic: [UInt8], payload: [UInt8]) throws(TransportError) {
-        try send(topic + payload)
+        try send(topic + payload, topic: topic)
     }
 
     /// Calls `handler` (on the socket's loop thread: it must only note the event) each
@@ -55,8 +73,10 @@ public final class SPPublisher: Sendable {
         role.onConnect.withLock { $0 = handler }
     }
 
-    /// Subscribers connected now.
+    /// Subscribers connected now (both kinds).
     public var subscribers: Int { loop.stats.open.load(ordering: .relaxed) }
+    /// WebSocket subscribers connected now.
+    public var streamSubscribers: Int { role.streamCount.load(ordering: .relaxed) }
     /// Messages a slow subscriber lost.
     public var dropped: Int { role.dropped.load(ordering: .relaxed) }
     var stats: SPLoopStats { loop.stats }
@@ -68,21 +88,60 @@ final class PublishRole: SPRole, @unchecked Sendable {
     let dropped = Atomic<Int>(0)
     /// Messages posted to the loop and not yet broadcast.
     let backlog = Atomic<Int>(0)
+    let streamCount = Atomic<Int>(0)
     let onConnect = Mutex<(@Sendable () -> Void)?>(nil)
+    private let router: SPStreamRouter?
     // Loop-confined.
+    /// SP/TCP subscribers: every message.
     private var subscribers: [UInt64: SPConnection] = [:]
+    /// WebSocket subscribers by the topics they follow.
+    private var followers: [[UInt8]: [UInt64: SPConnection]] = [:]
+    private var following: [UInt64: [[UInt8]]] = [:]
+
+    init(router: SPStreamRouter?) { self.router = router }
+
+    var servesWebSocket: Bool { router != nil }
+
+    func refusal(resource: String) -> String? {
+        guard let router else { return "this socket serves no streams" }
+        if case .failure(let refusal) = router(resource) { return refusal.reason }
+        return nil
+    }
 
     func opened(_ c: SPConnection, loop: SPLoop) {
-        subscribers[c.id] = c
+        if c.framing == .websocket, let resource = c.resource, let router, case .success(let topics) = router(resource) {
+            following[c.id] = topics
+            for topic in topics { followers[topic, default: [:]][c.id] = c }
+            streamCount.add(1, ordering: .relaxed)
+        } else if c.framing == .websocket {
+            loop.drop(c)
+            return
+        } else {
+            subscribers[c.id] = c
+        }
         onConnect.withLock { $0 }?()
     }
 
     func received(_ message: [UInt8], on c: SPConnection, loop: SPLoop) { loop.drop(c) }
 
-    func closed(_ c: SPConnection, loop: SPLoop) { subscribers.removeValue(forKey: c.id) }
+    func closed(_ c: SPConnection, loop: SPLoop) {
+        subscribers.removeValue(forKey: c.id)
+        guard let topics = following.removeValue(forKey: c.id) else { return }
+        streamCount.subtract(1, ordering: .relaxed)
+        for topic in topics {
+            followers[topic]?.removeValue(forKey: c.id)
+            if followers[topic]?.isEmpty == true { followers.removeValue(forKey: topic) }
+        }
+    }
 
-    func broadcast(_ bytes: [UInt8], loop: SPLoop) {
+    func broadcast(_ bytes: [UInt8], topic: [UInt8]?, loop: SPLoop) {
         for c in subscribers.values where !loop.send(bytes, on: c, dropOldest: true) {
+            dropped.add(1, ordering: .relaxed)
+        }
+        guard let topic, let audience = followers[topic] else { return }
+        // One frame for every follower: its header and body are shared, not copied.
+        let frame = SPWebSocket.message(bytes, masked: false)
+        for c in audience.values where !loop.send(frame: frame, on: c, dropOldest: true) {
             dropped.add(1, ordering: .relaxed)
         }
     }

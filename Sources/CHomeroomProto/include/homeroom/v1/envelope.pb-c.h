@@ -457,10 +457,17 @@ struct  Homeroom__V1__Heartbeat
    * "Placement").
    */
   protobuf_c_boolean draining;
+  /*
+   * Set in a node's answer to a client's hello, and in its heartbeats: `publish_address`
+   * also serves room streams, SP over WebSocket at ws://HOST:PORT/v1/rooms/<room> (wss://
+   * for tls+tcp://), each carrying one room's topics and nothing else (docs/PROTOCOL.md,
+   * "Room streams"). False (an older node): subscribe on publish_address as before.
+   */
+  protobuf_c_boolean room_streams;
 };
 #define HOMEROOM__V1__HEARTBEAT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__heartbeat__descriptor) \
-    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0, 0 }
+    , 0, 0, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0, 0, 0 }
 
 
 struct  Homeroom__V1__JoinRequest
