@@ -58,6 +58,7 @@ import threading
 import tempfile
 import time
 import types
+import urllib.parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -161,6 +162,65 @@ def close_tls_socket(sock, label):
               "library wedged); this and the remaining TLS sockets are left open until the client exits", flush=True)
 
 
+ROOM_STREAM_SCHEMES = (("tcp://", "ws://"), ("tcp4://", "ws://"), ("tls+tcp://", "wss://"))
+
+
+def room_stream_url(publish_address, room, user=None):
+    """The room stream of `room`, with `user`'s private stream in it when given (docs/PROTOCOL.md, "Room streams"):
+    SP over WebSocket on the publish port, ws:// for tcp://, wss:// for tls+tcp://, at /v1/rooms/<room>[/users/<user>]
+    with percent-encoded segments. None for an address with no WebSocket form (ipc://, inproc://)."""
+    for plain, web in ROOM_STREAM_SCHEMES:
+        if publish_address.startswith(plain):
+            path = "/v1/rooms/" + urllib.parse.quote(room, safe=":")
+            if user is not None:
+                path += "/users/" + urllib.parse.quote(user, safe=":")
+            return web + publish_address[len(plain):] + path
+    return None
+
+
+def message_topic(hw, message):
+    """What a SUB socket subscribed to b"" got, by topic: b"01" (node topic), b"02" (heartbeat), else the client topic
+    (`<room> 00` or `@<room> 00 <user> 00`), or the message's first bytes when it has none."""
+    if message[:1] in (b"\x01", b"\x02"):
+        return b"%02d" % message[0]
+    parts = hw.split_client_topic(message)
+    return parts[0] if parts is not None else message[:16]
+
+
+def by_topic(hw, messages):
+    """topic -> (messages, bytes), for check details."""
+    out = {}
+    for m in messages:
+        topic = message_topic(hw, m)
+        n, size = out.get(topic, (0, 0))
+        out[topic] = (n + 1, size + len(m))
+    return out
+
+
+def raw_sub(pynng, address, tls_config=None):
+    """A SUB socket subscribed to everything (b""), dialed (block=True) to `address`."""
+    sock = pynng.Sub0(recv_max_size=0, recv_buffer_size=8192, recv_timeout=10,
+                      **({"tls_config": tls_config} if tls_config is not None else {}))
+    sock.subscribe(b"")
+    try:
+        sock.dial(address, block=True)
+    except pynng.NNGException:
+        sock.close()
+        raise
+    return sock
+
+
+def drain_into(pynng, socks, got):
+    """Appends what each SUB socket in `socks` (name -> socket) has queued to got[name]; returns False (a predicate step)."""
+    for name, sock in socks.items():
+        while True:
+            try:
+                got[name].append(sock.recv())
+            except pynng.Timeout:
+                break
+    return False
+
+
 class Peer:
     """One user in one room through one node: Flows 1 to 7 of docs/PROTOCOL.md."""
 
@@ -172,6 +232,7 @@ class Peer:
         self.user, self.role, self.name, self.label = user, role, name, label
         self.req = self.sub = None
         self.node = None                # hello reply (Heartbeat)
+        self.sub_address = None         # what the SUB socket dialed: the room stream, or the publish address
         self.session = None
         self.connections = 0
         self.counter = 0
@@ -249,7 +310,12 @@ class Peer:
                                reconnect_time_min=50, reconnect_time_max=500)
         self.sub.subscribe(self.room.id.encode() + b"\x00")                      # Flow 2: before the join
         self.sub.subscribe(self.private_topic())                                  # ... and the private stream (Flow 8)
-        self.sub.dial(self.node.publish_address, block=True)
+        # "Room streams": a node whose hello says room_streams serves this room's topic and this user's private
+        # topic, and nothing else, at ws://<publish host:port>/v1/rooms/<room>/users/<user> (wss:// for tls+tcp://,
+        # same certificate: pynng's wss:// takes the same TLSConfig). An older node: its publish address, as before.
+        stream = room_stream_url(self.node.publish_address, self.room.id, self.user) if self.node.room_streams else None
+        self.sub_address = stream or self.node.publish_address
+        self.sub.dial(self.sub_address, block=True)
         self.connections += 1
         self.session = f"{self.user}-{random.getrandbits(32):08x}-{self.connections}"
 
@@ -564,6 +630,11 @@ def run(args, hw, pynng, checks):
         checks.require("student joins through node B and gets a snapshot",
                        reply.WhichOneof("body") == "join_response" and reply.join_response.WhichOneof("state") == "snapshot"
                        and reply.join_response.host == node_b and node_b != node_a, show(reply))
+        streams = {peer.label: (peer.node.room_streams, peer.sub_address) for peer in (teacher, student)}
+        checks.check("the hello on node A and on node B says room_streams; each peer's SUB socket follows its room stream, "
+                     "ws://<publish host:port>/v1/rooms/<room>/users/<user>",
+                     all(peer.node.room_streams and peer.sub_address == room_stream_url(peer.node.publish_address, room_id, peer.user)
+                         and peer.sub_address.startswith("ws://") for peer in (teacher, student)), str(streams))
         checks.check("student's replica shows the teacher who joined through node A",
                      student.wait_for(lambda: (student.row("teach") or {}).get("online") is True))
         student.print_roster("roster as the student sees it after joining")
@@ -854,6 +925,8 @@ def run(args, hw, pynng, checks):
                      accepted(reply) and teacher.wait_for(lambda: teacher.room.presence_state("stu-1") == {"mood": b"curious"}),
                      show(reply))
 
+        run_room_streams(args, hw, pynng, checks, teacher, student, room_id)
+
         # 12: error codes.
         print("== error replies")
         reply, _ = student.write("set_hand", target="stu-1", raised=True, role=C.ROLE_TEACHER)
@@ -1008,6 +1081,116 @@ def wait_both_peers(first, second, predicate, seconds=WAIT_SECONDS):
             return True
         if time.monotonic() >= deadline:
             return False
+
+
+def run_room_streams(args, hw, pynng, checks, teacher, student, room_id):
+    """Room streams (docs/PROTOCOL.md, "Room streams"): node A's publish port also speaks SP over WebSocket, and a SUB
+    socket dialed to ws://<publish host:port>/v1/rooms/<room>[/users/<user>] gets the room's client topic (and the
+    user's private topic) and nothing else. Raw SUB sockets subscribed to everything on node A: the room's stream,
+    the teacher's and the student's, and, as the control, A's tcp:// publish address. Meanwhile a chat message in
+    the room, a whisper from the student to the teacher, and a join and a chat message in another room whose id
+    has this one's as a prefix (a teacher of its own, through node A)."""
+    E, C = hw.envelope_pb2, hw.common_pb2
+    print("== room streams")
+    show, accepted = (lambda reply: describe_reply(E, reply)), (lambda reply: is_accepted(E, reply))
+    publish = teacher.node.publish_address
+    checks.require("room streams: node A's publish address has a WebSocket form (tcp://)",
+                   room_stream_url(publish, room_id) is not None and publish.startswith("tcp://"), publish)
+    room_topic = room_id.encode() + b"\x00"
+    private_teach, private_student = teacher.private_topic(), student.private_topic()
+    private_bystander = b"@" + room_topic + b"stu-9\x00"                         # a user who neither sends nor receives
+    other_id = room_id + "-other"                                                 # the topics' 00 tells them apart
+    other_topic = other_id.encode() + b"\x00"
+    window = 1.5                                                                  # > 1 s: heartbeats every 200 ms
+    socks, got = {}, {}
+    other = Peer(hw, pynng, other_id, "teach-2", C.ROLE_TEACHER, "Hopper", "teacher@A (other room)")
+    try:
+        for name, address in (("room", room_stream_url(publish, room_id)),
+                              ("teach", room_stream_url(publish, room_id, "teach")),
+                              ("stu-1", room_stream_url(publish, room_id, "stu-1")),
+                              ("stu-9", room_stream_url(publish, room_id, "stu-9")),
+                              ("tcp", publish)):
+            socks[name], got[name] = raw_sub(pynng, address), []
+        started = time.monotonic()
+        tag = f"{random.getrandbits(64):016x}"
+        in_room, in_other, whisper = (f"room stream {what} {tag}".encode() for what in ("chat", "other room", "whisper"))
+        reply_other = other.connect(args.node_a)
+        if reply_other.WhichOneof("body") == "join_response":
+            reply_other, _ = other.write("send_message", type="chat", payload=in_other)
+        reply_room, _ = teacher.write("send_message", type="chat", payload=in_room)
+        reply_whisper, _ = student.write("send_peer_message", target="teach", type="whisper", payload=whisper, previous=0)
+        checks.require("room streams: the teacher's chat message, the student's whisper to the teacher and another room's "
+                       "join and chat message (through node A) are ACCEPTED",
+                       accepted(reply_room) and accepted(reply_whisper) and accepted(reply_other),
+                       f"{show(reply_room)} / {show(reply_whisper)} / {other_id}: {show(reply_other)}")
+
+        def holding(name, payload):
+            return [m for m in got[name] if payload in m]
+
+        def arrived():
+            return (holding("room", in_room) and holding("teach", whisper) and holding("stu-1", whisper)
+                    and holding("stu-9", in_room) and holding("tcp", in_other) and holding("tcp", whisper))
+        wait_both_peers(teacher, student, lambda: drain_into(pynng, socks, got) or other.pump() or
+                        (time.monotonic() - started >= window and bool(arrived())), seconds=window + WAIT_SECONDS)
+        other.write("leave_session", target=other.user, session=other.session)
+        drain_into(pynng, socks, got)
+        took = time.monotonic() - started
+        topics = {name: by_topic(hw, messages) for name, messages in got.items()}
+
+        def counts(name, keep=lambda topic: True):
+            picked = [(n, size) for topic, (n, size) in topics[name].items() if keep(topic)]
+            return f"{sum(n for n, _ in picked)} messages, {sum(size for _, size in picked)} bytes"
+
+        def foreign(name, allowed):
+            return {topic: n for topic, (n, _) in topics[name].items() if topic not in allowed}
+
+        control = topics["tcp"]
+        checks.check(f"room streams: the control, a SUB socket subscribed to b'' on node A's tcp:// publish address, gets in "
+                     f"the same {took:.1f} s heartbeats (02), node topics (01), {other_id}'s chat message and the whisper",
+                     control.get(b"02", (0, 0))[0] >= 2 and control.get(b"01", (0, 0))[0] >= 1
+                     and bool(holding("tcp", in_other)) and bool(holding("tcp", whisper)),
+                     f"{counts('tcp')}: 02 {control.get(b'02', (0, 0))}, 01 {control.get(b'01', (0, 0))}, "
+                     f"{other_id} {control.get(other_topic, (0, 0))}, the room {control.get(room_topic, (0, 0))}")
+        leaked = foreign("room", {room_topic})
+        checks.check(f"room streams: a SUB socket subscribed to b'' on ws://.../v1/rooms/<room> gets the room's chat message "
+                     f"sent meanwhile, and in {took:.1f} s nothing whose topic is not the room's: nothing of {other_id}, no "
+                     "private topic, no node topic (01), no heartbeat (02)",
+                     bool(holding("room", in_room)) and not leaked and not holding("room", in_other),
+                     f"the room's topic: {counts('room', lambda t: t == room_topic)}; other topics: "
+                     f"{counts('room', lambda t: t != room_topic)} {leaked}")
+        leaked_private = {name: foreign(name, {room_topic, private})
+                          for name, private in (("teach", private_teach), ("stu-1", private_student), ("stu-9", private_bystander))}
+
+        def on(name, topic):
+            return any(m.startswith(topic) for m in holding(name, whisper))
+        checks.check("room streams: the student's whisper to the teacher is on the teacher's stream (/users/teach, on "
+                     "@<room> 00 teach 00) and on the sender's (/users/stu-1, its own private topic), not on a third user's "
+                     "stream in the room (/users/stu-9) nor on the room's stream (/v1/rooms/<room>), though the third user's "
+                     "carried the room's chat message; no stream carries another user's private topic or another topic",
+                     on("teach", private_teach) and on("stu-1", private_student) and not holding("stu-9", whisper)
+                     and not holding("room", whisper) and bool(holding("stu-9", in_room))
+                     and not any(leaked_private.values()),
+                     "; ".join(f"{name}: {counts(name)}, whisper {len(holding(name, whisper))}, chat {len(holding(name, in_room))}"
+                               for name in ("teach", "stu-1", "stu-9", "room")) + f"; other topics {leaked_private}")
+
+        host = publish[len("tcp://"):]
+        refused = {}
+        for path in ("/nope", "/v1/rooms/no%20spaces", f"/v1/rooms/{room_id}/groups/g1", "/v1/rooms/"):
+            sock = pynng.Sub0(recv_max_size=0, recv_timeout=10)
+            try:
+                sock.dial(f"ws://{host}{path}", block=True)
+                refused[path] = "dialed"
+            except pynng.NNGException as e:
+                refused[path] = type(e).__name__
+            finally:
+                sock.close()
+        checks.check("room streams: WebSocket dials to a path that names no stream (/nope), an invalid room id, a path with "
+                     "other segments and no room are refused (pynng's dial with block=True raises)",
+                     "dialed" not in refused.values(), str(refused))
+    finally:
+        for sock in socks.values():
+            sock.close()
+        other.close_sockets()
 
 
 def run_locks(args, hw, checks, teacher, student, room_id, node_a, node_b):
@@ -1800,7 +1983,7 @@ def run_closed(args, hw, pynng, checks):
     teacher = Peer(hw, pynng, room_id, "teach", C.ROLE_TEACHER, "Grace", "teacher@C", token=args.teacher_token)
     student = Peer(hw, pynng, room_id, "stu-1", C.ROLE_STUDENT, "Ada", "student1@D", token=args.student_token)
     student2 = Peer(hw, pynng, room_id, "stu-2", C.ROLE_STUDENT, "Alan", "student2@C", token=args.student2_token)
-    others, sniffers = [], []
+    others, sniffers, streamed = [], [], {}
     try:
         # Flow 1 on a node with --token-key; with --cluster-key on both, C and D still form a cluster.
         if args.closed_node_b:
@@ -1873,6 +2056,13 @@ def run_closed(args, hw, pynng, checks):
             sniffer.subscribe(b"")
             sniffer.dial(address, block=True)
             sniffers.append(sniffer)
+        # The room's stream on C ("Room streams"), subscribed to everything and read at the end of the phase, after
+        # the group rooms' traffic; beside it, the same on C's tcp:// publish address, the control.
+        checks.require("closed: node C's hello says room_streams; the members' SUB sockets follow their room streams",
+                       teacher.node.room_streams and all(peer.sub_address.startswith("ws://") for peer in (teacher, student, student2)),
+                       str([(peer.label, peer.node.room_streams, peer.sub_address) for peer in (teacher, student, student2)]))
+        streamed["stream"] = raw_sub(pynng, room_stream_url(teacher.node.publish_address, room_id))
+        streamed["tcp"] = raw_sub(pynng, teacher.node.publish_address)
         time.sleep(0.1)                                                           # attached (Flow 2)
 
         print("== closed room: sealed live deltas")
@@ -2081,8 +2271,28 @@ def run_closed(args, hw, pynng, checks):
         for peer in (student, teacher):
             reply, _ = peer.write("leave_session", target=peer.user, session=peer.session)
             checks.check(f"closed: {peer.label} leaves: ACCEPTED", accepted(reply), show(reply))
+
+        time.sleep(0.2)
+        got = {name: [] for name in streamed}
+        drain_into(pynng, streamed, got)
+        room_topic = room_id.encode() + b"\x00"
+        topics = {name: by_topic(hw, messages) for name, messages in got.items()}
+        sealed_here = [m for m in got["stream"] if m.startswith(room_topic) and m[len(room_topic):][:4] == b"HRE1"]
+        stray = {topic: n for topic, (n, _) in topics["stream"].items() if topic != room_topic}
+        control = topics["tcp"]
+        groups = {topic: n for topic, (n, _) in control.items() if topic.startswith(room_id.encode() + b":")}
+        private = sum(n for topic, (n, _) in control.items() if topic.startswith(b"@" + room_topic))
+        checks.check("closed: a SUB socket subscribed to b'' on C's room stream (ws://.../v1/rooms/<room>), from the sealed "
+                     "live deltas to the leaves, gets only HRE1 messages on the room's client topic: nothing of the group "
+                     "rooms <room>:g1 and <room>:g2, no private topic, no node topic (01), no heartbeat (02), while C's "
+                     "tcp:// publish address carried all of those",
+                     bool(sealed_here) and len(sealed_here) == len(got["stream"]) and not stray
+                     and groups and private and control.get(b"01") and control.get(b"02"),
+                     f"stream: {len(sealed_here)} HRE1 of {len(got['stream'])} messages, "
+                     f"{sum(len(m) for m in got['stream'])} bytes, other topics {stray}; tcp://: group rooms {groups}, "
+                     f"{private} private, 01 {control.get(b'01', (0, 0))}, 02 {control.get(b'02', (0, 0))}")
     finally:
-        for sock in sniffers:
+        for sock in sniffers + list(streamed.values()):
             sock.close()
         for peer in [teacher, student, student2] + others:
             peer.close_sockets()
@@ -2143,6 +2353,11 @@ def run_tls(args, hw, pynng, checks):
                        "also tls+tcp://", teacher.node.node != 0 and teacher.node.publish_address.startswith("tls+tcp://"),
                        f"node {teacher.node.node:x}, publish {teacher.node.publish_address}")
         node_id = teacher.node.node
+        checks.check("tls: the hello says room_streams, and the teacher's SUB socket follows its room stream over wss:// "
+                     "(T's publish port, the same TLSConfig: CA and server name)",
+                     teacher.node.room_streams and teacher.sub_address
+                     == room_stream_url(teacher.node.publish_address, room_id, "teach") and teacher.sub_address.startswith("wss://"),
+                     f"room_streams {teacher.node.room_streams}, SUB on {teacher.sub_address}")
         checks.require("tls: the teacher joins over tls+tcp:// and gets a snapshot",
                        reply.WhichOneof("body") == "join_response" and reply.join_response.WhichOneof("state") == "snapshot"
                        and reply.join_response.host == node_id and (teacher.row("teach") or {}).get("online") is True,
@@ -2156,7 +2371,8 @@ def run_tls(args, hw, pynng, checks):
                        show(reply))
         live = teacher.wait_for(lambda: (teacher.row("stu-1") or {}).get("online") is True)
         teacher.hold_sync = False
-        checks.check("tls: the teacher sees the student's join live on its SUB socket dialed to T's tls+tcp:// publish address",
+        checks.check(f"tls: the teacher sees the student's join live on its SUB socket dialed to {teacher.sub_address.split('/')[0]}// "
+                     "(T's room stream, or its publish address if the hello had no room_streams)",
                      live and teacher.live_batches > batches_before,
                      f"{teacher.live_batches - batches_before} live batches")
 
@@ -2169,7 +2385,8 @@ def run_tls(args, hw, pynng, checks):
         dot = reply.write_ack.dot
         live = student.wait_for(lambda: student.seen_dot(dot) and (student.row("stu-1") or {}).get("stage") is True)
         student.hold_sync = False
-        checks.check("tls: the student receives it as a live delta on its tls+tcp:// SUB socket (syncs held) and is on stage",
+        checks.check(f"tls: the student receives it as a live delta on its {student.sub_address.split('/')[0]}// SUB socket "
+                     "(syncs held) and is on stage",
                      live and student.live_batches > batches_before,
                      f"{student.live_batches - batches_before} live batches; {student.row('stu-1')}")
 

@@ -98,7 +98,7 @@ final class PublishRole: SPRole, @unchecked Sendable {
     private var followers: [[UInt8]: [UInt64: SPConnection]] = [:]
     private var following: [UInt64: [[UInt8]]] = [:]
 
-    init(router: SPStreamRouter?) { self.router = router }
+    init(router: SPStreamRouter? = nil) { self.router = router }
 
     var servesWebSocket: Bool { router != nil }
 
