@@ -30,6 +30,11 @@ port and a TLS dial to a plain port get no reply. With --homeroom-bin, a
 spent-fences phase follows on a node of its own (this client stands in for a peer
 node whose patch brings lock fences near 2^62: limit-reached for a new grant, the
 last grant, its holder's renewal), and a retirement phase.
+Every peer's SUB socket follows its room stream when the hello says room_streams
+("Room streams": ws://, or wss:// for tls+tcp://, at /v1/rooms/<room>/users/<user>
+on the publish port), and its publish address otherwise; a room-streams step in the
+first room, and a check in the closed-room phase, make sure that a stream carries
+its room's topics and nothing else.
 
 The reference module `homeroom_wire` is loaded from the ```python block of the
 section "A Python client" in docs/PROTOCOL.md, so that code is tested too; the
@@ -197,10 +202,9 @@ def by_topic(hw, messages):
     return out
 
 
-def raw_sub(pynng, address, tls_config=None):
+def raw_sub(pynng, address):
     """A SUB socket subscribed to everything (b""), dialed (block=True) to `address`."""
-    sock = pynng.Sub0(recv_max_size=0, recv_buffer_size=8192, recv_timeout=10,
-                      **({"tls_config": tls_config} if tls_config is not None else {}))
+    sock = pynng.Sub0(recv_max_size=0, recv_buffer_size=8192, recv_timeout=10)
     sock.subscribe(b"")
     try:
         sock.dial(address, block=True)
@@ -1087,9 +1091,10 @@ def run_room_streams(args, hw, pynng, checks, teacher, student, room_id):
     """Room streams (docs/PROTOCOL.md, "Room streams"): node A's publish port also speaks SP over WebSocket, and a SUB
     socket dialed to ws://<publish host:port>/v1/rooms/<room>[/users/<user>] gets the room's client topic (and the
     user's private topic) and nothing else. Raw SUB sockets subscribed to everything on node A: the room's stream,
-    the teacher's and the student's, and, as the control, A's tcp:// publish address. Meanwhile a chat message in
-    the room, a whisper from the student to the teacher, and a join and a chat message in another room whose id
-    has this one's as a prefix (a teacher of its own, through node A)."""
+    the teacher's, the student's and a third user's (stu-9, who never joined), and, as the control, A's tcp://
+    publish address. Meanwhile, for more than a second: a chat message in the room, a whisper from the student to
+    the teacher, and a join and a chat message in another room whose id has this one's as a prefix (a teacher of its
+    own, through node A). Then dials to paths that name no stream."""
     E, C = hw.envelope_pb2, hw.common_pb2
     print("== room streams")
     show, accepted = (lambda reply: describe_reply(E, reply)), (lambda reply: is_accepted(E, reply))

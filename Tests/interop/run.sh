@@ -13,7 +13,10 @@
 # addresses, certificates from Deploy/tls-certs.sh, plus a second CA the client
 # must not accept), runs Tests/interop/python_client.py (which also starts two
 # nodes of its own and restarts one without a store, for the retirement of replica
-# ids), and always stops the nodes. Exit status: the client's (2 for a setup problem).
+# ids), and always stops the nodes. The client follows each room through the node's room
+# streams (SP over WebSocket on the publish port: ws://, wss:// on T) when the hello says
+# room_streams, and checks that a stream carries its room's topics and nothing else.
+# Exit status: the client's (2 for a setup problem).
 #
 # Environment: HOMEROOM_BIN, PYTHON (default python3), INTEROP_VENV,
 # INTEROP_PIP (the pip requirements, default below), INTEROP_KEEP_LOGS=1 (print
