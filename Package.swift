@@ -70,6 +70,6 @@ let package = Package(
         .testTarget(name: "HomeroomTerminalUITests", dependencies: ["HomeroomTerminalUI", "HomeroomContext", "HomeroomCore"], swiftSettings: strict),
         // The chaos checker's pure parts (the harness itself runs in Deploy/test.sh).
         .testTarget(name: "HomeroomChaosTests", dependencies: ["homeroom-chaos", "HomeroomSupport"], swiftSettings: strict),
-        .testTarget(name: "HomeroomCLITests", dependencies: ["HomeroomNode", "HomeroomCore", "HomeroomTestSupport"], swiftSettings: strict),
+        .testTarget(name: "HomeroomCLITests", dependencies: ["HomeroomNode", "HomeroomEngine", "HomeroomCore", "HomeroomTestSupport"], swiftSettings: strict),
     ]
 )

@@ -16,6 +16,9 @@ public struct PeerTable: Sendable {
         public var publishAddress: String
         /// Its node-only PUB socket, if it has one: where this node subscribes.
         public var clusterPublishAddress = ""
+        /// Its publish sockets serve streams (its last heartbeat said so): this node then
+        /// follows it through a node stream, which carries only the rooms it owns or holds.
+        public var roomStreams = false
         /// Heard, suspect or down: the engine's failure detection (`PeerLiveness`).
         public var liveness: PeerLiveness
         /// Its rooms as its heartbeats announced them (`PeerRoomView`).
@@ -29,6 +32,8 @@ public struct PeerTable: Sendable {
         /// peer, so a peer that comes back keeps it rather than getting a second one.
         public var subscriberDialer: UInt64?
         public var dialedAddress = ""
+        /// Whether that dialer follows a node stream (`roomStreams` when it was dialed).
+        public var dialedStream = false
         /// When its links were last replaced while it was down (monotonic ms).
         public var linksRenewedMillis: UInt64 = 0
         /// Per room, its heartbeats as reward folds need them (`RewardCheckpoint`).
@@ -88,6 +93,8 @@ public struct PeerTable: Sendable {
             let moved = entry.address != heartbeat.address
                 || (!heartbeat.publishAddress.isEmpty && entry.publishAddress != heartbeat.publishAddress)
                 || entry.clusterPublishAddress != heartbeat.clusterPublishAddress
+                || entry.roomStreams != heartbeat.roomStreams
+            entry.roomStreams = heartbeat.roomStreams
             entry.address = heartbeat.address
             if !heartbeat.publishAddress.isEmpty { entry.publishAddress = heartbeat.publishAddress }
             entry.clusterPublishAddress = heartbeat.clusterPublishAddress
@@ -103,6 +110,7 @@ public struct PeerTable: Sendable {
                           liveness: .heard(incarnation: heartbeat.incarnation, nowMillis: nowMillis))
         entry.name = heartbeat.nodeName
         entry.draining = heartbeat.draining
+        entry.roomStreams = heartbeat.roomStreams
         entry.noteRooms(heartbeat)
         entries[heartbeat.node] = entry
         return true
@@ -160,11 +168,12 @@ public struct PeerTable: Sendable {
     public mutating func markConnected(_ node: ReplicaID) { entries[node]?.connected = true }
 
     /// Records the SUB dialer made for a peer; returns the one it replaces, to be closed.
-    public mutating func setDialer(_ node: ReplicaID, _ dialer: UInt64, address: String) -> UInt64? {
+    public mutating func setDialer(_ node: ReplicaID, _ dialer: UInt64, address: String, stream: Bool = false) -> UInt64? {
         guard entries[node] != nil else { return dialer }
         let previous = entries[node]!.subscriberDialer
         entries[node]!.subscriberDialer = dialer
         entries[node]!.dialedAddress = address
+        entries[node]!.dialedStream = stream
         return previous
     }
 
@@ -375,6 +384,8 @@ public struct PeerHeartbeat: Sendable {
     public var publishAddress: String
     public var clusterPublishAddress: String
     public var draining: Bool
+    /// Its publish sockets serve streams (`Heartbeat.room_streams`).
+    public var roomStreams = false
     /// Its rooms' version vectors: every room, or only those changed lately (`roomsPartial`).
     public var rooms: [(roomID: String, seen: VersionVector)]
     public var roomsPartial: Bool

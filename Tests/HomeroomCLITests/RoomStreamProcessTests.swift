@@ -1,5 +1,6 @@
 import Foundation
 import HomeroomCore
+import HomeroomEngine
 import HomeroomTestSupport
 import Testing
 @testable import HomeroomNode
@@ -132,6 +133,51 @@ import Testing
             let payload = try #require(Topics.split(message)).payload
             #expect(payload.prefix(4).elementsEqual(Array("HRE1".utf8)), "not sealed: \(Array(payload.prefix(8)))")
             #expect(!ClosedRoomProcessTests.contains(message, secret))
+        }
+    }
+
+    /// Node streams: four nodes keeping each room on two (`--replicas 2`). Each node
+    /// receives the deltas of the rooms it owns and not the others' (before, every node
+    /// got every delta and ignored half as `not-owner`); every acknowledged write is on
+    /// both of its room's owners.
+    @Test func aNodeReceivesTheDeltasOfTheRoomsItOwnsAndNotTheOthers() throws {
+        let first = try NodeChild(name: "ns-a", extra: DrainProcessTests.placement)
+        let nodes = [first] + (try ["ns-b", "ns-c", "ns-d"].map { try NodeChild(name: $0, seeds: [first.listen], extra: DrainProcessTests.placement) })
+        defer { for node in nodes { node.stop() } }
+        #expect(DrainProcessTests.meshed(nodes), "the four nodes did not meet")
+        let (logger, _) = Logger.capturing(label: "node-streams", level: .warning)
+        var dots: [String: [Dot]] = [:]
+        for index in 0..<12 {
+            let room = "placed-\(index)"
+            let client = RoomClient(room: room, user: "teacher", role: .teacher, name: "Teacher",
+                                    endpoints: nodes.map { NodeEndpoint($0.listen) }, logger: logger)
+            defer { client.close() }
+            try client.connect()
+            for round in 0..<5 {
+                dots[room, default: []].append(try client.write(.setRoomProperty(key: "k\(round)", value: Array(room.utf8), cause: "node streams")))
+            }
+        }
+        let ignoredSeries = "homeroom_deltas_ignored_total{reason=\"not-owner\"}"
+        // The owners applied each other's deltas (60 writes: one live copy each to the
+        // other owner), and the nodes that own a room ignored next to none of its deltas
+        // (with every delta to every node, the two non-owners would ignore about 120).
+        func total(_ series: String) -> Double { nodes.reduce(0) { $0 + ($1.metric(series) ?? 0) } }
+        #expect(eventually(10) { total("homeroom_deltas_in_total") >= 30 }, "the nodes applied \(total("homeroom_deltas_in_total")) peer deltas")
+        let applied = total("homeroom_deltas_in_total"), ignored = total(ignoredSeries)
+        #expect(ignored * 10 <= applied, "the nodes received \(Int(ignored)) deltas of rooms they do not own, applied \(Int(applied))")
+        // Every acknowledged write is on both owners of its room.
+        let owners = Placement(replicas: 2, members: nodes.map(\.name))
+        for (room, written) in dots.sorted(by: { $0.key < $1.key }) {
+            for owner in owners.owners(of: room) {
+                let node = try #require(nodes.first { $0.name == owner })
+                var options = RoomClient.Options()
+                options.joins = false
+                let reader = RoomClient(room: room, user: "auditor", role: .observer, name: "Auditor",
+                                        endpoints: [NodeEndpoint(node.listen)], options: options, logger: logger)
+                defer { reader.close() }
+                try reader.connect()
+                #expect(eventually(10) { written.allSatisfy { reader.seen.contains($0) } }, "\(owner) lacks an acknowledged write in \(room)")
+            }
         }
     }
 }

@@ -23,7 +23,7 @@ import Testing
     }
 
     @Test func libnngAndOurSubscriberFollowOneRoomEachWhileTCPGetsEverything() throws {
-        let publisher = try SPPublisher(router: RoomStreams.topics(forResource:))
+        let publisher = try SPPublisher(router: RoomStreams.follow(resource:))
         defer { publisher.close() }
         let address = try publisher.listen("tcp://127.0.0.1:0")
         let port = address.split(separator: ":").last.map(String.init) ?? ""
@@ -69,7 +69,7 @@ import Testing
     }
 
     @Test func aBadPathOrAStrangerGetsAnHTTPErrorAndTheConnectionCloses() throws {
-        let publisher = try SPPublisher(router: RoomStreams.topics(forResource:))
+        let publisher = try SPPublisher(router: RoomStreams.follow(resource:))
         defer { publisher.close() }
         let address = try publisher.listen("tcp://127.0.0.1:0")
         let port = try #require(UInt16(address.split(separator: ":").last ?? ""))

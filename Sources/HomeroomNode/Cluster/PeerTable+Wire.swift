@@ -37,6 +37,7 @@ extension PeerHeartbeat {
                   publishAddress: heartbeat.publishAddress, clusterPublishAddress: heartbeat.clusterPublishAddress,
                   draining: heartbeat.draining, rooms: heartbeat.rooms.map { (roomID: $0.roomID, seen: $0.seen) },
                   roomsPartial: heartbeat.roomsPartial, roomsHash: heartbeat.roomsHash, sentAtMillis: heartbeat.sentAtMillis)
+        roomStreams = heartbeat.roomStreams
     }
 }
 

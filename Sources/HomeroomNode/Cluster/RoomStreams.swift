@@ -10,6 +10,9 @@
 /// in front, exactly as on the SP/TCP publish socket, so a client reads both the same way.
 public enum RoomStreams {
     public static let prefix = "/v1/rooms/"
+    /// A node's stream of a peer (`/v1/nodes/<its name>`): the peer's heartbeats, and
+    /// the deltas of the rooms this node owns or holds (the peer's placement decides).
+    public static let nodePrefix = "/v1/nodes/"
     static let maxUserBytes = 256
 
     /// The path of the stream for `room` (and `user`'s private stream, when given).
@@ -26,7 +29,26 @@ public enum RoomStreams {
         return to + publishAddress.dropFirst(from.count) + path(room: room, user: user)
     }
 
-    /// The topics a request path follows.
+    /// The URL a node named `name` dials for its stream of the peer publishing at
+    /// `publishAddress`, or nil when the address has no WebSocket form.
+    public static func nodeURL(publishAddress: String, name: String) -> String? {
+        url(publishAddress: publishAddress, room: "-").map { String($0.dropLast(path(room: "-").count)) + nodePrefix + percentEncoded(name) }
+    }
+
+    /// What a request path follows.
+    public static func follow(resource: String) -> Result<SPStreamFollow, SPStreamRefusal> {
+        let pathOnly = resource.prefix { $0 != "?" && $0 != "#" }
+        if pathOnly.hasPrefix(nodePrefix) {
+            guard let name = percentDecoded(pathOnly.dropFirst(nodePrefix.count)), !name.isEmpty, name.utf8.count <= maxUserBytes,
+                  !name.utf8.contains(0), !name.contains("/") else {
+                return .failure(SPStreamRefusal("a node stream path is \(nodePrefix)<node name>"))
+            }
+            return .success(.node(name: name))
+        }
+        return topics(forResource: resource).map { .topics($0) }
+    }
+
+    /// The topics a room stream's path follows.
     public static func topics(forResource resource: String) -> Result<[[UInt8]], SPStreamRefusal> {
         let pathOnly = resource.prefix { $0 != "?" && $0 != "#" }
         guard pathOnly.hasPrefix(prefix) else {

@@ -192,12 +192,16 @@ extension ClusterNode {
     /// One SUB dialer per peer. A peer that comes back keeps the one it has (it
     /// reconnects by itself); dialing again on every return would add a connection each
     /// time, and each would deliver everything once more.
+    /// A peer that serves streams is followed through its node stream (`/v1/nodes/<this
+    /// node's name>`): it sends this node its heartbeats and the deltas of the rooms this
+    /// node owns or holds, not every room's.
     func subscribe(to node: ReplicaID, at address: String) {
-        let current = state.withLock { state in state.peers.entries[node].map { ($0.subscriberDialer, $0.dialedAddress) } }
-        if let (dialer, dialed) = current, dialer != nil, dialed == address { return }
+        let current = state.withLock { state in state.peers.entries[node].map { ($0.subscriberDialer, $0.dialedAddress, $0.dialedStream, $0.roomStreams) } }
+        let streamURL = current?.3 == true && !name.isEmpty ? RoomStreams.nodeURL(publishAddress: address, name: name) : nil
+        if let (dialer, dialed, dialedStream, _) = current, dialer != nil, dialed == address, dialedStream == (streamURL != nil) { return }
         do {
-            let dialer = try subscriber.dial(address)
-            let replaced = state.withLock { $0.peers.setDialer(node, dialer, address: address) }
+            let dialer = try subscriber.dial(streamURL ?? address)
+            let replaced = state.withLock { $0.peers.setDialer(node, dialer, address: address, stream: streamURL != nil) }
             if let replaced { subscriber.removeDialer(replaced) }
         } catch {
             logger.warning("cannot subscribe to a peer", ["peer": node.description, "address": address, "error": error.description])
@@ -388,7 +392,7 @@ extension ClusterNode {
         let (isolated, wedged) = state.withLock { ($0.faults.isolated, $0.wedged != nil) }
         guard !isolated && !wedged else { return false }
         let message = framing.seal(WireCodec.encode(envelope(room: "", .heartbeat(ownHeartbeat(published: true)))))
-        try? nodePublisher.send(topic: Topics.heartbeat, payload: message)
+        try? nodePublisher.send(topic: Topics.heartbeat, payload: message, nodes: .all)
         metrics.add("heartbeat_bytes_total", UInt64(message.count))
         metrics.add("heartbeats_published_total")
         return true

@@ -58,6 +58,19 @@ extension NodeState {
         return true
     }
 
+    /// The node names a room's deltas go to over node streams: its owners by placement,
+    /// and every peer whose heartbeats say it holds the room (a handoff, a drain, a
+    /// placement this node does not share yet). nil: every node (no placement, or the
+    /// room on every member). A node left out still repairs through anti-entropy.
+    func deltaAudience(_ room: String, ownName: String) -> Set<String>? {
+        guard replicas > 0, !everyMemberOwnsEverything else { return nil }
+        let placement = placement(ownName: ownName)
+        guard placement.copies(room) != 0 else { return nil }
+        var names = Set(placement.owners(of: room))
+        for entry in peers.entries.values where !entry.name.isEmpty && entry.view.rooms[room] != nil { names.insert(entry.name) }
+        return names
+    }
+
     /// Other members heard alive and not draining: where a drain can hand rooms to.
     var aliveOtherMembers: Int {
         peers.entries.values.filter { $0.status == .alive && !$0.name.isEmpty && !$0.draining }.count

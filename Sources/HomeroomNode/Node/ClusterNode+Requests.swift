@@ -354,8 +354,10 @@ extension ClusterNode {
         } else {
             publishToClients(room: room, message)
         }
-        if toNodes, !state.withLock({ $0.faults.isolated }) {
-            try? nodePublisher.send(topic: Topics.nodeRoom(room), payload: framing.seal(message))
+        guard toNodes else { return }
+        let (isolated, audience) = state.withLock { ($0.faults.isolated, $0.deltaAudience(room, ownName: name)) }
+        if !isolated {
+            try? nodePublisher.send(topic: Topics.nodeRoom(room), payload: framing.seal(message), nodes: audience.map { .named($0) } ?? .all)
             metrics.add("deltas_out_total", UInt64(deltas.count))
         }
     }

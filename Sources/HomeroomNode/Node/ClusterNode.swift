@@ -189,14 +189,14 @@ public final class ClusterNode: Sendable {
         }
 
         do {
-            publisher = try SPPublisher(limits: config.transportLimits, name: "hr-pub", router: RoomStreams.topics(forResource:))
+            publisher = try SPPublisher(limits: config.transportLimits, name: "hr-pub", router: RoomStreams.follow(resource:))
             publishAddress = try publisher.listen(config.publish)
         } catch {
             throw .bind(address: config.publish, error)
         }
         if let address = config.clusterPublish {
             do {
-                let socket = try SPPublisher(limits: config.transportLimits, name: "hr-cluster-pub")
+                let socket = try SPPublisher(limits: config.transportLimits, name: "hr-cluster-pub", router: RoomStreams.follow(resource:))
                 clusterPublishAddress = try socket.listen(address)
                 clusterPublisher = socket
             } catch {

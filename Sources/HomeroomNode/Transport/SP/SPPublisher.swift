@@ -1,8 +1,15 @@
 import Synchronization
 
-/// The exact topics a WebSocket subscriber follows, from its request path, or why it
-/// may not connect (the reason goes back in an HTTP 404).
-public typealias SPStreamRouter = @Sendable (_ resource: String) -> Result<[[UInt8]], SPStreamRefusal>
+/// What a WebSocket subscriber follows, from its request path, or why it may not
+/// connect (the reason goes back in an HTTP 404).
+public typealias SPStreamRouter = @Sendable (_ resource: String) -> Result<SPStreamFollow, SPStreamRefusal>
+
+public enum SPStreamFollow: Sendable, Equatable {
+    /// The messages published under exactly these topics.
+    case topics([[UInt8]])
+    /// A node named `name`: the messages published to every node or to it by name.
+    case node(name: String)
+}
 
 public struct SPStreamRefusal: Error, Sendable {
     public let reason: String
@@ -41,12 +48,18 @@ public final class SPPublisher: Sendable {
     /// loop is `maxBacklog` messages behind the publisher, the message is dropped (and
     /// counted in `dropped`), as a full nng send queue drops.
     public func send(_ bytes: [UInt8]) throws(TransportError) {
-        try send(bytes, topic: nil)
+        try send(bytes, topic: nil, nodes: .none)
     }
 
-    /// Publishes `bytes` to every SP/TCP subscriber, and to the WebSocket subscribers
-    /// that follow `topic` (exactly, not as a prefix).
-    private func send(_ bytes: [UInt8], topic: [UInt8]?) throws(TransportError) {
+    /// Which node streams a message goes to.
+    public enum NodeAudience: Sendable {
+        case none, all
+        case named(Set<String>)
+    }
+
+    /// Publishes `bytes` to every SP/TCP subscriber, to the WebSocket subscribers that
+    /// follow `topic` (exactly, not as a prefix), and to the node streams in `nodes`.
+    private func send(_ bytes: [UInt8], topic: [UInt8]?, nodes: NodeAudience) throws(TransportError) {
         guard !loop.isStopping else { throw TransportError(.closed, "publish \(bytes.count) bytes") }
         let role = self.role
         guard role.backlog.add(1, ordering: .relaxed).newValue <= Self.maxBacklog else {
@@ -56,7 +69,7 @@ public final class SPPublisher: Sendable {
         }
         loop.post { loop in
             role.backlog.subtract(1, ordering: .relaxed)
-            role.broadcast(bytes, topic: topic, loop: loop)
+            role.broadcast(bytes, topic: topic, nodes: nodes, loop: loop)
         }
     }
 
@@ -64,7 +77,13 @@ public final class SPPublisher: Sendable {
     public static let maxBacklog = 65_536
 
     public func send(topic: [UInt8], payload: [UInt8]) throws(TransportError) {
-        try send(topic + payload, topic: topic)
+        try send(topic + payload, topic: topic, nodes: .none)
+    }
+
+    /// Publishes node-to-node traffic: to every SP/TCP subscriber, and to the node streams
+    /// of `nodes` (by name).
+    public func send(topic: [UInt8], payload: [UInt8], nodes: NodeAudience) throws(TransportError) {
+        try send(topic + payload, topic: nil, nodes: nodes)
     }
 
     /// Calls `handler` (on the socket's loop thread: it must only note the event) each
@@ -97,6 +116,9 @@ final class PublishRole: SPRole, @unchecked Sendable {
     /// WebSocket subscribers by the topics they follow.
     private var followers: [[UInt8]: [UInt64: SPConnection]] = [:]
     private var following: [UInt64: [[UInt8]]] = [:]
+    /// Node streams, by node name.
+    private var nodes: [String: [UInt64: SPConnection]] = [:]
+    private var nodeNames: [UInt64: String] = [:]
 
     init(router: SPStreamRouter? = nil) { self.router = router }
 
@@ -109,9 +131,16 @@ final class PublishRole: SPRole, @unchecked Sendable {
     }
 
     func opened(_ c: SPConnection, loop: SPLoop) {
-        if c.framing == .websocket, let resource = c.resource, let router, case .success(let topics) = router(resource) {
-            following[c.id] = topics
-            for topic in topics { followers[topic, default: [:]][c.id] = c }
+        if c.framing == .websocket, let resource = c.resource, let router, case .success(let follow) = router(resource) {
+            switch follow {
+            case .topics(let topics):
+                following[c.id] = topics
+                for topic in topics { followers[topic, default: [:]][c.id] = c }
+            case .node(let name):
+                following[c.id] = []
+                nodeNames[c.id] = name
+                nodes[name, default: [:]][c.id] = c
+            }
             streamCount.add(1, ordering: .relaxed)
         } else if c.framing == .websocket {
             loop.drop(c)
@@ -128,20 +157,31 @@ final class PublishRole: SPRole, @unchecked Sendable {
         subscribers.removeValue(forKey: c.id)
         guard let topics = following.removeValue(forKey: c.id) else { return }
         streamCount.subtract(1, ordering: .relaxed)
+        if let name = nodeNames.removeValue(forKey: c.id) {
+            nodes[name]?.removeValue(forKey: c.id)
+            if nodes[name]?.isEmpty == true { nodes.removeValue(forKey: name) }
+        }
         for topic in topics {
             followers[topic]?.removeValue(forKey: c.id)
             if followers[topic]?.isEmpty == true { followers.removeValue(forKey: topic) }
         }
     }
 
-    func broadcast(_ bytes: [UInt8], topic: [UInt8]?, loop: SPLoop) {
+    func broadcast(_ bytes: [UInt8], topic: [UInt8]?, nodes audience: SPPublisher.NodeAudience, loop: SPLoop) {
         for c in subscribers.values where !loop.send(bytes, on: c, dropOldest: true) {
             dropped.add(1, ordering: .relaxed)
         }
-        guard let topic, let audience = followers[topic] else { return }
-        // One frame for every follower: its header and body are shared, not copied.
+        var streams: [SPConnection] = []
+        if let topic, let followers = followers[topic] { streams += followers.values }
+        switch audience {
+        case .none: break
+        case .all: for group in nodes.values { streams += group.values }
+        case .named(let names): for name in names { if let group = nodes[name] { streams += group.values } }
+        }
+        guard !streams.isEmpty else { return }
+        // One frame for every stream: its header and body are shared, not copied.
         let frame = SPWebSocket.message(bytes, masked: false)
-        for c in audience.values where !loop.send(frame: frame, on: c, dropOldest: true) {
+        for c in streams where !loop.send(frame: frame, on: c, dropOldest: true) {
             dropped.add(1, ordering: .relaxed)
         }
     }
