@@ -13,7 +13,8 @@ public enum RoomStreams {
     /// A node's stream of a peer (`/v1/nodes/<its name>`): the peer's heartbeats, and
     /// the deltas of the rooms this node owns or holds (the peer's placement decides).
     public static let nodePrefix = "/v1/nodes/"
-    static let maxUserBytes = 256
+    /// As long as a user id may be (HomeroomWire's limit).
+    static let maxUserBytes = 1_024
 
     /// The path of the stream for `room` (and `user`'s private stream, when given).
     public static func path(room: String, user: String? = nil) -> String {
