@@ -330,6 +330,28 @@ final class SPLoop: @unchecked Sendable {
             }
             if full() { return false }
         }
+        // Nothing queued on a plain connection: write now, and queue only what the socket
+        // did not take (a fan-out to thousands of idle subscribers queues nothing).
+        if c.outbound.isEmpty && c.tls == nil && c.phase == .open {
+            var written = 0
+            while written < frame.count {
+                let n = Self.write(frame, from: written, to: c.fd)
+                if n < 0 {
+                    let e = Glibc.errno
+                    if e == EINTR { continue }
+                    if e == EAGAIN || e == EWOULDBLOCK { break }
+                    drop(c)
+                    return false
+                }
+                written += n
+            }
+            if written == frame.count { return !dropped }
+            c.outbound.append(frame)
+            c.outboundBytes += frame.count
+            c.outboundOffset = written
+            updateInterest(c)
+            return !dropped
+        }
         c.outbound.append(frame)
         c.outboundBytes += frame.count
         flush(c)
@@ -1029,22 +1051,28 @@ final class SPLoop: @unchecked Sendable {
         updateInterest(c)
     }
 
-    /// One `sendmsg` of what is left of a frame (prefix and body as two pieces).
+    /// One `sendmsg` of what is left of a frame (prefix and body as two pieces; no heap
+    /// allocation, as a fan-out makes one per subscriber).
     private static func write(_ frame: SPOutFrame, from offset: Int, to fd: Int32) -> Int {
         frame.prefix.withUnsafeBytes { prefix in
             frame.body.withUnsafeBytes { body in
-                var pieces = [iovec]()
-                if offset < prefix.count {
-                    pieces.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: prefix.baseAddress! + offset), iov_len: prefix.count - offset))
-                    if body.count > 0 { pieces.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress!), iov_len: body.count)) }
-                } else {
-                    let start = offset - prefix.count
-                    pieces.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + start), iov_len: body.count - start))
-                }
-                return pieces.withUnsafeMutableBufferPointer { iov in
+                withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2) { pieces in
+                    var count = 0
+                    if offset < prefix.count {
+                        pieces[0] = iovec(iov_base: UnsafeMutableRawPointer(mutating: prefix.baseAddress! + offset), iov_len: prefix.count - offset)
+                        count = 1
+                        if body.count > 0 {
+                            pieces[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress!), iov_len: body.count)
+                            count = 2
+                        }
+                    } else {
+                        let start = offset - prefix.count
+                        pieces[0] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + start), iov_len: body.count - start)
+                        count = 1
+                    }
                     var message = msghdr()
-                    message.msg_iov = iov.baseAddress
-                    message.msg_iovlen = iov.count
+                    message.msg_iov = pieces.baseAddress
+                    message.msg_iovlen = count
                     return Glibc.sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
                 }
             }

@@ -168,8 +168,18 @@ final class PublishRole: SPRole, @unchecked Sendable {
     }
 
     func broadcast(_ bytes: [UInt8], topic: [UInt8]?, nodes audience: SPPublisher.NodeAudience, loop: SPLoop) {
-        for c in subscribers.values where !loop.send(bytes, on: c, dropOldest: true) {
-            dropped.add(1, ordering: .relaxed)
+        // One frame per framing for every subscriber: prefix and body shared, not copied.
+        var tcpFrame: SPOutFrame?, ipcFrame: SPOutFrame?
+        for c in subscribers.values {
+            let frame: SPOutFrame
+            if c.framing == .ipc {
+                frame = ipcFrame ?? SPOutFrame(prefix: SPFraming.ipc.prefix(length: bytes.count), body: bytes)
+                ipcFrame = frame
+            } else {
+                frame = tcpFrame ?? SPOutFrame(prefix: SPFraming.tcp.prefix(length: bytes.count), body: bytes)
+                tcpFrame = frame
+            }
+            if !loop.send(frame: frame, on: c, dropOldest: true) { dropped.add(1, ordering: .relaxed) }
         }
         var streams: [SPConnection] = []
         if let topic, let followers = followers[topic] { streams += followers.values }
