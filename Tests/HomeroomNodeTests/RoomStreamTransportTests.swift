@@ -91,6 +91,13 @@ import Testing
         let data = SPWebSocket.message(Array("hello".utf8), masked: true)
         connection.write(data.prefix + data.body)
         #expect(connection.peerClosed())
+        // One that announces a 10 MiB frame is dropped at the header, before any payload.
+        let announcer = try #require(RawConnection(port: port))
+        defer { announcer.close() }
+        announcer.write(SPWebSocketTests.request("/v1/rooms/a"))
+        #expect(String(decoding: announcer.read(12), as: UTF8.self) == "HTTP/1.1 101")
+        announcer.write(SPWebSocket.header(opcode: .binary, fin: true, length: 10 << 20, mask: [1, 2, 3, 4]))
+        #expect(announcer.peerClosed())
         #expect(Self.waitUntil(5) { publisher.streamSubscribers == 0 && publisher.subscribers == 0 })
     }
 }

@@ -879,8 +879,11 @@ final class SPLoop: @unchecked Sendable {
                 }
             }
         }
+        // A PUB takes nothing but control frames (at most 125 bytes): a longer frame is
+        // refused at its header, not buffered first.
+        let maxPayload = protocolKind == .pub ? 125 : limits.maxMessageBytes
         while !c.closed && !c.readPaused && c.phase == .open {
-            switch SPWebSocket.parseFrame(c.inbound[c.inboundOffset...], fromClient: !c.isDialed, maxPayload: limits.maxMessageBytes) {
+            switch SPWebSocket.parseFrame(c.inbound[c.inboundOffset...], fromClient: !c.isDialed, maxPayload: maxPayload) {
             case .incomplete:
                 return
             case .invalid:
