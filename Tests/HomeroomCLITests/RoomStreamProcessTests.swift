@@ -157,6 +157,9 @@ import Testing
                 dots[room, default: []].append(try client.write(.setRoomProperty(key: "k\(round)", value: Array(room.utf8), cause: "node streams")))
             }
         }
+        // Each node follows the three others through their node streams.
+        #expect(eventually(10) { nodes.allSatisfy { ($0.metric("homeroom_subscribers{kind=\"stream\"}") ?? 0) >= 3 } },
+                "stream subscribers: \(nodes.map { $0.metric("homeroom_subscribers{kind=\"stream\"}") ?? -1 })")
         let ignoredSeries = "homeroom_deltas_ignored_total{reason=\"not-owner\"}"
         // The owners applied each other's deltas (60 writes: one live copy each to the
         // other owner), and the nodes that own a room ignored next to none of its deltas

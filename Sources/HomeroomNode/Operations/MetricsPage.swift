@@ -94,6 +94,11 @@ extension ClusterNode {
         lines.append("homeroom_peers{status=\"alive\"} \(gauges.peersAlive)")
         lines.append("homeroom_peers{status=\"suspect\"} \(gauges.peersSuspect)")
         lines.append("homeroom_peers{status=\"dead\"} \(gauges.peersDead)")
+        lines.append("# HELP homeroom_subscribers Connections to the publish socket: SP/TCP subscribers (every topic) and streams (one room, or a node: docs/PROTOCOL.md, Room streams).")
+        lines.append("# TYPE homeroom_subscribers gauge")
+        let streams = publisher.streamSubscribers
+        lines.append("homeroom_subscribers{kind=\"sp\"} \(max(0, publisher.subscribers - streams))")
+        lines.append("homeroom_subscribers{kind=\"stream\"} \(streams)")
         gauge("store_log_entries", "Store log entries not yet folded into a snapshot.", gauges.logEntries)
         gauge("incarnation", "This boot's incarnation.", Int64(bitPattern: incarnation))
         gauge("open_descriptors", "File descriptors this process holds.", Int64(ProcessResources.openDescriptors()))
