@@ -277,6 +277,9 @@ public final class RoomClient: Sendable {
             requester.close()
             throw .unavailable("subscribe to \(nodeInfo.publishAddress): \(error)")
         }
+        // The stream open before the join (up to a second): a delta between the join's
+        // snapshot and the stream would otherwise wait for the next sync.
+        for _ in 0..<200 where subscriber.connected == 0 { NNGSleep.milliseconds(5) }
         if !options.joins {
             try attachWithoutSession(requester, subscriber, endpoint)
             return
