@@ -24,7 +24,8 @@ struct BenchOptions {
                             namespace of their own, on a bridge (root, iproute2; exit 77 otherwise).
           --suite <name>    Run only this suite (merge, memory, codec, cluster, join, lifetime, resources, security, lock-scope, rooms, convergence, ui, idle, writes, idle-placed, messaging,
                             messaging-100k, messaging-processes: 10,000 subscribers in child
-                            processes, snapshot: the join in process, for profiles); repeatable.
+                            processes, snapshot: the join in process, for profiles, school: room streams
+                            against v1 subscribers on 3 homeroom node processes, by name only); repeatable.
           -h, --help        Show help information.
         """
 }
@@ -35,6 +36,9 @@ func runBench() {
     }
     if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "--node-child" {
         NodeProcesses.childMain(Array(CommandLine.arguments.dropFirst(2)))
+    }
+    if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "--school-child" {
+        SchoolBench.childMain(Array(CommandLine.arguments.dropFirst(2)))
     }
     var options = BenchOptions()
     var arguments = CommandLine.arguments.dropFirst()
@@ -110,6 +114,8 @@ func runBench() {
     // The 100,000-member hall: by name (the full run asks for it unless --quick).
     if options.suites.contains("messaging-100k") { MessagingBench.largeHall(quick: options.quick, emit: emit) }
     if options.suites.contains("messaging-processes") { ProcessFanOutBench.run(quick: options.quick, emit: emit) }
+    // Room streams in a school of real `homeroom node` processes: by name (it needs the homeroom binary beside this one).
+    if options.suites.contains("school") { SchoolBench.run(quick: options.quick, emit: emit) }
     if wants("messaging") { MessagingBench.run(quick: options.quick, emit: emit) }
 
     if options.rowsForParent {
