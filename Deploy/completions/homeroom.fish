@@ -95,6 +95,7 @@ complete -c homeroom -n '__homeroom_subcommand node' -l max-users -x -d 'Users p
 complete -c homeroom -n '__homeroom_subcommand node' -l replicas -x -d 'Keep each room on n nodes, picked by rendezvous hashing (default 3'
 complete -c homeroom -n '__homeroom_subcommand node' -l room-replicas -x -d '=<n>  (--replicas) Keep this room (a lecture hall) on n nodes instead'
 complete -c homeroom -n '__homeroom_subcommand node' -l handoff-settle-ms -x -d '(--replicas) Keep a copy this node no longer owns this long after'
+complete -c homeroom -n '__homeroom_subcommand node' -l node-streams -d 'on|off  Follow peers through node streams: only the deltas of the rooms'
 complete -c homeroom -n '__homeroom_subcommand node' -l permanent-down-ms -x -d 'Forget a peer down this long: no more dialling (default 300000'
 complete -c homeroom -n '__homeroom_subcommand node' -l reward-window-ms -x -d 'Take rewards issued within this of the node\'s clock (default 60000'
 complete -c homeroom -n '__homeroom_subcommand node' -l max-clock-drift-ms -x -d 'Refuse other nodes\' deltas stamped further ahead of this node\'s'

@@ -136,16 +136,23 @@ import Testing
         }
     }
 
-    /// Node streams: four nodes keeping each room on two (`--replicas 2`). Each node
-    /// receives the deltas of the rooms it owns and not the others' (before, every node
-    /// got every delta and ignored half as `not-owner`); every acknowledged write is on
-    /// both of its room's owners.
-    @Test func aNodeReceivesTheDeltasOfTheRoomsItOwnsAndNotTheOthers() throws {
-        let first = try NodeChild(name: "ns-a", extra: DrainProcessTests.placement)
-        let nodes = [first] + (try ["ns-b", "ns-c", "ns-d"].map { try NodeChild(name: $0, seeds: [first.listen], extra: DrainProcessTests.placement) })
+    /// What the four nodes of `placedCluster` received and applied from each other.
+    struct ClusterReceipt {
+        var applied = 0.0, ignored = 0.0, deltaBytes = 0.0
+    }
+
+    /// Four nodes keeping each room on two (`--replicas 2`), 12 rooms of 5 acknowledged
+    /// writes each, every write checked on both of its room's owners.
+    static func placedCluster(label: String, extra: [String] = []) throws -> ClusterReceipt {
+        let first = try NodeChild(name: "\(label)-a", extra: DrainProcessTests.placement + extra)
+        let nodes = [first] + (try ["b", "c", "d"].map { try NodeChild(name: "\(label)-\($0)", seeds: [first.listen], extra: DrainProcessTests.placement + extra) })
         defer { for node in nodes { node.stop() } }
         #expect(DrainProcessTests.meshed(nodes), "the four nodes did not meet")
-        let (logger, _) = Logger.capturing(label: "node-streams", level: .warning)
+        let streams = extra.contains("off") ? 0.0 : 3.0
+        // Each node follows the three others through their node streams (or none, with them off).
+        #expect(eventually(10) { nodes.allSatisfy { ($0.metric("homeroom_subscribers{kind=\"stream\"}") ?? -1) >= streams } },
+                "stream subscribers: \(nodes.map { $0.metric("homeroom_subscribers{kind=\"stream\"}") ?? -1 })")
+        let (logger, _) = Logger.capturing(label: label, level: .warning)
         var dots: [String: [Dot]] = [:]
         for index in 0..<12 {
             let room = "placed-\(index)"
@@ -157,17 +164,9 @@ import Testing
                 dots[room, default: []].append(try client.write(.setRoomProperty(key: "k\(round)", value: Array(room.utf8), cause: "node streams")))
             }
         }
-        // Each node follows the three others through their node streams.
-        #expect(eventually(10) { nodes.allSatisfy { ($0.metric("homeroom_subscribers{kind=\"stream\"}") ?? 0) >= 3 } },
-                "stream subscribers: \(nodes.map { $0.metric("homeroom_subscribers{kind=\"stream\"}") ?? -1 })")
-        let ignoredSeries = "homeroom_deltas_ignored_total{reason=\"not-owner\"}"
-        // The owners applied each other's deltas (60 writes: one live copy each to the
-        // other owner), and the nodes that own a room ignored next to none of its deltas
-        // (with every delta to every node, the two non-owners would ignore about 120).
         func total(_ series: String) -> Double { nodes.reduce(0) { $0 + ($1.metric(series) ?? 0) } }
+        // 60 writes: one live copy each to the other owner.
         #expect(eventually(10) { total("homeroom_deltas_in_total") >= 30 }, "the nodes applied \(total("homeroom_deltas_in_total")) peer deltas")
-        let applied = total("homeroom_deltas_in_total"), ignored = total(ignoredSeries)
-        #expect(ignored * 10 <= applied, "the nodes received \(Int(ignored)) deltas of rooms they do not own, applied \(Int(applied))")
         // Every acknowledged write is on both owners of its room.
         let owners = Placement(replicas: 2, members: nodes.map(\.name))
         for (room, written) in dots.sorted(by: { $0.key < $1.key }) {
@@ -182,5 +181,19 @@ import Testing
                 #expect(eventually(10) { written.allSatisfy { reader.seen.contains($0) } }, "\(owner) lacks an acknowledged write in \(room)")
             }
         }
+        return ClusterReceipt(applied: total("homeroom_deltas_in_total"), ignored: total("homeroom_deltas_ignored_total{reason=\"not-owner\"}"),
+                              deltaBytes: total("homeroom_cluster_bytes_in_total{topic=\"deltas\"}"))
+    }
+
+    /// Node streams: each node receives the deltas of the rooms it owns and not the
+    /// others'; with them off (`--node-streams off`, every delta to every node, as
+    /// before), the same workload makes the non-owners ignore about twice what the owners
+    /// apply, and the nodes receive about three times the delta bytes.
+    @Test func aNodeReceivesTheDeltasOfTheRoomsItOwnsAndNotTheOthers() throws {
+        let streamed = try Self.placedCluster(label: "ns")
+        #expect(streamed.ignored * 10 <= streamed.applied, "with node streams: \(streamed)")
+        let everything = try Self.placedCluster(label: "nsoff", extra: ["--node-streams", "off"])
+        #expect(everything.ignored >= everything.applied, "with node streams off, the control: \(everything)")
+        #expect(streamed.deltaBytes * 2 <= everything.deltaBytes, "delta bytes received: \(streamed.deltaBytes) with streams, \(everything.deltaBytes) without")
     }
 }

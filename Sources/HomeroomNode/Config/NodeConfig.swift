@@ -96,6 +96,10 @@ public struct NodeConfig: Sendable, Equatable {
     /// How long a copy this node no longer owns stays after its owners hold all of it
     /// (docs/PROTOCOL.md, "Placement"): their stores take it meanwhile.
     public var handoffSettleMillis: UInt64 = 10_000
+    /// Follow peers that serve streams through node streams (docs/PROTOCOL.md, "Room
+    /// streams"): only the deltas of the rooms this node owns or holds arrive. False:
+    /// every peer's deltas over SP/TCP, as before room streams (to compare, or to debug).
+    public var nodeStreams = true
     /// Connections each listening socket (REP, PUB) accepts at once; more are closed.
     public var maxConnections = 4_096
     /// Open descriptors past which the node reports itself unhealthy and stops
@@ -130,6 +134,7 @@ public struct NodeConfig: Sendable, Equatable {
             && a.clockSkewMillis == b.clockSkewMillis && a.dataDirectory == b.dataDirectory && a.synchronousFull == b.synchronousFull && a.httpAddress == b.httpAddress
             && a.messageRetentionSeconds == b.messageRetentionSeconds && a.clusterPublish == b.clusterPublish
             && a.replicas == b.replicas && a.roomReplicas == b.roomReplicas && a.probeHelpers == b.probeHelpers
+            && a.nodeStreams == b.nodeStreams
     }
 
     public func validate() throws(NodeConfigError) {

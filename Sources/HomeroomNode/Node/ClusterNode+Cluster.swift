@@ -7,6 +7,7 @@ extension ClusterNode {
     /// A message from another node's PUB socket: deltas it sequenced, or a heartbeat.
     func receiveFromCluster(_ message: [UInt8]) {
         guard let (kind, framed) = Topics.split(message) else { return }
+        metrics.add(kind == 2 ? "cluster_bytes_in_total{topic=\"heartbeats\"}" : "cluster_bytes_in_total{topic=\"deltas\"}", UInt64(message.count))
         let payload: ArraySlice<UInt8>
         switch framing.open(framed) {
         case let .authenticated(inner):
@@ -197,7 +198,7 @@ extension ClusterNode {
     /// node owns or holds, not every room's.
     func subscribe(to node: ReplicaID, at address: String) {
         let current = state.withLock { state in state.peers.entries[node].map { ($0.subscriberDialer, $0.dialedAddress, $0.dialedStream, $0.roomStreams) } }
-        let streamURL = current?.3 == true && !name.isEmpty ? RoomStreams.nodeURL(publishAddress: address, name: name) : nil
+        let streamURL = config.nodeStreams && current?.3 == true && !name.isEmpty ? RoomStreams.nodeURL(publishAddress: address, name: name) : nil
         if let (dialer, dialed, dialedStream, _) = current, dialer != nil, dialed == address, dialedStream == (streamURL != nil) { return }
         do {
             let dialer = try subscriber.dial(streamURL ?? address)

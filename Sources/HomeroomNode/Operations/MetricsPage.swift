@@ -39,6 +39,7 @@ extension ClusterNode {
 
     static let counterHelp: [String: String] = [
         "deltas_in_total": "Deltas from other nodes applied for the first time.",
+        "cluster_bytes_in_total": "Bytes this node's cluster SUB socket received, by topic (deltas, heartbeats): with node streams, what the rooms it owns or holds produce.",
         "deltas_out_total": "Deltas this node sequenced and published to the other nodes.",
         "gaps_repaired_total": "Anti-entropy pulls that brought something missing.",
         "sync_bytes_total": "Bytes of sync requests and responses this node pulled.",

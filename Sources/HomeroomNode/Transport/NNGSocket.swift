@@ -239,9 +239,12 @@ func nngSendParts(_ socket: nng_socket, _ first: UnsafeRawBufferPointer, _ secon
 func nngListen(_ socket: nng_socket, _ url: String) throws(NNGError) -> String {
     var listener = nng_listener()
     try nngCheck(nng_listen(socket, url, &listener, 0), "listen on \(url)", addressOperation: true)
-    guard url.hasPrefix("tcp"), let colon = url.lastIndex(of: ":"),
-          url[url.index(after: colon)...] == "0" else { return url }
+    // Port 0 (tcp://H:0, ws://H:0/path): the URL with the port the system chose.
+    guard url.hasPrefix("tcp") || url.hasPrefix("ws://"), let scheme = url.firstRange(of: "://") else { return url }
+    let authorityEnd = url[scheme.upperBound...].firstIndex(of: "/") ?? url.endIndex
+    guard let colon = url[..<authorityEnd].lastIndex(of: ":"), colon > scheme.lowerBound,
+          url[url.index(after: colon)..<authorityEnd] == "0" else { return url }
     var port: Int32 = 0
     try nngCheck(nng_listener_get_int(listener, NNG_OPT_TCP_BOUND_PORT, &port), "read the bound port of \(url)")
-    return String(url[...colon]) + String(port)
+    return String(url[...colon]) + String(port) + url[authorityEnd...]
 }

@@ -71,6 +71,9 @@ enum NodeCommand {
                                  0: on every node. Repeatable; the same on every node.
           --handoff-settle-ms <n>  (--replicas) Keep a copy this node no longer owns this long after
                                  its owners hold it (default 10000).
+          --node-streams on|off  Follow peers through node streams: only the deltas of the rooms
+                                 this node owns or holds arrive (default on; off: every peer's
+                                 deltas, over SP/TCP).
           --permanent-down-ms <n>  Forget a peer down this long: no more dialling (default 300000;
                                  0: never). It returns by greeting again.
           --reward-window-ms <n>  Take rewards issued within this of the node's clock (default 60000;
@@ -196,6 +199,7 @@ enum NodeCommand {
         let maxUsers = try reader.integer("--max-users", in: 2...500_000)
         let handoffSettle = try reader.integer("--handoff-settle-ms", in: UInt64(0)...UInt64(3_600_000))
         let probeHelpers = try reader.string("--probe-helpers")
+        let nodeStreams = try reader.string("--node-streams")
         var replicas = try reader.integer("--replicas", in: 0...64)
         if replicas == nil, let text = environment["HOMEROOM_REPLICAS"] {
             guard let value = Int(text) else { throw .usage("HOMEROOM_REPLICAS must be a whole number of copies, not '\(text)'", usage: usage) }
@@ -253,6 +257,12 @@ enum NodeCommand {
         config.replicas = replicas ?? Self.defaultReplicas
         config.roomReplicas = roomReplicas
         if let handoffSettle { config.handoffSettleMillis = handoffSettle }
+        if let nodeStreams {
+            guard nodeStreams == "on" || nodeStreams == "off" else {
+                throw .usage("--node-streams takes on or off, not '\(nodeStreams)'", usage: usage)
+            }
+            config.nodeStreams = nodeStreams == "on"
+        }
         if let probeHelpers {
             if probeHelpers == "off" {
                 config.probeHelpers = nil
