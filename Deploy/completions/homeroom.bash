@@ -97,6 +97,7 @@ _homeroom() {
                     --data-dir) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --sync) COMPREPLY=( $(compgen -W "normal full" -- "$cur") ); return ;;
                     --http) return ;;
+                    --http-token-file) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --wait-s) return ;;
                     --token-key) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --app) return ;;
@@ -129,7 +130,7 @@ _homeroom() {
                     --fault-jitter-ms) return ;;
                     --clock-skew-ms) return ;;
                 esac
-                options="--name --listen --publish --seed --cluster-publish --message-retention --session-timeout-ms --config --heartbeat-ms --suspect-ms --probe-helpers --down-ms --workers --data-dir --sync --http --wait-s --token-key --app --revoked --token-max-lifetime --cluster-key --tls-cert --tls-key --tls-ca --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --max-users --replicas --room-replicas --handoff-settle-ms --node-streams --permanent-down-ms --reward-window-ms --max-clock-drift-ms --max-connections --wedge-descriptors --log-level --log-format --fault-seed --fault-drop-percent --fault-duplicate-percent --fault-delay-ms --fault-jitter-ms --clock-skew-ms --help"
+                options="--name --listen --publish --seed --cluster-publish --message-retention --session-timeout-ms --config --heartbeat-ms --suspect-ms --probe-helpers --down-ms --workers --data-dir --sync --http --http-token-file --wait-s --token-key --app --revoked --token-max-lifetime --cluster-key --tls-cert --tls-key --tls-ca --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --max-users --replicas --room-replicas --handoff-settle-ms --node-streams --permanent-down-ms --reward-window-ms --max-clock-drift-ms --max-connections --wedge-descriptors --log-level --log-format --fault-seed --fault-drop-percent --fault-duplicate-percent --fault-delay-ms --fault-jitter-ms --clock-skew-ms --help"
                 words_here="drain"
                 ;;
             keys)

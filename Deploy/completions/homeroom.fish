@@ -77,6 +77,7 @@ complete -c homeroom -n '__homeroom_subcommand node' -l workers -x -d 'Request w
 complete -c homeroom -n '__homeroom_subcommand node' -l data-dir -r -F -d 'Keep rooms in SQLite here'
 complete -c homeroom -n '__homeroom_subcommand node' -l sync -x -a 'normal full' -d 'normal (survives kill -9) or full (also power loss'
 complete -c homeroom -n '__homeroom_subcommand node' -l http -x -d 'Serve /healthz and /metrics, e.g. http://127.0.0.1:9100.'
+complete -c homeroom -n '__homeroom_subcommand node' -l http-token-file -r -F -d 'The operator token (hex, 16 bytes or more, mode 600'
 complete -c homeroom -n '__homeroom_subcommand node' -l wait-s -x -d '(drain) How long to wait for the node to stop (default 300).'
 complete -c homeroom -n '__homeroom_subcommand node' -l token-key -r -F -d 'Require join tokens signed by this Ed25519 public key (hex file from'
 complete -c homeroom -n '__homeroom_subcommand node' -l app -x -d 'The application id tokens must carry (default homeroom).'

@@ -39,7 +39,14 @@ final class NodeHandle {
         logPath = "\(runDirectory)/\(name)/node.log"
         outPath = "\(runDirectory)/\(name)/stdout"
         pidPath = "\(runDirectory)/\(name)/pid"
+        tokenPath = "\(runDirectory)/\(name)/http.token"
+        operatorToken = String((0..<64).map { _ in "0123456789abcdef".randomElement()! })
     }
+
+    /// The node's operator token (`--http-token-file`): the harness reaches its HTTP
+    /// address from outside the node's namespace, where POST /drain needs it.
+    let tokenPath: String
+    let operatorToken: String
 
     var isRunning: Bool { pid != nil }
 
@@ -48,8 +55,10 @@ final class NodeHandle {
         precondition(pid == nil, "\(name) is already running")
         _ = makeDirectories(dataDirectory)
         writeFile(outPath, "")
+        _ = writeFile(tokenPath, operatorToken + "\n")
+        chmod(tokenPath, 0o600)
         var arguments = [binary, "node", "--name", name, "--listen", listen, "--publish", publish,
-                         "--data-dir", dataDirectory, "--http", "http://\(httpHost):\(httpPort)", "--log-level", "info"]
+                         "--data-dir", dataDirectory, "--http", "http://\(httpHost):\(httpPort)", "--http-token-file", tokenPath, "--log-level", "info"]
         for seed in seeds { arguments += ["--seed", seed] }
         if let heartbeatMillis {
             arguments += ["--heartbeat-ms", "\(heartbeatMillis)", "--suspect-ms", "\(heartbeatMillis * 5)", "--down-ms", "\(heartbeatMillis * 10)"]
@@ -154,7 +163,8 @@ final class NodeHandle {
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { return nil }
-        let head = ([ "\(method) \(path) HTTP/1.0", "Host: \(httpHost)", "Content-Length: 0"] + headers).joined(separator: "\r\n")
+        let head = ([ "\(method) \(path) HTTP/1.0", "Host: \(httpHost)", "Content-Length: 0", "Authorization: Bearer \(operatorToken)"] + headers)
+            .joined(separator: "\r\n")
         let request = Array((head + "\r\n\r\n").utf8)
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var response: [UInt8] = []

@@ -53,4 +53,34 @@ import HomeroomTestSupport
             }
         }
     }
+
+    /// A node given an operator token (`--http-token-file`) drains and lists only for a
+    /// request that carries it; `homeroom node drain` says what to give it.
+    @Test func theOperatorTokenGuardsDrainAndTheListings() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("homeroom-operator-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let tokenFile = directory + "/http.token"
+        try Data("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n".utf8).write(to: URL(fileURLWithPath: tokenFile))
+        chmod(tokenFile, 0o600)
+        let node = try NodeProcess(name: "operator", extra: ["--http", "http://127.0.0.1:0", "--http-token-file", tokenFile])
+        defer { node.stop() }
+        let refused = try CLI.run(["node", "drain", "--http", node.http, "--wait-s", "5"])
+        #expect(refused.status != 0 && refused.stderr.contains("401") && refused.stderr.contains("--http-token-file"), "\(refused.stderr)")
+        #expect(node.get("/rooms")?.status == 401 && node.get("/cluster")?.status == 401 && node.get("/healthz")?.status == 200)
+        // With the token the request is heard: a lone node has nowhere to hand its rooms (409), and keeps running.
+        let heard = try CLI.run(["node", "drain", "--http", node.http, "--wait-s", "5", "--http-token-file", tokenFile])
+        #expect(heard.status != 0 && heard.stderr.contains("409"), "\(heard.stderr)")
+        #expect(node.process.isRunning)
+        // A token file others can read, or one too short, is refused at start.
+        let loose = directory + "/loose.token", short = directory + "/short.token"
+        try Data("00112233445566778899aabbccddeeff\n".utf8).write(to: URL(fileURLWithPath: loose))
+        chmod(loose, 0o644)
+        try Data("0011223344\n".utf8).write(to: URL(fileURLWithPath: short))
+        chmod(short, 0o600)
+        for (file, says) in [(loose, "600"), (short, "16 bytes")] {
+            let start = try CLI.run(["node", "--name", "bad", "--listen", "tcp://127.0.0.1:0", "--publish", "tcp://127.0.0.1:0", "--http-token-file", file])
+            #expect(start.status != 0 && start.stderr.contains(says), "\(file): \(start.stderr)")
+        }
+    }
 }

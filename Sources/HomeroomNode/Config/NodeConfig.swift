@@ -100,6 +100,10 @@ public struct NodeConfig: Sendable, Equatable {
     /// streams"): only the deltas of the rooms this node owns or holds arrive. False:
     /// every peer's deltas over SP/TCP, as before room streams (to compare, or to debug).
     public var nodeStreams = true
+    /// The operator token (`--http-token-file`): POST /drain, /rooms and /cluster on the
+    /// HTTP address need it as `Authorization: Bearer <hex>`; nil: they answer loopback
+    /// peers only. /healthz and /metrics stay open.
+    public var operatorToken: [UInt8]?
     /// Connections each listening socket (REP, PUB) accepts at once; more are closed.
     public var maxConnections = 4_096
     /// Open descriptors past which the node reports itself unhealthy and stops

@@ -16,11 +16,51 @@ final class HTTPEndpoint: Sendable {
 
     typealias Route = @Sendable () -> Response
 
+    /// Who may use the operator routes (what changes the node, and the listings of rooms
+    /// and members): with a token, a request that carries it (`Authorization: Bearer
+    /// <hex>`, compared in constant time); without one, a peer on loopback only.
+    /// /healthz and /metrics stay open to probes and scrapers.
+    struct OperatorAccess: Sendable {
+        var routes: Set<String> = []
+        var token: [UInt8]?
+
+        enum Verdict: Equatable {
+            case allowed
+            case refused(status: UInt16, why: String)
+        }
+
+        func check(route: String, headers: [(name: String, value: String)], loopback: Bool) -> Verdict {
+            guard routes.contains(route) else { return .allowed }
+            guard let token else {
+                return loopback ? .allowed
+                    : .refused(status: 403, why: "\(route) is served to loopback only: give the node --http-token-file to reach it from elsewhere\n")
+            }
+            let given = headers.first { $0.name == "authorization" }.flatMap { header -> [UInt8]? in
+                let parts = header.value.split(separator: " ", maxSplits: 1)
+                guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+                return KeyFiles.unhex(parts[1].trimmingSpaces)
+            }
+            guard let given, Self.constantTimeEqual(given, token) else {
+                return .refused(status: 401, why: "\(route) needs Authorization: Bearer <the hex token of the node's --http-token-file>\n")
+            }
+            return .allowed
+        }
+
+        /// Equal bytes, in a time that depends on the lengths only.
+        static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+            var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
+            for i in 0..<max(a.count, b.count) {
+                difference |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0)
+            }
+            return difference == 0 && a.count == b.count
+        }
+    }
+
     let port: UInt16
     private let server: Server
     private let thread: NNGThread
 
-    init(address: String, routes: [String: Route]) throws(TransportError) {
+    init(address: String, routes: [String: Route], access: OperatorAccess = OperatorAccess()) throws(TransportError) {
         guard address.hasPrefix("http://") else {
             throw TransportError(.addressInvalid, "serve HTTP on \(address)", reason: "use http://HOST:PORT, e.g. http://127.0.0.1:9100")
         }
@@ -46,7 +86,7 @@ final class HTTPEndpoint: Sendable {
             Glibc.close(listener)
             throw .system("serve HTTP on \(address)", errno: Glibc.errno)
         }
-        let server = Server(listener: listener, wake: wake, routes: routes)
+        let server = Server(listener: listener, wake: wake, routes: routes, access: access)
         do {
             thread = try NNGThread(name: "hr-http") { server.run() }
         } catch {
@@ -65,6 +105,30 @@ final class HTTPEndpoint: Sendable {
 
     deinit { stop() }
 
+    /// Whether the peer of an accepted connection is on loopback.
+    static func peerIsLoopback(_ fd: Int32) -> Bool {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let rv = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) } }
+        guard rv == 0 else { return false }
+        let family = Int32(storage.ss_family)
+        return withUnsafeBytes(of: &storage) { raw in isLoopback(family: family, address: raw) }
+    }
+
+    /// `address`: a sockaddr_in or sockaddr_in6, as bytes.
+    static func isLoopback(family: Int32, address raw: UnsafeRawBufferPointer) -> Bool {
+        switch family {
+        case AF_INET:
+            return raw[4] == 127   // sin_addr, network order
+        case AF_INET6:
+            let bytes = Array(raw[8..<24])   // sin6_addr
+            if bytes == [UInt8](repeating: 0, count: 15) + [1] { return true }
+            return bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF && bytes[12] == 127
+        default:
+            return false
+        }
+    }
+
     private static func localPort(_ fd: Int32) -> UInt16 {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -78,6 +142,7 @@ final class HTTPEndpoint: Sendable {
         let listener: Int32
         let wake: Int32
         let routes: [String: Route]
+        let access: OperatorAccess
         private let stopping = Atomic<Bool>(false)
         // Loop-confined.
         private var clients: [Int32: Client] = [:]
@@ -87,16 +152,19 @@ final class HTTPEndpoint: Sendable {
             var reply: [UInt8] = []
             var written = 0
             var deadlineMillis: UInt64
+            /// The peer is on loopback (127.0.0.0/8, ::1, or ::ffff:127.x).
+            var loopback = false
         }
 
         static let maxClients = 256
         static let maxHead = 8 << 10
         static let timeoutMillis: UInt64 = 5_000
 
-        init(listener: Int32, wake: Int32, routes: [String: Route]) {
+        init(listener: Int32, wake: Int32, routes: [String: Route], access: OperatorAccess) {
             self.listener = listener
             self.wake = wake
             self.routes = routes
+            self.access = access
         }
 
         func stop() {
@@ -134,7 +202,7 @@ final class HTTPEndpoint: Sendable {
             while clients.count < Self.maxClients {
                 let fd = clinux_accept_nonblocking(listener)
                 guard fd >= 0 else { return }
-                clients[fd] = Client(deadlineMillis: now + Self.timeoutMillis)
+                clients[fd] = Client(deadlineMillis: now + Self.timeoutMillis, loopback: HTTPEndpoint.peerIsLoopback(fd))
             }
         }
 
@@ -154,7 +222,7 @@ final class HTTPEndpoint: Sendable {
                 }
                 client.request += buffer[0..<n]
                 if let end = headEnd(client.request) {
-                    client.reply = respond(to: Array(client.request[..<end]))
+                    client.reply = respond(to: Array(client.request[..<end]), loopback: client.loopback)
                 } else if client.request.count > Self.maxHead {
                     client.reply = Self.reply(431, "text/plain", "request header fields too large\n")
                 }
@@ -180,11 +248,20 @@ final class HTTPEndpoint: Sendable {
             return nil
         }
 
-        private func respond(to head: [UInt8]) -> [UInt8] {
+        private func respond(to head: [UInt8], loopback: Bool) -> [UInt8] {
             let line = String(decoding: head.prefix { $0 != 13 }, as: UTF8.self)
             let parts = line.split(separator: " ")
             guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else { return Self.reply(400, "text/plain", "bad request\n") }
             let path = String(parts[1].split(separator: "?", maxSplits: 1).first ?? "")
+            let headers = String(decoding: head, as: UTF8.self).split(separator: "\r\n").dropFirst().compactMap { line -> (name: String, value: String)? in
+                let field = line.split(separator: ":", maxSplits: 1)
+                guard field.count == 2 else { return nil }
+                return (field[0].lowercased(), field[1].trimmingSpaces)
+            }
+            let routeKey = parts[0] == "POST" ? "POST " + path : path
+            if routes[routeKey] != nil, case .refused(let status, let why) = access.check(route: routeKey, headers: headers, loopback: loopback) {
+                return Self.reply(status, "text/plain", why)
+            }
             // A route named "POST /path" takes a POST; every other route GET and HEAD. A POST
             // must carry `X-Homeroom-Action: <path without the slash>`: a web page cannot
             // send that header without a CORS preflight this server never grants, so a page
@@ -216,6 +293,7 @@ final class HTTPEndpoint: Sendable {
             case 200: reason = "OK"
             case 202: reason = "Accepted"
             case 400: reason = "Bad Request"
+            case 401: reason = "Unauthorized"
             case 403: reason = "Forbidden"
             case 409: reason = "Conflict"
             case 404: reason = "Not Found"
@@ -227,5 +305,11 @@ final class HTTPEndpoint: Sendable {
             let bytes = Array(body.utf8)
             return Array("HTTP/1.1 \(status) \(reason)\r\nContent-Type: \(type)\r\nContent-Length: \(bytes.count)\r\nConnection: close\r\n\r\n".utf8) + bytes
         }
+    }
+}
+
+private extension Substring {
+    var trimmingSpaces: String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import HomeroomNode
 import HomeroomSupport
 
 /// `homeroom node drain`: a planned removal. Asks a node, on its --http address (where
@@ -10,14 +11,26 @@ enum DrainCommand {
         if reader.wantsHelp { print(NodeCommand.usage); return }
         let http = try reader.string("--http") ?? ProcessEnvironment.current["HOMEROOM_HTTP"]
         let wait = try reader.integer("--wait-s", in: 1...86_400) ?? 300
+        let tokenFile = try reader.string("--http-token-file") ?? ProcessEnvironment.current["HOMEROOM_HTTP_TOKEN_FILE"]
         try reader.finish()
+        var authorization = ""
+        if let tokenFile {
+            do {
+                authorization = "Authorization: Bearer \(KeyFiles.hex(try KeyFiles.read(tokenFile, secret: true)))\r\n"
+            } catch {
+                throw .failure(error.description)
+            }
+        }
         guard let http, http.hasPrefix("http://"), let (host, port) = hostAndPort(http) else {
             throw .usage("homeroom node drain needs the node's --http address, e.g. --http http://127.0.0.1:9100", usage: NodeCommand.usage)
         }
-        guard case let .answered(status, body) = request("POST /drain", host: host, port: port) else {
+        guard case let .answered(status, body) = request("POST /drain", host: host, port: port, headers: authorization) else {
             throw .failure("no answer from \(http): is the node running with --http \(http)?")
         }
         guard status == 202 else {
+            if status == 401 || status == 403 {
+                throw .failure("\(http) answered \(status) to POST /drain: \(body.trimmed) (give this command the node's token: --http-token-file or HOMEROOM_HTTP_TOKEN_FILE)")
+            }
             throw .failure("\(http) answered \(status) to POST /drain: \(body.trimmed)")
         }
         print("draining: the node hands its rooms to the other nodes, then stops")
@@ -56,7 +69,7 @@ enum DrainCommand {
     }
 
     /// One HTTP/1.0 request ("METHOD /path"), 2 s at most.
-    static func request(_ line: String, host: String, port: UInt16) -> Answer {
+    static func request(_ line: String, host: String, port: UInt16, headers: String = "") -> Answer {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var found: UnsafeMutablePointer<addrinfo>?
@@ -70,7 +83,7 @@ enum DrainCommand {
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else { return errno == ECONNREFUSED ? .refused : .noAnswer }
         let action = line.split(separator: "/").last.map { "X-Homeroom-Action: \($0)\r\n" } ?? ""
-        let bytes = Array("\(line) HTTP/1.0\r\nHost: \(host)\r\n\(line.hasPrefix("POST") ? action : "")Content-Length: 0\r\n\r\n".utf8)
+        let bytes = Array("\(line) HTTP/1.0\r\nHost: \(host)\r\n\(line.hasPrefix("POST") ? action : "")\(headers)Content-Length: 0\r\n\r\n".utf8)
         guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else { return .noAnswer }
         var reply: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4_096)

@@ -10,7 +10,7 @@ enum NodeCommand {
         OVERVIEW: Run a Homeroom node. Peers join rooms through it; nodes find each other from one seed.
 
         USAGE: homeroom node --name <name> --listen <address> --publish <address> [--seed <address> ...] [options]
-               homeroom node drain --http <address> [--wait-s <n>]
+               homeroom node drain --http <address> [--wait-s <n>] [--http-token-file <file>]
 
         drain: a planned removal. The node hands every room it holds to the other nodes
         (each goes once its other owners hold it), sends its clients to them, and stops;
@@ -45,6 +45,10 @@ enum NodeCommand {
           --sync <mode>          normal (survives kill -9) or full (also power loss; slower). Default normal.
           --http <address>       Serve /healthz and /metrics, e.g. http://127.0.0.1:9100.  (HOMEROOM_HTTP)
                                  POST /drain there starts a drain (`homeroom node drain`).
+          --http-token-file <file>  The operator token (hex, 16 bytes or more, mode 600; e.g.
+                                 openssl rand -hex 32): POST /drain, /rooms and /cluster need it as
+                                 Authorization: Bearer <hex>. Without it they answer loopback
+                                 peers only.  (HOMEROOM_HTTP_TOKEN_FILE)
           --wait-s <n>           (drain) How long to wait for the node to stop (default 300).
           --token-key <file>     Require join tokens signed by this Ed25519 public key (hex file from
                                  `homeroom keys generate`); repeatable for key rotation.  (HOMEROOM_TOKEN_KEY)
@@ -120,6 +124,7 @@ enum NodeCommand {
         var app: String?
         var revoked: String?
         var cluster_key: String?
+        var http_token_file: String?
         var sync: String?
         var http: String?
         var cluster_publish: String?
@@ -188,6 +193,7 @@ enum NodeCommand {
         let app = try pick("--app", "HOMEROOM_APP", file.app) ?? "homeroom"
         let revokedFile = try pick("--revoked", "HOMEROOM_REVOKED", file.revoked)
         let clusterKeyFile = try pick("--cluster-key", "HOMEROOM_CLUSTER_KEY", file.cluster_key)
+        let httpTokenFile = try pick("--http-token-file", "HOMEROOM_HTTP_TOKEN_FILE", file.http_token_file)
         let tls = TLSSettings(certificateFile: try pick("--tls-cert", "HOMEROOM_TLS_CERT", file.tls_cert),
                               keyFile: try pick("--tls-key", "HOMEROOM_TLS_KEY", file.tls_key),
                               authorityFile: try pick("--tls-ca", "HOMEROOM_TLS_CA", file.tls_ca))
@@ -287,8 +293,12 @@ enum NodeCommand {
                 config.revokedFile = revokedFile
             }
             if let clusterKeyFile { config.clusterKey = try ClusterKey(secret: KeyFiles.read(clusterKeyFile, secret: true)) }
+            if let httpTokenFile { config.operatorToken = try KeyFiles.read(httpTokenFile, secret: true) }
         } catch {
             throw .failure(error.description)
+        }
+        if let httpTokenFile, let token = config.operatorToken, token.count < 16 {
+            throw .failure("\(httpTokenFile) holds \(token.count) bytes: an operator token is 16 bytes or more (openssl rand -hex 32 > \(httpTokenFile))")
         }
         config.clockSkewMillis = skew
         config.clusterPublish = clusterPublish
