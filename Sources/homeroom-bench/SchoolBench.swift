@@ -33,6 +33,10 @@ enum SchoolBench {
     /// set on each wake-up, so small sets keep the readers' own CPU (on the nodes' 2 cores) low.
     static let listenersPerChild = 250
     static let idle = 0, busy = 1
+    /// After the busy window: a message of the window that arrives late (a writer behind its
+    /// schedule on a loaded machine) is still delivered, not lost; no bytes are counted here.
+    static let grace = 2
+    static let graceSeconds: UInt64 = 6
     static let probeSequence: UInt64 = 0xFFFF_FFFF
     static let text = Array("a question about fractions".utf8)
 
@@ -43,9 +47,21 @@ enum SchoolBench {
 
     // MARK: - Suite
 
-    static func run(quick: Bool, emit: (BenchRow) -> Void) {
+    /// What `--suite school` measures, one after the other in the same sitting: the Homeroom
+    /// nodes (streams, then v1), then the NATS and Redis baselines (`--suite school-nats`,
+    /// `--suite school-redis` run one alone).
+    enum System: String, CaseIterable { case homeroom, nats, redis }
+
+    static func run(quick: Bool, systems: Set<System> = Set(System.allCases), emit: (BenchRow) -> Void) {
         let sizes = quick ? Sizes(rooms: 50, members: 5, windowSeconds: 10, v1RoomStride: 1)
                           : Sizes(rooms: 500, members: 20, windowSeconds: 30, v1RoomStride: 5)
+        // Each system's servers are stopped before the next one's start.
+        if systems.contains(.homeroom) { runHomeroom(sizes, emit: emit) }
+        if systems.contains(.nats) { runBroker(.nats, sizes, emit: emit) }
+        if systems.contains(.redis) { runBroker(.redis, sizes, emit: emit) }
+    }
+
+    static func runHomeroom(_ sizes: Sizes, emit: (BenchRow) -> Void) {
         let label = "\(sizes.rooms)-rooms-\(sizes.members)-members"
         func incomplete(_ reason: String) {
             fputs("school: \(reason)\n", stderr)
@@ -78,14 +94,18 @@ enum SchoolBench {
         var v1Plan: [Listener] = []
         for room in 0..<sizes.rooms {
             for member in 0..<sizes.members {
-                let listener = Listener(id: room * sizes.members + member, room: room, node: node(room: room, member: member),
+                let home = node(room: room, member: member)
+                let listener = Listener(id: room * sizes.members + member, room: room, node: home, port: port(nodes[home].publish),
                                         timed: timed(room: room, member: member))
                 streamPlan.append(listener)
                 if (member == 0 && room % sizes.v1RoomStride == 0) || sizes.v1RoomStride == 1 || listener.timed { v1Plan.append(listener) }
             }
         }
-        let streams = runPhase(.stream, streamPlan, sizes: sizes, nodes: nodes, requesters: requesters, ledger: ledger, base: base)
-        let v1 = runPhase(.v1, v1Plan, sizes: sizes, nodes: nodes, requesters: requesters, ledger: ledger, base: base)
+        let target = Target(pids: nodes.map(\.pid), writers: requesters.map { HomeroomWriter(requester: $0) },
+                            writerOf: (0..<sizes.rooms).map { $0 % nodeCount }, referencePorts: nodes.map { port($0.publish) },
+                            stateChanges: "room property writes")
+        let streams = runPhase(.stream, streamPlan, sizes: sizes, target: target, ledger: ledger, base: base)
+        let v1 = runPhase(.v1, v1Plan, sizes: sizes, target: target, ledger: ledger, base: base)
         let exited = nodes.filter { !running($0.pid) }.count
         report(sizes: sizes, streams: streams, v1: v1, planned: (streamPlan.count, v1Plan.count), nodesExited: exited, emit: emit)
     }
@@ -192,13 +212,55 @@ enum SchoolBench {
 
     // MARK: - A phase
 
-    enum Kind: String { case stream, v1, reference }
+    enum Kind: String { case stream, v1, reference, nats, redis }
 
     struct Listener {
         var id: Int
         var room: Int
+        /// The server (node) it listens on, and that server's port for it.
         var node: Int
+        var port: UInt16
         var timed: Bool
+    }
+
+    /// The servers a phase measures and how the workload reaches them.
+    struct Target {
+        var pids: [pid_t]
+        var writers: [any RoomWriter]
+        /// Per room: the writer (and so the server) its messages are published through.
+        var writerOf: [Int]
+        /// Homeroom only: the publish ports of the nodes, one v1 reference subscriber each (stream phase).
+        var referencePorts: [UInt16] = []
+        /// What the writers' second kind of write is called in the notes.
+        var stateChanges: String
+    }
+
+    /// One connection publishing for its rooms; used by one thread at a time.
+    protocol RoomWriter: Sendable {
+        /// A room message carrying `index` after the marker; true once the server acknowledged it.
+        func message(room: Int, index: UInt64, ledger: Ledger) -> Bool
+        /// The occasional state change of the room (every 10 s).
+        func stateChange(room: Int, ledger: Ledger) -> Bool
+    }
+
+    struct HomeroomWriter: RoomWriter {
+        let requester: SPRequester
+
+        func message(room: Int, index: UInt64, ledger: Ledger) -> Bool { sendMessage(requester, room: room, index: index, ledger: ledger) }
+
+        func stateChange(room: Int, ledger: Ledger) -> Bool {
+            let counter = ledger.next(room)
+            let operation = Operation.setRoomProperty(key: "slide", value: Array(String(counter).utf8), cause: "bench")
+            return write(requester, room: room, operation, counter: counter)
+        }
+    }
+
+    /// The name a listener of `kind` follows: the Homeroom room, or the broker's subject or channel.
+    static func channel(_ kind: Kind, room: Int) -> String {
+        switch kind {
+        case .stream, .v1, .reference: return roomName(room)
+        case .nats, .redis: return "room.\(room)"
+        }
     }
 
     struct ListenerResult {
@@ -254,7 +316,7 @@ enum SchoolBench {
         var plan: String
     }
 
-    static func runPhase(_ kind: Kind, _ listeners: [Listener], sizes: Sizes, nodes: [NodeChild], requesters: [SPRequester], ledger: Ledger, base: String) -> PhaseResult? {
+    static func runPhase(_ kind: Kind, _ listeners: [Listener], sizes: Sizes, target: Target, ledger: Ledger, base: String) -> PhaseResult? {
         let me = CommandLine.arguments[0]
         let windows = "\(base)-\(kind).windows", stop = "\(base)-\(kind).stop"
         unlink(windows)
@@ -262,14 +324,14 @@ enum SchoolBench {
         // Listeners sharded by room, so a child wakes for its own rooms only.
         let childCount = max(1, (listeners.count + listenersPerChild - 1) / listenersPerChild)
         var plans = [[String]](repeating: [], count: childCount)
-        for room in 0..<sizes.rooms { for c in 0..<childCount { plans[c].append("room \(room) \(roomName(room))") } }
+        for room in 0..<sizes.rooms { for c in 0..<childCount { plans[c].append("room \(room) \(channel(kind, room: room))") } }
         for listener in listeners {
-            let publishPort = SchoolBench.port(nodes[listener.node].publish)
-            plans[listener.room % childCount].append("\(kind) \(listener.id) \(publishPort) \(listener.room) \(listener.node) \(listener.timed ? 1 : 0)")
+            plans[listener.room % childCount].append("\(kind) \(listener.id) \(listener.port) \(listener.room) \(listener.node) \(listener.timed ? 1 : 0)")
         }
-        if kind == .stream {
+        let references = kind == .stream ? target.referencePorts : []
+        if !references.isEmpty {
             // One v1 subscriber per node, counting what each room's topic carried.
-            plans.append((0..<sizes.rooms).map { "room \($0) \(roomName($0))" } + nodes.indices.map { "reference \($0) \(SchoolBench.port(nodes[$0].publish)) 0 \($0) 0" })
+            plans.append((0..<sizes.rooms).map { "room \($0) \(roomName($0))" } + references.indices.map { "reference \($0) \(references[$0]) 0 \($0) 0" })
         }
         var children: [ReaderChild] = []
         var reaped = false
@@ -309,7 +371,7 @@ enum SchoolBench {
         let probeDeadline = monotonicNanos() + 60_000_000_000
         while attached() < connected && monotonicNanos() < probeDeadline {
             for room in 0..<sizes.rooms {
-                _ = sendMessage(requesters[room % nodeCount], room: room, index: UInt64(room) << 32 | probeSequence, ledger: ledger)
+                _ = target.writers[target.writerOf[room]].message(room: room, index: UInt64(room) << 32 | probeSequence, ledger: ledger)
             }
             for _ in 0..<15 where attached() < connected { usleep(100_000) }
         }
@@ -323,14 +385,15 @@ enum SchoolBench {
         let idleEnd = idleStart + UInt64(sizes.idleSeconds) * 1_000_000_000
         let busyStart = idleEnd + 500_000_000
         let busyEnd = busyStart + UInt64(sizes.windowSeconds) * 1_000_000_000
-        guard writeFile(windows + ".tmp", "idle \(idleStart) \(idleEnd)\nbusy \(busyStart) \(busyEnd)\n"), rename(windows + ".tmp", windows) == 0 else { return nil }
+        guard writeFile(windows + ".tmp", "idle \(idleStart) \(idleEnd)\nbusy \(busyStart) \(busyEnd)\ngrace \(busyEnd) \(busyEnd + graceSeconds * 1_000_000_000)\n"), rename(windows + ".tmp", windows) == 0 else { return nil }
         ledger.resetWindow()
-        let threads = (0..<nodeCount).map { writer -> RawThread in
-            let events = schedule(writer: writer, sizes: sizes, start: busyStart)
-            let requester = requesters[writer]
-            return RawThread { SchoolBench.write(events, requester: requester, ledger: ledger, until: busyEnd + 5_000_000_000) }
+        let threads = target.writers.indices.map { index -> RawThread in
+            let rooms = (0..<sizes.rooms).filter { target.writerOf[$0] == index }
+            let events = schedule(rooms: rooms, sizes: sizes, start: busyStart)
+            let writer = target.writers[index]
+            return RawThread { SchoolBench.write(events, writer: writer, ledger: ledger, until: busyEnd + 5_000_000_000) }
         }
-        func cpu() -> [Double] { nodes.map { NodeProcesses.cpuSeconds($0.pid) ?? 0 } }
+        func cpu() -> [Double] { target.pids.map { NodeProcesses.cpuSeconds($0) ?? 0 } }
         sleepUntil(idleStart)
         let cpuIdleStart = cpu()
         sleepUntil(idleEnd)
@@ -354,8 +417,8 @@ enum SchoolBench {
         result.idleSeconds = Double(idleEnd - idleStart) / 1e9
         result.busySeconds = Double(busyEnd - busyStart) / 1e9
         result.cpu = [zip(cpuIdleStart, cpuIdleEnd).map { $1 - $0 }, zip(cpuBusyStart, cpuBusyEnd).map { $1 - $0 }]
-        result.references = [[[Int]]](repeating: [[Int]](repeating: [Int](repeating: 0, count: sizes.rooms), count: 2), count: kind == .stream ? nodes.count : 0)
-        result.referenceTotals = [[Int]](repeating: [0, 0], count: kind == .stream ? nodes.count : 0)
+        result.references = [[[Int]]](repeating: [[Int]](repeating: [Int](repeating: 0, count: sizes.rooms), count: 2), count: references.count)
+        result.referenceTotals = [[Int]](repeating: [0, 0], count: references.count)
         let byID = Dictionary(uniqueKeysWithValues: listeners.map { ($0.id, $0) })
         for child in children {
             let text = SubscriberProcesses.readFile(child.output) ?? ""
@@ -395,7 +458,7 @@ enum SchoolBench {
         let sent = result.acked.reduce(0, +)
         result.writeNote = "the \(result.readers) reader process\(result.readers == 1 ? "" : "es") used \(format(result.readerCPU * 60 / result.busySeconds)) CPU-s per minute in the window; "
             + "\(sent) room messages acknowledged in the window (expected \(sizes.rooms * sizes.windowSeconds)), "
-            + "\(ledger.stateChanges.load(ordering: .relaxed)) room property writes, \(ledger.failed.load(ordering: .relaxed)) writes refused or unanswered, "
+            + "\(ledger.stateChanges.load(ordering: .relaxed)) \(target.stateChanges), \(ledger.failed.load(ordering: .relaxed)) writes refused or unanswered, "
             + "latest send \(format(Double(ledger.latestLateness.load(ordering: .relaxed)) / 1e6)) ms behind its schedule"
         return failedChildren > 0 ? nil : result
     }
@@ -409,11 +472,11 @@ enum SchoolBench {
         var sequence: Int?
     }
 
-    /// Writer `writer`'s rooms (room % 3 == writer): message s of room r at start + s seconds
-    /// + 50-500 ms (spread by room), and a property 400 ms later every 10 s.
-    static func schedule(writer: Int, sizes: Sizes, start: UInt64) -> [Event] {
+    /// A writer's rooms: message s of room r at start + s seconds + 50-500 ms (spread by
+    /// room), and a state change (a room property) 400 ms later every 10 s.
+    static func schedule(rooms: [Int], sizes: Sizes, start: UInt64) -> [Event] {
         var events: [Event] = []
-        for room in stride(from: writer, to: sizes.rooms, by: nodeCount) {
+        for room in rooms {
             let offset = 50_000_000 + UInt64(room) * 450_000_000 / UInt64(sizes.rooms)
             for second in 0..<sizes.windowSeconds {
                 let at = start + UInt64(second) * 1_000_000_000 + offset
@@ -454,7 +517,7 @@ enum SchoolBench {
         }
     }
 
-    static func write(_ events: [Event], requester: SPRequester, ledger: Ledger, until deadline: UInt64) {
+    static func write(_ events: [Event], writer: any RoomWriter, ledger: Ledger, until deadline: UInt64) {
         for event in events {
             var now = monotonicNanos()
             guard now < deadline else { return }
@@ -467,15 +530,13 @@ enum SchoolBench {
             if let sequence = event.sequence {
                 let index = UInt64(event.room) << 32 | UInt64(sequence)
                 ledger.sentAt.withLock { $0[index] = monotonicNanos() }
-                if sendMessage(requester, room: event.room, index: index, ledger: ledger) {
+                if writer.message(room: event.room, index: index, ledger: ledger) {
                     ledger.acked.withLock { $0[event.room] += 1 }
                 } else {
                     ledger.failed.add(1, ordering: .relaxed)
                 }
             } else {
-                let counter = ledger.next(event.room)
-                let operation = Operation.setRoomProperty(key: "slide", value: Array(String(counter).utf8), cause: "bench")
-                if write(requester, room: event.room, operation, counter: counter) {
+                if writer.stateChange(room: event.room, ledger: ledger) {
                     ledger.stateChanges.add(1, ordering: .relaxed)
                 } else {
                     ledger.failed.add(1, ordering: .relaxed)
@@ -701,15 +762,18 @@ extension SchoolBench {
             var connected = false
             var attached = false
             var closed = false
-            var bytes = [0, 0]
-            var foreign = [0, 0]
-            var ownTopicBytes = [0, 0]
-            /// Busy window: bit s set once message s of the room came.
+            /// Per window: idle, busy, grace.
+            var bytes = [0, 0, 0]
+            var foreign = [0, 0, 0]
+            var ownTopicBytes = [0, 0, 0]
+            /// Bit s set once message s of the room came, in the busy window or the grace after it.
             var seen: UInt64 = 0
         }
 
         var connections: [Connection] = []
         var roomNames: [Int: String] = [:]
+        /// Per room: the name as bytes (a NATS subject or Redis channel is compared with it).
+        var channels: [Int: [UInt8]] = [:]
         var topics: [Int: [UInt8]] = [:]
         var roomsByTopic: [[UInt8]: Int] = [:]
         /// Reference connections: [node][window][room] bytes on the room topic.
@@ -723,6 +787,7 @@ extension SchoolBench {
                 let parts = line.split(separator: " ")
                 if parts.first == "room", parts.count == 3, let room = Int(parts[1]) {
                     roomNames[room] = String(parts[2])
+                    channels[room] = Array(parts[2].utf8)
                     topics[room] = Topics.clientRoom(String(parts[2]))
                     roomsByTopic[Topics.clientRoom(String(parts[2]))] = room
                     continue
@@ -730,7 +795,7 @@ extension SchoolBench {
                 guard parts.count == 6, let kind = Kind(rawValue: String(parts[0])), let id = Int(parts[1]), let port = UInt16(parts[2]),
                       let room = Int(parts[3]), let node = Int(parts[4]) else { continue }
                 connections.append(Connection(kind: kind, id: id, port: port, room: room, node: node, timed: parts[5] == "1"))
-                if kind == .reference { references[node] = [[:], [:]] }
+                if kind == .reference { references[node] = [[:], [:], [:]] }
             }
         }
 
@@ -760,7 +825,47 @@ extension SchoolBench {
                 return true
             }
             var leftover: [UInt8] = []
-            if c.kind == .stream {
+            let channel = roomNames[c.room] ?? ""
+            if c.kind == .nats {
+                // INFO, then CONNECT and SUB; the PONG to our PING says the server has read the SUB.
+                var consumed = 0
+                var said = false
+                while true {
+                    if let end = Self.lineEnd(answer, from: consumed) {
+                        let line = String(decoding: answer[consumed..<end], as: UTF8.self)
+                        consumed = end + 2
+                        if line.hasPrefix("INFO "), !said {
+                            raw.write(Array("CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB \(channel) 1\r\nPING\r\n".utf8))
+                            said = true
+                        } else if line == "PONG", said {
+                            break
+                        } else if line.hasPrefix("-ERR") {
+                            fputs("school reader: SUB \(channel) on port \(c.port) refused: \(line)\n", stderr)
+                            raw.close()
+                            return false
+                        }
+                        continue
+                    }
+                    guard answer.count < 65_536, readMore() else { raw.close(); return false }
+                }
+                leftover = Array(answer[consumed...])
+            } else if c.kind == .redis {
+                // A shard channel: this must be the master that owns the channel's slot, or it answers MOVED.
+                raw.write(RESP.command(["SSUBSCRIBE", channel]))
+                while true {
+                    let parsed = answer.withUnsafeBytes { RESP.parse($0, at: 0) }
+                    if let (value, next) = parsed {
+                        guard case let .array(items?) = value, items.count == 3, case .bulk(let kind?) = items[0], kind.elementsEqual("ssubscribe".utf8) else {
+                            fputs("school reader: SSUBSCRIBE \(channel) on port \(c.port) refused: \(value)\n", stderr)
+                            raw.close()
+                            return false
+                        }
+                        leftover = Array(answer[next...])
+                        break
+                    }
+                    guard answer.count < 65_536, readMore() else { raw.close(); return false }
+                }
+            } else if c.kind == .stream {
                 let path = RoomStreams.path(room: roomNames[c.room] ?? "")
                 raw.write(Array(("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(c.port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                     + "Sec-WebSocket-Key: \(Self.key)\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: pub.sp.nanomsg.org\r\n\r\n").utf8))
@@ -786,6 +891,13 @@ extension SchoolBench {
             connections[index].connected = true
             if !leftover.isEmpty { received(index, leftover[...], at: monotonicNanos()) }
             return true
+        }
+
+        /// Where the first CR LF at or after `start` begins.
+        static func lineEnd(_ bytes: [UInt8], from start: Int) -> Int? {
+            guard bytes.count >= start + 2 else { return nil }
+            for i in start..<(bytes.count - 1) where bytes[i] == 13 && bytes[i + 1] == 10 { return i }
+            return nil
         }
 
         static func headerEnd(_ bytes: [UInt8]) -> Int? {
@@ -853,7 +965,21 @@ extension SchoolBench {
             pending += chunk
             var offset = 0
             pending.withUnsafeBytes { raw in
-                if connections[index].kind == .stream {
+                if connections[index].kind == .nats {
+                    offset = natsFrames(index, raw, window: w, at: nanos)
+                } else if connections[index].kind == .redis {
+                    // RESP2 pushes: *3 $8 smessage $<n> <channel> $<n> <payload>.
+                    while let (value, next) = RESP.parse(raw, at: offset) {
+                        offset = next
+                        guard case let .array(items?) = value, items.count == 3, case .bulk(let kind?) = items[0],
+                              kind.elementsEqual("smessage".utf8) || kind.elementsEqual("message".utf8),
+                              case .bulk(let channel?) = items[1], case .bulk(let payload?) = items[2] else {
+                            if w >= 0 { connections[index].foreign[w] += 1 }
+                            continue
+                        }
+                        payload.withUnsafeBytes { brokerMessage(index, channel: channel, payload: $0, window: w, at: nanos) }
+                    }
+                } else if connections[index].kind == .stream {
                     // WebSocket frames from a server: unmasked, 2, 4 or 10 header bytes.
                     while raw.count - offset >= 2 {
                         let first = raw[offset], second = raw[offset + 1]
@@ -890,6 +1016,54 @@ extension SchoolBench {
             connections[index].pending = pending
         }
 
+        /// NATS server lines: MSG <subject> <sid> [reply-to] <#bytes> CR LF <payload> CR LF; a PING
+        /// is answered with a PONG. What was consumed.
+        func natsFrames(_ index: Int, _ raw: UnsafeRawBufferPointer, window w: Int, at nanos: UInt64) -> Int {
+            var offset = 0
+            while true {
+                var end = -1
+                var i = offset
+                while i + 1 < raw.count {
+                    if raw[i] == 13 && raw[i + 1] == 10 { end = i; break }
+                    i += 1
+                }
+                guard end >= 0 else { return offset }
+                let line = UnsafeRawBufferPointer(rebasing: raw[offset..<end])
+                if line.starts(with: "MSG ".utf8) {
+                    let fields = line.split(separator: 32)
+                    guard fields.count >= 4, let length = Int(String(decoding: fields[fields.count - 1], as: UTF8.self)) else {
+                        if w >= 0 { connections[index].foreign[w] += 1 }
+                        offset = end + 2
+                        continue
+                    }
+                    guard raw.count >= end + 2 + length + 2 else { return offset }
+                    brokerMessage(index, channel: Array(fields[1]), payload: UnsafeRawBufferPointer(rebasing: raw[(end + 2)..<(end + 2 + length)]), window: w, at: nanos)
+                    offset = end + 2 + length + 2
+                    continue
+                }
+                if line.elementsEqual("PING".utf8) {
+                    let pong = Array("PONG\r\n".utf8)
+                    _ = pong.withUnsafeBytes { send(connections[index].fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                } else if !line.elementsEqual("PONG".utf8) && !line.elementsEqual("+OK".utf8) && !line.starts(with: "INFO ".utf8) {
+                    fputs("school reader: port \(connections[index].port): \(String(decoding: line, as: UTF8.self))\n", stderr)
+                    if w >= 0 { connections[index].foreign[w] += 1 }
+                }
+                offset = end + 2
+            }
+        }
+
+        /// A NATS or Redis message: own-channel payload bytes are what the listener's bytes are held against.
+        func brokerMessage(_ index: Int, channel: [UInt8], payload: UnsafeRawBufferPointer, window w: Int, at nanos: UInt64) {
+            guard let own = channels[connections[index].room], channel == own else {
+                if w >= 0 { connections[index].foreign[w] += 1 }
+                return
+            }
+            connections[index].attached = true
+            if w >= 0 { connections[index].ownTopicBytes[w] += payload.count }
+            guard w == SchoolBench.busy || w == SchoolBench.grace else { return }
+            note(index, payload, at: nanos)
+        }
+
         func message(_ index: Int, _ bytes: UnsafeRawBufferPointer, window w: Int, at nanos: UInt64) {
             let kind = connections[index].kind, room = connections[index].room
             if kind == .reference {
@@ -904,7 +1078,13 @@ extension SchoolBench {
             }
             connections[index].attached = true
             if w >= 0 { connections[index].ownTopicBytes[w] += 8 + bytes.count }
-            guard w == SchoolBench.busy else { return }
+            guard w == SchoolBench.busy || w == SchoolBench.grace else { return }
+            note(index, bytes, at: nanos)
+        }
+
+        /// Busy window: the room messages in `bytes`, each noted once per listener (and timed at the timed ones).
+        func note(_ index: Int, _ bytes: UnsafeRawBufferPointer, at nanos: UInt64) {
+            let room = connections[index].room
             for found in MessagingBench.indexes(in: bytes, marker: MessagingBench.marker) where Int(found >> 32) == room {
                 let sequence = found & 0xFFFF_FFFF
                 guard sequence < 64 else { continue }
@@ -931,6 +1111,507 @@ extension SchoolBench {
             }
             for arrival in arrivals { lines.append("a \(arrival.id) \(arrival.index) \(arrival.nanos)") }
             return lines.joined(separator: "\n") + "\n"
+        }
+    }
+}
+
+// MARK: - NATS and Redis baselines
+
+/// The peers a user would pick instead, on the same school workload in the same sitting:
+/// three `nats-server` processes clustered on loopback (core NATS, a subject per room), and
+/// three `redis-server` processes as a Redis Cluster with sharded pub/sub (a shard channel
+/// per room). The listeners are the same reader children, speaking the NATS text protocol
+/// or RESP; the writers are raw connections paced by the same schedule. Neither server is
+/// required: a missing binary gives a row saying how to install it.
+extension SchoolBench {
+    enum Broker: String {
+        case nats, redis
+
+        var package: String { self == .nats ? "nats-server" : "redis-server" }
+        var suite: String { "school-\(rawValue)" }
+        var kind: Kind { self == .nats ? .nats : .redis }
+    }
+
+    struct ServerChild {
+        var pid: pid_t
+        var port: UInt16
+        var files: [String]
+    }
+
+    static func runBroker(_ broker: Broker, _ sizes: Sizes, emit: (BenchRow) -> Void) {
+        let label = "\(sizes.rooms)-rooms-\(sizes.members)-members"
+        let first = "\(broker.rawValue)-bytes-per-listener-\(label)"
+        func incomplete(_ reason: String) {
+            fputs("school: \(broker.rawValue): \(reason)\n", stderr)
+            emit(BenchRow(suite: broker.suite, name: first, n: 0, note: "INCOMPLETE: \(reason)"))
+        }
+        guard let binary = findBinary(broker.package), broker == .nats || findBinary("redis-cli") != nil else {
+            fputs("school: \(broker.package) is not installed; its baseline is skipped\n", stderr)
+            emit(BenchRow(suite: broker.suite, name: first, n: 0, note: "not installed: apt-get install \(broker.package)"))
+            return
+        }
+        let version = versionLine(binary)
+        let base = "/tmp/homeroom-bench-school-\(getpid())-\(broker.rawValue)"
+        var servers: [ServerChild] = []
+        defer { stopServers(servers) }
+        var owner: [Int] = []
+        var layout = ""
+        switch broker {
+        case .nats:
+            guard startNATS(binary: binary, base: base, into: &servers) else { return incomplete("the 3 nats-server processes did not form a cluster (see stderr)") }
+        case .redis:
+            guard startRedis(binary: binary, cli: findBinary("redis-cli")!, base: base, into: &servers) else { return incomplete("the Redis Cluster of 3 masters did not form (see stderr)") }
+            guard let slots = redisSlots(port: servers[0].port) else { return incomplete("CLUSTER SLOTS gave no answer") }
+            guard crc16(Array("123456789".utf8)) == 0x31C3 else { return incomplete("CRC16 (XMODEM) self-check failed") }
+            for room in 0..<sizes.rooms {
+                let slot = hashSlot(channel(.redis, room: room))
+                guard let port = slots.first(where: { $0.range.contains(slot) })?.port, let index = servers.firstIndex(where: { $0.port == port }) else {
+                    return incomplete("slot \(slot) (\(channel(.redis, room: room))) has no owner among the 3 masters in CLUSTER SLOTS")
+                }
+                owner.append(index)
+            }
+            // The slot computed here must be the server's.
+            for room in [0, 1, sizes.rooms - 1] {
+                guard case .integer(let slot)? = redisCommand(port: servers[0].port, ["CLUSTER", "KEYSLOT", channel(.redis, room: room)]),
+                      slot == hashSlot(channel(.redis, room: room)) else { return incomplete("CLUSTER KEYSLOT disagrees with the CRC16 hash slot of \(channel(.redis, room: room))") }
+            }
+            layout = "; rooms per master: " + servers.indices.map { index in String(owner.filter { $0 == index }.count) }.joined(separator: ", ")
+        }
+
+        var writers: [BrokerWriter] = []
+        defer { for writer in writers { writer.close() } }
+        for server in servers {
+            guard let writer = BrokerWriter(broker, port: server.port) else { return incomplete("a writer did not connect to port \(server.port)") }
+            writers.append(writer)
+        }
+        var plan: [Listener] = []
+        for room in 0..<sizes.rooms {
+            for member in 0..<sizes.members {
+                // NATS: placed as the Homeroom stream listeners are. Redis: the master owning the channel's slot.
+                let home = broker == .nats ? node(room: room, member: member) : owner[room]
+                plan.append(Listener(id: room * sizes.members + member, room: room, node: home, port: servers[home].port, timed: timed(room: room, member: member)))
+            }
+        }
+        let target = Target(pids: servers.map(\.pid), writers: writers, writerOf: broker == .nats ? (0..<sizes.rooms).map { $0 % nodeCount } : owner,
+                            stateChanges: "state-change messages")
+        let ledger = Ledger(rooms: sizes.rooms)
+        let phase = runPhase(broker.kind, plan, sizes: sizes, target: target, ledger: ledger, base: base)
+        let exited = servers.filter { !running($0.pid) }.count
+        reportBroker(broker, sizes: sizes, phase: phase, planned: plan.count, version: version, layout: layout, serversExited: exited, emit: emit)
+    }
+
+    static func reportBroker(_ broker: Broker, sizes: Sizes, phase: PhaseResult?, planned: Int, version: String, layout: String, serversExited: Int, emit: (BenchRow) -> Void) {
+        let label = "\(sizes.rooms)-rooms-\(sizes.members)-members"
+        let name = broker.rawValue
+        let exitedNote = serversExited > 0 ? "; \(serversExited) server process(es) exited during the run" : ""
+        guard let phase else {
+            emit(BenchRow(suite: broker.suite, name: "\(name)-bytes-per-listener-\(label)", n: 0, note: "INCOMPLETE: the phase did not run (see stderr)" + exitedNote))
+            return
+        }
+        let workload = "\(sizes.rooms) rooms x \(sizes.members) listeners; 1 message/s per room with the 42-byte payload of Homeroom's room message (marker, index, "
+            + "the same line of text), paced on the same schedule, and every 10 s a second message on the room's channel (a JSON state change, 14-16 bytes) "
+            + "standing in for the room property write"
+        let setup: String
+        switch broker {
+        case .nats:
+            setup = "3 nats-server processes (\(version)) clustered on loopback (-p, --cluster, --routes to the other two), core NATS: no JetStream, at most once, "
+                + "nothing stored; a subject per room (room.<r>); member j of room r subscribes on server (r + j) % 3, as the Homeroom stream listeners are "
+                + "placed; writers: 3 raw connections, one per server, room r's messages published through server r % 3 as Homeroom's teachers write, "
+                + "each PUB followed by a PING and acknowledged at its PONG (the server has read the PUB; NATS confirms no delivery); " + workload
+        case .redis:
+            setup = "3 redis-server processes (\(version)) as a Redis Cluster of 3 masters and no replicas (cluster-enabled yes, redis-cli --cluster create, "
+                + "save \"\" and appendonly no), sharded pub/sub (SSUBSCRIBE/SPUBLISH), a shard channel per room (room.<r>): the one a user would pick for "
+                + "per-room channels, since a classic PUBLISH in a cluster is broadcast over the cluster bus to every node, so every node carries every room, "
+                + "while a shard channel stays on the master owning its hash slot; each listener connects to that master (slot = CRC16 of the channel mod "
+                + "16384, checked against CLUSTER KEYSLOT; owner from CLUSTER SLOTS) and the room's messages are SPUBLISHed through it (another master "
+                + "answers MOVED), so no message crosses between servers, unlike 2 of 3 Homeroom and NATS listeners; acknowledged at SPUBLISH's integer "
+                + "reply\(layout); " + workload
+        }
+        let measured = phase.listeners.values.filter { $0.connected }
+        let window = phase.busySeconds, idleWindow = phase.idleSeconds
+        let bytes = measured.reduce(0) { $0 + $1.bytes[busy] }
+        let payload = measured.reduce(0) { $0 + $1.ownTopicBytes[busy] }
+        let perListener = Double(bytes) / Double(max(1, measured.count)) / window
+        let payloadPerListener = Double(payload) / Double(max(1, measured.count)) / window
+        let ratios = measured.compactMap { $0.ownTopicBytes[busy] > 0 ? Double($0.bytes[busy]) / Double($0.ownTopicBytes[busy]) : nil }
+        let delivered = measured.reduce(0) { $0 + $1.seen.nonzeroBitCount }
+        let expected = measured.reduce(0) { $0 + phase.acked[$1.room] }
+        let foreign = measured.reduce(0) { $0 + $1.foreign[busy] + $1.foreign[idle] }
+        let idleBytes = measured.map { Double($0.bytes[idle]) / idleWindow }
+        let loss = delivered == expected ? "" : "INCOMPLETE: \(delivered) of \(expected) room messages delivered; "
+        let framing = broker == .nats ? "NATS protocol: a MSG line, the payload and CR LF per message" : "RESP2: a 3-element smessage array per message"
+        let cpu = "server CPU-s per minute in the window: \(phase.cpuPerMinute(busy).map { format($0) }.joined(separator: ", "))"
+        emit(BenchRow(suite: broker.suite, name: "\(name)-bytes-per-listener-\(label)", n: measured.count, bytesPerOp: perListener, seconds: window,
+                      ratioVsRaw: Double(bytes) / Double(max(1, payload)),
+                      note: loss + "baseline on the same workload, its servers alone on the machine (with --suite school, after the Homeroom nodes stopped); bytes/op: bytes per second per listening connection, "
+                          + "every byte read on the socket (\(framing)), over a \(format(window)) s window; ratio: those bytes / the payload bytes of its own "
+                          + "channel's messages in the same window (\(format(payloadPerListener)) B/s per listener; per-listener ratio "
+                          + "\(format(ratios.min() ?? 0))-\(format(ratios.max() ?? 0))); \(delivered) of \(expected) room messages delivered (listener x message, "
+                          + "by \(graceSeconds) s after the window's end; lost \(expected - delivered)); messages of other channels or errors: \(foreign); \(measured.count) of \(planned) listeners connected "
+                          + "(\(phase.failed) failed to connect, \(phase.notAttached) never got a probe, \(phase.closed) closed by the server); " + setup
+                          + "; \(phase.writeNote); " + cpu + exitedNote))
+        emit(BenchRow(suite: broker.suite, name: "\(name)-idle-bytes-per-listener-\(label)", n: measured.count,
+                      bytesPerOp: idleBytes.reduce(0, +) / Double(max(1, idleBytes.count)), seconds: idleWindow,
+                      note: "bytes per second per listener over \(format(idleWindow)) s with no write at all (max \(format(idleBytes.max() ?? 0)) B/s); "
+                          + "server CPU-s per minute: " + phase.cpuPerMinute(idle).map { format($0) }.joined(separator: ", ")))
+        let latency = phase.latencies
+        if !latency.isEmpty {
+            emit(BenchRow(suite: broker.suite, name: "\(name)-delivery-latency-\(label)", n: latency.count,
+                          p50Micros: percentile(latency, 0.5), p99Micros: percentile(latency, 0.99), seconds: window,
+                          note: "from just before the publish write to the message's arrival at the listener (CLOCK_MONOTONIC in both processes), the same "
+                              + "\(phase.timedCount) timed listeners as the Homeroom rows (members 0-2 of rooms 0-3), every room message of the window, "
+                              + "while the servers served \(measured.count) listeners"
+                              + (broker == .redis ? "; with sharded pub/sub all three are on the master owning the room's slot" : "")))
+        }
+    }
+
+    // MARK: Writers
+
+    /// A raw connection to one server, publishing for the rooms given to it; each publish
+    /// waits for the server's answer (NATS: the PONG to a PING after the PUB; Redis: SPUBLISH's reply).
+    final class BrokerWriter: RoomWriter {
+        let broker: Broker
+        let fd: Int32
+        let pending = Mutex<[UInt8]>([])
+
+        init?(_ broker: Broker, port: UInt16) {
+            guard let raw = RawConnection(port: port) else { return nil }
+            self.broker = broker
+            fd = raw.fd
+            if broker == .nats {
+                // INFO first; then CONNECT, answered (with verbose off) only by the PONG.
+                guard line(where: { $0.hasPrefix("INFO ") }) != nil else { raw.close(); return nil }
+                send(Array("CONNECT {\"verbose\":false,\"pedantic\":false}\r\nPING\r\n".utf8))
+                guard line(where: { $0 == "PONG" }) != nil else { raw.close(); return nil }
+            }
+        }
+
+        func close() { Glibc.close(fd) }
+
+        func message(room: Int, index: UInt64, ledger: Ledger) -> Bool {
+            var payload = MessagingBench.marker
+            withUnsafeBytes(of: index.littleEndian) { payload.append(contentsOf: $0) }
+            payload += SchoolBench.text
+            return publish(room: room, payload)
+        }
+
+        func stateChange(room: Int, ledger: Ledger) -> Bool {
+            publish(room: room, Array("{\"slide\":\"\(ledger.next(room))\"}".utf8))
+        }
+
+        func publish(room: Int, _ payload: [UInt8]) -> Bool {
+            let channel = SchoolBench.channel(broker.kind, room: room)
+            switch broker {
+            case .nats:
+                send(Array("PUB \(channel) \(payload.count)\r\n".utf8) + payload + Array("\r\nPING\r\n".utf8))
+                return line(where: { $0 == "PONG" }) != nil
+            case .redis:
+                send(RESP.command(["SPUBLISH", channel], payload))
+                guard case .integer? = reply() else { return false }
+                return true
+            }
+        }
+
+        func send(_ bytes: [UInt8]) {
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+                if n <= 0 { return }
+                offset += n
+            }
+        }
+
+        func readMore(_ buffer: inout [UInt8]) -> Bool {
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let n = recv(fd, &chunk, chunk.count, 0)
+            guard n > 0 else { return false }
+            buffer += chunk[0..<n]
+            return true
+        }
+
+        /// NATS: lines until one matches (a PING from the server is answered on the way); nil on -ERR, close or 3 s of silence.
+        func line(where wanted: (String) -> Bool) -> String? {
+            pending.withLock { buffer in
+                while true {
+                    while let end = Reader.lineEnd(buffer, from: 0) {
+                        let line = String(decoding: buffer[..<end], as: UTF8.self)
+                        buffer.removeFirst(end + 2)
+                        if wanted(line) { return line }
+                        if line == "PING" { send(Array("PONG\r\n".utf8)) }
+                        if line.hasPrefix("-ERR") {
+                            fputs("school: nats writer: \(line)\n", stderr)
+                            return nil
+                        }
+                    }
+                    guard readMore(&buffer) else { return nil }
+                }
+            }
+        }
+
+        /// Redis: the next reply; nil on close or 3 s of silence, the error printed.
+        func reply() -> RESP.Value? {
+            pending.withLock { buffer in
+                while true {
+                    if let (value, next) = buffer.withUnsafeBytes({ RESP.parse($0, at: 0) }) {
+                        buffer.removeFirst(next)
+                        if case .error(let text) = value { fputs("school: redis writer: \(String(decoding: text, as: UTF8.self))\n", stderr) }
+                        return value
+                    }
+                    guard readMore(&buffer) else { return nil }
+                }
+            }
+        }
+    }
+
+    // MARK: Servers
+
+    /// Three nats-server processes on loopback, each routed to the other two; true once
+    /// each reports 2 routes on its monitoring port (60 s at most).
+    static func startNATS(binary: String, base: String, into servers: inout [ServerChild]) -> Bool {
+        let ports = (0..<nodeCount).map { _ in (client: freePort(), cluster: freePort(), monitor: freePort()) }
+        guard ports.allSatisfy({ $0.client != 0 && $0.cluster != 0 && $0.monitor != 0 }) else { return false }
+        for index in 0..<nodeCount {
+            let log = "\(base)-\(index).log", output = "\(base)-\(index).out"
+            let routes = ports.indices.filter { $0 != index }.map { "nats://127.0.0.1:\(ports[$0].cluster)" }.joined(separator: ",")
+            let arguments = [binary, "-n", "school-\(index)", "-a", "127.0.0.1", "-p", String(ports[index].client), "-m", String(ports[index].monitor),
+                             "--cluster_name", "school", "--cluster", "nats://127.0.0.1:\(ports[index].cluster)", "--routes", routes, "-l", log]
+            guard let pid = SubscriberProcesses.spawn(arguments, stdout: output) else {
+                fputs("school: nats-server \(index) did not start\n", stderr)
+                return false
+            }
+            servers.append(ServerChild(pid: pid, port: ports[index].client, files: [log, output]))
+        }
+        let formed = waitUntil(seconds: 60) {
+            ports.allSatisfy { port in
+                guard let connection = RawConnection(port: port.monitor) else { return false }
+                defer { connection.close() }
+                connection.write(Array("GET /routez HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+                let text = String(decoding: connection.read(Int.max), as: UTF8.self).filter { $0 != " " }
+                return text.contains("\"num_routes\":\(nodeCount - 1)")
+            }
+        }
+        if !formed {
+            fputs("school: the nats-servers did not each report \(nodeCount - 1) routes within 60 s\n", stderr)
+            for server in servers { fputs(SubscriberProcesses.readFile(server.files[0]).map { String($0.suffix(2_000)) } ?? "", stderr) }
+        }
+        return formed
+    }
+
+    /// Three redis-server processes in cluster mode on loopback (each port + 10000 is its
+    /// cluster bus), made one cluster of 3 masters by `redis-cli --cluster create`; true once
+    /// every one says cluster_state:ok (60 s at most).
+    static func startRedis(binary: String, cli: String, base: String, into servers: inout [ServerChild]) -> Bool {
+        var ports: [UInt16] = []
+        var candidate = 20_000 + Int(getpid() % 5_000)
+        while ports.count < nodeCount && candidate < 30_000 {
+            if canBind(UInt16(candidate)) && canBind(UInt16(candidate + 10_000)) { ports.append(UInt16(candidate)) }
+            candidate += 7
+        }
+        guard ports.count == nodeCount else {
+            fputs("school: no free loopback ports for 3 redis-servers and their cluster buses\n", stderr)
+            return false
+        }
+        for (index, port) in ports.enumerated() {
+            let directory = "/tmp", nodesFile = "homeroom-bench-school-\(getpid())-redis-\(index).nodes"
+            let log = "\(base)-\(index).log", output = "\(base)-\(index).out"
+            let arguments = [binary, "--port", String(port), "--bind", "127.0.0.1", "--protected-mode", "no", "--cluster-enabled", "yes",
+                             "--cluster-config-file", nodesFile, "--dir", directory, "--save", "", "--appendonly", "no", "--maxclients", "15000",
+                             "--logfile", log, "--daemonize", "no"]
+            guard let pid = SubscriberProcesses.spawn(arguments, stdout: output) else {
+                fputs("school: redis-server \(index) did not start\n", stderr)
+                return false
+            }
+            servers.append(ServerChild(pid: pid, port: port, files: [log, output, "\(directory)/\(nodesFile)"]))
+        }
+        guard waitUntil(seconds: 30, { ports.allSatisfy { if case .simple(let text)? = redisCommand(port: $0, ["PING"]) { return text.elementsEqual("PONG".utf8) } else { return false } } }) else {
+            fputs("school: the redis-servers did not answer PING within 30 s\n", stderr)
+            return false
+        }
+        let createOutput = "\(base)-create.out"
+        defer { unlink(createOutput) }
+        guard let create = SubscriberProcesses.spawn([cli, "--cluster", "create"] + ports.map { "127.0.0.1:\($0)" } + ["--cluster-replicas", "0", "--cluster-yes"],
+                                                     stdout: createOutput) else {
+            fputs("school: redis-cli did not start\n", stderr)
+            return false
+        }
+        var status: Int32 = 0
+        let deadline = monotonicNanos() + 60_000_000_000
+        while waitpid(create, &status, WNOHANG) != create {
+            if monotonicNanos() > deadline {
+                kill(create, SIGKILL)
+                waitpid(create, &status, 0)
+                fputs("school: redis-cli --cluster create did not finish within 60 s\n", stderr)
+                return false
+            }
+            usleep(50_000)
+        }
+        guard status == 0 else {
+            fputs("school: redis-cli --cluster create failed:\n\(SubscriberProcesses.readFile(createOutput) ?? "")\n", stderr)
+            return false
+        }
+        let formed = waitUntil(seconds: 60) {
+            ports.allSatisfy { port in
+                guard case .bulk(let text?)? = redisCommand(port: port, ["CLUSTER", "INFO"]) else { return false }
+                return String(decoding: text, as: UTF8.self).contains("cluster_state:ok")
+            }
+        }
+        if !formed { fputs("school: the Redis Cluster did not reach cluster_state:ok on every master within 60 s\n", stderr) }
+        return formed
+    }
+
+    /// SIGTERM, then SIGKILL after 10 s; every server reaped and its files removed.
+    static func stopServers(_ servers: [ServerChild]) {
+        for server in servers { kill(server.pid, SIGTERM) }
+        let deadline = monotonicNanos() + 10_000_000_000
+        for server in servers {
+            SubscriberProcesses.waitOrKill(server.pid, deadlineNanos: deadline)
+            for file in server.files { unlink(file) }
+        }
+    }
+
+    /// CLUSTER SLOTS: each range of slots and the port of the master that owns it.
+    static func redisSlots(port: UInt16) -> [(range: ClosedRange<Int>, port: UInt16)]? {
+        guard case .array(let ranges?)? = redisCommand(port: port, ["CLUSTER", "SLOTS"]) else { return nil }
+        var result: [(range: ClosedRange<Int>, port: UInt16)] = []
+        for range in ranges {
+            guard case .array(let fields?) = range, fields.count >= 3, case .integer(let start) = fields[0], case .integer(let end) = fields[1],
+                  case .array(let master?) = fields[2], master.count >= 2, case .integer(let owner) = master[1], start <= end else { return nil }
+            result.append((start...end, UInt16(owner)))
+        }
+        return result
+    }
+
+    /// One command on a connection of its own; its reply, or nil.
+    static func redisCommand(port: UInt16, _ arguments: [String]) -> RESP.Value? {
+        guard let connection = RawConnection(port: port) else { return nil }
+        defer { connection.close() }
+        connection.write(RESP.command(arguments))
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            if let (value, _) = answer.withUnsafeBytes({ RESP.parse($0, at: 0) }) { return value }
+            let n = recv(connection.fd, &buffer, buffer.count, 0)
+            if n <= 0 { return nil }
+            answer += buffer[0..<n]
+        }
+    }
+
+    /// A Redis Cluster hash slot: CRC16 (XMODEM) of the key, or of its {hash tag}, mod 16384.
+    static func hashSlot(_ key: String) -> Int {
+        var bytes = Array(key.utf8)
+        if let open = bytes.firstIndex(of: UInt8(ascii: "{")), let close = bytes[(open + 1)...].firstIndex(of: UInt8(ascii: "}")), close > open + 1 {
+            bytes = Array(bytes[(open + 1)..<close])
+        }
+        return Int(crc16(bytes) % 16_384)
+    }
+
+    /// CRC16-CCITT (XMODEM): polynomial 0x1021, initial 0; "123456789" gives 0x31C3.
+    static func crc16(_ bytes: [UInt8]) -> UInt16 {
+        var crc: UInt16 = 0
+        for byte in bytes {
+            crc ^= UInt16(byte) << 8
+            for _ in 0..<8 { crc = crc & 0x8000 != 0 ? (crc << 1) ^ 0x1021 : crc << 1 }
+        }
+        return crc
+    }
+
+    /// An executable named `name` on PATH or in the usual system directories (nats-server is in /usr/sbin on Debian).
+    static func findBinary(_ name: String) -> String? {
+        let path = getenv("PATH").map { String(cString: $0) } ?? ""
+        let directories = path.split(separator: ":").map(String.init) + ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+        return directories.map { "\($0)/\(name)" }.first { access($0, X_OK) == 0 }
+    }
+
+    /// The first line `binary --version` prints.
+    static func versionLine(_ binary: String) -> String {
+        let output = "/tmp/homeroom-bench-school-\(getpid())-version.out"
+        defer { unlink(output) }
+        guard let pid = SubscriberProcesses.spawn([binary, "--version"], stdout: output) else { return "version unknown" }
+        SubscriberProcesses.waitOrKill(pid, deadlineNanos: monotonicNanos() + 10_000_000_000)
+        // "nats-server: v2.9.10"; "Redis server v=7.0.15 sha=... malloc=...": up to the sha.
+        let line = (SubscriberProcesses.readFile(output) ?? "").split(separator: "\n").first.map { String($0) } ?? "version unknown"
+        return line.firstRange(of: " sha=").map { String(line[..<$0.lowerBound]) } ?? line
+    }
+
+    /// A free loopback TCP port (bound, read back, released), or 0.
+    static func freePort() -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return 0 }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        return bound ? UInt16(bigEndian: address.sin_port) : 0
+    }
+
+    static func canBind(_ port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 } }
+    }
+}
+
+/// The few RESP2 values Redis answers with, parsed from the front of a buffer.
+enum RESP {
+    indirect enum Value: CustomStringConvertible {
+        case simple([UInt8]), error([UInt8]), integer(Int), bulk([UInt8]?), array([Value]?)
+
+        var description: String {
+            switch self {
+            case .simple(let text): return "+" + String(decoding: text, as: UTF8.self)
+            case .error(let text): return "-" + String(decoding: text, as: UTF8.self)
+            case .integer(let value): return ":\(value)"
+            case .bulk(let bytes): return bytes.map { "\"" + String(decoding: $0, as: UTF8.self) + "\"" } ?? "(nil)"
+            case .array(let items): return items.map { "[" + $0.map(\.description).joined(separator: ", ") + "]" } ?? "(nil array)"
+            }
+        }
+    }
+
+    /// A command as an array of bulk strings; `last`, when given, is one more argument in raw bytes.
+    static func command(_ arguments: [String], _ last: [UInt8]? = nil) -> [UInt8] {
+        let all = arguments.map { Array($0.utf8) } + (last.map { [$0] } ?? [])
+        var bytes = Array("*\(all.count)\r\n".utf8)
+        for argument in all { bytes += Array("$\(argument.count)\r\n".utf8) + argument + [13, 10] }
+        return bytes
+    }
+
+    /// The value at `start` and where the next begins; nil while it is incomplete. An
+    /// unknown type byte is taken as an error line, so a stream never sticks on it.
+    static func parse(_ raw: UnsafeRawBufferPointer, at start: Int) -> (Value, Int)? {
+        guard start < raw.count else { return nil }
+        var end = start + 1
+        while end + 1 < raw.count && !(raw[end] == 13 && raw[end + 1] == 10) { end += 1 }
+        guard end + 1 < raw.count else { return nil }
+        let line = Array(raw[(start + 1)..<end])
+        let next = end + 2
+        let number = Int(String(decoding: line, as: UTF8.self)) ?? -1
+        switch raw[start] {
+        case UInt8(ascii: "+"): return (.simple(line), next)
+        case UInt8(ascii: ":"): return (.integer(number), next)
+        case UInt8(ascii: "$"):
+            guard number >= 0 else { return (.bulk(nil), next) }
+            guard raw.count >= next + number + 2 else { return nil }
+            return (.bulk(Array(raw[next..<(next + number)])), next + number + 2)
+        case UInt8(ascii: "*"), UInt8(ascii: ">"):
+            guard number >= 0 else { return (.array(nil), next) }
+            var items: [Value] = []
+            var at = next
+            for _ in 0..<number {
+                guard let (item, after) = parse(raw, at: at) else { return nil }
+                items.append(item)
+                at = after
+            }
+            return (.array(items), at)
+        default: return (.error(line), next)
         }
     }
 }

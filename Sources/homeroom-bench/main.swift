@@ -25,7 +25,10 @@ struct BenchOptions {
           --suite <name>    Run only this suite (merge, memory, codec, cluster, join, lifetime, resources, security, lock-scope, rooms, convergence, ui, idle, writes, idle-placed, messaging,
                             messaging-100k, messaging-processes: 10,000 subscribers in child
                             processes, snapshot: the join in process, for profiles, school: room streams
-                            against v1 subscribers on 3 homeroom node processes, by name only); repeatable.
+                            against v1 subscribers on 3 homeroom node processes, then NATS and Redis on the
+                            same workload, by name only; school-nats, school-redis: one baseline alone;
+                            node-streams: 9 node processes with --replicas 3, bytes each receives from
+                            its peers, against --node-streams off, by name only); repeatable.
           -h, --help        Show help information.
         """
 }
@@ -115,7 +118,12 @@ func runBench() {
     if options.suites.contains("messaging-100k") { MessagingBench.largeHall(quick: options.quick, emit: emit) }
     if options.suites.contains("messaging-processes") { ProcessFanOutBench.run(quick: options.quick, emit: emit) }
     // Room streams in a school of real `homeroom node` processes: by name (it needs the homeroom binary beside this one).
-    if options.suites.contains("school") { SchoolBench.run(quick: options.quick, emit: emit) }
+    let schoolBaselines = Set([SchoolBench.System.nats, .redis].filter { options.suites.contains("school-\($0.rawValue)") })
+    if options.suites.contains("school") || !schoolBaselines.isEmpty {
+        SchoolBench.run(quick: options.quick, systems: options.suites.contains("school") ? Set(SchoolBench.System.allCases) : schoolBaselines, emit: emit)
+    }
+    // What a node receives from its peers with placement (9 node processes, R = 3): by name.
+    if options.suites.contains("node-streams") { NodeStreamsBench.run(quick: options.quick, emit: emit) }
     if wants("messaging") { MessagingBench.run(quick: options.quick, emit: emit) }
 
     if options.rowsForParent {
