@@ -20,6 +20,10 @@ enum SubscriberProcesses {
     struct Arrivals {
         /// Per arrival, the message index and its monotonic arrival time (ns).
         var arrivals: [(index: UInt64, nanos: UInt64)] = []
+        /// Per subscriber (every child's, in order), the distinct messages it got.
+        var perSubscriber: [Int] = []
+        /// Messages without a marker (not the benchmark's), over every subscriber.
+        var others = 0
         var childrenFailed = 0
     }
 
@@ -41,13 +45,17 @@ enum SubscriberProcesses {
         let topic = arguments[1] == "-" ? [] : hexBytes(arguments[1])
         let attached = Mutex<Set<Int>>([])
         let seen = Mutex<Set<UInt64>>([])
-        let arrivals = Mutex<[(UInt64, UInt64)]>([])
+        let arrivals = Mutex<[(UInt64, UInt64, Int)]>([])
         let marker = MessagingBench.marker
+        let others = Atomic<Int>(0)
+        let started = monotonicNanos()
         let group: NNGSubscriberGroup
         do {
-            group = try NNGSubscriberGroup(count: count, url: url, topic: topic) { member, bytes in
+            group = try NNGSubscriberGroup(count: count, url: url, topic: topic, dialAttempts: 3) { member, bytes in
                 let now = monotonicNanos()
-                for index in MessagingBench.indexes(in: bytes, marker: marker) {
+                let indexes = MessagingBench.indexes(in: bytes, marker: marker)
+                if indexes.isEmpty { others.add(1, ordering: .relaxed) }
+                for index in indexes {
                     if index == UInt64.max {
                         let all = attached.withLock { set -> Bool in
                             let before = set.count
@@ -58,24 +66,33 @@ enum SubscriberProcesses {
                         continue
                     }
                     guard index < UInt64(UInt32.max), seen.withLock({ $0.insert(UInt64(member) << 32 | index).inserted }) else { continue }
-                    arrivals.withLock { $0.append((index, now)) }
+                    arrivals.withLock { $0.append((index, now, member)) }
                 }
             }
         } catch {
-            fputs("subscriber child: \(count) subscribers to \(url): \(error)\n", stderr)
+            fputs("subscriber child: \(count) subscribers to \(url): \(error) (after \((monotonicNanos() - started) / 1_000_000) ms)\n", stderr)
             exit(1)
         }
         // Bounded: a child whose parent died stops by itself after ten minutes.
         let deadline = monotonicNanos() + 600_000_000_000
-        while access(stopPath, F_OK) != 0 && monotonicNanos() < deadline { usleep(20_000) }
+        // Progress for the parent (`got <arrivals>`), so it can wait until nothing more comes.
+        var reported = 0, turns = 0
+        while access(stopPath, F_OK) != 0 && monotonicNanos() < deadline {
+            usleep(20_000)
+            turns += 1
+            if turns % 10 == 0 {
+                let got = arrivals.withLock { $0.count }
+                if got != reported { writeAll(1, "got \(got)\n"); reported = got }
+            }
+        }
         withExtendedLifetime(group) {}
         var text = ""
         text.reserveCapacity(1 << 20)
-        for (index, nanos) in arrivals.withLock({ $0 }) {
-            text += "\(index) \(nanos)\n"
+        for (index, nanos, member) in arrivals.withLock({ $0 }) {
+            text += "\(index) \(nanos) \(member)\n"
             if text.utf8.count > 1 << 20 { writeAll(1, text); text = "" }
         }
-        writeAll(1, text + "done\n")
+        writeAll(1, text + "others \(others.load(ordering: .relaxed))\ndone\n")
         // Exit without closing the sockets: closing busy SUB sockets can hang in nng 1.5.2 (issue 1543).
         _exit(0)
     }
@@ -118,6 +135,7 @@ enum SubscriberProcesses {
             // A probe reaches every subscriber started so far: a few a second, or probes alone
             // would keep the publishers busy.
             guard waitReady(started, timeoutSeconds: timeoutSeconds, probeEveryMillis: 250, probe: probe) else {
+                fputs("subscriber processes: child \(index + 1) of \(shares.count) (\(share.url)) not ready\n", stderr)
                 finish(children, timeoutSeconds: 5)
                 return nil
             }
@@ -140,6 +158,31 @@ enum SubscriberProcesses {
         return false
     }
 
+    /// Deliveries noted so far by all children (their latest `got` lines).
+    static func progress(_ children: [Child]) -> Int {
+        children.reduce(0) { total, child in
+            let text = readFile(child.outputPath) ?? ""
+            guard let line = text.split(separator: "\n").last(where: { $0.hasPrefix("got ") }) else { return total }
+            return total + (Int(line.dropFirst(4)) ?? 0)
+        }
+    }
+
+    /// Waits until the children have `expected` deliveries, or none came for `quietSeconds`,
+    /// or `maxSeconds` passed; returns the seconds waited.
+    @discardableResult
+    static func drain(_ children: [Child], expected: Int, quietSeconds: Double = 2, maxSeconds: Double = 60) -> Double {
+        let start = monotonicNanos()
+        var last = -1, lastChange = start
+        while true {
+            let now = monotonicNanos()
+            let got = progress(children)
+            if got != last { last = got; lastChange = now }
+            if got >= expected || Double(now - lastChange) / 1e9 >= quietSeconds || Double(now - start) / 1e9 >= maxSeconds { break }
+            usleep(100_000)
+        }
+        return Double(monotonicNanos() - start) / 1e9
+    }
+
     /// Asks every child to stop, waits for it (bounded, then SIGKILL), and reads its arrivals.
     @discardableResult
     static func finish(_ children: [Child], timeoutSeconds: Double = 60) -> Arrivals {
@@ -150,11 +193,15 @@ enum SubscriberProcesses {
             let exited = waitOrKill(child.pid, deadlineNanos: deadline)
             let text = readFile(child.outputPath) ?? ""
             if !exited || !text.hasSuffix("done\n") { result.childrenFailed += 1 }
+            var counts = [Int](repeating: 0, count: child.subscribers)
             for line in text.split(separator: "\n") {
                 let parts = line.split(separator: " ")
-                guard parts.count == 2, let index = UInt64(parts[0]), let nanos = UInt64(parts[1]) else { continue }
+                if parts.count == 2, parts[0] == "others", let others = Int(parts[1]) { result.others += others; continue }
+                guard parts.count == 3, let index = UInt64(parts[0]), let nanos = UInt64(parts[1]), let member = Int(parts[2]) else { continue }
                 result.arrivals.append((index, nanos))
+                if member >= 0 && member < counts.count { counts[member] += 1 }
             }
+            result.perSubscriber += counts
             unlink(child.outputPath)
             unlink(child.stopPath)
         }

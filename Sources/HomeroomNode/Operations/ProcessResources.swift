@@ -7,9 +7,13 @@ enum ProcessResources {
         guard let dir = opendir("/proc/self/fd") else { return -1 }
         defer { closedir(dir) }
         var count = 0
+        // The name is read in place: an entry is only as long as its name (d_reclen), so
+        // copying the whole `dirent` (`entry.pointee`) can read past the end of the
+        // directory buffer, which crashed a node holding 10,000 descriptors.
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name) ?? 19
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in raw.prefix(while: { $0 != 0 }) }
-            if name.elementsEqual([0x2e]) || name.elementsEqual([0x2e, 0x2e]) { continue }
+            let name = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
+            if name[0] == 0x2e && (name[1] == 0 || (name[1] == 0x2e && name[2] == 0)) { continue }
             count += 1
         }
         return count - 1 // the directory stream's own descriptor

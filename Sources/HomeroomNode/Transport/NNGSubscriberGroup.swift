@@ -39,8 +39,10 @@ public final class NNGSubscriberGroup: Sendable {
     private let shared: Shared
     private let retained: [Unmanaged<Member>]
 
-    /// Opens `count` SUB sockets, each dialed to `url` and subscribed to `topic`.
-    public init(count: Int, url: String, topic: [UInt8], receiveBuffer: Int = 1_024,
+    /// Opens `count` SUB sockets, each dialed to `url` and subscribed to `topic`. A dial
+    /// that times out is tried again, up to `dialAttempts` times in all (nng gives a
+    /// ws:// upgrade 2 s, which a loaded machine can miss).
+    public init(count: Int, url: String, topic: [UInt8], receiveBuffer: Int = 1_024, dialAttempts: Int = 1,
                 handler: @escaping @Sendable (Int, UnsafeRawBufferPointer) -> Void) throws(NNGError) {
         let shared = Shared(handler: handler)
         var members: [Member] = []
@@ -59,7 +61,15 @@ public final class NNGSubscriberGroup: Sendable {
                 try nngCheck(nng_aio_alloc(&aio, subscriberGroupCallback, unmanaged.toOpaque()), "allocate a receive aio")
                 member.aioAddress.store(UInt(bitPattern: aio.map { Int(bitPattern: UnsafeRawPointer($0)) } ?? 0), ordering: .releasing)
                 members.append(member)
-                try socket.dial(url, blocking: true)
+                var attempt = 1
+                while true {
+                    do {
+                        try socket.dial(url, blocking: true)
+                        break
+                    } catch where error.code == .timedOut && attempt < dialAttempts {
+                        attempt += 1
+                    }
+                }
                 member.arm()
             }
         } catch {
