@@ -349,16 +349,19 @@ extension ClusterNode {
     /// Peer messages go only to the private topics of their sender and recipient.
     private func send(room: String, deltas: [Delta], toNodes: Bool) {
         let message = WireCodec.encode(envelope(room: room, .deltaBatch(WireMessage.DeltaBatch(origin: deltas[0].origin, deltas: deltas))))
+        // The other nodes first: their clients wait for this hop, and a hall's fan-out to
+        // this node's own clients (thousands of sends) would otherwise go ahead of it.
+        if toNodes {
+            let (isolated, audience) = state.withLock { ($0.faults.isolated, $0.deltaAudience(room, ownName: name)) }
+            if !isolated {
+                try? nodePublisher.send(topic: Topics.nodeRoom(room), payload: framing.seal(message), nodes: audience.map { .named($0) } ?? .all)
+                metrics.add("deltas_out_total", UInt64(deltas.count))
+            }
+        }
         if deltas.contains(where: { $0.operation.peerRecipient != nil }) {
             publishPrivately(room: room, deltas: deltas)
         } else {
             publishToClients(room: room, message)
-        }
-        guard toNodes else { return }
-        let (isolated, audience) = state.withLock { ($0.faults.isolated, $0.deltaAudience(room, ownName: name)) }
-        if !isolated {
-            try? nodePublisher.send(topic: Topics.nodeRoom(room), payload: framing.seal(message), nodes: audience.map { .named($0) } ?? .all)
-            metrics.add("deltas_out_total", UInt64(deltas.count))
         }
     }
 
