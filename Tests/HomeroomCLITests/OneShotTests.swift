@@ -1,3 +1,4 @@
+@preconcurrency import Glibc
 import HomeroomTestSupport
 import Foundation
 import Testing
@@ -75,6 +76,27 @@ import Testing
 
     /// A roster read is invisible, and a one-shot by a user who joined the room once
     /// writes without joining again: no session, nothing in anyone's feed.
+    /// `--node` repeated keeps every address, in order: the first is tried first and the
+    /// others are fallbacks (before, only the last one counted).
+    @Test func everyNodeGivenIsAFallback() throws {
+        let node = try NodeChild(name: "cli-fallback")
+        // A loopback port nothing listens on.
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let port = try #require(bindLoopback(probe))
+        close(probe)
+        let dead = "tcp://127.0.0.1:\(port)"
+        #expect(try Self.run(["hand", "up", "--user", "bob", "--room", "fallback", "--node", node.listen]).status == 0)   // bob joins once
+        for nodes in [[node.listen, dead], [dead, node.listen], ["\(dead),\(node.listen)"]] {
+            let flags = nodes.flatMap { ["--node", $0] }
+            let rewarded = try Self.run(["reward", "bob", "--user", "tess", "--room", "fallback"] + flags)
+            #expect(rewarded.status == 0, "\(nodes): \(rewarded.stderr)")
+        }
+        let roster = try Self.run(["roster", "--json", "--room", "fallback", "--node", node.listen, "--node", dead])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(roster.stdout.utf8)) as? [String: Any], "\(roster.stderr)")
+        let bob = (json["students"] as? [[String: Any]])?.first { $0["user"] as? String == "bob" }
+        #expect(bob?["rewards"] as? Int == 3)
+    }
+
     @Test func rosterReadsAndRepeatedOneShotsLeaveNoSession() throws {
         let node = try NodeChild(name: "cli-invisible", extra: ["--http", "http://127.0.0.1:0"])
         let room = ["--room", "invisible", "--node", node.listen]

@@ -31,8 +31,7 @@ enum ContextCommand {
         var saved = try SavedContexts.load()
         switch action {
         case "set":
-            var nodes: [String] = []
-            while let node = try reader.string("--node") { nodes.append(node) }
+            let nodes = try reader.strings("--node").flatMap { $0.split(separator: ",").map { String($0).trimmed } }.filter { !$0.isEmpty }
             let token = try reader.string("--token"), room = try reader.string("--room")
             let name = try self.name(&reader)
             guard !nodes.isEmpty else { throw .usage("missing --node: a context needs at least one node address", usage: usage) }

@@ -37,8 +37,9 @@ struct RoomOptions {
     static func read(_ reader: inout ArgumentReader, defaultRole: Role, defaultUser: String? = nil) throws(CommandLineError) -> RoomOptions {
         let environment = ProcessEnvironment.current
         var room = try reader.string("--room") ?? environment["HOMEROOM_ROOM"]
-        var nodes: [String] = []
-        while let node = try reader.string("--node") { nodes.append(node) }
+        // Every --node, in order (each may also be a comma list, as HOMEROOM_NODES is): the
+        // first is tried first, the others are fallbacks.
+        var nodes = try reader.strings("--node").flatMap { $0.split(separator: ",").map { String($0).trimmed } }.filter { !$0.isEmpty }
         if nodes.isEmpty, let list = environment["HOMEROOM_NODES"] {
             nodes = list.split(separator: ",").map { String($0).trimmed }.filter { !$0.isEmpty }
         }
