@@ -49,11 +49,20 @@ import Testing
         #expect(result.stdout.isEmpty)
     }
 
+    /// Your own hand, camera, microphone, name or presence without --user (or a token):
+    /// refused before anything is sent, rather than joining a made-up user "student".
+    @Test func aSelfActionWithoutAUserIsAUsageError() throws {
+        for words in [["camera", "on"], ["mic", "off"], ["hand", "up"], ["presence", "set", "mood", "ready"]] {
+            let result = try CLI.run(words + ["--room", "r", "--node", "tcp://127.0.0.1:9", "--timeout-ms", "200"])
+            #expect(result.status == 64 && result.stderr.contains("--user"), "\(words): \(result.status) \(result.stderr)")
+        }
+    }
+
     @Test func noNodeAnsweringIsAFailureNotAUsageError() throws {
         // Port 9 (discard) on loopback: nothing listens there.
-        let result = try CLI.run(["hand", "up", "--room", "r", "--node", "tcp://127.0.0.1:9", "--timeout-ms", "200"])
+        let result = try CLI.run(["hand", "up", "--user", "bob", "--room", "r", "--node", "tcp://127.0.0.1:9", "--timeout-ms", "200"])
         #expect(result.status == 1)
-        #expect(result.stderr.contains("cannot join room r as student (student)"))
+        #expect(result.stderr.contains("cannot join room r as bob (student)"), "\(result.stderr)")
         #expect(result.stderr.contains("[unavailable]"))
         #expect(!result.stderr.contains("USAGE:"))
     }

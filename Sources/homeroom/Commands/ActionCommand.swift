@@ -143,6 +143,10 @@ enum ActionCommand {
         // join. Your own hand, camera, microphone, name and presence need a user.
         let asOperator = options.token == nil && !options.userGiven && !words.contains("me")
             && (!Action.actsOnSelf(words) || verb == "send" || verb == "whisper")
+        if Action.actsOnSelf(words) && verb != "send" && verb != "whisper" && options.token == nil && !options.userGiven {
+            // Not someone made up: a user named after its role would join the room.
+            throw .usage("homeroom \(words.prefix(2).joined(separator: " ")) acts for a user: say whose with --user <id> (or a --token)", usage: usage)
+        }
         if asOperator {
             options.actAsOperator()
         } else if Action.actsOnSelf(words) {
