@@ -13,7 +13,7 @@ import Testing
     }
 
     static let yamlFiles = ["Deploy/compose.yaml", "Deploy/k8s/service.yaml", "Deploy/k8s/statefulset.yaml",
-                            "Deploy/k8s/pdb.yaml", "Deploy/k8s/kustomization.yaml"]
+                            "Deploy/k8s/pdb.yaml", "Deploy/k8s/networkpolicy.yaml", "Deploy/k8s/kustomization.yaml"]
     static let scripts = ["Deploy/cluster-local.sh", "Deploy/cluster-netns.sh", "Deploy/chaos.sh"]
 
     @discardableResult
@@ -105,6 +105,15 @@ import Testing
             #expect(set?["replicas"] as? Int == 3)
             #expect(set?["serviceName"] as? String == (headless?["metadata"] as? [String: Any])?["name"] as? String)
             #expect((set?["volumeClaimTemplates"] as? [Any])?.isEmpty == false)
+            // The HTTP port (operator routes beside /healthz and /metrics) is not open to
+            // every pod: the policy's rule for 9100 names who may reach it.
+            let policy = manifests.first { $0["kind"] as? String == "NetworkPolicy" }?["spec"] as? [String: Any]
+            let rules = policy?["ingress"] as? [[String: Any]] ?? []
+            let httpRules = rules.filter { (($0["ports"] as? [[String: Any]]) ?? []).contains { $0["port"] as? Int == 9100 } }
+            #expect(!httpRules.isEmpty && httpRules.allSatisfy { !(($0["from"] as? [Any]) ?? []).isEmpty },
+                    "the NetworkPolicy should open port 9100 only to named pods")
+            let kustomized = (manifests.first { $0["kind"] as? String == "Kustomization" }?["resources"] as? [String]) ?? []
+            #expect(kustomized.contains("networkpolicy.yaml"))
             let compose = parsed["Deploy/compose.yaml"]?.first as? [String: Any]
             let services = compose?["services"] as? [String: Any] ?? [:]
             #expect(services.count == 3, "compose.yaml should run three nodes")

@@ -120,6 +120,11 @@ import Testing
             (fortress.token("ann", .student, app: "elsewhere"), "token-wrong-app", "another application"),
             (fortress.token("ann", .student, lifetime: 100 * 365 * 86_400), "token-lifetime", "a 100-year lifetime"),
             (fortress.token("ann", .student, issued: now, lifetime: -10), "token-lifetime", "expiry before issue"),
+            // Times at the ends of Int64, signed with the real key (an issuer's bug): refused
+            // before any arithmetic, and the node lives (it trapped on `exp - iat`).
+            (fortress.token("ann", .student, issued: Int64.min, lifetime: 3_600), "token-lifetime", "iat of -2^63"),
+            (fortress.token("ann", .student, issued: now, lifetime: Int64.max - now), "token-lifetime", "exp of 2^63-1"),
+            (fortress.token("ann", .student, issued: -100, lifetime: 200), "token-lifetime", "iat before 1970"),
             (nil, "token-missing", "no token"),
             ("hr1.garbage", "token-malformed", "garbage"),
         ]

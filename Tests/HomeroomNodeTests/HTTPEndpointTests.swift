@@ -119,7 +119,7 @@ import HomeroomTestSupport
         let started = ContinuousClock.now
         #expect(get(endpoint.port, "GET /healthz HTTP/1.0\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
         #expect(ContinuousClock.now - started < .seconds(2), "slow clients held up a fast one")
-        // And the slow ones are dropped after the 5 s request deadline.
+        // And the slow ones are dropped after the 2 s request deadline.
         // (each wait is at most 3 s: two of them cover the deadline)
         let closed = slow.first.map { $0.peerClosed() || $0.peerClosed() } ?? false
         #expect(closed, "a client that never finished its request was kept past the deadline")

@@ -7,7 +7,8 @@ import Testing
 /// The SP transport's `tls+tcp://` in one process: request/reply and pub/sub with large
 /// and many messages. (nng's own tls+tcp, through pynng's mbedtls, is Tests/interop's.)
 /// The TLS contexts are per process (`TransportTLS`), so this suite sets them once, from
-/// certificates `Deploy/tls-certs.sh` makes; no other suite of this target uses TLS.
+/// certificates `Deploy/tls-certs.sh` makes; the only other suite of this target that
+/// uses TLS (`RedirectTrustTests`) takes them through `directory()`.
 @Suite("TLS transport", .serialized)
 struct TLSTransportTests {
     static let certificates: String? = {

@@ -131,8 +131,15 @@ public final class RoomClient: Sendable {
         /// expired): it stops syncing and is not revived.
         var finalRefusal: String?
         /// The room's owners, as the last `not-owner` reply named them (placement): tried
-        /// before the configured nodes (docs/PROTOCOL.md, "Placement").
+        /// before the configured nodes (docs/PROTOCOL.md, "Placement"). Only those
+        /// `RedirectPolicy` lets through (RoomClient+Redirects.swift).
         var owners: [NodeEndpoint] = []
+        /// The link attached or being attached, and the endpoint it dialed: a `not-owner`
+        /// reply is judged by the node that sent it.
+        var source: (link: SPRequester, endpoint: NodeEndpoint)?
+        /// Per configured endpoint (`RedirectPolicy.key`): the members its node named in
+        /// its last hello answer (its own address and its peers').
+        var members: [String: Set<String>] = [:]
     }
 
     let state: Mutex<State>
@@ -256,6 +263,7 @@ public final class RoomClient: Sendable {
         } catch {
             throw .unavailable("\(endpoint.address): \(error)")
         }
+        state.withLock { $0.source = (requester, endpoint) }
         // Where does this node publish?
         let hello = WireMessage.Heartbeat(node: ReplicaID(0), incarnation: 0, address: "")
         let reply = try request(requester, .heartbeat(hello))
@@ -263,6 +271,7 @@ public final class RoomClient: Sendable {
             requester.close()
             throw .protocolError("the node did not say where it publishes")
         }
+        recordMembers(nodeInfo, from: endpoint)
         // Subscribe before joining, so no delta falls between the snapshot and the stream.
         let subscriber: SPSubscriber
         do {
@@ -388,7 +397,7 @@ public final class RoomClient: Sendable {
 
     private func detach() {
         let (link, subscriber) = state.withLock { state -> (SPRequester?, SPSubscriber?) in
-            defer { state.link = nil; state.subscriber = nil }
+            defer { state.link = nil; state.subscriber = nil; state.source = nil }
             return (state.link, state.subscriber)
         }
         subscriber?.close()
@@ -732,8 +741,7 @@ public final class RoomClient: Sendable {
             throw .protocolError("\(error)")
         }
         if case let .error(refusal) = decoded.message, refusal.code == "not-owner" {
-            let owners = refusal.owners.filter { !$0.address.isEmpty }.map { NodeEndpoint($0.address) }
-            state.withLock { $0.owners = Array(owners.prefix(Self.ownersTriedPerRound)) }
+            adoptOwners(refusal.owners, namedOn: link)
         }
         return decoded
     }

@@ -5,7 +5,10 @@ import HomeroomSupport
 
 /// A tiny HTTP/1.x server for /healthz and /metrics: GET routes answered by Swift
 /// closures (and POST routes, named "POST /path": /drain), one `poll` thread, every descriptor closed by that thread. Bounded: at most
-/// 256 connections, a request head of 8 KiB sent within 5 s, one request per connection.
+/// 256 connections (64 per peer address), a request head of 8 KiB sent within 2 s, one request per connection.
+/// Slow or idle clients cannot starve a probe: the listener is always drained, and a
+/// new connection over a bound pushes out the oldest one of its peer (or, over the
+/// total, the oldest of all), so a probe that sends its request at once is answered.
 /// (It replaced nng's HTTP server so a node runs no nng code at all; docs/NNG.md.)
 final class HTTPEndpoint: Sendable {
     struct Response: Sendable {
@@ -73,7 +76,7 @@ final class HTTPEndpoint: Sendable {
             guard fd >= 0 else { continue }
             var on: Int32 = 1
             setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-            if candidate.withPointer({ Glibc.bind(fd, $0, $1) }) != 0 || Glibc.listen(fd, 64) != 0 {
+            if candidate.withPointer({ Glibc.bind(fd, $0, $1) }) != 0 || Glibc.listen(fd, 1_024) != 0 {
                 lastError = .system("serve HTTP on \(address)", errno: Glibc.errno)
                 Glibc.close(fd)
                 continue
@@ -105,14 +108,18 @@ final class HTTPEndpoint: Sendable {
 
     deinit { stop() }
 
-    /// Whether the peer of an accepted connection is on loopback.
-    static func peerIsLoopback(_ fd: Int32) -> Bool {
+    /// The peer of an accepted connection: its address bytes (port left out), and
+    /// whether it is on loopback.
+    static func peerAddress(_ fd: Int32) -> (address: [UInt8], loopback: Bool) {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let rv = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) } }
-        guard rv == 0 else { return false }
+        guard rv == 0 else { return ([], false) }
         let family = Int32(storage.ss_family)
-        return withUnsafeBytes(of: &storage) { raw in isLoopback(family: family, address: raw) }
+        return withUnsafeBytes(of: &storage) { raw in
+            let address: [UInt8] = family == AF_INET ? Array(raw[4..<8]) : family == AF_INET6 ? Array(raw[8..<24]) : []
+            return (address, isLoopback(family: family, address: raw))
+        }
     }
 
     /// `address`: a sockaddr_in or sockaddr_in6, as bytes.
@@ -154,11 +161,20 @@ final class HTTPEndpoint: Sendable {
             var deadlineMillis: UInt64
             /// The peer is on loopback (127.0.0.0/8, ::1, or ::ffff:127.x).
             var loopback = false
+            /// The peer's address bytes (per-peer bound).
+            var peer: [UInt8] = []
+            /// Accept order: the smallest is the oldest.
+            var serial: UInt64 = 0
         }
 
         static let maxClients = 256
+        static let maxClientsPerPeer = 64
         static let maxHead = 8 << 10
-        static let timeoutMillis: UInt64 = 5_000
+        static let timeoutMillis: UInt64 = 2_000
+        /// Connections taken from the listener per poll round (the backlog is drained a
+        /// round at a time, so a flood of connects cannot keep the loop from serving).
+        static let acceptsPerRound = 512
+        private var nextSerial: UInt64 = 0
 
         init(listener: Int32, wake: Int32, routes: [String: Route], access: OperatorAccess) {
             self.listener = listener
@@ -182,8 +198,7 @@ final class HTTPEndpoint: Sendable {
             }
             var buffer = [UInt8](repeating: 0, count: 4096)
             while !stopping.load(ordering: .acquiring) {
-                var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
-                if clients.count < Self.maxClients { fds.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0)) }
+                var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0), pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
                 for (fd, client) in clients {
                     fds.append(pollfd(fd: fd, events: Int16(client.reply.isEmpty ? POLLIN : POLLOUT), revents: 0))
                 }
@@ -191,18 +206,35 @@ final class HTTPEndpoint: Sendable {
                 let now = WallClock.monotonicMillis()
                 for entry in fds where entry.revents != 0 {
                     if entry.fd == wake { continue }
-                    if entry.fd == listener { accept(now); continue }
+                    if entry.fd == listener { accept(now, buffer: &buffer); continue }
                     serve(entry.fd, revents: entry.revents, buffer: &buffer)
                 }
                 for (fd, client) in clients where client.deadlineMillis <= now { drop(fd) }
             }
         }
 
-        private func accept(_ now: UInt64) {
-            while clients.count < Self.maxClients {
+        private func accept(_ now: UInt64, buffer: inout [UInt8]) {
+            let roundStart = nextSerial
+            for _ in 0..<Self.acceptsPerRound {
+                // Room for a newcomer: the oldest of its own peer first, so one host's
+                // connections never push out another's; then the oldest of all. Never one
+                // accepted this round (its request may be on its way): when that is all
+                // there is, the rest of the backlog waits for the next round.
+                let oldest = clients.count >= Self.maxClients ? clients.min { $0.value.serial < $1.value.serial } : nil
+                if let oldest, oldest.value.serial > roundStart { return }
                 let fd = clinux_accept_nonblocking(listener)
                 guard fd >= 0 else { return }
-                clients[fd] = Client(deadlineMillis: now + Self.timeoutMillis, loopback: HTTPEndpoint.peerIsLoopback(fd))
+                let (peer, loopback) = HTTPEndpoint.peerAddress(fd)
+                let samePeer = clients.filter { $0.value.peer == peer }
+                if samePeer.count >= Self.maxClientsPerPeer, let own = samePeer.min(by: { $0.value.serial < $1.value.serial }), own.value.serial <= roundStart {
+                    drop(own.key)
+                } else if let oldest {
+                    drop(oldest.key)
+                }
+                nextSerial += 1
+                clients[fd] = Client(deadlineMillis: now + Self.timeoutMillis, loopback: loopback, peer: peer, serial: nextSerial)
+                // A probe sends its request with the handshake: answered now, before anything can push it out.
+                serve(fd, revents: Int16(POLLIN), buffer: &buffer)
             }
         }
 

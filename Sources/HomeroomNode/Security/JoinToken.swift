@@ -27,6 +27,9 @@ public struct TokenClaims: Codable, Sendable, Equatable {
     }
 
     public var parsedRole: Role? { Role(name: role) }
+
+    /// The times a token may carry: from 1970 to the end of year 9999, Unix seconds.
+    public static let validSeconds: ClosedRange<Int64> = 0...253_402_300_799
 }
 
 /// `hr1.<claims, base64url JSON>.<signature, base64url>`; the signature covers
@@ -144,6 +147,11 @@ public struct TokenVerifier: Sendable {
         guard let claims = try? JSONDecoder().decode(TokenClaims.self, from: Data(parts.claims)), claims.parsedRole != nil,
               claims.parsedRole != .system else { throw .malformed }
         guard claims.app == app else { throw .wrongApp }
+        // Range first, so no arithmetic below can overflow (an issuer's bug, such as an
+        // `iat` of -2^63, is a refused token, not a trapped node).
+        guard TokenClaims.validSeconds.contains(claims.iat), TokenClaims.validSeconds.contains(claims.exp) else {
+            throw .badLifetime("its times (iat \(claims.iat), exp \(claims.exp)) are outside \(TokenClaims.validSeconds.lowerBound)...\(TokenClaims.validSeconds.upperBound) Unix seconds")
+        }
         guard claims.exp > claims.iat else { throw .badLifetime("it expires (\(claims.exp)) before it was issued (\(claims.iat))") }
         guard claims.exp - claims.iat <= maxLifetimeSeconds else {
             throw .badLifetime("\(claims.exp - claims.iat) s is longer than this node's maximum of \(maxLifetimeSeconds) s")
