@@ -79,10 +79,17 @@ extension NodeEngine {
         var room = rooms.removeValue(forKey: roomID) ?? RoomState(roomID: roomID)
         defer { rooms[roomID] = room }
         let before = room.seen
+        let breakoutBefore = (groups: room.breakoutGroups, assignments: room.breakoutAssignments, ended: room.breakoutEnded)
         let removals = room.removals(in: patch)
         result.changes = room.merge(patch, messaging: &result.messaging)
         result.removalsChanged = room.removals(in: patch) != removals
-        if result.removalsChanged { topicKeys.rotate(room: roomID) }
+        if result.removalsChanged {
+            topicKeys.rotate(room: roomID)
+            topicKeys.rotateGroups(of: roomID)
+        }
+        // A patch can move students between groups too: their old group's keys rotate.
+        if room.breakoutAssignments != breakoutBefore.assignments || room.breakoutGroups != breakoutBefore.groups
+            || room.breakoutEnded != breakoutBefore.ended { topicKeys.rotateGroups(of: roomID) }
         noteEvictions(room: roomID, result.messaging)
         noteFoldCandidates(room: roomID, patch: patch, in: room)
         // A peer holds writes under this node's own id that this node never made in this

@@ -1,8 +1,10 @@
 import HomeroomCore
 
 /// Per closed room, the epoch of its topic keys (a node that requires tokens seals client
-/// topics): raised when someone is kicked, banned or revoked, so their keys open nothing
-/// published afterwards, and when the earliest token given the current keys expires.
+/// topics): raised when someone is kicked, banned or revoked (in the room or, for a
+/// group's room, in its main room), when someone leaves a breakout group, so their keys
+/// open nothing published afterwards, and when the earliest token given the current
+/// keys expires.
 public struct TopicKeyEpochs: Sendable, Equatable {
     /// Whether this node seals client topics: only then are epochs kept.
     public let seals: Bool
@@ -43,14 +45,33 @@ public struct TopicKeyEpochs: Sendable, Equatable {
         return due.count
     }
 
-    /// A kick or a ban among these deltas rotates the room's keys.
+    /// A kick or a ban among these deltas rotates the room's keys and those of its
+    /// breakout groups' rooms (the removed user may have been given a group's keys);
+    /// a change of who is in which group (a move, a group removed, the groups ended)
+    /// rotates the groups' keys, so a student who left a group keeps nothing that opens
+    /// what it says afterwards. Only rooms whose current keys were given out rotate.
     public mutating func noteRemovals(room: String, _ deltas: [Delta]) {
         for delta in deltas {
             switch delta.operation {
-            case .kick, .ban: rotate(room: room)
-            default: break
+            case .kick, .ban:
+                rotate(room: room)
+                rotateGroups(of: room)
+            case .assignBreakoutGroup, .endBreakout:
+                rotateGroups(of: room)
+            case let .setBreakoutGroup(id, nil):
+                let groupRoom = Breakout.roomID(of: id, in: room)
+                if expiries[groupRoom] != nil { rotate(room: groupRoom) }
+            default:
+                break
             }
         }
+    }
+
+    /// Rotates the keys of `mainRoom`'s group rooms that were given out at their current epoch.
+    public mutating func rotateGroups(of mainRoom: String) {
+        guard seals else { return }
+        let given = expiries.keys.filter { Breakout.parse(roomID: $0)?.mainRoom == mainRoom }.sorted()
+        for groupRoom in given { rotate(room: groupRoom) }
     }
 
     /// Rotations since the last call, for the metrics.

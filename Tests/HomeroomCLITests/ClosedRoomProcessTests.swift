@@ -192,6 +192,75 @@ import Testing
         #expect(carol.finalRefusal == nil && carol.connectionState == .connected)
     }
 
+    /// Keys follow group membership (issue 39): a student banned in the main room, and
+    /// one moved to another group, keep keys of their old group's room that open nothing
+    /// it says afterwards, while a member still in the group reads on.
+    @Test func aBanOrAMoveInTheMainRoomLeavesTheOldGroupKeyOpeningNothingNew() throws {
+        let cluster = try SecuredCluster(label: "closed-groups")
+        defer { cluster.stop() }
+        let room = "grp-7", group = Breakout.roomID(of: "g1", in: "grp-7")
+        func groupClient(_ user: String, _ role: Role) throws -> RoomClient {
+            var options = RoomClient.Options()
+            options.token = try cluster.token(user, role == .teacher ? "teacher" : "student", room: room)
+            options.syncIntervalMillis = 30_000
+            options.requestTimeoutMillis = 2_000
+            let (logger, _) = Logger.capturing(label: user, level: .error)
+            return RoomClient(room: group, user: user, role: role, name: user.capitalized, endpoints: [NodeEndpoint(cluster.second.listen)],
+                              options: options, logger: logger)
+        }
+        let tina = try cluster.client("tina", .teacher, room: room, through: cluster.first)
+        // The students join the class first: only a member is assigned a group.
+        let inClass = try ["bob", "dan", "erin"].map { try cluster.client($0, .student, room: room, through: cluster.first) }
+        defer { for client in inClass + [tina] { client.close() } }
+        for client in [tina] + inClass { try client.connect() }
+        for operation: HomeroomCore.Operation in [.setRoomType(.smallClassroom), .setBreakoutGroup(id: "g1", name: "One"),
+                                                  .setBreakoutGroup(id: "g2", name: "Two"), .assignBreakoutGroup(user: "bob", group: "g1"),
+                                                  .assignBreakoutGroup(user: "dan", group: "g1"), .assignBreakoutGroup(user: "erin", group: "g1")] {
+            _ = try tina.write(operation)
+        }
+        let tinaInGroup = try groupClient("tina", .teacher)
+        let bob = try groupClient("bob", .student), dan = try groupClient("dan", .student), erin = try groupClient("erin", .student)
+        defer { for client in [erin, dan, bob, tinaInGroup] { client.close() } }
+        // The assignments reach node 2 before the students come to their group's room.
+        for client in [tinaInGroup, bob, dan, erin] {
+            #expect(Self.waitUntil(10) { (try? client.connect()) != nil }, "\(client.user) could not join the group's room")
+        }
+        let recorder = try Eavesdropper(topics: [Topics.clientRoom(group)], addresses: [cluster.second.publish])
+        defer { recorder.close() }
+        func key(_ client: RoomClient) throws -> TopicKeyring.Key {
+            let keys = try #require(client.state.withLock { $0.topicKeys }, "no topic keys")
+            return TopicKeyring.Key(id: keys.roomKeyID, secret: keys.roomKey)
+        }
+        func opens(_ key: TopicKeyring.Key, _ text: String) -> Bool {
+            recorder.messages.contains { message in
+                guard let (_, payload) = Topics.split(message),
+                      case let .opened(plain) = TopicSeal.open(payload, topic: message[..<payload.startIndex], keys: [key]) else { return false }
+                return Self.contains(plain, text)
+            }
+        }
+        let bobsKey = try key(bob), dansKey = try key(dan)
+        // The recorder's subscription takes a moment to reach the node: send until it records one.
+        #expect(Self.waitUntil(15) {
+            let before = "before-\(UInt32.random(in: 0...UInt32.max))"
+            _ = try? tinaInGroup.send(Array(before.utf8))
+            return Self.waitUntil(1) { opens(bobsKey, before) && opens(dansKey, before) }
+        }, "the members' keys never opened the group's messages")
+        let rotationsBefore = cluster.second.metric("homeroom_topic_key_rotations_total") ?? 0
+        // In the main room, on node 1: bob is banned, dan moves to g2.
+        _ = try tina.write(.ban(user: "bob"))
+        _ = try tina.write(.assignBreakoutGroup(user: "dan", group: "g2"))
+        #expect(Self.waitUntil(10) { (cluster.second.metric("homeroom_topic_key_rotations_total") ?? 0) >= rotationsBefore + 2 },
+                "node 2 did not rotate the group's keys on the ban and the move")
+        recorder.clear()
+        let after = "after-\(UInt32.random(in: 0...UInt32.max))"
+        _ = try tinaInGroup.send(Array(after.utf8))
+        #expect(Self.waitUntil(10) { Self.text(erin).contains(after) }, "erin, still in g1, never read it: \(Self.text(erin))")
+        #expect(Self.waitUntil(5) { opens(try! key(erin), after) }, "the recording never carried the message")
+        #expect(!opens(bobsKey, after), "bob's group key opened a message sent after his ban")
+        #expect(!opens(dansKey, after), "dan's g1 key opened a message sent after he moved to g2")
+        #expect(!Self.text(bob).contains(after) && !Self.text(dan).contains(after))
+    }
+
     @Test func anExpiredTokensKeysOpenNothingPublishedAfterItIsRefused() throws {
         let cluster = try SecuredCluster(label: "closed-expiry")
         defer { cluster.stop() }

@@ -57,6 +57,44 @@ import HomeroomCore
         #expect(open.epoch(of: room) == 0)
     }
 
+    /// A ban in the main room rotates the groups' keys too, and so does a move out of a
+    /// group, a group's removal and the end of the groups; a group whose keys nobody was
+    /// given does not rotate (issue 39: a banned student's group key opened the group's
+    /// later messages).
+    @Test func aBanOrAMoveInTheMainRoomRotatesItsGroupsKeys() {
+        var engine = NodeEngine(replica: ReplicaID(4))
+        engine.topicKeys = TopicKeyEpochs(seals: true)
+        let room = NodeEngineTests.room
+        let g1 = Breakout.roomID(of: "g1", in: room), g2 = Breakout.roomID(of: "g2", in: room)
+        var counter: UInt64 = 10
+        func teacher(_ operation: HomeroomCore.Operation) {
+            counter += 1
+            NodeEngineTests.write(Write(author: "t", authorRole: .teacher, authorCounter: counter, operation: operation), at: &engine)
+        }
+        NodeEngineTests.write(NodeEngineTests.join("t", .teacher, at: engine), at: &engine)
+        NodeEngineTests.write(NodeEngineTests.join("s", .student, at: engine), at: &engine)
+        teacher(.setRoomType(.smallClassroom))
+        teacher(.setBreakoutGroup(id: "g1", name: "One"))
+        teacher(.setBreakoutGroup(id: "g2", name: "Two"))
+        teacher(.assignBreakoutGroup(user: "s", group: "g1"))
+        #expect(engine.topicKeys.epoch(of: g1) == 0 && engine.topicKeys.epoch(of: g2) == 0, "no keys given yet: nothing to rotate")
+        _ = engine.topicKeys.gave(room: g1, expiringAt: 9_000)
+        teacher(.assignBreakoutGroup(user: "s", group: "g2"))
+        #expect(engine.topicKeys.epoch(of: g1) == 1, "a move out of g1 rotates g1's keys")
+        #expect(engine.topicKeys.epoch(of: g2) == 0, "g2's keys were never given")
+        _ = engine.topicKeys.gave(room: g1, expiringAt: 9_000)
+        _ = engine.topicKeys.gave(room: g2, expiringAt: 9_000)
+        teacher(.ban(user: "s"))
+        #expect(engine.topicKeys.epoch(of: room) == 1, "the ban rotates the main room's keys")
+        #expect(engine.topicKeys.epoch(of: g1) == 2 && engine.topicKeys.epoch(of: g2) == 1, "and every group's whose keys were given")
+        _ = engine.topicKeys.gave(room: g2, expiringAt: 9_000)
+        teacher(.setBreakoutGroup(id: "g2", name: nil))
+        #expect(engine.topicKeys.epoch(of: g2) == 2, "a removed group's keys rotate")
+        _ = engine.topicKeys.gave(room: g1, expiringAt: 9_000)
+        teacher(.endBreakout)
+        #expect(engine.topicKeys.epoch(of: g1) == 3, "ending the groups rotates their keys")
+    }
+
     @Test func aRemoteBanRotatesTheKeysOfTheNodeThatAppliesIt() throws {
         var origin = NodeEngine(replica: ReplicaID(1))
         var deltas: [Delta] = []
