@@ -140,6 +140,27 @@ import Testing
         Self.victimIsServed(victim, "bad tokens")
     }
 
+    /// A student's class token made a room per `<class>:<id>` join (200 in 0.3 s, so
+    /// `--max-rooms` filled in seconds and the next class got `node-full`). Now it opens a
+    /// group's room only while the teacher has that group live.
+    @Test func aClassTokenCannotMakeRoomsAtWill() throws {
+        let fortress = try Fortress("rooms")
+        defer { fortress.stop() }
+        let victim = try fortress.victim()
+        defer { victim.close() }
+        let address = fortress.nodes[0].listen
+        let token = fortress.token("ann", .student)
+        let before = fortress.nodes[0].metric("homeroom_rooms") ?? -1
+        var codes: [String: Int] = [:]
+        for index in 0..<200 {
+            let code = Self.code(try Self.ask(address, Self.join("ann", .student, session: "s\(index)"), room: "fort:x\(index)", credential: token))
+            codes[code, default: 0] += 1
+        }
+        #expect(codes == ["group-not-live": 200], "\(codes)")
+        #expect(before >= 1 && fortress.nodes[0].metric("homeroom_rooms") == before, "rooms: \(before) before, \(String(describing: fortress.nodes[0].metric("homeroom_rooms"))) after")
+        Self.victimIsServed(victim, "room creation")
+    }
+
     @Test func forgedAndReplayedNodeMessagesAreRefusedAndCounted() throws {
         let fortress = try Fortress("nodes", count: 2)
         defer { fortress.stop() }

@@ -75,7 +75,8 @@ import Testing
         let nodes = try Self.secureCluster(1, label: "tok-groups")
         defer { for node in nodes { node.stop() } }
         let token = Self.token("ann", .student)
-        for (room, code) in [("sec:g1", nil), ("sec:g1:g2", "token-wrong-room"), ("secx:g1", "token-wrong-room"), ("sec:Bad", "token-wrong-room"),
+        // No group meets yet: the class token opens no group's room (it would make one).
+        for (room, code) in [("sec:g1", "group-not-live"), ("sec:g1:g2", "token-wrong-room"), ("secx:g1", "token-wrong-room"), ("sec:Bad", "token-wrong-room"),
                              ("other:g1", "token-wrong-room")] as [(String, String?)] {
             let client = Self.client("ann", .student, token: token, node: nodes[0], room: room)
             defer { client.close() }
@@ -99,6 +100,17 @@ import Testing
         let visit = Self.client("tia", .teacher, token: Self.token("tia", .teacher), node: nodes[0], room: "sec:g2")
         defer { visit.close() }
         try visit.connect()
+        // A group id the teacher never made, and every group once they end: refused to
+        // student and teacher alike; a token issued for the group's room itself opens it.
+        _ = try teacher.write(.endBreakout)
+        for (user, role, room) in [("ann", Role.student, "sec:zz9"), ("ann", .student, "sec:g1"), ("tia", .teacher, "sec:g2")] {
+            let client = Self.client(user, role, token: Self.token(user, role), node: nodes[0], room: room)
+            defer { client.close() }
+            #expect(refusal { try client.connect() } == "group-not-live", "\(user) in \(room)")
+        }
+        let granted = Self.client("ann", .student, token: Self.token("ann", .student, room: "sec:g1"), node: nodes[0], room: "sec:g1")
+        defer { granted.close() }
+        #expect(refusal { try granted.connect() } == nil, "a token for the group's room itself")
     }
 
     @Test func aStudentCannotClaimAnotherIdentityOrRole() throws {

@@ -27,6 +27,9 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
     case rewardOutsideWindow(issuedAtMillis: UInt64, nowMillis: UInt64, windowMillis: UInt64)
     /// A student or an observer going into a breakout group's room that is not its own.
     case notInGroup(user: UserID, group: String, actual: String?)
+    /// A class token used for a breakout group's room while that group does not meet
+    /// (never made, removed, or the groups ended): it opens no room then.
+    case groupNotLive(mainRoom: String, group: String)
     /// Another user holds the lock.
     case lockHeld(lock: String, holder: UserID)
     /// The author does not hold the lock (nobody does: `holder` nil).
@@ -54,6 +57,7 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case .limitReached: return "limit-reached"
         case .rewardOutsideWindow: return "reward-window"
         case .notInGroup: return "not-in-group"
+        case .groupNotLive: return "group-not-live"
         case .lockHeld: return "lock-held"
         case .lockNotHeld: return "lock-not-held"
         case .fenceStale: return "fence-stale"
@@ -87,6 +91,8 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
             return "this reward was issued \(tenths / 10).\(tenths % 10) s \(side) this node's clock; a node takes rewards issued within \(window / 1000) s of its clock (check the client's clock; a retry that late is not made, nothing was stored)"
         case let .notInGroup(user, group, actual):
             return "\(user) is not in breakout group \(group)" + (actual.map { ": its group is \($0)" } ?? ": it is in the main room")
+        case let .groupNotLive(mainRoom, group):
+            return "breakout group \(group) does not meet in class \(mainRoom) now: a class token opens a group's room only while the teacher has it live"
         case let .lockHeld(lock, holder):
             return "lock \(lock) is held by \(holder): wait for its release (homeroom lock acquire --wait), or ask a teacher to revoke it"
         case let .lockNotHeld(lock, holder):

@@ -37,9 +37,12 @@ extension RoomState {
     /// Whether `user`, joining in `role`, may go into the room of this room's group
     /// `group`: nobody banned here, and a student or an observer only into its own group
     /// while that group is live (teachers and assistants visit any). A group that is not
-    /// live leaves the room an ordinary one.
-    public func groupRoomRefusal(user: UserID, role: Role, group: String) -> WriteError? {
+    /// live leaves the room an ordinary one, unless `requireLive` (a class token used for
+    /// the group's room: it opens that room only while the group meets, so a token
+    /// cannot make rooms `<class>:<anything>` at will).
+    public func groupRoomRefusal(user: UserID, role: Role, group: String, requireLive: Bool = false) -> WriteError? {
         if users[user]?.isBanned == true { return .banned(user) }
+        if requireLive, breakoutGroups[group]?.value == nil { return .groupNotLive(mainRoom: roomID, group: group) }
         guard breakoutGroups[group]?.value != nil, !role.moderates else { return nil }
         let mine = breakoutGroup(of: user)
         return mine == group ? nil : .notInGroup(user: user, group: group, actual: mine)

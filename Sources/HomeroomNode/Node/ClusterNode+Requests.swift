@@ -61,12 +61,23 @@ extension ClusterNode {
                     if isRevoked(verified.user) { throw TokenError.revoked(user: verified.user) }
                     claims = verified
                     // A group's room: its main room gates reads (syncs, digests) as well as writes,
-                    // by the token's identity and role.
-                    if let group = Breakout.parse(roomID: room), !Self.isLeaveRequest(request.message),
-                       // Only where the group's room is kept: a copy left elsewhere may be stale (its owners answer).
-                       let refusal = state.withLock({ $0.owns(room, ownName: name)
-                           ? $0.rooms[group.mainRoom]?.groupRoomRefusal(user: verified.user, role: verified.parsedRole ?? .observer, group: group.group) : nil }) {
-                        return errorReply(refusal.code, refusal.description, room)
+                    // by the token's identity and role. A class token (not one for the group's
+                    // room itself, nor "*") opens it only while the group is live there.
+                    if let group = Breakout.parse(roomID: room), !Self.isLeaveRequest(request.message) {
+                        let byClassToken = verified.room == group.mainRoom
+                        // Only where the group's room is kept: a copy left elsewhere may be stale (its owners answer).
+                        let refusal = state.withLock { state -> WriteError? in
+                            guard state.owns(room, ownName: name) else { return nil }
+                            guard let main = state.rooms[group.mainRoom] else {
+                                return byClassToken ? .groupNotLive(mainRoom: group.mainRoom, group: group.group) : nil
+                            }
+                            return main.groupRoomRefusal(user: verified.user, role: verified.parsedRole ?? .observer, group: group.group,
+                                                         requireLive: byClassToken)
+                        }
+                        // A main room still on its way here (placement) is waited for below, not refused.
+                        if let refusal, !(refusal.code == "group-not-live" && roomOnItsWay(group.mainRoom) != nil) {
+                            return errorReply(refusal.code, refusal.description, room)
+                        }
                     }
                 } catch {
                     return errorReply(error.code, error.description, room)
