@@ -66,6 +66,10 @@ public struct AdmissionRates: Sendable, Hashable {
     public var hellosPerSecond = 20
     public var syncsPerSecond = 20
     public var syncBytesPerSecond = 8 << 20
+    /// Rooms a node opens per second (a join of a room it does not hold), with a 10 s
+    /// burst; each user opens at most `roomCreationsPerUserPerSecond` of them, same burst.
+    public var roomCreationsPerSecond = 10
+    public var roomCreationsPerUserPerSecond = 1
 
     public init() {}
 }
@@ -80,12 +84,31 @@ public struct AdmissionLimits: Sendable {
     public var hellos: RateLimiter
     /// Syncs and digests per user and room, and the bytes their replies carry.
     public var syncs: RateLimiter
+    /// Rooms opened here: one bucket for the node ("node"), and one per user.
+    public var roomCreations: RateLimiter
+    public var roomCreationsByUser: RateLimiter
+    static let roomCreationBurstSeconds: Double = 10
 
     public init(_ rates: AdmissionRates) {
         writes = RateLimiter(messagesPerSecond: rates.writesPerSecond, bytesPerSecond: rates.writeBytesPerSecond)
         joins = RateLimiter(messagesPerSecond: rates.joinsPerSecond, bytesPerSecond: 1 << 30, burstSeconds: 3)
         hellos = RateLimiter(messagesPerSecond: rates.hellosPerSecond, bytesPerSecond: 1 << 30, burstSeconds: 3)
         syncs = RateLimiter(messagesPerSecond: rates.syncsPerSecond, bytesPerSecond: rates.syncBytesPerSecond, burstSeconds: 3)
+        roomCreations = RateLimiter(messagesPerSecond: rates.roomCreationsPerSecond, bytesPerSecond: 1 << 30, burstSeconds: Self.roomCreationBurstSeconds)
+        roomCreationsByUser = RateLimiter(messagesPerSecond: rates.roomCreationsPerUserPerSecond, bytesPerSecond: 1 << 30,
+                                          burstSeconds: Self.roomCreationBurstSeconds)
+    }
+
+    /// Whether `user` may open one more room here now (a join of a room this node does
+    /// not hold); why not, when not. Takes from both buckets only when both allow.
+    public mutating func allowRoomCreation(by user: String, nowMillis: UInt64) -> String? {
+        if !roomCreationsByUser.allow(user, size: 0, nowMillis: nowMillis) {
+            return "\(user) opens rooms faster than this node allows for one user (a burst of \(Int(Self.roomCreationBurstSeconds * roomCreationsByUser.messagesPerSecond)), then \(Int(roomCreationsByUser.messagesPerSecond)) a second): join rooms that exist, or wait"
+        }
+        if !roomCreations.allow("node", size: 0, nowMillis: nowMillis) {
+            return "this node opens no more than \(Int(roomCreations.messagesPerSecond)) rooms a second (\(Int(Self.roomCreationBurstSeconds * roomCreations.messagesPerSecond)) at once): retry in a few seconds"
+        }
+        return nil
     }
 
     /// Forgets the buckets that have refilled: the tables would otherwise hold every user
@@ -95,5 +118,7 @@ public struct AdmissionLimits: Sendable {
         joins.prune(nowMillis: nowMillis)
         hellos.prune(nowMillis: nowMillis)
         syncs.prune(nowMillis: nowMillis)
+        roomCreations.prune(nowMillis: nowMillis)
+        roomCreationsByUser.prune(nowMillis: nowMillis)
     }
 }

@@ -95,6 +95,28 @@ import HomeroomCore
         #expect(engine.topicKeys.epoch(of: g1) == 3, "ending the groups rotates their keys")
     }
 
+    /// A room goes once nobody is in it and nothing was written for the retention; not
+    /// while a session is live, nor a class while one of its groups' rooms is held here.
+    @Test func aRoomIsIdleOnlyWhenEmptyAndUnwrittenForTheRetention() {
+        var engine = NodeEngine(replica: ReplicaID(6))
+        let room = NodeEngineTests.room, now = NodeEngineTests.now, hour: UInt64 = 3_600_000
+        NodeEngineTests.write(NodeEngineTests.join("t", .teacher, at: engine), at: &engine)
+        #expect(engine.idleRooms(among: [room], nowMillis: now + 10 * hour, retentionMillis: hour).isEmpty, "t is still in the room")
+        NodeEngineTests.write(Write(author: "t", authorRole: .teacher, authorCounter: 2, operation: .leaveSession(user: "t", session: "t#1")),
+                              at: &engine, now: now + 1_000)
+        #expect(engine.idleRooms(among: [room], nowMillis: now + 1_000 + hour - 1, retentionMillis: hour).isEmpty, "written less than the retention ago")
+        #expect(engine.idleRooms(among: [room], nowMillis: now + 1_000 + hour, retentionMillis: hour) == [room])
+        #expect(engine.idleRooms(among: [room], nowMillis: now + 10 * hour, retentionMillis: 0).isEmpty, "retention 0 keeps every room")
+        // A group's room held here keeps its class.
+        let group = Breakout.roomID(of: "g1", in: room)
+        NodeEngineTests.write(NodeEngineTests.join("t", .teacher, at: engine, counter: 3), at: &engine, room: group, now: now + 2_000)
+        #expect(engine.idleRooms(among: [room, group], nowMillis: now + 10 * hour, retentionMillis: hour).isEmpty)
+        // The scan goes round every room, a slice at a time.
+        let (slice, next) = engine.idleScanSlice(after: nil)
+        #expect(slice == [room, group].sorted() && next == nil)
+        #expect(engine.idleScanSlice(after: room).rooms == [group])
+    }
+
     @Test func aRemoteBanRotatesTheKeysOfTheNodeThatAppliesIt() throws {
         var origin = NodeEngine(replica: ReplicaID(1))
         var deltas: [Delta] = []

@@ -195,3 +195,18 @@ public enum SessionIDs {
         return nil
     }
 }
+
+extension RoomState {
+    /// Whether anyone is in the room: a live session of any user.
+    public var hasLiveSession: Bool {
+        users.values.contains { record in record.sessions.contains { record.isLive($0, deadIncarnations: deadIncarnations) } }
+    }
+
+    /// The wall-clock time (ms) of the newest stamp the room holds: when it was last
+    /// written, as every replica of it agrees (0 for a room with no write).
+    public var newestStampMillis: UInt64 {
+        var newest: UInt64 = 0
+        forEachStamp { newest = max(newest, $0.clock.millis) }
+        return newest
+    }
+}

@@ -61,6 +61,11 @@ public struct NodeConfig: Sendable, Equatable {
     public var hellosPerSecond = 20
     public var syncBytesPerSecond = 8 << 20
     public var maxRooms = 10_000
+    /// Rooms this node opens per second, with a 10 s burst (each user: 1 a second).
+    public var roomCreationsPerSecond = 10
+    /// A room with nobody in it and nothing written for this long is removed here, with
+    /// its store rows (`ClusterNode+IdleRooms`); 0 keeps every room.
+    public var roomRetentionSeconds: UInt64 = 7 * 86_400
     public var maxUsersPerRoom = 200_000
     /// Fault hook for chaos tests: this node's wall clock runs this far off (ms, may be negative).
     public var clockSkewMillis: Int64 = 0
@@ -138,7 +143,8 @@ public struct NodeConfig: Sendable, Equatable {
             && a.clockSkewMillis == b.clockSkewMillis && a.dataDirectory == b.dataDirectory && a.synchronousFull == b.synchronousFull && a.httpAddress == b.httpAddress
             && a.messageRetentionSeconds == b.messageRetentionSeconds && a.clusterPublish == b.clusterPublish
             && a.replicas == b.replicas && a.roomReplicas == b.roomReplicas && a.probeHelpers == b.probeHelpers
-            && a.nodeStreams == b.nodeStreams
+            && a.nodeStreams == b.nodeStreams && a.roomCreationsPerSecond == b.roomCreationsPerSecond
+            && a.roomRetentionSeconds == b.roomRetentionSeconds
     }
 
     public func validate() throws(NodeConfigError) {
@@ -167,7 +173,10 @@ public struct NodeConfig: Sendable, Equatable {
         if let directory = dataDirectory, directory.isEmpty {
             throw .invalid(field: "data-dir", reason: "the data directory path is empty")
         }
-        if writesPerSecond < 1 || joinsPerSecond < 1 || writeBytesPerSecond < 1024 || maxRooms < 1 || maxUsersPerRoom < 2 {
+        if roomRetentionSeconds > 10 * 365 * 86_400 {
+            throw .invalid(field: "room-retention", reason: "\(roomRetentionSeconds) s is more than ten years; use 0 to keep every room")
+        }
+        if writesPerSecond < 1 || joinsPerSecond < 1 || roomCreationsPerSecond < 1 || writeBytesPerSecond < 1024 || maxRooms < 1 || maxUsersPerRoom < 2 {
             throw .invalid(field: "limits", reason: "write rate at least 1/s and 1 KiB/s, at least 1 room and 2 users per room")
         }
         // Half what a reply may hold, so a room that grew at several nodes at once still decodes.
@@ -267,6 +276,7 @@ extension NodeConfig {
         policy.rates.writesPerSecond = writesPerSecond
         policy.rates.writeBytesPerSecond = writeBytesPerSecond
         policy.rates.joinsPerSecond = joinsPerSecond
+        policy.rates.roomCreationsPerSecond = roomCreationsPerSecond
         policy.rates.hellosPerSecond = hellosPerSecond
         policy.rates.syncsPerSecond = syncsPerSecond
         policy.rates.syncBytesPerSecond = syncBytesPerSecond

@@ -367,6 +367,7 @@ extension ClusterNode {
             probeSilentPeers()
             if tick % 25 == 0 { forgetPermanentlyDownPeers() }
             if tick % 5 == 0 { handOffRooms() }
+            if tick % 50 == 0 { removeIdleRooms() }
             runPendingSyncs(recheckGaps: true)
             if tick % 5 == 0 { trimExpiredHistory() }
             if tick % 2 == 0 { expireIdleSessions() }

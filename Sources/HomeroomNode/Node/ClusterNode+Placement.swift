@@ -274,17 +274,35 @@ extension ClusterNode {
         return state.engine.coveredByOwners(room: room, views: views)
     }
 
-    /// Drops one copy this node no longer owns, with its store rows, keeping its sequence
-    /// floor. Under the compaction lock (taken before the state lock, as compactions do),
+    /// Drops one copy this node no longer owns, with its store rows, keeping its sequence floor.
+    private func handOff(room: String) {
+        let outcome = removeCopy(of: room) { state in
+            let placement = state.placement(ownName: name)
+            return !placement.owns(name, room: room) && !state.engine.holdsLeases(in: room) && coveredByOwners(room, placement, in: state)
+        }
+        switch outcome {
+        case .success:
+            metrics.add("rooms_handed_off_total")
+            logger.info("room handed off: every owner holds it", ["room": room])
+        case let .failure(error):
+            // The room left memory; its rows stay until the next handoff of it (a restart
+            // loads it again, and it goes again once covered).
+            logger.warning("a handed-off room's rows could not be removed", ["room": room, "error": "\(error)"])
+        case nil:
+            break
+        }
+    }
+
+    /// Removes this node's copy of `room` while `stillDue` holds (checked under the state
+    /// lock), with its store rows, keeping its sequence floor: nil when not due (or not
+    /// held). Under the compaction lock (taken before the state lock, as compactions do),
     /// so no snapshot in flight stores the room again after its rows are gone, and under
     /// the room's write gate, so no write of it is between its store and its commit. The
     /// rows go outside the state lock (the gate keeps this room's writes out meanwhile).
-    private func handOff(room: String) {
-        let outcome = compacting.withLock { _ in writeGates.withGate(room) { () -> Result<Void, StoreError>? in
+    func removeCopy(of room: String, stillDue: (inout NodeState) -> Bool) -> Result<Void, StoreError>? {
+        compacting.withLock { _ in writeGates.withGate(room) { () -> Result<Void, StoreError>? in
             let dropped = state.withLock { state -> (SequenceFloor, NodeStore?)? in
-                let placement = state.placement(ownName: name)
-                guard !placement.owns(name, room: room), !state.engine.holdsLeases(in: room),
-                      coveredByOwners(room, placement, in: state), let floor = state.engine.handOff(room: room) else { return nil }
+                guard stillDue(&state), let floor = state.engine.handOff(room: room) else { return nil }
                 state.handingOff.remove(room)
                 state.arriving.remove(room)
                 state.coveredSince[room] = nil
@@ -303,16 +321,5 @@ extension ClusterNode {
                 return .failure(error)
             }
         } }
-        switch outcome {
-        case .success:
-            metrics.add("rooms_handed_off_total")
-            logger.info("room handed off: every owner holds it", ["room": room])
-        case let .failure(error):
-            // The room left memory; its rows stay until the next handoff of it (a restart
-            // loads it again, and it goes again once covered).
-            logger.warning("a handed-off room's rows could not be removed", ["room": room, "error": "\(error)"])
-        case nil:
-            break
-        }
     }
 }

@@ -308,13 +308,23 @@ extension ClusterNode {
         where value.isEmpty || value.utf8.count > 128 {
             return .error(WireMessage.ErrorReply(code: "invalid", message: "a join's \(field) must be 1 to 128 bytes, got \(value.utf8.count)"))
         }
-        let limited = state.withLock { state in
-            !state.engine.limits.joins.allow("\(roomID)\u{0}\(join.user)", size: 0, nowMillis: WallClock.monotonicMillis())
+        let limited = state.withLock { state -> String? in
+            let now = WallClock.monotonicMillis()
+            if !state.engine.limits.joins.allow("\(roomID)\u{0}\(join.user)", size: 0, nowMillis: now) {
+                return "\(join.user) joins room \(roomID) more than \(config.joinsPerSecond) times per second: slow down"
+            }
+            // A join that opens a room (not held here, not on its way, and this node's to
+            // keep) also takes from the room-creation budgets.
+            guard state.rooms[roomID] == nil, !state.arriving.contains(roomID), state.owns(roomID, ownName: name) else { return nil }
+            if let why = state.engine.limits.allowRoomCreation(by: join.user, nowMillis: now) {
+                metrics.add("room_creations_refused_total")
+                return why
+            }
+            return nil
         }
-        if limited {
+        if let limited {
             metrics.add("joins_refused_total{code=\"rate-limited\"}")
-            return .error(WireMessage.ErrorReply(code: "rate-limited",
-                                                 message: "\(join.user) joins room \(roomID) more than \(config.joinsPerSecond) times per second: slow down"))
+            return .error(WireMessage.ErrorReply(code: "rate-limited", message: limited))
         }
         let write = Write(author: join.user, authorRole: join.role, authorCounter: 0,
                           operation: .joinSession(user: join.user, session: join.session, name: join.name, role: join.role,

@@ -29,6 +29,8 @@ struct NodeState {
     /// Rooms this node owns that it began to hold from other nodes' deltas (placement),
     /// not from a pull: clients wait until it has caught up (`ClusterNode.roomOnItsWay`).
     var arriving: Set<String> = []
+    /// Where the idle-room scan goes on from (`ClusterNode+IdleRooms`).
+    var idleScanCursor: String?
     /// Rooms whose deltas this node dropped because another node owned them (and which
     /// it does not hold): should it own one later (a drain or a forget shrank the
     /// cluster to its copy count, so every member owns every room), clients wait until

@@ -67,6 +67,10 @@ enum NodeCommand {
                                  their replies may carry 8 MiB/s (--sync-bytes-per-second).
           --sync-bytes-per-second <n>  Per-user sync reply bytes in a room (default 8388608).
           --max-rooms <n>        Rooms this node accepts (default 10000).
+          --room-creations-per-second <n>  Rooms this node opens a second (default 10, 10 s
+                                 burst; each user 1 a second); rate-limited beyond.
+          --room-retention <s>   Remove a room nobody is in and nothing was written to for this
+                                 long, with its store rows (default 604800, a week; 0: keep).  (HOMEROOM_ROOM_RETENTION)
           --max-users <n>        Users per room (default 200000).
           --replicas <n>         Keep each room on n nodes, picked by rendezvous hashing (default 3;
                                  0: every node holds every room; the same on every node). Joins and
@@ -202,6 +206,12 @@ enum NodeCommand {
         let syncsPerSecond = try reader.integer("--syncs-per-second", in: 1...1_000_000)
         let syncBytesPerSecond = try reader.integer("--sync-bytes-per-second", in: 1_024...(1 << 34))
         let maxRooms = try reader.integer("--max-rooms", in: 1...10_000_000)
+        let roomCreations = try reader.integer("--room-creations-per-second", in: 1...1_000_000)
+        var roomRetention = try reader.integer("--room-retention", in: UInt64(0)...UInt64(315_360_000))
+        if roomRetention == nil, let text = environment["HOMEROOM_ROOM_RETENTION"] {
+            guard let value = UInt64(text) else { throw .usage("HOMEROOM_ROOM_RETENTION must be a whole number of seconds, not '\(text)'", usage: usage) }
+            roomRetention = value
+        }
         let maxUsers = try reader.integer("--max-users", in: 2...500_000)
         let handoffSettle = try reader.integer("--handoff-settle-ms", in: UInt64(0)...UInt64(3_600_000))
         let probeHelpers = try reader.string("--probe-helpers")
@@ -257,6 +267,8 @@ enum NodeCommand {
         if let syncsPerSecond { config.syncsPerSecond = syncsPerSecond }
         if let syncBytesPerSecond { config.syncBytesPerSecond = syncBytesPerSecond }
         if let maxRooms { config.maxRooms = maxRooms }
+        if let roomCreations { config.roomCreationsPerSecond = roomCreations }
+        if let roomRetention { config.roomRetentionSeconds = roomRetention }
         if let maxUsers { config.maxUsersPerRoom = maxUsers }
         if let permanentDown { config.permanentDownMillis = permanentDown }
         // The command's default: each room on 3 nodes (every node of a cluster of 3 or fewer).
