@@ -1436,6 +1436,10 @@ public struct Simulation {
         if state.classState.state < worlds[room].highestClassStateWritten {
             report.violations.append("\(name): class state \(state.classState.state) is behind \(worlds[room].highestClassStateWritten)")
         }
+        // The running total admission reads must be what a full count gives.
+        if state.propertyBytes != state.recountPropertyBytes() {
+            report.violations.append("\(name): property bytes kept as \(state.propertyBytes), but \(state.recountPropertyBytes()) counted")
+        }
         for (user, record) in state.users {
             let expected = expectedRewards[user]?.values.reduce(Int64(0)) { $0 + Int64($1) } ?? 0
             if record.rewardTotal != expected {

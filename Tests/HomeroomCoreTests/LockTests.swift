@@ -26,8 +26,8 @@ import Testing
         }
 
         /// The fence of an accepted acquisition.
-        mutating func acquire(_ user: UserID, _ lock: String = "grading", ttl: UInt32 = 30, at now: UInt64) throws -> UInt64 {
-            let delta = try write(user, .student, .acquireLock(name: lock, ttlSeconds: ttl), at: now).get()
+        mutating func acquire(_ user: UserID, _ lock: String = "grading", ttl: UInt32 = 30, as role: Role = .student, at now: UInt64) throws -> UInt64 {
+            let delta = try write(user, role, .acquireLock(name: lock, ttlSeconds: ttl), at: now).get()
             guard case let .acquireLock(_, _, fence) = delta.operation else { Issue.record("not an acquisition"); return 0 }
             return fence
         }
@@ -81,12 +81,78 @@ import Testing
 
     @Test func aRoomKeepsAtMost32LockNamesAndTTLsAndNamesAreChecked() throws {
         var (a, _) = Self.pair()
-        for index in 0..<Locks.maxPerRoom { _ = try a.acquire("ana", "lock-\(index)", at: Self.now + UInt64(index)) }
-        #expect(a.refusalCode(a.write("ana", .student, .acquireLock(name: "one-more", ttlSeconds: 30), at: Self.now + 100)) == "limit-reached")
-        #expect(try a.acquire("ana", "lock-3", at: Self.now + 101) > 0)
+        for index in 0..<Locks.maxPerRoom { _ = try a.acquire("tom", "lock-\(index)", as: .teacher, at: Self.now + UInt64(index)) }
+        #expect(a.refusalCode(a.write("tom", .teacher, .acquireLock(name: "one-more", ttlSeconds: 30), at: Self.now + 100)) == "limit-reached")
+        #expect(try a.acquire("tom", "lock-3", as: .teacher, at: Self.now + 101) > 0)
         #expect(a.refusalCode(a.write("ana", .student, .acquireLock(name: "x", ttlSeconds: 9), at: Self.now + 102)) == "not-allowed")
         #expect(a.refusalCode(a.write("ana", .student, .acquireLock(name: "", ttlSeconds: 30), at: Self.now + 102)) == "not-allowed")
         #expect(Authority.check(author: "o", role: .observer, operation: .acquireLock(name: "x", ttlSeconds: 30, fence: 0)) == .observerIsReadOnly(operation: "acquire-lock"))
+    }
+
+    /// Issue 39: names are never freed, so one student acquiring and releasing names as
+    /// fast as it could took all 32 for the room's life, and the teacher's `exam` lock
+    /// was refused. Students now add a few names each, and leave the last ones to moderators.
+    @Test func studentsAddAFewLockNamesEachAndLeaveTheReservedOnesToTheTeacher() throws {
+        var node = Node("n1")
+        let students = (0..<8).map { "s\($0)" }
+        var now = Self.now
+        for (user, role) in [("tom", Role.teacher)] + students.map({ ($0, Role.student) }) {
+            now += 1
+            _ = try node.write(user, role, .joinSession(user: user, session: "\(user)-1", name: user, role: role,
+                                                        host: node.sequencer.replica, incarnation: 1), at: now).get()
+        }
+        /// Acquires and releases new names as `user` until refused: the names it made and the refusal.
+        func churn(_ user: UserID) throws -> (made: Int, refusal: WriteError?) {
+            for index in 0...Locks.maxPerRoom {
+                now += 1
+                let lock = "\(user)-\(index)"
+                if case let .failure(refusal) = node.write(user, .student, .acquireLock(name: lock, ttlSeconds: 30), at: now) { return (index, refusal) }
+                now += 1
+                _ = try node.write(user, .student, .releaseLock(name: lock, revoke: false), at: now).get()
+            }
+            return (Locks.maxPerRoom + 1, nil)
+        }
+        // The first student is stopped at its own cap, not at the room's.
+        let first = try churn("s0")
+        #expect(first.made == Locks.maxNamesPerUser, "s0 made \(first.made) lock names")
+        let firstRefusal = first.refusal.map { "\($0)" } ?? "none"
+        #expect(first.refusal?.code == "limit-reached" && firstRefusal.contains("reuse one of them"), "\(firstRefusal)")
+        // Eight students together stop short of the reserved names.
+        var refusals: [String] = []
+        for student in students.dropFirst() {
+            if let refusal = try churn(student).refusal { refusals.append("\(refusal)") }
+        }
+        let studentSlots = Locks.maxPerRoom - Locks.reservedForModerators
+        #expect(node.room.locks.count == studentSlots, "students made \(node.room.locks.count) lock names")
+        #expect(refusals.count == students.count - 1 && refusals.suffix(2).allSatisfy { $0.contains("kept for teachers and assistants") }, "\(refusals)")
+        // The teacher still locks the exam, and may fill every slot left.
+        now += 1
+        #expect(try node.acquire("tom", "exam", as: .teacher, at: now) > 0)
+        for index in 1..<Locks.reservedForModerators {
+            now += 1
+            _ = try node.acquire("tom", "exam-\(index)", as: .teacher, at: now)
+        }
+        now += 1
+        #expect(node.refusalCode(node.write("tom", .teacher, .acquireLock(name: "one-more", ttlSeconds: 30), at: now)) == "limit-reached")
+        // Names already in the room are still free for students: their own, and another's.
+        now += 1
+        #expect(try node.acquire("s0", "s0-1", at: now) > 0)
+        now += 1
+        #expect(try node.acquire("s7", "s0-2", at: now) > 0)
+    }
+
+    /// What the origin refuses, the merge still takes: two sides of a split each let
+    /// students add names, and after the heal both replicas hold every name.
+    @Test func theMergeTakesLockNamesPastTheBoundsSoReplicasAgree() throws {
+        var (a, b) = Self.pair()
+        for index in 0..<Locks.maxNamesPerUser {
+            _ = try a.acquire("ana", "a-\(index)", at: Self.now + 10 + UInt64(index))
+            _ = try b.acquire("ana", "b-\(index)", at: Self.now + 10 + UInt64(index))
+        }
+        #expect(a.refusalCode(a.write("ana", .student, .acquireLock(name: "a-more", ttlSeconds: 30), at: Self.now + 100)) == "limit-reached")
+        a.room.merge(b.room.missing(since: a.room.seen))
+        b.room.merge(a.room.missing(since: b.room.seen))
+        #expect(a.room == b.room && a.room.locks.count == 2 * Locks.maxNamesPerUser)
     }
 
     @Test func guardedWritesNeedTheCurrentFenceAndAGuardedKeyRefusesUnguardedWrites() throws {

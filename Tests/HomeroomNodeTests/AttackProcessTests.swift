@@ -270,6 +270,49 @@ import Testing
         }
     }
 
+    /// Issue 39: lock names are never freed, so one student acquiring and releasing 32
+    /// names in a tenth of a second shut the room out of new locks for its life, and the
+    /// teacher's `exam` lock was refused `limit-reached`. Now each student adds a few
+    /// names, the students together leave the last ones to moderators, and the teacher
+    /// (the victim) still gets `exam`.
+    @Test func studentsChurningLockNamesLeaveTheTeacherItsExamLock() throws {
+        let fortress = try Fortress("locks")
+        defer { fortress.stop() }
+        let victim = try fortress.victim()
+        defer { victim.close() }
+        let address = fortress.nodes[0].listen
+        let requester = try SPRequester()
+        defer { requester.close() }
+        try requester.dial(address)
+        var counter: UInt64 = 0
+        func write(_ user: String, _ token: String, _ operation: HomeroomCore.Operation) throws -> String {
+            counter += 1
+            let request = WireMessage.writeRequest(WireMessage.WriteRequest(requestID: counter, write: Write(author: user, authorRole: .student,
+                                                                                                              authorCounter: counter, operation: operation)))
+            return Self.code(try Self.ask(address, request, credential: token, on: requester))
+        }
+        var made: [String: Int] = [:]
+        var refusals: [String] = []
+        for index in 0..<8 {
+            let user = "mallory\(index)"
+            let token = fortress.token(user, .student)
+            #expect(Self.code(try Self.ask(address, Self.join(user, .student), credential: token, on: requester)) == "join_response")
+            // Each tries to take every name there is, as fast as the node answers.
+            for name in 0...Locks.maxPerRoom {
+                let lock = "\(user)-\(name)"
+                let acquired = try write(user, token, .acquireLock(name: lock, ttlSeconds: 10))
+                guard acquired == "accepted" else { refusals.append(acquired); break }
+                #expect(try write(user, token, .releaseLock(name: lock, revoke: false)) == "accepted")
+                made[user, default: 0] += 1
+            }
+        }
+        #expect(made["mallory0"] == Locks.maxNamesPerUser && made.values.reduce(0, +) == Locks.maxPerRoom - Locks.reservedForModerators, "\(made)")
+        #expect(refusals == Array(repeating: "limit-reached", count: 8), "\(refusals)")
+        let exam = try victim.acquireLock("exam", ttlSeconds: 60)
+        #expect(exam.fence > 0)
+        Self.victimIsServed(victim, "lock names churned")
+    }
+
     @Test func malformedFramesAtBothSocketsCostNothingAndTheStoreIsPrivate() throws {
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("homeroom-attack-store-\(UInt32.random(in: 0...UInt32.max))").path
         defer { try? FileManager.default.removeItem(atPath: data) }

@@ -1,5 +1,14 @@
-/// Signaling's locks, with fencing. A room has at most `Locks.maxPerRoom` lock names;
-/// each grant carries a fencing number, larger than every earlier grant of that lock
+/// Signaling's locks, with fencing. A room has at most `Locks.maxPerRoom` lock names
+/// for its life: a record is never removed (replicas would have to agree on when).
+/// Since names are never freed, the origin shares them out: a student (any author
+/// whose role does not moderate) adds a new name only while the room has fewer than
+/// `maxPerRoom - reservedForModerators` names and fewer than `maxNamesPerUser` of its
+/// records name that user as their grant's holder (the grant stays after a release).
+/// Teachers, assistants and the node itself may fill every slot. Reusing a name is
+/// never refused for these counts. Admissions at several nodes at once (or in flight
+/// at one) may go past them; the merge takes every name, so replicas still agree.
+///
+/// Each grant carries a fencing number, larger than every earlier grant of that lock
 /// on the replica that made it, and writes guarded by the lock present it
 /// (`PropertyRevision.fence`): a property written under a fence loses to every write
 /// with a larger one, on every replica, whatever their clocks say (`Register.precedes`).
@@ -11,6 +20,12 @@
 /// lapse sticks.
 public enum Locks {
     public static let maxPerRoom = 32
+    /// The last names of a room, which only moderators may add: however students use
+    /// theirs up, a teacher can still lock the exam.
+    public static let reservedForModerators = 8
+    /// Names whose grant a non-moderator may hold (held or released) before it must
+    /// reuse one of them: one student cannot take the whole room's share.
+    public static let maxNamesPerUser = 4
     public static let ttlRange: ClosedRange<UInt32> = 10...300
     public static let defaultTTLSeconds: UInt32 = 60
     public static let maxNameBytes = 64

@@ -199,8 +199,8 @@ extension RoomState {
         case .setBreakoutGroup, .assignBreakoutGroup:
             if let refusal = breakoutRefusal(op) { return refusal }
         case .acquireLock, .releaseLock:
-            if let refusal = lockRefusal(op, author: write.author, nowMillis: nowMillis) { return refusal }
-        case let .setRoomProperty(key, _, _, revision):
+            if let refusal = lockRefusal(op, author: write.author, role: write.authorRole, nowMillis: nowMillis) { return refusal }
+        case let .setRoomProperty(key, value, cause, revision):
             if let refusal = fenceRefusal(revision.fence, author: write.author, current: properties[key], key: key, nowMillis: nowMillis) {
                 return refusal
             }
@@ -210,7 +210,8 @@ extension RoomState {
             if let expected = revision.setCondition, expected != propertySetRevision(scope: .room) {
                 return .setRevisionMismatch(scope: .room, expected: expected, actual: propertySetRevision(scope: .room))
             }
-        case let .setUserProperty(user, key, _, _, revision):
+            if let refusal = propertyBytesRefusal(key: key, value: value, cause: cause, current: properties[key]) { return refusal }
+        case let .setUserProperty(user, key, value, cause, revision):
             if let refusal = fenceRefusal(revision.fence, author: write.author, current: users[user]?.properties[key], key: key, nowMillis: nowMillis) {
                 return refusal
             }
@@ -220,6 +221,7 @@ extension RoomState {
             if let expected = revision.setCondition, expected != propertySetRevision(scope: .user(user)) {
                 return .setRevisionMismatch(scope: .user(user), expected: expected, actual: propertySetRevision(scope: .user(user)))
             }
+            if let refusal = propertyBytesRefusal(key: key, value: value, cause: cause, current: users[user]?.properties[key]) { return refusal }
         default:
             break
         }

@@ -85,6 +85,7 @@ extension RoomState {
         case let .setUserProperty(user, key, value, cause, revision):
             var changes: [RoomChange] = []
             var won = false
+            var bytesChange = 0
             let written = Register(PropertyValue(bytes: value, operatorID: delta.author, cause: cause, revision: revision.assigned,
                                                  lineage: revision.lineage, fence: revision.fence), stamp: stamp)
             if let conflict = Self.propertyConflict(.user(user), key, existing: users[user]?.properties[key], incoming: written) {
@@ -92,9 +93,10 @@ extension RoomState {
             }
             _ = updateUser(user, keepsRanks: true) { record in
                 var table = record.properties
-                won = Self.mergeProperty(&table, key, written)
+                won = Self.mergeProperty(&table, key, written, bytes: &bytesChange)
                 if won { record.properties = table }
             }
+            propertyBytes += bytesChange
             if won { changes.append(.userPropertiesUpdated(user, keys: [key])) }
             return changes
 
@@ -223,7 +225,7 @@ extension RoomState {
             if let conflict = Self.propertyConflict(.room, key, existing: properties[key], incoming: written) {
                 messaging.append(.propertyConflict(conflict))
             }
-            return Self.mergeProperty(&properties, key, written) ? [.roomPropertiesUpdated(keys: [key])] : []
+            return Self.mergeProperty(&properties, key, written, bytes: &propertyBytes) ? [.roomPropertiesUpdated(keys: [key])] : []
         }
     }
 

@@ -46,12 +46,10 @@ extension RoomState {
     }
 
     /// Admission of a lock write at its origin.
-    func lockRefusal(_ operation: Operation, author: UserID, nowMillis: UInt64) -> WriteError? {
+    func lockRefusal(_ operation: Operation, author: UserID, role: Role, nowMillis: UInt64) -> WriteError? {
         switch operation {
         case let .acquireLock(name, _, _):
-            if locks[name] == nil && locks.count >= Locks.maxPerRoom {
-                return .limitReached("the room has \(Locks.maxPerRoom) locks, the most it keeps: reuse a lock name")
-            }
+            if locks[name] == nil, let refusal = newLockNameRefusal(author: author, role: role) { return refusal }
             if let holder = lockHolding(name, atMillis: nowMillis)?.holder, holder != author { return .lockHeld(lock: name, holder: holder) }
             // A renewal keeps its fence; only a new grant needs one.
             if let record = locks[name], lockHolding(name, atMillis: nowMillis)?.holder != author,
@@ -68,6 +66,24 @@ extension RoomState {
         default:
             return nil
         }
+    }
+
+    /// Why `author` may not add a lock name to the room, if it may not (`Locks`: names
+    /// are never freed, so students share part of them, a few each).
+    func newLockNameRefusal(author: UserID, role: Role) -> WriteError? {
+        if locks.count >= Locks.maxPerRoom {
+            return .limitReached("the room has \(Locks.maxPerRoom) lock names, the most it keeps (names are never removed): reuse a lock name")
+        }
+        if role.moderates { return nil }
+        let ownNames = locks.compactMap { $0.value.grant?.holder == author ? $0.key : nil }.sorted()
+        if ownNames.count >= Locks.maxNamesPerUser {
+            return .limitReached("\(author) holds or last held \(ownNames.count) lock names, the most a student may: reuse one of them (\(ownNames.joined(separator: ", ")))")
+        }
+        let studentSlots = Locks.maxPerRoom - Locks.reservedForModerators
+        if locks.count >= studentSlots {
+            return .limitReached("the room has \(locks.count) lock names, and its last \(Locks.reservedForModerators) are kept for teachers and assistants: reuse a lock name")
+        }
+        return nil
     }
 
     /// The origin's part of a lock write: the fence it grants, renews or ends.

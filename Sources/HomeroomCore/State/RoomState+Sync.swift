@@ -150,7 +150,7 @@ extension RoomState {
         for (replica, incarnation) in patch.deadIncarnations {
             deadIncarnations[replica] = max(deadIncarnations[replica] ?? 0, incarnation)
         }
-        for (key, register) in patch.properties where Self.mergeProperty(&properties, key, register) {
+        for (key, register) in patch.properties where Self.mergeProperty(&properties, key, register, bytes: &propertyBytes) {
             propertyKeys.append(key)
         }
         var breakoutChanged = false
@@ -182,7 +182,11 @@ extension RoomState {
                 if !users.values[index].presence.isEmpty || !record.presence.isEmpty {
                     presenceWatch.append((user, users.values[index].presenceState(deadIncarnations: deadBefore)))
                 }
+                // The patch's keys are the only ones the merge can change.
+                let patchKeys = record.properties.keys
+                let bytesBefore = patchKeys.isEmpty ? 0 : Self.propertyBytes(of: patchKeys, in: users.values[index].properties)
                 users.values[index].merge(record)
+                if !patchKeys.isEmpty { propertyBytes += Self.propertyBytes(of: patchKeys, in: users.values[index].properties) - bytesBefore }
                 // A record without activity is on no stage or hand list, before or after.
                 if users.values[index].hasActivity { reindex(user) }
             } else {
@@ -193,6 +197,9 @@ extension RoomState {
                 if !record.presence.isEmpty { presenceWatch.append((user, [:])) }
                 // A user new here is the patch's record (the join with an empty record), shared.
                 users[user] = record.isCanonical ? record : UserRecord.merged(record)
+                if record.hasActivity, !record.properties.isEmpty, let table = users[user]?.properties {
+                    propertyBytes += Self.propertyBytes(of: table.keys, in: table)
+                }
                 if record.hasActivity { reindex(user) }
             }
         }

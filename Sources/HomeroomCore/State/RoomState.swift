@@ -43,6 +43,8 @@ public struct RoomState: Sendable {
     // Derived, rebuilt from the fields above; not part of equality.
     var stageQueue = CandidateQueue()
     var handQueue = CandidateQueue()
+    /// Bytes of every property in the room, kept as registers change (`maxPropertyBytesPerRoom`).
+    public internal(set) var propertyBytes = 0
 
     public static let defaultStageLimit = 6
     public static let defaultHandLimit = 10
@@ -188,6 +190,7 @@ extension RoomState {
         stageQueue = CandidateQueue()
         handQueue = CandidateQueue()
         for user in users.keys { reindex(user) }
+        propertyBytes = recountPropertyBytes()
     }
 }
 
