@@ -70,7 +70,9 @@ enum Homeroom {
             case "--version", "version": print("homeroom \(Self.version) (wire protocol \(WireProtocol.version))")
             case "simulate": try SimulateCommand.run(rest)
             case "demo": try DemoCommand.run(rest)
-            case "node": try NodeCommand.run(rest)
+            case "node":
+                NodeCommand.neverWaitOnATrap()
+                try NodeCommand.run(rest)
             case "keys": try KeysCommand.run(rest)
             case "token": try TokenCommand.run(rest)
             case "join": try JoinCommand.run(rest)
