@@ -46,6 +46,7 @@ enum LifetimeBench {
             // The semester is compressed into a minute: the per-user limits are for people.
             config.writesPerSecond = 1_000_000
             config.joinsPerSecond = 1_000_000
+            config.roomCreationsPerSecond = 1_000_000
             // ... and rewards fold a second after they were issued, not a minute.
             config.rewardWindowMillis = 1_000
             config.maxClockDriftMillis = 1_000

@@ -33,6 +33,7 @@ enum NodeProcesses {
         let host = arguments.count == 5 ? arguments[4] : "127.0.0.1"
         var config = NodeConfig(name: "idle-\(getpid())", listen: "tcp://\(host):0", publish: "tcp://\(host):0", seeds: seeds)
         config.joinsPerSecond = 1_000_000
+        config.roomCreationsPerSecond = 1_000_000
         config.writesPerSecond = 1_000_000
         config.writeBytesPerSecond = 1 << 40
         config.maxRooms = max(config.maxRooms, rooms + 1)

@@ -81,7 +81,7 @@ enum NodeStreamsBench {
 
     static func measure(rooms: Int, window: Double, extra: [String], label: String) -> Result<Phase, Problem> {
         let base = ["--replicas", String(replicas), "--http", "http://127.0.0.1:0", "--session-timeout-ms", "0",
-                    "--writes-per-second", "1000000", "--joins-per-second", "1000000"] + extra
+                    "--writes-per-second", "1000000", "--joins-per-second", "1000000", "--room-creations-per-second", "1000000"] + extra
         var children: [NodeProcess] = []
         defer { for child in children { child.stop() } }
         do {

@@ -19,6 +19,7 @@ enum ResourceBench {
         let logger = Logger(label: "bench", level: .error)
         var config = NodeConfig(name: "res-a", listen: "tcp://127.0.0.1:0", publish: "tcp://127.0.0.1:0", seeds: [])
         config.joinsPerSecond = 1_000_000
+        config.roomCreationsPerSecond = 1_000_000
         guard let node = try? ClusterNode(config: config, logger: logger) else {
             fputs("resources: the node did not start\n", stderr)
             return

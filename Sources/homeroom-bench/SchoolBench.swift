@@ -627,7 +627,7 @@ enum SchoolBench {
             let output = "\(base)-node-\(index).out"
             unlink(output)
             var arguments = [binary, "node", "--name", "school-\(index)", "--listen", "tcp://127.0.0.1:0", "--publish", "tcp://127.0.0.1:0",
-                             "--http", "http://127.0.0.1:0", "--session-timeout-ms", "0", "--joins-per-second", "1000000",
+                             "--http", "http://127.0.0.1:0", "--session-timeout-ms", "0", "--joins-per-second", "1000000", "--room-creations-per-second", "1000000",
                              "--writes-per-second", "1000000", "--log-level", "error"]
             for seed in nodes { arguments += ["--seed", seed.listen] }
             guard let pid = SubscriberProcesses.spawn(arguments, stdout: output) else {

@@ -10,5 +10,6 @@ func storedBenchNode(name: String, directory: String, synchronousFull: Bool = fa
     config.writesPerSecond = 10_000_000
     config.writeBytesPerSecond = 1 << 40
     config.joinsPerSecond = 10_000_000
+    config.roomCreationsPerSecond = 10_000_000
     return try? ClusterNode(config: config, logger: Logger(label: "bench", level: .error))
 }

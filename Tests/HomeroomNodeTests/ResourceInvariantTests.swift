@@ -83,7 +83,7 @@ private struct RequestTimings: CustomStringConvertible {
         let cycles = environmentCount("HOMEROOM_JOIN_CYCLES", 1_000)
         let renewals = environmentCount("HOMEROOM_RENEWALS", 100)
         let node = try NodeProcess(name: "res-a", heartbeatMillis: 50, suspectMillis: 150, downMillis: 300,
-                                   extra: ["--http", "http://127.0.0.1:0", "--joins-per-second", "100000"])
+                                   extra: ["--http", "http://127.0.0.1:0", "--joins-per-second", "100000", "--room-creations-per-second", "100000"])
         var peer = try NodeProcess(name: "res-b", seeds: [node.listen], heartbeatMillis: 50, suspectMillis: 150, downMillis: 300)
         defer { node.stop(); peer.stop() }
         #expect(eventually(10) { node.metric("homeroom_peers{status=\"alive\"}") == 1 }, "the peer never joined")

@@ -61,7 +61,7 @@ public struct NodeConfig: Sendable, Equatable {
     public var hellosPerSecond = 20
     public var syncBytesPerSecond = 8 << 20
     public var maxRooms = 10_000
-    /// Rooms this node opens per second, with a 10 s burst (each user: 1 a second).
+    /// Rooms this node opens per second, with a 10 s burst (each user: a tenth of it, at least 1 a second).
     public var roomCreationsPerSecond = 10
     /// A room with nobody in it and nothing written for this long is removed here, with
     /// its store rows (`ClusterNode+IdleRooms`); 0 keeps every room.
@@ -277,6 +277,8 @@ extension NodeConfig {
         policy.rates.writeBytesPerSecond = writeBytesPerSecond
         policy.rates.joinsPerSecond = joinsPerSecond
         policy.rates.roomCreationsPerSecond = roomCreationsPerSecond
+        // A tenth of the node's, at least 1 a second: one user never takes the whole budget.
+        policy.rates.roomCreationsPerUserPerSecond = max(1, roomCreationsPerSecond / 10)
         policy.rates.hellosPerSecond = hellosPerSecond
         policy.rates.syncsPerSecond = syncsPerSecond
         policy.rates.syncBytesPerSecond = syncBytesPerSecond

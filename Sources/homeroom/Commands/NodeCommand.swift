@@ -68,7 +68,7 @@ enum NodeCommand {
           --sync-bytes-per-second <n>  Per-user sync reply bytes in a room (default 8388608).
           --max-rooms <n>        Rooms this node accepts (default 10000).
           --room-creations-per-second <n>  Rooms this node opens a second (default 10, 10 s
-                                 burst; each user 1 a second); rate-limited beyond.
+                                 burst; each user a tenth, at least 1); rate-limited beyond.
           --room-retention <s>   Remove a room nobody is in and nothing was written to for this
                                  long, with its store rows (default 604800, a week; 0: keep).  (HOMEROOM_ROOM_RETENTION)
           --max-users <n>        Users per room (default 200000).
