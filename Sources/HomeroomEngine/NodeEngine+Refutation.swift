@@ -76,6 +76,9 @@ extension NodeEngine {
                 }
             }
         }
+        // In a fixed order (users are kept by hash): the simulation's random draws follow
+        // the writes made for them, so a replay must see the same list.
+        orphans.sort { ($0.room, $0.user, $0.session) < ($1.room, $1.user, $1.session) }
         return orphans
     }
 

@@ -219,7 +219,12 @@ extension ClusterNode {
     /// An acknowledged write: admitted and numbered by the engine, then stored, applied and
     /// published before the acknowledgement leaves (`carryOut`).
     func handleWrite(room roomID: String, _ request: WireMessage.WriteRequest, fromClient: Bool = false, size: Int = 0) -> WireMessage.WriteAck {
-        let write = request.write
+        var write = request.write
+        // A client written before rewards carried `issued_at_ms` sends 0: its reward is
+        // taken as issued when it arrives (v1 keeps its meaning; docs/PROTOCOL.md).
+        if fromClient, case let .reward(target, amount, 0) = write.operation {
+            write.operation = .reward(user: target, amount: amount, issuedAtMillis: wallMillis())
+        }
         enum Decision { case answered(WireMessage.WriteAck), persist(StampedWrite, NodeStore?) }
         let result = writeGates.withGate(roomID) { () -> (WireMessage.WriteAck, Delta?, StoreError?) in
             let decision = state.withLock { state -> Decision in
