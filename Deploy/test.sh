@@ -32,11 +32,15 @@ echo "== chaos: a short partition and fault run against a real five-node cluster
 # A fixed seed, so a red run replays exactly (bash Deploy/chaos.sh --short --seed N
 # with the arguments below); Deploy/chaos.sh alone (the soak) draws a random one.
 # A 3 s reward window: the nodes fold rewards during the run, under the faults.
-bash Deploy/chaos.sh --short --seed 20261201 --reward-window-ms 3000 >&2
+# Network namespaces are required (HOMEROOM_CHAOS_NETNS=1): on loopback only whole
+# nodes can be cut off, so halves, rings and bridges would go untested and the run
+# would still pass; without them the suite fails and says why (run as root, with
+# iproute2 and iptables, which Deploy/bootstrap.sh installs).
+HOMEROOM_CHAOS_NETNS=1 bash Deploy/chaos.sh --short --seed 20261201 --reward-window-ms 3000 >&2
 echo "== chaos: the same with closed rooms (tokens, cluster key, sealed topics, keys rotated by the ban)" >&2
-bash Deploy/chaos.sh --short --seed 20261202 --reward-window-ms 3000 --closed >&2
+HOMEROOM_CHAOS_NETNS=1 bash Deploy/chaos.sh --short --seed 20261202 --reward-window-ms 3000 --closed >&2
 echo "== chaos: the same with every room on every node (--replicas 0)" >&2
-bash Deploy/chaos.sh --short --seed 20261203 --reward-window-ms 3000 --replicas 0 >&2
+HOMEROOM_CHAOS_NETNS=1 bash Deploy/chaos.sh --short --seed 20261203 --reward-window-ms 3000 --replicas 0 >&2
 
 echo "== swift test (10,000 simulated schedules)" >&2
 export HOMEROOM_SCHEDULES=10000
