@@ -66,9 +66,10 @@ _homeroom() {
                     --token) return ;;
                     --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
+                    --max-behind) return ;;
                 esac
-                options="--node --token --tls-ca --timeout-ms --json --help"
-                words_here="status"
+                options="--node --token --tls-ca --timeout-ms --max-behind --json --help"
+                words_here="status check"
                 ;;
             context)
                 case "$prev" in

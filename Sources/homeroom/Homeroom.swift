@@ -97,7 +97,22 @@ enum Homeroom {
     static func fail(_ error: CommandLineError) -> Never {
         if case .interrupted = error { exit(error.exitCode) }
         fputs("Error: \(error.description)\n", stderr)
-        if case let .usage(_, usage) = error { fputs("\n\(usage)\n", stderr) }
+        if case let .usage(_, usage) = error { fputs("\n\(usageLines(usage))\n", stderr) }
         exit(error.exitCode)
+    }
+
+    /// A usage error shows the command's USAGE lines and where the rest is, not the
+    /// whole 30-line help (it buried the one line that said what was wrong).
+    static func usageLines(_ usage: String) -> String {
+        let lines = usage.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let start = lines.firstIndex(where: { $0.drop { $0 == " " }.hasPrefix("USAGE:") }) else { return usage }
+        var block = [String(lines[start])]
+        for line in lines[(start + 1)...] {
+            guard line.contains(where: { $0 != " " }) else { break }
+            block.append(String(line))
+        }
+        let arguments = CommandLine.arguments.dropFirst()
+        let subcommand = arguments.first.map { Self.subcommands.contains($0) || Action.verbs.contains($0) ? " \($0)" : "" } ?? ""
+        return block.joined(separator: "\n") + "\n\nSee 'homeroom\(subcommand) --help' for every option."
     }
 }

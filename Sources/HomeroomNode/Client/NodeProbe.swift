@@ -22,7 +22,7 @@ public enum NodeProbe {
         do {
             reply = try requester.request(WireCodec.encode(envelope), timeout: .milliseconds(Int64(min(timeoutMillis, 3_600_000))))
         } catch {
-            throw .unavailable("no node answered: \(error)")
+            throw .unavailable("\(error)")
         }
         let decoded: WireEnvelope
         do {

@@ -273,6 +273,10 @@ public final class ClusterNode: Sendable {
                         let (healthy, body) = box.node?.healthText() ?? (false, "{\"status\":\"stopping\"}\n")
                         return HTTPEndpoint.Response(status: healthy ? 200 : 503, contentType: "application/json", body: body)
                     },
+                    "/readyz": {
+                        let (ready, body) = box.node?.readyText() ?? (false, "{\"ready\":false,\"why\":\"stopping\"}\n")
+                        return HTTPEndpoint.Response(status: ready ? 200 : 503, contentType: "application/json", body: body)
+                    },
                 ], access: HTTPEndpoint.OperatorAccess(routes: ["POST /drain", "/rooms", "/cluster"], token: config.operatorToken))
                 http.withLock { $0 = endpoint }
             } catch {

@@ -31,6 +31,9 @@ struct NodeState {
     var arriving: Set<String> = []
     /// Where the idle-room scan goes on from (`ClusterNode+IdleRooms`).
     var idleScanCursor: String?
+    /// When this node started (monotonic ms): a node is not called isolated before
+    /// it had the down period to hear its peers.
+    var bootedAtMillis = WallClock.monotonicMillis()
     /// Rooms whose deltas this node dropped because another node owned them (and which
     /// it does not hold): should it own one later (a drain or a forget shrank the
     /// cluster to its copy count, so every member owns every room), clients wait until

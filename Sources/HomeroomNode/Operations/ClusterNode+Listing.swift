@@ -53,6 +53,7 @@ extension ClusterNode {
         var own = WireMessage.Peer(node: replica, address: listenAddress, incarnation: incarnation, status: .alive,
                                    publishAddress: publishAddress, clusterPublishAddress: clusterPublisher == nil ? "" : clusterPublishAddress)
         own.rooms = UInt32(clamping: mine.count)
+        own.nodeName = name
         var members = [MemberSummary(peer: own, isSelf: true)]
         for entry in entries where entry.node != replica {
             var peer = WireMessage.Peer(node: entry.node, address: entry.address, incarnation: entry.incarnation, status: WireMessage.PeerStatus(entry.status),
@@ -60,6 +61,8 @@ extension ClusterNode {
             // Known only from another node's list: never heard from (UInt64.max).
             peer.heardMillisAgo = entry.heardDirectly ? now &- min(now, entry.lastHeardMillis) : .max
             peer.rooms = UInt32(clamping: entry.rooms.count)
+            peer.nodeName = entry.name
+            peer.draining = entry.draining
             var behind: UInt64 = 0
             for (room, seen) in mine {
                 let theirs = entry.rooms[room] ?? VersionVector()
@@ -106,6 +109,7 @@ extension ClusterNode {
                 listing.peers[index].heardMillisAgo = member.heardMillisAgo
                 listing.peers[index].behind = member.behind
                 listing.peers[index].rooms = member.rooms
+                if listing.peers[index].nodeName.isEmpty { listing.peers[index].nodeName = member.nodeName }
             }
         }
         return listing
@@ -124,8 +128,8 @@ extension ClusterNode {
     func clusterJSON() -> String {
         let rows = memberSummaries().map { member in
             let peer = member.peer
-            let state = member.isSelf ? "self" : peer.status.name
-            return "{\"node\":\(jsonString(peer.node.description)),\"address\":\(jsonString(peer.address)),\"publish\":\(jsonString(peer.publishAddress)),"
+            let state = member.isSelf ? "self" : peer.draining && peer.status == .alive ? "draining" : peer.status.name
+            return "{\"name\":\(jsonString(peer.nodeName)),\"node\":\(jsonString(peer.node.description)),\"address\":\(jsonString(peer.address)),\"publish\":\(jsonString(peer.publishAddress)),"
                 + "\"state\":\(jsonString(state)),\"incarnation\":\(peer.incarnation),"
                 + "\"heard_ms_ago\":\(peer.heardMillisAgo == .max ? "null" : String(peer.heardMillisAgo)),"
                 + "\"rooms\":\(peer.rooms),\"behind\":\(peer.behind)}"

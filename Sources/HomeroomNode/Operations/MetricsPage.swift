@@ -1,5 +1,6 @@
 import HomeroomCore
 import HomeroomSupport
+import HomeroomWire
 
 /// /metrics in the Prometheus text format, and /healthz.
 extension ClusterNode {
@@ -90,11 +91,26 @@ extension ClusterNode {
               Int64(state.withLock { $0.quarantined.count }))
         gauge("users", "Users known across this node's rooms.", Int64(gauges.users))
         gauge("users_online", "Users online across this node's rooms.", Int64(gauges.online))
-        lines.append("# HELP homeroom_peers Other nodes by status.")
+        // The words of `homeroom cluster status`: alive, suspect, down.
+        lines.append("# HELP homeroom_peers Other nodes by status (alive, suspect, down; \"dead\" is the same as down, kept for older dashboards).")
         lines.append("# TYPE homeroom_peers gauge")
         lines.append("homeroom_peers{status=\"alive\"} \(gauges.peersAlive)")
         lines.append("homeroom_peers{status=\"suspect\"} \(gauges.peersSuspect)")
+        lines.append("homeroom_peers{status=\"down\"} \(gauges.peersDead)")
         lines.append("homeroom_peers{status=\"dead\"} \(gauges.peersDead)")
+        // Per peer, by its --name: replication lag and silence, as `cluster status` shows them.
+        let others = memberSummaries().filter { !$0.isSelf }.map(\.peer)
+        lines.append("# HELP homeroom_peer_behind Writes this node holds that the peer's last heartbeat lacked (replication lag; 0: caught up).")
+        lines.append("# TYPE homeroom_peer_behind gauge")
+        for peer in others { lines.append("homeroom_peer_behind{peer=\(Self.label(peer))} \(peer.behind)") }
+        lines.append("# HELP homeroom_peer_heard_seconds Seconds since this node last heard the peer (absent: never heard directly).")
+        lines.append("# TYPE homeroom_peer_heard_seconds gauge")
+        for peer in others where peer.heardMillisAgo != .max {
+            lines.append("homeroom_peer_heard_seconds{peer=\(Self.label(peer))} \(Double(peer.heardMillisAgo) / 1000)")
+        }
+        lines.append("# HELP homeroom_ready 1 while this node is ready (/readyz 200), 0 while not (wedged, stopping, or cut off from every peer).")
+        lines.append("# TYPE homeroom_ready gauge")
+        lines.append("homeroom_ready \(readiness().ready ? 1 : 0)")
         lines.append("# HELP homeroom_subscribers Connections to the publish socket: SP/TCP subscribers (every topic) and streams (one room, or a node: docs/PROTOCOL.md, Room streams).")
         lines.append("# TYPE homeroom_subscribers gauge")
         let streams = publisher.streamSubscribers
@@ -140,6 +156,35 @@ extension ClusterNode {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// A peer's label value: its name, else its replica id (quoted, escaped).
+    static func label(_ peer: WireMessage.Peer) -> String {
+        let text = peer.nodeName.isEmpty ? peer.node.description : peer.nodeName
+        return "\"" + text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"").replacing("\n", with: "\\n") + "\""
+    }
+
+    /// Readiness (/readyz), beside liveness (/healthz): a node that is alive but cut off
+    /// from every peer it knows (or was given as a seed), for longer than the down
+    /// period since it started, serves only what it holds and learns nothing new: not
+    /// ready, so a load balancer sends clients elsewhere; restarting it would not help,
+    /// so /healthz stays 200.
+    func readiness() -> (ready: Bool, why: String?) {
+        let (stopping, wedged, knowsPeers, booted) = state.withLock {
+            ($0.stopping, $0.wedged, !$0.peers.entries.isEmpty || !config.seeds.isEmpty, $0.bootedAtMillis)
+        }
+        if stopping { return (false, "stopping") }
+        if let wedged { return (false, "wedged: \(wedged)") }
+        let alive = gauges(countingUsers: false).peersAlive
+        if knowsPeers && alive == 0 && WallClock.monotonicMillis() &- booted > config.downMillis {
+            return (false, "isolated: no peer alive (seeds \(config.seeds.isEmpty ? "none" : config.seeds.joined(separator: ", ")))")
+        }
+        return (true, nil)
+    }
+
+    func readyText() -> (Bool, String) {
+        let (ready, why) = readiness()
+        return (ready, "{\"ready\":\(ready),\"node\":\(jsonString(name))" + (why.map { ",\"why\":\(jsonString($0))" } ?? "") + "}\n")
+    }
+
     func healthText() -> (Bool, String) {
         let (stopping, wedged, draining) = state.withLock { ($0.stopping, $0.wedged, $0.draining) }
         let gauges = gauges(countingUsers: false)
@@ -149,7 +194,9 @@ extension ClusterNode {
         let quarantined = state.withLock { $0.quarantined }.sorted { $0.key < $1.key }
             .map { "{\"room\":\(jsonString($0.key)),\"why\":\(jsonString($0.value))}" }.joined(separator: ",")
         let why = wedged.map { ",\"wedged\":\(jsonString($0))" } ?? ""
+        let ready = readiness()
         return (!stopping && wedged == nil, "{\"status\":\"\(status)\"\(why),\"node\":\(jsonString(name)),\"replica\":\"\(replica)\",\"incarnation\":\(incarnation),"
-            + "\"rooms\":\(gauges.rooms),\"peers_alive\":\(gauges.peersAlive),\"quarantined\":[\(quarantined)]}\n")
+            + "\"rooms\":\(gauges.rooms),\"peers_alive\":\(gauges.peersAlive),\"ready\":\(ready.ready),"
+            + (ready.why.map { "\"not_ready\":\(jsonString($0))," } ?? "") + "\"quarantined\":[\(quarantined)]}\n")
     }
 }

@@ -68,7 +68,7 @@ enum CommandCatalog {
             Command(name: "join", usage: JoinCommand.usage, words: []),
             Command(name: "roster", usage: RosterCommand.usage, words: []),
             Command(name: "rooms", usage: ClusterCommand.roomsUsage, words: []),
-            Command(name: "cluster", usage: ClusterCommand.clusterUsage, words: ["status"]),
+            Command(name: "cluster", usage: ClusterCommand.clusterUsage, words: ["status", "check"]),
             Command(name: "context", usage: ContextCommand.usage, words: ["set", "use", "list", "delete"]),
             Command(name: "node", usage: NodeCommand.usage, words: ["drain"]),
             Command(name: "keys", usage: KeysCommand.usage, words: ["generate"]),

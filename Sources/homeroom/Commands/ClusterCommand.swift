@@ -10,10 +10,18 @@ enum ClusterCommand {
         when last heard, rooms, and how far behind that node each one is.
 
         USAGE: homeroom cluster [status] --node <address> [--token <token>] [--json]
+               homeroom cluster check --node <address> [--token <token>] [--max-behind <n>]
 
-        Behind is replication lag: the writes the answering node has that the member's
-        last heartbeat lacked (0 once it has caught up). Health is the answering node's
-        own: ok, or the rooms it has quarantined.
+        Members are shown by the names they were given (--name). Behind is replication
+        lag: the writes the answering node has that the member's last heartbeat lacked
+        (0 once it has caught up). Health is the answering node's own: ok, or the rooms
+        it has quarantined.
+
+        check: one line and an exit code for alerting (as `nats server check`):
+        0 OK (every member alive and within --max-behind, health ok), 1 WARNING (a
+        member suspect, down or draining, or behind by more than --max-behind, default
+        1000; rooms quarantined), 2 CRITICAL (the node does not answer, or hears no other
+        member of the cluster it knows).
 
         OPTIONS:
           --node <address>     A node's listen address (HOMEROOM_NODES: the first one).
@@ -22,6 +30,7 @@ enum ClusterCommand {
           --tls-ca <file>      The authority that signed the node's certificate, for a
                                tls+tcp:// address.                        (HOMEROOM_TLS_CA)
           --timeout-ms <n>     How long to wait for the node (default 1000).
+          --max-behind <n>     (check) Writes a member may be behind before WARNING (default 1000).
           --json               One JSON object.
           -h, --help           Show help information.
         """
@@ -48,24 +57,32 @@ enum ClusterCommand {
         var reader = ArgumentReader(arguments, usage: clusterUsage)
         if reader.wantsHelp { print(clusterUsage); return }
         // `homeroom cluster status` and `homeroom cluster` are the same listing.
-        if let word = reader.leadingWord(), word != "status" {
-            throw .usage("unknown cluster command '\(word)': use 'homeroom cluster status'", usage: clusterUsage)
+        let word = reader.leadingWord()
+        if let word, word != "status" && word != "check" {
+            throw .usage("unknown cluster command '\(word)': use 'homeroom cluster status' or 'homeroom cluster check'", usage: clusterUsage)
+        }
+        let maxBehind = try reader.integer("--max-behind", in: UInt64(0)...UInt64.max)
+        if word == "check" {
+            let (address, token, timeout, _) = try common(&reader)
+            ClusterCheck.run(address: address, token: token, timeoutMillis: timeout, maxBehind: maxBehind ?? 1_000)
         }
         let (address, token, timeout, json) = try common(&reader)
         let hello = try ask(address, token: token, timeout: timeout)
         var answering = WireMessage.Peer(node: hello.node, address: hello.address, incarnation: hello.incarnation, status: .alive,
                                          publishAddress: hello.publishAddress)
         answering.rooms = UInt32(clamping: hello.rooms.count)
+        answering.nodeName = hello.nodeName
         var members: [(peer: WireMessage.Peer, state: String, isSelf: Bool)] = [(answering, "alive (answered)", true)]
-        for peer in hello.peers.sorted(by: { $0.address < $1.address }) where peer.node != hello.node {
-            members.append((peer, peer.status.name, false))
+        for peer in hello.peers.sorted(by: { (Self.shownName($0), $0.address) < (Self.shownName($1), $1.address) }) where peer.node != hello.node {
+            members.append((peer, peer.draining && peer.status == .alive ? "draining" : peer.status.name, false))
         }
         let health = hello.health.isEmpty ? "unknown (an older node)" : hello.health
         // A stranger's answer (no clock): the node requires tokens.
         let closed = hello.sentAtMillis == 0
         if json {
             let rows = members.map { member -> JSONText in
-                var fields: [(String, JSONText)] = [("node", .string(member.peer.node.description)), ("address", .string(member.peer.address)),
+                var fields: [(String, JSONText)] = [("name", .string(member.peer.nodeName)), ("node", .string(member.peer.node.description)),
+                                                     ("address", .string(member.peer.address)),
                                                      ("publish", .string(member.peer.publishAddress)), ("state", .string(member.state)),
                                                      ("incarnation", .int(Int64(truncatingIfNeeded: member.peer.incarnation))),
                                                      ("rooms", member.isSelf && closed ? .null : .int(Int64(member.peer.rooms)))]
@@ -82,12 +99,12 @@ enum ClusterCommand {
             return
         }
         print("\(address) answered: health \(health)")
-        let table: [[String]] = [["Node", "Address", "State", "Incarnation", "Heard", "Rooms", "Behind"]] + members.map { member in
+        let table: [[String]] = [["Name", "Address", "State", "Incarnation", "Heard", "Rooms", "Behind"]] + members.map { member in
             let peer = member.peer
             let never = !member.isSelf && peer.heardMillisAgo == .max
             // A node that requires tokens lists its own rooms to no client.
             let rooms = member.isSelf && closed ? "-" : String(peer.rooms)
-            return [peer.node.description, peer.address, member.state, String(peer.incarnation),
+            return [Self.shownName(peer), peer.address, member.state, String(peer.incarnation),
                     member.isSelf ? "now" : never ? "never" : Self.ago(peer.heardMillisAgo), rooms,
                     member.isSelf || never ? "-" : String(peer.behind)]
         }
@@ -123,6 +140,12 @@ enum ClusterCommand {
         })
     }
 
+    /// A member as the operator named it (`--name`), or its replica id while its name is
+    /// not known yet (a peer only gossiped, or an older node).
+    static func shownName(_ peer: WireMessage.Peer) -> String {
+        peer.nodeName.isEmpty ? peer.node.description : peer.nodeName
+    }
+
     /// Columns padded to their widest cell, two spaces apart.
     static func printTable(_ rows: [[String]]) {
         guard let columns = rows.first?.count else { return }
@@ -156,7 +179,7 @@ enum ClusterCommand {
     }
 
     /// The node, token (`readsToken`: a closed node's rooms are listed to no token), timeout and --json.
-    private static func common(_ reader: inout ArgumentReader, readsToken: Bool = true) throws(CommandLineError) -> (String, String?, UInt64, Bool) {
+    static func common(_ reader: inout ArgumentReader, readsToken: Bool = true) throws(CommandLineError) -> (String, String?, UInt64, Bool) {
         let environment = ProcessEnvironment.current
         let given = try reader.string("--node")
         let fromEnvironment = environment["HOMEROOM_NODES"]?.split(separator: ",").first.map { String($0).trimmed }

@@ -60,6 +60,9 @@ final class SPLoopStats: Sendable {
     /// request that times out can say the certificate did not verify.
     let tlsFailures = Atomic<Int>(0)
     let lastTLSFailure = Mutex<String?>(nil)
+    /// Why the last dial failed before any SP byte (the host does not resolve, nothing
+    /// listens, no route), so a request that times out can say so; cleared by a handshake.
+    let lastDialFailure = Mutex<String?>(nil)
     /// Times a connection was not read because the loop held too many unparsed bytes.
     let starved = Atomic<Int>(0)
     /// When the loop last turned (monotonic ms): it turns at least once a second.
@@ -474,7 +477,12 @@ final class SPLoop: @unchecked Sendable {
         for id in unopened {
             guard let c = connections[id] else { unopened.remove(id); continue }
             if c.deadlineMillis <= now {
-                if c.phase == .connecting { stats.dialFailures.add(1, ordering: .relaxed) } else { stats.badHandshakes.add(1, ordering: .relaxed) }
+                if c.phase == .connecting {
+                    stats.lastDialFailure.withLock { $0 = "no answer to the connection at \(c.peerName) (a firewall dropping it, or a host that is down)" }
+                    stats.dialFailures.add(1, ordering: .relaxed)
+                } else {
+                    stats.badHandshakes.add(1, ordering: .relaxed)
+                }
                 drop(c)
             } else {
                 consider(c.deadlineMillis)
@@ -584,6 +592,7 @@ final class SPLoop: @unchecked Sendable {
         do {
             candidates = try dialer.address.resolve(passive: false)
         } catch {
+            stats.lastDialFailure.withLock { $0 = "the host in \(dialer.address.url) does not resolve (\(error.reason))" }
             dialer.nextAttemptMillis = now + dialer.backoffMillis
             dialer.backoffMillis = min(dialer.backoffMillis * 2, limits.reconnectMaxMillis)
             dialers[id] = dialer
@@ -601,6 +610,8 @@ final class SPLoop: @unchecked Sendable {
         if target.family != AF_UNIX { Self.setNoDelay(fd) }
         let rv = target.withPointer { Glibc.connect(fd, $0, $1) }
         if rv != 0 && Glibc.errno != EINPROGRESS {
+            let reason = Self.dialFailure(Glibc.errno, url: dialer.address.url)
+            stats.lastDialFailure.withLock { $0 = reason }
             Glibc.close(fd)
             dialer.nextAttemptMillis = now + dialer.backoffMillis
             dialer.backoffMillis = min(dialer.backoffMillis * 2, limits.reconnectMaxMillis)
@@ -672,12 +683,25 @@ final class SPLoop: @unchecked Sendable {
         _ = epoll_ctl(epoll, EPOLL_CTL_MOD, c.fd, &event)
     }
 
+    /// A failed connect in words an operator acts on.
+    static func dialFailure(_ code: Int32, url: String) -> String {
+        switch code {
+        case ECONNREFUSED: return "nothing listens at \(url) (connection refused: is the node running, on that port?)"
+        case ENETUNREACH, EHOSTUNREACH: return "no route to \(url) (\(String(cString: strerror(code))))"
+        case ETIMEDOUT: return "no answer to the connection at \(url) (a firewall dropping it, or a host that is down)"
+        case ENOENT: return "no socket at \(url) (is the node running?)"
+        default: return "cannot connect to \(url): \(String(cString: strerror(code)))"
+        }
+    }
+
     private func handle(_ c: SPConnection, flags: UInt32) {
         if c.phase == .connecting {
             var error: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &error, &length)
             if error != 0 || flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 {
+                let reason = Self.dialFailure(error != 0 ? error : ECONNREFUSED, url: c.peerName)
+                stats.lastDialFailure.withLock { $0 = reason }
                 stats.dialFailures.add(1, ordering: .relaxed)
                 drop(c)
                 return
@@ -820,6 +844,7 @@ final class SPLoop: @unchecked Sendable {
     private func markOpen(_ c: SPConnection) {
         c.phase = .open
         stats.lastWrongPeer.store(0, ordering: .relaxed)
+        stats.lastDialFailure.withLock { $0 = nil }
         if c.tls != nil { stats.lastTLSFailure.withLock { $0 = nil } }
         unopened.remove(c.id)
         stats.open.add(1, ordering: .relaxed)

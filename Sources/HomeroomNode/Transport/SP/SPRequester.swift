@@ -202,6 +202,9 @@ final class RequestRole: SPRole, @unchecked Sendable {
             return TransportError(.timedOut, failure.operation, reason: "TLS failed: \(why)")
         }
         let spoken = loop.stats.lastWrongPeer.load(ordering: .relaxed)
+        if spoken == 0, let why = loop.stats.lastDialFailure.withLock({ $0 }) {
+            return TransportError(.timedOut, failure.operation, reason: why)
+        }
         guard spoken != 0 else { return failure }
         let what: String
         if spoken == SPLoopStats.closedBeforeHeader {

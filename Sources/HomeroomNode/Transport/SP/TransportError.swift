@@ -67,7 +67,9 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         switch code {
         case .timedOut:
             // A timeout at an address that spoke another protocol already says what to fix.
-            if reason.hasPrefix("the address is") || reason.hasPrefix("TLS ") { return nil }
+            if reason.hasPrefix("the address is") || reason.hasPrefix("TLS ") || reason.hasPrefix("nothing listens")
+                || reason.hasPrefix("the host in") || reason.hasPrefix("no route") || reason.hasPrefix("no answer to the connection")
+                || reason.hasPrefix("no socket at") || reason.hasPrefix("cannot connect") { return nil }
             return "the peer did not answer in time; check that it runs and is connected, or raise the timeout"
         case .closed: return "the socket was closed; open a new one"
         case .addressInUse: return "pick another port or stop the process using it"
