@@ -128,7 +128,8 @@ final class ClassroomSession: Sendable {
         options.messageHoldMillis = config.messageHoldMillis
         options.presenceThreshold = config.presenceThreshold
         options.presenceIntervalMillis = config.presenceIntervalMillis
-        let client = RoomClient(room: config.room, user: config.user, role: config.role, name: config.name.isEmpty ? config.user : config.name,
+        // An empty name joins keeping the user's name in the room (docs/PROTOCOL.md, JoinRequest).
+        let client = RoomClient(room: config.room, user: config.user, role: config.role, name: config.name,
                                 endpoints: config.nodes.map(NodeEndpoint.init), options: options, logger: logger)
         client.onChange { [weak self, weak client] changes in
             guard let self, let client else { return }

@@ -152,7 +152,9 @@ extension RoomState {
             if isRetired(host) { return [] }
             return updateUser(user, keepsRanks: type.value != .oneToOne) { record in
                 record.role.write(role, at: stamp)
-                record.name.write(name, at: stamp)
+                // An empty name keeps the one the user has (a rejoin without --name): no write,
+                // so every replica keeps whatever name register it merges.
+                if !name.isEmpty { record.name.write(name, at: stamp) }
                 record.upsertSession(SessionRecord(id: session, host: host, incarnation: incarnation, started: stamp))
             }
         case let .setStage(user, on):

@@ -309,9 +309,12 @@ extension ClusterNode {
     /// A peer joins: its session starts here, then it gets the room (or what its
     /// resume vector lacks). The peer should subscribe to the room's topic first.
     func handleJoin(room roomID: String, _ join: WireMessage.JoinRequest) -> WireMessage {
-        for (field, value) in [("user", join.user), ("session", join.session), ("name", join.name)]
-        where value.isEmpty || value.utf8.count > 128 {
+        for (field, value) in [("user", join.user), ("session", join.session)] where value.isEmpty || value.utf8.count > 128 {
             return .error(WireMessage.ErrorReply(code: "invalid", message: "a join's \(field) must be 1 to 128 bytes, got \(value.utf8.count)"))
+        }
+        // An empty name keeps the user's display name (a rejoin that does not give one).
+        if join.name.utf8.count > 128 {
+            return .error(WireMessage.ErrorReply(code: "invalid", message: "a join's name must be at most 128 bytes (empty: keep the name you have), got \(join.name.utf8.count)"))
         }
         let limited = state.withLock { state -> String? in
             let now = WallClock.monotonicMillis()

@@ -53,7 +53,7 @@ enum MessageText {
     }
 
     static func presenceJSON(_ info: PresenceInfo) -> JSONText {
-        .object([("user", .string(info.user.id)), ("name", .string(info.user.name)), ("role", .string(info.user.role.description)),
+        .object([("user", .string(info.user.id)), ("name", .string(info.user.displayName)), ("role", .string(info.user.role.description)),
                  ("state", .object(info.state.keys.sorted().map { ($0, .string(info.text($0) ?? "")) }))])
     }
 

@@ -29,7 +29,7 @@ enum SnapshotJSON {
 
     static func row(_ row: UserRow) -> JSONText {
         .object([
-            ("user", .string(row.id)), ("name", .string(row.info.name)), ("role", .string(row.info.role.description)),
+            ("user", .string(row.id)), ("name", .string(row.info.displayName)), ("role", .string(row.info.role.description)),
             ("online", .bool(row.online)),
             ("stage", .string(row.onStage ? "on" : (row.waitingForStage ? "waiting" : "off"))),
             ("auth", .bool(row.boardGranted)),
