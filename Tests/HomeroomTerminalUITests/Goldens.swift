@@ -18,6 +18,7 @@ enum Goldens {
         Student 13  ␛[90m-    ␛[0m  ␛[90m-   ␛[0m  ␛[90m·     ␛[0m  ␛[90m·  ␛[0m  ␛[33m      1␛[0m
         Student 14  ␛[90m-    ␛[0m  ␛[90m-   ␛[0m  ␛[90m·     ␛[0m  ␛[90m·  ␛[0m  ␛[33m      2␛[0m
         Student 15  ␛[90m-    ␛[0m  ␛[90m-   ␛[0m  ␛[90m·     ␛[0m  ␛[90m·  ␛[0m  ␛[33m      3␛[0m
+        ␛[2mcam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…␛[0m
         ␛[2mpage 3/50 · students 11–15 of 250␛[0m
         """#,
         "lecture-hall-plain": #"""
@@ -35,6 +36,7 @@ enum Goldens {
         Student 13  -      -     ·       ·          1
         Student 14  -      -     ·       ·          2
         Student 15  -      -     ·       ·          3
+        cam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…
         page 3/50 · students 11–15 of 250
         """#,
         "one-to-one-color": #"""
@@ -81,6 +83,7 @@ enum Goldens {
         Carol           ␛[33mwaiting␛[0m  ␛[90m-   ␛[0m  ␛[90m·     ␛[0m  ␛[90m·     ␛[0m        0
         李雷            ␛[90m-      ␛[0m  ␛[90m-   ␛[0m  ␛[90m·     ␛[0m  ␛[90m·     ␛[0m  ␛[33m     12␛[0m
         ␛[2;90mDave (offline)␛[0m  ␛[2;90m-      ␛[0m  ␛[2;90m-   ␛[0m  ␛[2;90m·     ␛[0m  ␛[2;90m·     ␛[0m  ␛[2;90m      0␛[0m
+        ␛[2mcam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…␛[0m
 
         ␛[90mok: carol on stage␛[0m
         """#,
@@ -98,40 +101,49 @@ enum Goldens {
         Carol           waiting  -     ·       ·             0
         李雷            -        -     ·       ·            12
         Dave (offline)  -        -     ·       ·             0
+        cam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…
 
         ok: carol on stage
         """#,
         "stream-device-off-color": #"""
         ␛[1mName ␛[0m  ␛[1mStage␛[0m  ␛[1mAuth␛[0m  ␛[1mCamera␛[0m  ␛[1mMic  ␛[0m  ␛[1mRewards␛[0m
         Alice  ␛[32mon   ␛[0m  ␛[90m-   ␛[0m  ␛[90m○ off ␛[0m  ␛[90m○ off␛[0m        0
+        ␛[2mcam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…␛[0m
         """#,
         "stream-device-off-plain": #"""
         Name   Stage  Auth  Camera  Mic    Rewards
         Alice  on     -     ○ off   ○ off        0
+        cam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…
         """#,
         "stream-inoperable-color": #"""
         ␛[1mName ␛[0m  ␛[1mStage␛[0m  ␛[1mAuth␛[0m  ␛[1mCamera␛[0m  ␛[1mMic␛[0m  ␛[1mRewards␛[0m
         Alice  ␛[90m-    ␛[0m  ␛[90m-   ␛[0m  ␛[90m·     ␛[0m  ␛[90m·  ␛[0m        0
+        ␛[2mcam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…␛[0m
         """#,
         "stream-inoperable-plain": #"""
         Name   Stage  Auth  Camera  Mic  Rewards
         Alice  -      -     ·       ·          0
+        cam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…
         """#,
         "stream-live-color": #"""
         ␛[1mName ␛[0m  ␛[1mStage␛[0m  ␛[1mAuth␛[0m  ␛[1mCamera␛[0m  ␛[1mMic   ␛[0m  ␛[1mRewards␛[0m
         Alice  ␛[32mon   ␛[0m  ␛[90m-   ␛[0m  ␛[34m● live␛[0m  ␛[34m● live␛[0m        0
+        ␛[2mcam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…␛[0m
         """#,
         "stream-live-plain": #"""
         Name   Stage  Auth  Camera  Mic     Rewards
         Alice  on     -     ● live  ● live        0
+        cam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…
         """#,
         "stream-privilege-off-color": #"""
         ␛[1mName ␛[0m  ␛[1mStage␛[0m  ␛[1mAuth␛[0m  ␛[1mCamera␛[0m  ␛[1mMic   ␛[0m  ␛[1mRewards␛[0m
         Alice  ␛[32mon   ␛[0m  ␛[90m-   ␛[0m  ␛[31m◐ held␛[0m  ␛[31m◐ held␛[0m        0
+        ␛[2mcam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…␛[0m
         """#,
         "stream-privilege-off-plain": #"""
         Name   Stage  Auth  Camera  Mic     Rewards
         Alice  on     -     ◐ held  ◐ held        0
+        cam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…
         """#,
         "themed-small-classroom-color": #"""
         ␛[1;30;46m Maths 101␛[0m␛[30;46m   in class 12:03 · 32:57 left␛[0m␛[30;46m            ␛[0m␛[30;46mconnected · 0.42 ms ␛[0m
@@ -147,6 +159,7 @@ enum Goldens {
         Carol           ␛[38;2;226;226;238mcam-   ␛[0m  ␛[90m·     ␛[0m  ␛[33mwaiting␛[0m        0
         李雷            ␛[38;2;226;226;238mcam-   ␛[0m  ␛[90m·     ␛[0m  ␛[90m-      ␛[0m  ␛[33m     12␛[0m
         ␛[2;90mDave (offline)␛[0m  ␛[2;90mcam-   ␛[0m  ␛[2;90m·     ␛[0m  ␛[2;90m-      ␛[0m  ␛[2;90m      0␛[0m
+        ␛[2mcam/mic cam on (live)  cam off (privilege-off)  cam off (device-off)  c…␛[0m
         """#,
         "themed-small-classroom-plain": #"""
          Maths 101   in class 12:03 · 32:57 left            connected · 0.42 ms
@@ -162,6 +175,7 @@ enum Goldens {
         Carol           cam-     ·       waiting        0
         李雷            cam-     ·       -             12
         Dave (offline)  cam-     ·       -              0
+        cam/mic cam on (live)  cam off (privilege-off)  cam off (device-off)  c…
         """#,
     ]
 }

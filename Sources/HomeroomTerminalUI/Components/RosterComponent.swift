@@ -34,6 +34,15 @@ public struct RosterComponent: Component {
             }
             lines.append(line(spans, columns: columns, widths: widths, gap: gap))
         }
+        // What the camera and microphone glyphs mean (the four states of Flexible Classroom).
+        if columns.contains(.camera) || columns.contains(.mic) {
+            // In the words `roster --json` uses, so the screen and scripts name states alike.
+            let legend = StreamState.allCases.reversed().map { state -> String in
+                let text = theme.camera[state].text
+                return text.contains("\(state)") ? text : "\(text) (\(state))"
+            }
+            lines.append(StyledLine("cam/mic " + legend.joined(separator: "  "), TextStyle(dim: true)))
+        }
         if page.total > page.rows.count {
             let first = page.index * page.size + 1
             let last = first + page.rows.count - 1
