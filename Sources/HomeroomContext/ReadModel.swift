@@ -21,10 +21,9 @@ enum ReadModel {
     }
 
     static func row(_ row: RosterRow) -> UserRow {
-        // Someone offline publishes nothing, whatever their registers say: never shown live.
         UserRow(info: UserInfo(id: row.user, name: row.name, role: row.role), online: row.online, onStage: row.onStage,
-                waitingForStage: row.waitingForStage, boardGranted: row.boardGranted, camera: row.online ? row.camera : .inoperable,
-                microphone: row.online ? row.microphone : .inoperable, rewards: row.rewards, handRaised: row.handRaised, group: row.group)
+                waitingForStage: row.waitingForStage, boardGranted: row.boardGranted, camera: row.camera,
+                microphone: row.microphone, rewards: row.rewards, handRaised: row.handRaised, group: row.group)
     }
 
     static func rows(_ state: RoomState, _ query: UserQuery) -> [UserRow] {
