@@ -366,7 +366,9 @@ struct SPTransportTests {
 
     @Test("connections holding partial messages share one byte budget, and the one nearest to done completes")
     func partialMessagesShareABudget() throws {
-        let replier = try SPReplier(limits: SPLimitsConfig(maxMessageBytes: 1 << 20, maxBufferedBytes: 2 << 20))
+        // A short handshake deadline: a connection held back before its header was read is
+        // the node's choice, not the peer's stall, so it must outlive that deadline.
+        let replier = try SPReplier(limits: SPLimitsConfig(maxMessageBytes: 1 << 20, handshakeMillis: 300, maxBufferedBytes: 2 << 20))
         defer { replier.close() }
         let bound = try replier.listen("tcp://127.0.0.1:0")
         try replier.serve { _ in bytes("done") }
@@ -381,6 +383,7 @@ struct SPTransportTests {
             connections.append(c)
         }
         #expect(eventually(5) { replier.stats.starved.load(ordering: .relaxed) > 0 }, "nothing was held back past the budget")
+        usleep(1_000_000) // past the handshake deadline, with connections held back
         // Each finishes its request in turn: every one is answered (the budget frees as they complete).
         for c in connections { c.write([UInt8](repeating: 1, count: announced - 4 - 600_000)) }
         for (index, c) in connections.enumerated() {

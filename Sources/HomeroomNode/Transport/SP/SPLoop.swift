@@ -476,6 +476,9 @@ final class SPLoop: @unchecked Sendable {
         func consider(_ t: UInt64) { next = min(next ?? t, t) }
         for id in unopened {
             guard let c = connections[id] else { unopened.remove(id); continue }
+            // Held back by the byte budget: the node stopped reading, so the peer's
+            // handshake clock stops too (it restarts when the connection is read again).
+            if c.starved { continue }
             if c.deadlineMillis <= now {
                 if c.phase == .connecting {
                     stats.lastDialFailure.withLock { $0 = "no answer to the connection at \(c.peerName) (a firewall dropping it, or a host that is down)" }
@@ -782,6 +785,7 @@ final class SPLoop: @unchecked Sendable {
         for id in waiting {
             guard let c = connections[id] else { continue }
             c.starved = false
+            if c.phase != .open { c.deadlineMillis = WallClock.monotonicMillis() + limits.handshakeMillis }
             updateInterest(c)
         }
     }
