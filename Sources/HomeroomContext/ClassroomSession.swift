@@ -78,6 +78,7 @@ final class ClassroomSession: Sendable {
         /// Bumped on every join and leave, so a monitor tick of an old link stops.
         var generation = 0
         var lastConnection: ConnectionState?
+        var lastLinkMark: LinkMark?
         var lastLatency: Double = 0
         var lastLatencyReport: UInt64 = 0
     }
@@ -148,6 +149,8 @@ final class ClassroomSession: Sendable {
             state.kickedOut = false
             state.generation += 1
             state.lastConnection = .connected
+            let link = client.linkStatus
+            state.lastLinkMark = LinkMark(node: link.node, sinceMillis: link.sinceMillis)
             return state.generation
         }
         scheduleMonitor(generation)
@@ -215,6 +218,12 @@ final class ClassroomSession: Sendable {
         let (client, everJoined) = state.withLock { ($0.client, $0.everJoined) }
         if let client { return ConnectionState(client.connectionState) }
         return everJoined ? .aborted : .connecting
+    }
+
+    var link: LinkInfo {
+        let (client, everJoined) = state.withLock { ($0.client, $0.everJoined) }
+        if let client { return LinkInfo(client.linkStatus) }
+        return LinkInfo(ClientLinkStatus(state: everJoined ? .aborted : .connecting))
     }
 
     var attachedNode: String { state.withLock { $0.client }.map { $0.attachedNode.description } ?? "" }
@@ -374,11 +383,15 @@ final class ClassroomSession: Sendable {
         var events: [ContextEvent] = []
         let current = state.withLock { state -> Bool in
             guard state.generation == generation, let client = state.client else { return false }
-            let connection = ConnectionState(client.connectionState)
-            if connection != state.lastConnection {
+            let link = client.linkStatus
+            let connection = ConnectionState(link.state)
+            // A failover quicker than a tick changes the node, not the state: an event too.
+            let mark = LinkMark(node: link.node, sinceMillis: link.sinceMillis)
+            if connection != state.lastConnection || (connection == .connected && mark != state.lastLinkMark) {
                 state.lastConnection = connection
                 events.append(.connectionStateUpdated(connection))
             }
+            state.lastLinkMark = mark
             let latency = client.latencyMicros
             if latency > 0, latency != state.lastLatency, now &- state.lastLatencyReport >= 1_000 {
                 state.lastLatency = latency
@@ -390,4 +403,10 @@ final class ClassroomSession: Sendable {
         if !events.isEmpty { deliverNow(events) }
         return current
     }
+}
+
+/// Which node a link is on and since when: a new mark while connected is a failover.
+struct LinkMark: Equatable, Sendable {
+    var node: String?
+    var sinceMillis: UInt64
 }

@@ -26,6 +26,24 @@ public enum ConnectionState: String, Sendable, Equatable {
     }
 }
 
+/// The link told for people: the node attached or lost, since when, why, and what
+/// the client tries now (Signaling's link state with its reason).
+public struct LinkInfo: Sendable, Equatable {
+    public var state: ConnectionState { ConnectionState(status.state) }
+    /// The node attached now, or the one lost.
+    public var node: String? { status.node }
+    /// Wall-clock milliseconds since which the node is attached, or lost.
+    public var sinceMillis: UInt64 { status.sinceMillis }
+    /// Why the node was lost.
+    public var cause: String? { status.cause }
+    let status: ClientLinkStatus
+
+    init(_ status: ClientLinkStatus) { self.status = status }
+
+    /// One line: "connected to tcp://…", "lost tcp://… 12 s ago (why); trying tcp://…", ...
+    public func summary(nowMillis: UInt64) -> String { status.summary(nowMillis: nowMillis) }
+}
+
 /// Who a user is: id, display name and role (AgoraEduContextUserInfo).
 public struct UserInfo: Hashable, Sendable {
     public var id: UserID

@@ -12,6 +12,9 @@ public final class MonitorContext: Sendable {
 
     public var connectionState: ConnectionState { session.connectionState }
 
+    /// The link for people: which node, since when, why it was lost, what is tried now.
+    public var link: LinkInfo { session.link }
+
     /// The last sync round trip to the node, in microseconds (0 before the first).
     public var latencyMicros: Double { session.latencyMicros }
 

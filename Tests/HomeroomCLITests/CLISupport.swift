@@ -130,16 +130,20 @@ final class TerminalSession {
         return String(plain.suffix(1_500))
     }
 
-    /// Reads until `text` has been shown, the process ends, or `timeout` passes.
+    /// How much has been shown so far: `waitFor(_:since:)` then looks only at what follows.
+    var mark: Int { output.count }
+
+    /// Reads until `text` has been shown (after `mark`), the process ends, or `timeout` passes.
     @discardableResult
-    func waitFor(_ text: String, timeout: Double = 10) -> Bool {
+    func waitFor(_ text: String, since mark: Int = 0, timeout: Double = 10) -> Bool {
+        func seen() -> Bool { String(decoding: output.dropFirst(mark), as: UTF8.self).contains(text) }
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if shown.contains(text) { return true }
-            if !process.isRunning { drain(); return shown.contains(text) }
+            if seen() { return true }
+            if !process.isRunning { drain(); return seen() }
             pump(millis: 50)
         }
-        return shown.contains(text)
+        return seen()
     }
 
     /// Reads what is there (waiting up to `millis`); false when nothing was.

@@ -140,6 +140,8 @@ public final class RoomClient: Sendable {
         /// Per configured endpoint (`RedirectPolicy.key`): the members its node named in
         /// its last hello answer (its own address and its peers').
         var members: [String: Set<String>] = [:]
+        /// The link told for people (`ClientLinkStatus`), less `state`, which is `connection`.
+        var linkStatus = ClientLinkStatus(state: .connecting)
     }
 
     let state: Mutex<State>
@@ -181,6 +183,14 @@ public final class RoomClient: Sendable {
     /// The last sync round trip, in microseconds.
     public var latencyMicros: Double { state.withLock { $0.latencyMicros } }
     public var attachedNode: ReplicaID { state.withLock { $0.node } }
+    /// The link for people: node attached or lost, since when, why, what is tried now.
+    public var linkStatus: ClientLinkStatus {
+        state.withLock { state in
+            var status = state.linkStatus
+            status.state = state.connection
+            return status
+        }
+    }
 
     /// Calls `handler` with every change set this client applies; returns a token for `removeListener`.
     @discardableResult
@@ -231,11 +241,16 @@ public final class RoomClient: Sendable {
                     configuredTried += 1
                     endpoint = endpoints[index % endpoints.count]
                 }
+                state.withLock { $0.linkStatus.trying = endpoint.address }
                 do {
                     try attach(to: endpoint)
                     return
                 } catch {
                     lastError = error
+                    state.withLock { state in
+                        state.linkStatus.trying = nil
+                        state.linkStatus.lastFailure = "\(endpoint.address): \(error.description)"
+                    }
                     if case let .refused(code, _) = error, Self.isFinal(code) {
                         state.withLock { state in
                             state.finalRefusal = code
@@ -249,7 +264,10 @@ public final class RoomClient: Sendable {
             }
             if round + 1 < rounds { NNGSleep.milliseconds(min(100 * UInt64(round + 1), 1_000)) }
         }
-        state.withLock { $0.connection = .aborted }
+        state.withLock { state in
+            state.connection = .aborted
+            state.linkStatus.trying = nil
+        }
         throw lastError
     }
 
@@ -317,6 +335,7 @@ public final class RoomClient: Sendable {
             state.withLock { state in
                 state.link = requester
                 state.subscriber = subscriber
+                state.linkStatus = state.linkStatus.attached(to: endpoint.address, after: state.connection, nowMillis: WallClock.nowMillis())
                 state.connection = .connected
                 state.failures = 0
                 state.node = response.host
@@ -364,6 +383,7 @@ public final class RoomClient: Sendable {
             state.withLock { state in
                 state.link = requester
                 state.subscriber = subscriber
+                state.linkStatus = state.linkStatus.attached(to: endpoint.address, after: state.connection, nowMillis: WallClock.nowMillis())
                 state.connection = .connected
                 state.failures = 0
                 state.generation += 1
@@ -475,7 +495,7 @@ public final class RoomClient: Sendable {
             guard let link = current else {
                 if attempt >= retries { throw .unavailable("not connected") }
                 attempt += 1
-                try reconnect(observed: generation)
+                try reconnect(observed: generation, cause: "not connected")
                 continue
             }
             do throws(ClientError) {
@@ -497,14 +517,14 @@ public final class RoomClient: Sendable {
                             "the node already holds a write of \(user) with author counter \(write.authorCounter), which this client never sent: another client of \(user) uses the same counters; this write was not applied")
                     case .unavailable where attempt < retries:
                         attempt += 1
-                        try reconnect(observed: generation)
+                        try reconnect(observed: generation, cause: "the node could not take the write: \(ack.message)")
                     default:
                         throw ClientError.refused(code: ack.errorCode, message: ack.message)
                     }
                 case let .error(reply) where reply.code == "not-owner" && attempt < retries:
                     // The room moved (placement): to its owners, then the same write again.
                     attempt += 1
-                    try reconnect(observed: generation)
+                    try reconnect(observed: generation, cause: "the room moved to other nodes")
                 case let .error(reply):
                     throw ClientError.refused(code: reply.code, message: reply.message)
                 default:
@@ -513,16 +533,23 @@ public final class RoomClient: Sendable {
             } catch {
                 guard case .unavailable = error, attempt < retries else { throw error }
                 attempt += 1
-                try reconnect(observed: generation)
+                try reconnect(observed: generation, cause: error.description)
             }
         }
     }
 
     /// Moves to the next node, unless someone else already did since `observed`.
-    private func reconnect(observed: UInt64) throws(ClientError) {
+    private func reconnect(observed: UInt64, cause: String) throws(ClientError) {
         try attaching.withLock { _ throws(ClientError) in
             let current = state.withLock { state -> Bool in
                 if state.generation != observed && state.connection == .connected { return true }
+                if state.connection == .connected {
+                    // The node is lost now: say which, since when and why (it stays named until another attaches).
+                    state.linkStatus.sinceMillis = WallClock.nowMillis()
+                    state.linkStatus.cause = cause
+                    state.linkStatus.lastFailure = nil
+                }
+                state.linkStatus.nextRoundMillis = nil
                 state.connection = .reconnecting
                 state.endpointIndex = (state.endpointIndex + 1) % max(1, endpoints.count)
                 return false
@@ -671,9 +698,13 @@ public final class RoomClient: Sendable {
                 // Every node failed (all down, or this machine offline): a live view or an
                 // interactive session keeps trying, every few seconds, and heals by itself.
                 logger.info("trying the nodes again", ["room": room])
-                try? reconnect(observed: generation)
+                try? reconnect(observed: generation, cause: "every node failed")
                 // Jittered, so the clients of a node that comes back do not all arrive at once.
                 nextRevival = WallClock.monotonicMillis() + options.revivalIntervalMillis + UInt64.random(in: 0...(options.revivalIntervalMillis / 2))
+                let wait = nextRevival &- WallClock.monotonicMillis()
+                state.withLock { state in
+                    if state.connection == .aborted { state.linkStatus.nextRoundMillis = WallClock.nowMillis() + wait }
+                }
             }
             if let link = current {
                 let (seen, session) = state.withLock { ($0.replica.seen, $0.session) }
@@ -686,7 +717,7 @@ public final class RoomClient: Sendable {
                     // The room moved to other nodes (placement): to its owners, now.
                     if case let .error(refusal) = reply.message, refusal.code == "not-owner" {
                         logger.info("the room is kept on other nodes; moving", ["room": room, "reason": refusal.message])
-                        try? reconnect(observed: generation)
+                        try? reconnect(observed: generation, cause: "the room moved to other nodes")
                         continue
                     }
                     // Banned, or the token revoked or expired: no node will serve this client again.
@@ -708,7 +739,7 @@ public final class RoomClient: Sendable {
                         // The node ended this session (its lease ran out while this process
                         // was frozen, or a sync could not get through): join again.
                         logger.notice("this session was ended by the node; joining again", ["session": session])
-                        try? reconnect(observed: generation)
+                        try? reconnect(observed: generation, cause: "the node ended this session")
                     }
                 } catch {
                     let failures = state.withLock { state -> Int in
@@ -717,7 +748,7 @@ public final class RoomClient: Sendable {
                     }
                     if failures >= options.failuresBeforeReconnect {
                         logger.notice("node unreachable, reconnecting", ["error": error.description])
-                        try? reconnect(observed: generation)
+                        try? reconnect(observed: generation, cause: error.description)
                     }
                 }
             }

@@ -53,9 +53,12 @@ enum JoinCommand {
         defer { pool.close() }
         let removed = Flag()
         let local = options.user
+        let monitor = pool.monitor
         let token = pool.addEventListener { event in
             if case .localUserKickedOut = event { removed.set() }
-            guard !quiet || isLocalRemoval(event), let text = EventText.describe(event, local: local) else { return }
+            guard !quiet || isLocalRemoval(event), var text = EventText.describe(event, local: local) else { return }
+            // The link's changes say which node, since when, why and what is tried now.
+            if case .connectionStateUpdated = event { text = "connection: " + monitor.link.summary(nowMillis: WallClock.nowMillis()) }
             Console.out((interactive ? "\r\u{1B}[K" : "") + "· " + text + "\n" + prompt)
         }
         defer { pool.removeEventListener(token) }
@@ -67,7 +70,7 @@ enum JoinCommand {
             }
         }
         let room = pool.room.info
-        Console.line("Joined \(room.displayName) (\(room.type)) as \(pool.user.localUser.displayName), \(options.role), through \(options.nodes[0]).")
+        Console.line("Joined \(room.displayName) (\(room.type)) as \(pool.user.localUser.displayName), \(options.role), through \(pool.monitor.link.node ?? options.nodes[0]).")
         let recent = pool.message.history(limit: 5)
         if !recent.isEmpty {
             Console.line("Latest messages:")
@@ -113,7 +116,9 @@ enum JoinCommand {
             return ("Commands:\n" + Action.grammar + "\n  roster [<page>]\n  status\n  help\n  quit", false)
         case "status":
             let latency = pool.monitor.latencyMicros
-            return ("\(pool.monitor.connectionState.rawValue)" + (latency > 0 ? ", last sync round trip \(Format.latency(micros: latency))" : ""), false)
+            let link = pool.monitor.link
+            return (link.summary(nowMillis: WallClock.nowMillis())
+                    + (latency > 0 && link.state == .connected ? ", last sync round trip \(Format.latency(micros: latency))" : ""), false)
         case "roster":
             guard theme.switches("roster").enabled else { return ("refused: the roster component is disabled by the theme", true) }
             var page = 0
@@ -128,6 +133,12 @@ enum JoinCommand {
             }
             if let component = action.component, !theme.switches(component).enabled {
                 return ("refused: the \(component) component is disabled by the theme", true)
+            }
+            // While the link is down a write would wait for a node without a word: say why
+            // it was not sent instead, and let the user send it again once connected.
+            let link = pool.monitor.link
+            if link.state != .connected {
+                return ("not sent [unavailable]: \(link.summary(nowMillis: WallClock.nowMillis())); send it again once 'status' says connected", true)
             }
             do {
                 return ("ok: " + (try action.perform(on: pool)).text, false)

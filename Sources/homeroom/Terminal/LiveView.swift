@@ -42,7 +42,8 @@ final class LiveView: Sendable {
             if finished() { return .finished }
             let now = WallClock.monotonicMillis()
             if dirty.take() || now &- lastDraw >= 1_000 {
-                let frame = Self.frame(pool: pool, theme: theme, environment: environment, page: &page, status: status(), fullScreen: true)
+                let frame = Self.frame(pool: pool, theme: theme, environment: environment, page: &page,
+                                       status: Self.linkLines(pool.monitor.link) + status(), fullScreen: true)
                 Screen.draw(frame)
                 lastDraw = now
             }
@@ -54,6 +55,12 @@ final class LiveView: Sendable {
             case .other, nil: break
             }
         }
+    }
+
+    /// While the link is down: which node was lost, since when, why, and what is tried
+    /// now (redrawn every second, so the age counts up).
+    static func linkLines(_ link: LinkInfo) -> [String] {
+        link.state == .connected ? [] : ["⚠ " + link.summary(nowMillis: WallClock.nowMillis())]
     }
 
     /// One frame of the pool's scene. Full-screen, the students are paged to fit the
