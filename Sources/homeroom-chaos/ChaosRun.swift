@@ -368,7 +368,7 @@ struct ChaosRun {
             if case let .refused(code, _) = error { outcome = .refused(code) } else { outcome = .indeterminate(error.code) }
         }
         history.append(WriteRecord(client: writer.user, operation: operation.name, invokedAt: invoked, completedAt: Clock.now,
-                                   outcome: outcome, reward: nil, property: property))
+                                   outcome: outcome, reward: nil, property: property, register: RegisterMark(operation)))
         if case let .acknowledged(dot) = outcome { return dot }
         return nil
     }

@@ -20,6 +20,9 @@ final class Observatory: Sendable {
         var violationCount = 0
         var samples = 0
         var recreated = 0
+        /// The stamp of each register write seen on a node, by dot: an acknowledgement
+        /// carries only the dot, and the checker orders acknowledged writes by stamp.
+        var stamps: [Dot: Stamp] = [:]
     }
 
     let room: String
@@ -125,6 +128,7 @@ final class Observatory: Sendable {
             }
             for (index, state) in states.enumerated() {
                 guard let state else { continue }
+                for held in state.workloadRegisters() where held.stamp.sequence != 0 { tracking.stamps[held.stamp.dot] = held.stamp }
                 for problem in Invariants.check(state, bannedUser: bannedUser) {
                     record(&tracking, "n\(index + 1) at \(now) ms: \(problem)")
                 }

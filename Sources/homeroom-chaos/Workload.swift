@@ -69,7 +69,7 @@ struct WriteRecord: Sendable {
     var property: PropertyMark?
     /// For lock acquisitions (the fence granted) and guarded writes (the fence presented).
     var lock: LockMark?
-    /// For writes of one register (stage, devices, privileges, board, hand, name, stage limit): which and what.
+    /// For writes of one register (stage, devices, privileges, board, hand, name, stage and hand limits): which and what.
     var register: RegisterMark?
 }
 
@@ -88,6 +88,7 @@ struct RegisterMark: Sendable, Hashable {
         case let .setPrivilege(user, device, allowed): (self.user, field, value) = (user, "\(device)-privilege", "\(allowed)")
         case let .setName(user, name): (self.user, field, value) = (user, "name", name)
         case let .setStageLimit(limit): (self.user, field, value) = (nil, "stage-limit", "\(limit)")
+        case let .setHandLimit(limit): (self.user, field, value) = (nil, "hand-limit", "\(limit)")
         default: return nil
         }
     }

@@ -1,4 +1,6 @@
-import HomeroomCore
+// Testable: two cases put a stale key in a replica's stage or hand queue, the one
+// fault the registers themselves cannot show.
+@testable import HomeroomCore
 import Testing
 @testable import homeroom_chaos
 
@@ -9,7 +11,7 @@ import Testing
 @Suite struct CheckerTests {
     static let allChecks: Set<String> = ["converged", "no-lost-writes", "rewards", "locks", "register-effects", "invariants",
                                          "presence", "progress", "no-crash", "no-false-down", "harness",
-                                         "heal-convergence", "target-convergence"]
+                                         "heal-convergence", "target-convergence", "register-order", "stage-and-hands"]
 
     /// Runs the checker and expects exactly the checks in `failing` to fail.
     @discardableResult
@@ -41,6 +43,9 @@ import Testing
         #expect(result.detail("register-effects").hasPrefix("21 registers"))
         #expect(result.detail("locks").hasPrefix("1 acknowledged grants"))
         #expect(result.detail("rewards").hasPrefix("1 acknowledged of 1 attempted"))
+        // The same seven registers ordered, on the three replicas; s1 on stage, s2's hand up.
+        #expect(result.detail("register-order").hasPrefix("21 registers"))
+        #expect(result.detail("stage-and-hands").contains("stage [s1] (limit 6) and the hands [s2] (limit 10)"))
     }
 
     // MARK: no-lost-writes
@@ -64,8 +69,9 @@ import Testing
 
     @Test func aReplicaWithAnExtraDeltaDiverges() {
         var run = Scenario.clean()
+        // A hand lowering no writer made: n3 also shows a hand down the history says is up.
         run.apply(run.stamp("s2", .student, .setHand(user: "s2", raised: false)), at: [2])
-        let result = Self.expectFailing(["converged"], run)
+        let result = Self.expectFailing(["converged", "stage-and-hands"], run)
         #expect(!result.differences.isEmpty)
     }
 
@@ -110,6 +116,75 @@ import Testing
         // s2's raised hand, stamp and all, shows as its camera.
         run.rewriteEverywhere { $0.users["s2"]!.cameraDevice = $0.users["s2"]!.hand }
         Self.expectFailing(["register-effects"], run)
+    }
+
+    // MARK: register-order
+
+    @Test func aRegisterHoldingAnOlderWriteThanTheLastAcknowledgedFails() {
+        var run = Scenario.clean()
+        let granted = run.states[0].users["s1"]!.board
+        run.write("t2", .teacher, .setBoard(user: "s1", granted: false))
+        // Every replica has the revoke (its dot is seen) but the board register went back
+        // to the grant: the grant's own dot and value agree, only the order shows it lost.
+        run.rewriteEverywhere { $0.users["s1"]!.board = granted }
+        let result = Self.expectFailing(["register-order"], run)
+        #expect(result.detail("register-order").contains("s1 board = true"))
+    }
+
+    @Test func noStampSeenLeavesTheOrderChecksNothingToPassOn() {
+        var run = Scenario.clean()
+        // Acknowledged register writes, but the sampler recorded no stamp for any.
+        run.stamps.removeAll()
+        Self.expectFailing(["register-order", "stage-and-hands"], run)
+    }
+
+    // MARK: stage-and-hands
+
+    @Test func aStageShowingAUserTheModelSaysLostFails() {
+        var run = Scenario.clean()
+        let promoted = run.states[0].users["s1"]!.stage.stamp
+        run.write("t1", .teacher, .setStageLimit(1))
+        run.write("t2", .teacher, .setStage(user: "s2", on: true))
+        // One seat: s1, promoted first, holds it. Every queue puts s2 first (a key older
+        // than its register's stamp): registers right, winner wrong, count within the limit.
+        run.rewriteEverywhere { $0.stageQueue.set("s2", stamp: Stamp(clock: promoted.clock, sequence: promoted.sequence - 1)) }
+        #expect(run.states[0].stageWinners == ["s2"])
+        let result = Self.expectFailing(["stage-and-hands"], run)
+        #expect(result.detail("stage-and-hands").contains("room chaos on n1: stage should be [s1] (limit 1), shows [s2]"))
+    }
+
+    @Test func aStageMissingAWinnerFails() {
+        var run = Scenario.clean()
+        // s1's acknowledged promotion is in its register, but no queue holds it.
+        run.rewriteEverywhere { $0.stageQueue.set("s1", stamp: nil) }
+        let result = Self.expectFailing(["stage-and-hands"], run)
+        #expect(result.detail("stage-and-hands").contains("stage should be [s1] (limit 6), shows []"))
+    }
+
+    @Test func aHandShownUpAfterItsAcknowledgedLoweringFails() {
+        var run = Scenario.clean()
+        let raised = run.states[0].users["s2"]!.hand.stamp
+        run.write("t1", .teacher, .setHand(user: "s2", raised: false))
+        // The lowering won the register, but the queue kept the raise.
+        run.rewriteEverywhere { $0.handQueue.set("s2", stamp: raised) }
+        let result = Self.expectFailing(["stage-and-hands"], run)
+        #expect(result.detail("stage-and-hands").contains("hands up should be [] (limit 10), shows [s2]"))
+    }
+
+    @Test func aPromotionNobodyWroteFails() {
+        var run = Scenario.clean()
+        // On every replica, stamped like any write, but in no writer's history.
+        run.applyEverywhere(run.stamp("t2", .teacher, .setStage(user: "s2", on: true)))
+        let result = Self.expectFailing(["stage-and-hands"], run)
+        #expect(result.detail("stage-and-hands").contains("stage should be [s1] (limit 6), shows [s1, s2]"))
+    }
+
+    @Test func anUnansweredPromotionThatLandedPasses() {
+        var run = Scenario.clean()
+        // No answer reached t2: the promotion may or may not have landed; here it did.
+        run.write("t2", .teacher, .setStage(user: "s2", on: true), outcome: .indeterminate("timeout"))
+        let result = Self.expectFailing([], run)
+        #expect(result.detail("stage-and-hands").contains("stage [s1, s2]"))
     }
 
     // MARK: locks
@@ -246,6 +321,8 @@ struct Scenario {
     var history: [WriteRecord] = []
     /// When each acknowledged write was on every node (by history index), as the sampler saw it.
     var stableAt: [Int: UInt64] = [:]
+    /// The stamp of every write some replica holds, as the sampler would have seen it on a node.
+    var stamps: [Dot: Stamp] = [:]
     var violations: [String] = []
     var bannedUser: UserID = "mallory"
     var banAcknowledged = false
@@ -309,6 +386,7 @@ struct Scenario {
     }
 
     mutating func apply(_ delta: Delta, at replicas: [Int]) {
+        if !replicas.isEmpty { stamps[delta.dot] = delta.stamp }
         for index in replicas {
             let outcome = states[index].apply(delta)
             // A scenario is only as good as its deltas: each must take effect.
@@ -324,18 +402,19 @@ struct Scenario {
         for index in states.indices { change(&states[index]) }
     }
 
-    /// An acknowledged write, applied on `replicas`, recorded with the marks a writer
-    /// gives it (Writer.loop); `harness`: a write of the harness's own, without marks.
+    /// A write (acknowledged unless `outcome` says otherwise), applied on `replicas`,
+    /// recorded with the marks a writer gives it (Writer.loop); `harness`: a write of the
+    /// harness's own, with only its register mark (ChaosRun.recordWrite).
     @discardableResult
     mutating func write(_ author: UserID, _ role: Role, _ operation: Operation, harness: Bool = false, prepared: Bool = true,
-                        at replicas: [Int] = everyReplica) -> Delta {
+                        at replicas: [Int] = everyReplica, outcome: Outcome? = nil) -> Delta {
         let invoked = now
         let delta = stamp(author, role, operation, prepared: prepared)
         apply(delta, at: replicas)
         var record = WriteRecord(client: author, operation: operation.name, invokedAt: invoked, completedAt: now,
-                                 outcome: .acknowledged(delta.dot))
+                                 outcome: outcome ?? .acknowledged(delta.dot))
+        record.register = RegisterMark(delta.operation)
         if !harness {
-            record.register = RegisterMark(delta.operation)
             switch delta.operation {
             case let .reward(user, amount, _):
                 record.reward = RewardMark(author: author, target: user, amount: amount)
@@ -353,7 +432,7 @@ struct Scenario {
             default: break
             }
         }
-        if replicas.count == Self.replicaCount { stableAt[history.count] = now + 50 }
+        if replicas.count == Self.replicaCount, case .acknowledged = record.outcome { stableAt[history.count] = now + 50 }
         history.append(record)
         return delta
     }
@@ -369,7 +448,7 @@ struct Scenario {
         var options = ChaosOptions()
         options.nodes = Self.replicaCount
         let tracking = Observatory.Tracking(stableAt: stableAt, highestClassState: Array(repeating: .during, count: Self.replicaCount),
-                                            violations: violations, violationCount: violations.count, samples: 200)
+                                            violations: violations, violationCount: violations.count, samples: 200, stamps: stamps)
         return Checker(history: history, tracking: tracking,
                        replicas: states.indices.map { FinalReplica(label: "n\($0 + 1)", state: states[$0]) },
                        finalConvergenceMillis: finalConvergenceMillis, finalHealAt: finalHealAt,

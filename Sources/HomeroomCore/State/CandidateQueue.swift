@@ -1,3 +1,13 @@
+/// The order stage and hand candidates take: earliest stamp first, then user id.
+/// Public so that a model outside Core (the chaos checker's) sorts by this very rule
+/// instead of restating it.
+public enum CandidateOrder {
+    @inline(__always)
+    public static func precedes(_ a: Stamp, _ aUser: UserID, _ b: Stamp, _ bUser: UserID) -> Bool {
+        a != b ? a < b : aUser < bUser
+    }
+}
+
 /// Users competing for a limited number of places (stage seats, raised hands),
 /// in one total order every replica agrees on: earliest stamp first, then user id.
 /// The first `limit` win; the rest wait.
@@ -9,7 +19,7 @@ struct CandidateQueue: Sendable {
     struct Entry: Comparable, Sendable {
         var stamp: Stamp
         var user: UserID
-        static func < (a: Entry, b: Entry) -> Bool { a.stamp != b.stamp ? a.stamp < b.stamp : a.user < b.user }
+        static func < (a: Entry, b: Entry) -> Bool { CandidateOrder.precedes(a.stamp, a.user, b.stamp, b.user) }
     }
 
     static let runCapacity = 128
