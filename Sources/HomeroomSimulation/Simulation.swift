@@ -55,6 +55,8 @@ public struct Simulation {
         var largestGuardedFence: UInt64 = 0
         /// The breakout group this room is the room of (its main room is room 0), or nil.
         var group: String? = nil
+        /// Every write a client was told ACCEPTED, for the acknowledged-write oracle.
+        var acknowledgedWrites: [AcknowledgedWrite] = []
 
         init(id: String) {
             self.id = id
@@ -125,6 +127,8 @@ public struct Simulation {
         /// A client's write (acknowledged to it), or the node's own.
         var client: Bool
         var forged: Bool
+        /// What the client sent, when `SimulationConfig.unappliedOperations` put another write in its place.
+        var intended: Operation? = nil
     }
 
     struct AcceptedPropertyWrite {
@@ -164,7 +168,8 @@ public struct Simulation {
     var ticks = 0
     static let lockName = "sim-lock"
     static let guardedKey = "guarded"
-    public private(set) var report: SimulationReport
+    // Internal: the checks in the other files of this extension write it too.
+    public internal(set) var report: SimulationReport
 
     public init(seed: UInt64, config: SimulationConfig = SimulationConfig()) {
         self.seed = seed
@@ -255,7 +260,7 @@ public struct Simulation {
         case 94..<95: retryMessage(in: room)
         case 95..<97: reconnect(in: room)
         case 97: vanishOrReturn(in: room)
-        default: restartNode()
+        default: if config.restarts { restartNode() }
         }
     }
 
@@ -437,6 +442,13 @@ public struct Simulation {
     mutating func submit(_ write: Write, at replica: Int, in room: Int, forged: Bool, mayLinger: Bool = false) {
         // The node's pipeline takes one write of a room at a time: the one in flight goes first.
         settle(room, at: replica)
+        // Test only: a kind the nodes acknowledge and never apply (the oracle's own test).
+        var write = write
+        var intended: Operation? = nil
+        if config.unappliedOperations.contains(write.operation.name) {
+            intended = write.operation
+            write.operation = .sendMessage(type: "unapplied", payload: [], previous: 0)
+        }
         report.writes += 1
         let now = nowMillis + nodes[replica].skewMillis
         let id = worlds[room].id
@@ -466,7 +478,7 @@ public struct Simulation {
                 stamped = numbered
             }
         }
-        let pending = PendingWrite(room: room, write: write, stamped: stamped, client: true, forged: forged)
+        let pending = PendingWrite(room: room, write: write, stamped: stamped, client: true, forged: forged, intended: intended)
         nodes[replica].engine.storing(stamped)
         if mayLinger && interleaving && rng.chance(config.inFlightPercent) {
             // Stored while the node's lock is free: other rooms' writes, and deltas and
@@ -504,7 +516,7 @@ public struct Simulation {
         record(committed.messaging, at: replica, in: room)
         if pending.client {
             checkSetRevisions(at: replica, in: room)
-            acknowledged(write, committed, in: room)
+            acknowledged(write, committed, intended: pending.intended, in: room)
         }
         for other in nodes.indices where other != replica {
             network.append(InFlight(to: other, room: room, delta: committed.delta))
@@ -607,12 +619,13 @@ public struct Simulation {
     }
 
     /// The oracles: only what the client was told it has.
-    mutating func acknowledged(_ write: Write, _ committed: CommittedWrite, in room: Int) {
+    mutating func acknowledged(_ write: Write, _ committed: CommittedWrite, intended: Operation? = nil, in room: Int) {
         guard committed.outcome.isAccepted else {
             report.rejectedByMerge += 1
             return
         }
         let delta = committed.delta
+        noteAcknowledged(delta, intended: intended, in: room)
         switch delta.operation {
         case .sendMessage, .sendPeerMessage:
             worlds[room].acceptedMessages[MessageKey(sender: write.author, counter: write.authorCounter), default: []].append(delta.stamp)
@@ -1239,6 +1252,7 @@ public struct Simulation {
             checkLocks(room)
             checkBreakout(room)
             checkPresence(reference, room)
+            checkAcknowledgedWrites(room)
         }
         if report.ownSequencesBehind > 0 {
             report.violations.append("\(report.ownSequencesBehind) patches held a node's own writes above its numbering (a restart reused sequence numbers?)")

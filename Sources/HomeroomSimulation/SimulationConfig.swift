@@ -47,6 +47,13 @@ public struct SimulationConfig: Sendable, Hashable {
     /// Replays only: what happened to this user (its writes, the nodes' writes about it,
     /// its leases, restarts), in `SimulationReport.trace`.
     public var traceUser: UserID? = nil
+    /// Whether nodes crash and restart (off only to show the restart floor trips).
+    public var restarts = true
+    /// Test only, to show the acknowledged-write oracle fails: writes of these kinds
+    /// (`Operation.name`) are acknowledged and never applied anywhere, as the nodes
+    /// sequence an empty message of their author in their place. Meant for kinds the
+    /// origin fills nothing into (not properties or locks).
+    public var unappliedOperations: Set<String> = []
     /// The engine's limits: the node's, but with a 3 s reward window, folds due after two
     /// sessions or rewards (or half a second of quiet), and sessions of a crashed
     /// incarnation over 300 ms after the restart, so a schedule of a few simulated
@@ -135,6 +142,10 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// Client writes to the breakout group's room the main room's state refused, and let in.
     public var groupRoomRefusals = 0
     public var groupRoomAdmissions = 0
+    /// Acknowledged writes checked against a replica's registers (writes times replicas).
+    public var acknowledgedWritesChecked = 0
+    /// Per kind (`Operation.name`), acknowledged writes a replica holds no trace of (each is a violation).
+    public var writesWithoutEffect: [String: Int] = [:]
     public var violations: [String] = []
     /// `SimulationConfig.traceUser`'s events, in order.
     public var trace: [String] = []
@@ -153,7 +164,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
             "locks: \(lockGrants) grants, \(guardedWrites) guarded writes accepted; \(breakoutGroups) breakout groups at the end",
             "lifetime: \(sessionFolds) session folds, \(rewardFolds) reward folds; at most \(sessionRecordsLeft) session and \(rewardRecordsLeft) reward records per user left",
             "pipeline: \(writesInFlight) writes left in flight (\(inFlightLost) lost in a crash), \(clockReadingsChecked) clock readings checked; "
-                + "group room: \(groupRoomRefusals) writes refused by the main room, \(groupRoomAdmissions) let in",
+                + "group room: \(groupRoomRefusals) writes refused by the main room, \(groupRoomAdmissions) let in; "
+                + "\(acknowledgedWritesChecked) acknowledged writes checked on the replicas",
             "faults: \(restarts) restarts, \(storeFailures) store failures, \(duplicatesAcknowledged) retries answered duplicate, "
                 + "\(clockRefusals) deltas refused for a clock \(farSkewedNodes > 0 ? "beyond the limit (\(farSkewedNodes) far-skewed nodes)" : "ahead")",
             "presence: \(downsDetected) downs detected (\(falseDowns) of alive nodes), \(refutations) refutations; \(presenceChecked) users expected online at the end; "

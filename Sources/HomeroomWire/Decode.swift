@@ -95,7 +95,12 @@ struct CDecoder {
     }
 
     /// Range and order are required while it runs; a stopped carousel may leave them unset.
-    func carousel(_ message: UnsafeMutablePointer<Homeroom__V1__CarouselSettings>?, _ field: @autoclosure () -> String) throws(WireError) -> Carousel {
+    /// `checkingInterval`: a running carousel's interval must be 10-99 s. Patches check it
+    /// (no replica's state holds another); a `set_carousel` delta does not: out of range,
+    /// it is a well-formed write the authority rules refuse (`not-allowed`), on every
+    /// replica alike, as a lock TTL out of range is.
+    func carousel(_ message: UnsafeMutablePointer<Homeroom__V1__CarouselSettings>?, _ field: @autoclosure () -> String,
+                  checkingInterval: Bool) throws(WireError) -> Carousel {
         guard let message else { throw .missingField(field()) }
         let value = message.pointee
         let running = value.running != 0
@@ -109,7 +114,7 @@ struct CDecoder {
             }
             return known
         }
-        if running && !Carousel.intervalRange.contains(value.interval_seconds) {
+        if checkingInterval && running && !Carousel.intervalRange.contains(value.interval_seconds) {
             throw .invalidValue(field: "\(field()).interval_seconds",
                                 reason: "a carousel turns every \(Carousel.intervalRange.lowerBound) to \(Carousel.intervalRange.upperBound) s, not \(value.interval_seconds)")
         }
@@ -450,7 +455,7 @@ struct CDecoder {
             let op = d.release_lock!.pointee
             return .releaseLock(name: try string(op.name, "\(field()).release_lock.name"), fence: op.fence, revoke: op.revoke != 0)
         case 36:
-            return .setCarousel(try carousel(d.set_carousel!.pointee.carousel, "\(field()).set_carousel.carousel"))
+            return .setCarousel(try carousel(d.set_carousel!.pointee.carousel, "\(field()).set_carousel.carousel", checkingInterval: false))
         default:
             throw .missingField("\(field()).op (no operation this version knows)")
         }

@@ -104,7 +104,7 @@ extension CDecoder {
             }
         }
         if let register = patch.carousel {
-            state.carousel = Register(try carousel(register.pointee.value, "\(field).carousel.value"),
+            state.carousel = Register(try carousel(register.pointee.value, "\(field).carousel.value", checkingInterval: true),
                                       stamp: try stamp(register.pointee.stamp, tables, "\(field).carousel.stamp"))
         }
         if let register = patch.schedule {

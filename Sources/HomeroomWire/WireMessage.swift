@@ -265,7 +265,8 @@ extension WireMessage {
         public var roomID: String
         public var seen: VersionVector
         /// Only in the answer to a client's hello (`homeroom rooms`): user records, users
-        /// online, and who is on stage, in stage order.
+        /// online, and who is on stage now, in stage order (while a carousel runs, the
+        /// stage of its current turn, as every replica derives it).
         public var users: UInt32 = 0
         public var online: UInt32 = 0
         public var stage: [String] = []

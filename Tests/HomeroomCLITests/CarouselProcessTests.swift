@@ -51,6 +51,16 @@ import Testing
         #expect(agreed, "the two nodes never showed one stage")
         let status = try json(try run(["carousel", "--json"], on: second))
         #expect(status["running"] as? Bool == true && (status["on_stage"] as? [String])?.count == 2, "\(status)")
+        // The nodes' room listing (`homeroom rooms`, RoomDigest.stage) shows that turn too,
+        // not the stage as written (nobody): a few tries, as above.
+        var listed: [String]?, derived: [String]?
+        for _ in 0..<10 where listed == nil || listed != derived {
+            derived = try json(try run(["carousel", "--json"], on: second))["on_stage"] as? [String]
+            let rooms = try JSONSerialization.jsonObject(with: Data(try CLI.run(["rooms", "--json", "--node", second.listen]).stdout.utf8)) as? [[String: Any]]
+            listed = rooms?.first { $0["room"] as? String == "carousel" }?["stage"] as? [String]
+            if listed != derived { usleep(200_000) }
+        }
+        #expect(listed != nil && listed == derived && listed?.count == 2, "listed \(listed ?? []), derived \(derived ?? [])")
         // Every client derives the same turn from its replica as the CLI did.
         let moment = WallClock.nowMillis()
         let turns = Set(clients.map { $0.replica.carouselTurn(atMillis: moment)?.onStage ?? [] })

@@ -23,15 +23,12 @@ import HomeroomSimulation
         var refutations = 0, presenceChecked = 0, falseDowns = 0, probes = 0, vouches = 0
         var vanishedChecked = 0, leasesExpired = 0, attached = 0, reclaims = 0
         var rooms = 0, inFlight = 0, clockReadings = 0, groupRefusals = 0, groupAdmissions = 0
+        var tally = SimulationTally()
         for seed in seeds {
-            var config = SimulationConfig()
-            var rng = SplitMix64(seed: seed ^ 0xC0FFEE)
-            config.replicas = Int.random(in: 2...5, using: &rng)
-            config.students = Int.random(in: 2...10, using: &rng)
-            config.steps = Int.random(in: 40...170, using: &rng)
-            config.roomType = Int.random(in: 0..<10, using: &rng) == 0 ? .oneToOne : .smallClassroom
+            var config = Self.scheduleConfig(seed: seed)
             config.traceUser = env["HOMEROOM_TRACE_USER"]
             let report = Simulation.run(seed: seed, config: config)
+            tally.add(report)
             refutations += report.refutations
             falseDowns += report.falseDowns
             presenceChecked += report.presenceChecked
@@ -58,6 +55,7 @@ import HomeroomSimulation
         #expect(failures == 0, "\(failures) of \(seeds.count) schedules failed")
         print("simulated \(seeds.count) schedules (\(rooms) rooms): \(inFlight) writes left in flight, \(clockReadings) clock readings checked "
               + "(across restarts too), group room: \(groupRefusals) writes refused by the main room, \(groupAdmissions) let in")
+        print("simulated \(tally)")
         print("simulated \(seeds.count) schedules: \(falseDowns) alive nodes declared down, \(refutations) refutations, \(presenceChecked) users checked online, \(probes) probes (\(vouches) found a silent node alive), \(vanishedChecked) vanished clients checked offline, \(leasesExpired) leases ran out, \(attached) clients attached across a restart, \(reclaims) sessions reclaimed")
         // The presence check must have had something to check.
         if seeds.count >= 100 {
@@ -76,7 +74,22 @@ import HomeroomSimulation
             #expect(rooms >= 2 * seeds.count, "\(rooms) rooms in \(seeds.count) schedules")
             #expect(inFlight > seeds.count * 5 && clockReadings > seeds.count * 100, "\(inFlight) writes in flight, \(clockReadings) clock readings")
             #expect(groupRefusals > seeds.count / 10 && groupAdmissions > seeds.count, "group room: \(groupRefusals) refused, \(groupAdmissions) let in")
+            // Restarts, partitions, store failures, folds, lock grants, guarded writes, accepted
+            // messages and acknowledged writes checked (`SimulationFloor`).
+            #expect(tally.tripped.isEmpty, "\(tally.shortfalls.joined(separator: "; "))")
         }
+    }
+
+    /// The shape of the schedule `seed` runs: 2-5 replicas, 2-10 students, 40-170 steps,
+    /// now and then a one-to-one room.
+    static func scheduleConfig(seed: UInt64) -> SimulationConfig {
+        var config = SimulationConfig()
+        var rng = SplitMix64(seed: seed ^ 0xC0FFEE)
+        config.replicas = Int.random(in: 2...5, using: &rng)
+        config.students = Int.random(in: 2...10, using: &rng)
+        config.steps = Int.random(in: 40...170, using: &rng)
+        config.roomType = Int.random(in: 0..<10, using: &rng) == 0 ? .oneToOne : .smallClassroom
+        return config
     }
 
     @Test func lectureHallScheduleConverges() {

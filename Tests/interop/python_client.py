@@ -884,10 +884,10 @@ def run(args, hw, pynng, checks):
                      f"teacher {teacher.room.property_set_revision()}, student {student.room.property_set_revision()}")
         # The stage carousel (PROTOCOL.md, "Deriving the carousel"): no coordinator, so both
         # replicas, and the node, must derive the same turn from the register and the clock.
-        def carousel(running):
+        def carousel(running, interval=10):
             def edit(b):
                 b.carousel.running = running
-                b.carousel.interval_seconds = 10
+                b.carousel.interval_seconds = interval
                 b.carousel.range = C.CAROUSEL_RANGE_ALL
                 b.carousel.order = C.CAROUSEL_ORDER_RANDOM
             return edit
@@ -898,6 +898,12 @@ def run(args, hw, pynng, checks):
                      vectors == (["s3", "s5", "s7", "s1", "s4", "s2", "s6"], ["s7", "s1", "s4", "s2", "s3", "s5", "s6"]), f"{vectors}")
         reply, _ = student.write("set_carousel", edit=carousel(True))
         checks.check("a student's set_carousel is refused (teacher, assistant only)", not accepted(reply), show(reply))
+        # Out of 10-99 s the write still decodes: the authority rules refuse it (not-allowed,
+        # "invalid-value" in the message), as they do a lock TTL out of range.
+        replies = [teacher.write("set_carousel", edit=carousel(True, interval))[0] for interval in (5, 100)]
+        checks.check("a set_carousel turning every 5 or 100 s is a refused write (REJECTED not-allowed), not an error reply",
+                     all(rejected(r, "not-allowed") and "10 to 99" in r.write_ack.message for r in replies),
+                     " / ".join(show(r) for r in replies))
         reply, _ = teacher.write("set_carousel", edit=carousel(True))
         both = teacher.wait_for(lambda: teacher.room.carousel[0][0]) and student.wait_for(lambda: student.room.carousel[0][0])
         now = int(time.time() * 1000)
@@ -914,10 +920,27 @@ def run(args, hw, pynng, checks):
                          node_view.get("running") is True and mine is not None
                          and node_view.get("on_stage") == mine[1] and node_view.get("next_turn_at_ms") == mine[2],
                          f"{shown.stdout.strip()} {shown.stderr.strip()} / {mine}")
+        # The node's listing (RoomDigest.stage, "on stage now") shows the derived stage: with
+        # the student taken off the stage as written, the carousel's turn still has it on.
+        reply, _ = teacher.write("set_stage", target="stu-1", on=False)
+        shown = []
+
+        def listing_shows_the_turn():
+            listing = teacher.request(lambda e: setattr(e.heartbeat, "listing", True), room=False).heartbeat
+            rooms = [list(r.stage) for r in listing.rooms if r.room_id == room_id]
+            shown[:] = [rooms[0] if rooms else None, teacher.room.stage_at(int(time.time() * 1000)), teacher.room.stage()]
+            agreed = shown[0] == shown[1] and "stu-1" in shown[1] and "stu-1" not in shown[2]
+            if not agreed:
+                student.pump(0.25)                                                # a listing is up to a second old; the
+            return agreed                                                         # student keeps syncing (its lease)
+        checks.check("while the carousel runs, a listing hello's stage is the derived stage (the turn), not the stage as written",
+                     accepted(reply) and teacher.wait_for(listing_shows_the_turn, seconds=5), f"{show(reply)}: listed, derived, written: {shown}")
         reply, _ = teacher.write("set_carousel", edit=carousel(False))
         checks.check("a stopped carousel derives no turn on either replica",
                      accepted(reply) and teacher.wait_for(lambda: teacher.room.carousel_turn(int(time.time() * 1000)) is None)
                      and student.wait_for(lambda: student.room.carousel_turn(int(time.time() * 1000)) is None), show(reply))
+        reply, _ = teacher.write("set_stage", target="stu-1", on=True)
+        checks.require("the student is put back on stage", accepted(reply), show(reply))
         lapses = run_locks(args, hw, checks, teacher, student, room_id, node_a, node_b)
         reply, _ = teacher.write("set_chat_muted", target="stu-1", muted=True)
         muted_ok = accepted(reply) and student.wait_for(lambda: student.room.users["stu-1"].chat_muted[0] is True)
@@ -1412,6 +1435,15 @@ def run_locks(args, hw, checks, teacher, student, room_id, node_a, node_b):
                  and reply2.WhichOneof("body") == "error" and reply2.error.code == "invalid-value"
                  and refusals == [True, False, True, True, True, False, True, False],
                  f"{show(reply)} / {show(reply2)}; patches refused: {refusals}")
+
+    def carousel_every(seconds, running=True):
+        def build(out):
+            out.carousel.value.running, out.carousel.value.interval_seconds = running, seconds
+            out.carousel.stamp.clock, out.carousel.stamp.sequence = 1 << 16, 1
+        return build
+    turning = [refused_patch(carousel_every(n)) for n in (5, 100, 10, 99)] + [refused_patch(carousel_every(5, running=False))]
+    checks.check("merge_patch refuses a patch whose running carousel turns outside 10-99 s (10, 99 and a stopped one are taken)",
+                 turning == [True, True, False, False, False], f"patches refused: {turning}")
 
     # A lapse sticks; a holder back within its TTL keeps the lock. The teacher takes "podium" for 10 s
     # and reconnects at once (a new session, begun before the lapse), ending its old one: it holds the

@@ -32,7 +32,7 @@ extension RoomState {
 
     /// The stage during a turn already derived (nil: no carousel runs): deriving a turn
     /// walks every user, so a reader that has one passes it in.
-    func stage(during turn: CarouselTurn?) -> [UserID] {
+    public func stage(during turn: CarouselTurn?) -> [UserID] {
         guard let turn else { return stageWinners }
         return stageWinners.filter { users[$0]?.role.value != .student } + turn.onStage
     }

@@ -80,8 +80,11 @@ struct NodeState {
     /// their rows kept as they are; the other nodes serve them.
     var quarantined: [String: String] = [:]
     /// The operators' room listing and when it was made (monotonic ms): made at most
-    /// once a second, however many listing hellos arrive (`ClusterNode.roomSummaries`).
-    var roomListing: (madeAtMillis: UInt64, rooms: [ClusterNode.RoomSummary])?
+    /// once a second, however many listing hellos arrive (`ClusterNode.roomSummaries`),
+    /// and made again once a running carousel's next turn starts (`turnChangesAtMillis`,
+    /// wall-clock ms; UInt64.max with no carousel turning), so its stage is never a
+    /// turn behind.
+    var roomListing: (madeAtMillis: UInt64, turnChangesAtMillis: UInt64, rooms: [ClusterNode.RoomSummary])?
 
     typealias SyncKey = PullSchedule.Key
 

@@ -26,19 +26,28 @@ extension ClusterNode {
     /// The rooms, summarised under the state lock one room at a time, copying nothing
     /// (a copy would make the next write copy the whole room), and at most once a second
     /// however many listing hellos come: a lecture hall's count costs a scan of its users.
-    func roomSummaries() -> [RoomSummary] {
+    /// The stage is the one at `wallNow` (this node's clock, Unix ms): while a carousel
+    /// runs, its turn as every replica derives it (docs/PROTOCOL.md, "Deriving the
+    /// carousel"), as `homeroom carousel` and the rosters show it.
+    func roomSummaries(atWallMillis wallNow: UInt64? = nil) -> [RoomSummary] {
         let now = WallClock.monotonicMillis()
+        let wall = wallNow ?? wallMillis()
         return state.withLock { state in
-            if let listing = state.roomListing, now &- listing.madeAtMillis < 1_000 { return listing.rooms }
+            if let listing = state.roomListing, now &- listing.madeAtMillis < 1_000, wall < listing.turnChangesAtMillis {
+                return listing.rooms
+            }
+            var turnChangesAt = UInt64.max
             let rooms = state.rooms.keys.sorted().map { id in
                 let room = state.rooms[id]!
                 let dead = room.deadIncarnations
+                let turn = room.carouselTurn(atMillis: wall)
+                if let turn, turn.rotates { turnChangesAt = min(turnChangesAt, turn.nextTurnAtMillis) }
                 return RoomSummary(id: id, writes: room.seen.origins.values.reduce(UInt64(0)) { $0 &+ $1.highest },
                                    users: room.users.count,
                                    online: room.users.values.reduce(0) { $0 + ($1.isOnline(deadIncarnations: dead) ? 1 : 0) },
-                                   stage: room.stageWinners)
+                                   stage: room.stage(during: turn))
             }
-            state.roomListing = (now, rooms)
+            state.roomListing = (now, turnChangesAt, rooms)
             return rooms
         }
     }
