@@ -2,8 +2,11 @@
 # Installs what Homeroom needs on Debian 12 and is missing; safe to run again.
 set -euo pipefail
 
+# The -dev packages of every library the binary links (Deploy/Dockerfile's builder
+# installs the same; DeployFilesTests checks both against ldd). systemd for
+# systemd-analyze, which the tests run on Deploy/systemd/ (not to run it as init).
 packages=(libnng-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsodium-dev libsqlite3-dev libssl-dev openssl pkg-config
-          python3 python3-venv python3-pip iproute2 iptables fish zsh)
+          python3 python3-venv python3-pip iproute2 iptables fish zsh systemd)
 
 missing=()
 for package in "${packages[@]}"; do
@@ -25,7 +28,7 @@ if ! command -v swift >/dev/null 2>&1; then
   if [ -x /opt/swift/usr/bin/swift ]; then
     echo "bootstrap: swift is in /opt/swift/usr/bin; add it to PATH (the scripts here do)" >&2
   else
-    echo "bootstrap: Swift 6 is required: install a Swift 6.x toolchain for Debian 12 (swift.org) and put it on PATH" >&2
+    echo "bootstrap: Swift 6.3.1 is required (the tested toolchain, as in Deploy/Dockerfile): install swift.org's Swift 6.3.1 for Debian 12 in /opt/swift (or put it on PATH)" >&2
     exit 1
   fi
 fi
