@@ -4,9 +4,10 @@ set -euo pipefail
 
 # The -dev packages of every library the binary links (Deploy/Dockerfile's builder
 # installs the same; DeployFilesTests checks both against ldd). systemd for
-# systemd-analyze, which the tests run on Deploy/systemd/ (not to run it as init).
+# systemd-analyze, which the tests run on Deploy/systemd/ (not to run it as init);
+# jq for the README's lock line, which reads a fence from --json.
 packages=(libnng-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsodium-dev libsqlite3-dev libssl-dev openssl pkg-config
-          python3 python3-venv python3-pip iproute2 iptables fish zsh systemd)
+          python3 python3-venv python3-pip iproute2 iptables fish zsh systemd jq)
 
 missing=()
 for package in "${packages[@]}"; do

@@ -231,7 +231,9 @@ struct ChaosRun {
             }
             for writer in writers where !writer.banned.load(ordering: .acquiring) {
                 if let client = writer.current, client.connectionState != .aborted {
-                    replicas.append(FinalReplica(label: writer.user, state: client.replica))
+                    // Peer messages reach only their two users (observers see none): compared
+                    // without them; the message check follows each one to its recipient.
+                    replicas.append(FinalReplica(label: writer.user, state: client.replica.visible(to: nil)))
                 }
             }
             return replicas
@@ -278,6 +280,28 @@ struct ChaosRun {
                 ?? "some connected writers still offline \(Clock.now - finalHealAt) ms after the final heal")
         }
 
+        // Deliveries trail the data by up to a message hold (2 s) plus a sync: wait for
+        // the clients connected at the end to deliver what they owe (bounded).
+        func inboxes() -> (all: [ClientInbox], final: Set<String>) {
+            var all: [ClientInbox] = []
+            var final = Set<String>()
+            for writer in writers {
+                let mine = writer.inboxes.withLock { $0 }
+                all += mine
+                if !writer.banned.load(ordering: .acquiring), writer.current?.connectionState != .aborted, let last = mine.last {
+                    final.insert(MessageCheck.label(last))
+                }
+            }
+            return (all, final)
+        }
+        let deliveryDeadline = Clock.now + (interrupted.isSet ? 0 : 8_000)
+        while Clock.now < deliveryDeadline {
+            let (all, final) = inboxes()
+            let check = MessageCheck(history: history.all, inboxes: all, finalClients: final, reference: replicas.first?.state)
+            if all.allSatisfy({ check.missing(in: $0).isEmpty }) { break }
+            Clock.sleep(millis: 50)
+        }
+        let delivered = inboxes()
         let metrics = cluster.nodes.map { ($0.name, $0.metrics()) }
         // Stop the nodes (graceful: their shutdown path is checked too), then read their logs.
         let stoppingAt = Clock.now
@@ -316,7 +340,8 @@ struct ChaosRun {
                               connectedWriters: connected, presenceMillis: presence, checkedAt: Clock.now - finalHealAt,
                               nodeLogFindings: findings, declaredDowns: downs.count, downsExpected: downsExpected, falseDowns: falseDowns,
                               downsByFault: FalseDowns.byFault(downs, spans: nemesis.spans, index: nodeIndex, until: stoppingAt),
-                              unexpectedExits: cluster.unexpectedExits, nemesisFailures: nemesis.failures, stuckWriters: stuck)
+                              unexpectedExits: cluster.unexpectedExits, nemesisFailures: nemesis.failures, stuckWriters: stuck,
+                              inboxes: delivered.all, finalClients: delivered.final)
         var result = checker.run()
         if options.closed {
             result.checks.append(closedRoomCheck(metrics: metrics, writers: writers, banAcknowledged: banAcknowledged))

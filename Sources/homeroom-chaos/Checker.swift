@@ -48,6 +48,9 @@ struct Checker {
     var unexpectedExits: [String]
     var nemesisFailures: [String]
     var stuckWriters: [String]
+    /// Every writer's clients' deliveries, and which clients were connected at the end.
+    var inboxes: [ClientInbox] = []
+    var finalClients: Set<String> = []
 
     struct Result {
         var checks: [Check]
@@ -267,6 +270,11 @@ struct Checker {
         // 3e. Stage and hands: who should have won, from the acknowledged promotions and
         // hand writes, against what every replica shows (the invariants only count them).
         result.checks.append(StageModel(order: registerOrder, bannedUser: bannedUser, banAcknowledged: banAcknowledged).check(replicas))
+
+        // 3f. Messages: delivered once, in each sender's order, caught up after cuts.
+        if history.contains(where: { $0.message != nil }) || !inboxes.isEmpty {
+            result.checks.append(MessageCheck(history: history, inboxes: inboxes, finalClients: finalClients, reference: reference).check())
+        }
 
         // 4. Invariants: sampled during the run on every node, and on every final replica.
         var invariantProblems = tracking.violations

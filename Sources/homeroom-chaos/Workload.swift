@@ -71,6 +71,15 @@ struct WriteRecord: Sendable {
     var lock: LockMark?
     /// For writes of one register (stage, devices, privileges, board, hand, name, stage and hand limits): which and what.
     var register: RegisterMark?
+    /// For room and peer messages: the key the sender gave it (set once acknowledged).
+    var message: MessageMark?
+}
+
+/// A message of the workload: its key and who may receive it (nil: the whole room).
+struct MessageMark: Sendable, Hashable {
+    var sender: UserID
+    var recipient: UserID?
+    var counter: UInt64
 }
 
 /// One register write: the register (a user's field, or the room's) and the value written.
@@ -136,6 +145,8 @@ final class Writer: Sendable {
     let recreated = Atomic<Int>(0)
     /// The fence of the lock grant this writer last got (0: none), for its guarded writes.
     let heldFence = Atomic<UInt64>(0)
+    /// What each of this writer's clients delivered (MessageCheck.swift).
+    let inboxes = Mutex<[ClientInbox]>([])
     private let worker = Mutex<Worker?>(nil)
 
     init(user: UserID, role: Role, endpoints: [NodeEndpoint], seed: UInt64) {
@@ -158,7 +169,18 @@ final class Writer: Sendable {
     func connect(room: String, logger: Logger) throws(ClientError) {
         let fresh = RoomClient(room: room, user: user, role: role, name: user, endpoints: endpoints,
                                options: Self.options(syncMillis: 300, room: room, user: user, role: role), logger: logger)
+        // Listening before the join: every delivery of this client is recorded.
+        let instance = inboxes.withLock { inboxes -> Int in
+            inboxes.append(ClientInbox(writer: user, instance: inboxes.count))
+            return inboxes.count - 1
+        }
+        fresh.onMessage { [weak self] deliveries in
+            let marks = deliveries.map { DeliveryMark($0) }
+            self?.inboxes.withLock { $0[instance].deliveries += marks }
+        }
         try fresh.connect()
+        let joinedAt = Clock.now
+        inboxes.withLock { $0[instance].joinedAt = joinedAt }
         client.withLock { $0 = fresh }
     }
 
@@ -198,8 +220,16 @@ final class Writer: Sendable {
             let invoked = Clock.now
             let outcome: Outcome
             var lock: LockMark?
+            var message: MessageMark?
             do {
                 switch operation {
+                case let .sendMessage(type, payload, _), let .sendPeerMessage(_, type, payload, _):
+                    var recipient: UserID?
+                    if case let .sendPeerMessage(to, _, _, _) = operation { recipient = to }
+                    let receipt = try current.sendReceipted(to: recipient, type: type, payload)
+                    message = MessageMark(sender: user, recipient: recipient, counter: receipt.key.counter)
+                    // A retry the node already had may come back without its dot: sent, not traceable by dot.
+                    outcome = receipt.dot.map { .acknowledged($0) } ?? .indeterminate("duplicate-without-dot")
                 case let .acquireLock(name, ttl, _):
                     let grant = try current.acquireLock(name, ttlSeconds: ttl)
                     heldFence.store(grant.fence, ordering: .relaxed)
@@ -228,7 +258,7 @@ final class Writer: Sendable {
             }
             history.append(WriteRecord(client: user, operation: operation.name, invokedAt: invoked, completedAt: Clock.now,
                                        outcome: outcome, reward: reward, property: property, lock: lock,
-                                       register: RegisterMark(operation)))
+                                       register: RegisterMark(operation), message: message))
             if case .refused("banned") = outcome {
                 banned.store(true, ordering: .releasing)
                 break
@@ -316,7 +346,13 @@ final class WorkloadPlan: Sendable {
             let device: Device = Bool.random(using: &rng) ? .camera : .microphone
             return (.setDevice(user: me, device: device, on: Bool.random(using: &rng)), nil, nil)
         case 40..<65: return (.setHand(user: me, raised: Bool.random(using: &rng)), nil, nil)
-        case 65..<95:
+        case 88..<93:
+            return (.sendMessage(type: "chat", payload: Array("\(me).\(sequence)".utf8), previous: 0), nil, nil)
+        case 93..<95:
+            let others = students.filter { $0 != me } + ["t1"]
+            let recipient = others.randomElement(using: &rng)!
+            return (.sendPeerMessage(to: recipient, type: "chat", payload: Array("\(me).\(sequence)".utf8), previous: 0), nil, nil)
+        case 65..<88:
             let key = "p\(sequence)"
             let value = "\(me).\(sequence)"
             return (.setUserProperty(user: me, key: key, value: Array(value.utf8), cause: "chaos"),

@@ -17,6 +17,14 @@ import Testing
 /// - `export A=x` and `A=x homeroom ...` set the environment; `$NAME` comes from it (and
 ///   `$TOK`, a real join token the test makes); `> file` writes stdout to that file, in
 ///   a temporary working directory.
+/// - `NAME=$(homeroom ... --json | jq .key)` (or `jq -r .key`) runs the command and sets
+///   `$NAME` to that key of the JSON object it printed, as the shell would.
+/// - `#> text` lines right under a command are what it prints (stdout, then stderr; on a
+///   terminal, what the screen showed): each must be a line of it, in that order. Runs
+///   of spaces match any run of spaces, `<name>` any word (an id, a time, a count that
+///   differs from run to run), `…` any text. Addresses of the doc stand for the test
+///   nodes' own. Every README command shows its output this way (`outputOptional` lists
+///   the exceptions), so a wrong number, field or word in the README fails the test.
 ///
 /// Lines that cannot run as written in a test are adapted by kind, below (`Kind`), or one
 /// by one in `adaptations`, or not run, with the reason, in `notRun`. A command line that
@@ -62,6 +70,19 @@ import Testing
     /// Lines that are not run at all, with the reason (keyed by the command as written).
     static let notRun: [String: String] = [:]
 
+    /// README command lines that may go without `#>` lines (checked when they have them).
+    /// Every other README command shows what it prints, except an `export`, a line whose
+    /// stdout goes to a file (it must print nothing else), and a `$(...)` capture (the
+    /// shell shows nothing; a later read shows the value).
+    static let outputOptional: [(command: String, prefix: Bool, reason: String)] = [
+        ("homeroom presence set ", true, "another change of issue 42 rewrites this line (a --hold-style command or a note); it documents its output"),
+        ("homeroom presence", false, "its `#>` line would sit next to the presence set line another change rewrites; add it (\"#> no one is online\") with that change"),
+    ]
+
+    static func outputIsOptional(_ text: String) -> Bool {
+        outputOptional.contains { $0.prefix ? text.hasPrefix($0.command) : text == $0.command }
+    }
+
     // MARK: - Reading the docs
 
     struct DocCommand: CustomStringConvertible {
@@ -73,21 +94,33 @@ import Testing
         var note: String
         /// Every expansion, as raw shell words (quotes kept).
         var variants: [[String]]
+        /// Its `#>` lines: what it prints.
+        var expected: [String] = []
+        /// `NAME=$(homeroom ... --json | jq .key)`: the variable and the key (raw: `jq -r`).
+        var capture: (name: String, key: String, raw: Bool)?
         var description: String { "\(file):\(line): \(text)" }
 
-        /// `[code]` in the note: the line must be refused with it.
+        /// `[code]` in the note, or an `Error: refused [code]` line it shows: the line must
+        /// be refused with it.
         var expectedCode: String? {
             let regex = try! NSRegularExpression(pattern: #"\[([a-z][a-z0-9]*(?:-[a-z0-9]+)*)\]"#)
-            guard let match = regex.firstMatch(in: note, range: NSRange(note.startIndex..., in: note)),
-                  let range = Range(match.range(at: 1), in: note) else { return nil }
-            return String(note[range])
+            for text in [note] + expected.filter({ $0.hasPrefix("Error: refused [") }) {
+                if let match = regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)),
+                   let range = Range(match.range(at: 1), in: text) { return String(text[range]) }
+            }
+            return nil
         }
+
+        /// Its stdout goes to a file.
+        var redirects: Bool { variants.contains { $0.contains(">") } }
     }
 
     struct Extraction {
         var commands: [DocCommand] = []
         /// Code lines that mention a homeroom command but are not command lines the test understands.
         var unrecognized: [String] = []
+        /// `#>` lines that follow no command line.
+        var strayOutput: [String] = []
     }
 
     /// The lines of fenced and indented code blocks (1-based line numbers).
@@ -128,7 +161,20 @@ import Testing
         var extraction = Extraction()
         for (file, section) in sources {
             let markdown = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            var previous: (number: Int, command: Int?) = (0, nil)
             for (number, line) in try codeLines(markdown, section: section) {
+                defer { previous.number = number }
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                if trimmed.hasPrefix("#>") {
+                    // Output of the command on the line above (or above its other #> lines).
+                    if number == previous.number + 1, let index = previous.command {
+                        extraction.commands[index].expected.append(String(trimmed.dropFirst(2)).trimmingCharacters(in: .whitespaces))
+                    } else {
+                        extraction.strayOutput.append("\(file):\(number): \(trimmed)")
+                    }
+                    continue
+                }
+                previous.command = nil
                 let (code, comment) = splitComment(line)
                 var found: [(text: String, note: String)] = []
                 var other = false
@@ -147,8 +193,15 @@ import Testing
                     if found.isEmpty { continue }
                 }
                 for (text, note) in found {
-                    let variants = alternatives(text).flatMap { expand(rawWords($0)[...]) }
-                    extraction.commands.append(DocCommand(file: file, line: number, text: text, note: note, variants: variants))
+                    if let capture = capture(text) {
+                        extraction.commands.append(DocCommand(file: file, line: number, text: text, note: note,
+                                                              variants: expand(rawWords(capture.command)[...]),
+                                                              capture: (capture.name, capture.key, capture.raw)))
+                    } else {
+                        let variants = alternatives(text).flatMap { expand(rawWords($0)[...]) }
+                        extraction.commands.append(DocCommand(file: file, line: number, text: text, note: note, variants: variants))
+                    }
+                    previous.command = extraction.commands.count - 1
                 }
             }
         }
@@ -200,8 +253,21 @@ import Testing
         assignment.firstMatch(in: word, range: NSRange(word.startIndex..., in: word)) != nil
     }
 
-    /// `export ...`, or `[A=x ...] homeroom <verb> ...`.
+    static let captureForm = try! NSRegularExpression(
+        pattern: #"^([A-Za-z_][A-Za-z0-9_]*)=\$\((homeroom [^()|]+) \| jq (-r )?\.([A-Za-z_][A-Za-z0-9_]*)\)$"#)
+
+    /// `NAME=$(homeroom ... | jq .key)`: its parts.
+    static func capture(_ column: String) -> (name: String, command: String, key: String, raw: Bool)? {
+        let range = NSRange(column.startIndex..., in: column)
+        guard let match = captureForm.firstMatch(in: column, range: range) else { return nil }
+        func group(_ number: Int) -> String? { Range(match.range(at: number), in: column).map { String(column[$0]) } }
+        guard let name = group(1), let command = group(2), let key = group(4) else { return nil }
+        return (name, command, key, group(3) != nil)
+    }
+
+    /// `export ...`, `NAME=$(homeroom ... | jq .key)`, or `[A=x ...] homeroom <verb> ...`.
     static func isCommandStart(_ column: String) -> Bool {
+        if capture(column) != nil { return true }
         let words = rawWords(column)
         if words.first == "export" { return true }
         let rest = words.drop(while: isAssignment)
@@ -403,6 +469,9 @@ import Testing
         let variables = Dictionary(uniqueKeysWithValues: (testVariables.union(exported)).map { ($0, "x") })
         var problems: [String] = []
         if command.variants.isEmpty { problems.append("no command to run") }
+        if command.capture != nil, command.variants.contains(where: { !$0.contains("--json") }) {
+            problems.append("a $(...) capture reads the JSON object of --json: add --json")
+        }
         for raw in command.variants {
             do {
                 let step = try step(raw, variables)
@@ -434,7 +503,7 @@ import Testing
     }
 
     static func exportedNames(_ commands: [DocCommand]) -> Set<String> {
-        var names = Set<String>()
+        var names = Set<String>(commands.compactMap { $0.capture?.name })
         for command in commands { for raw in command.variants where raw.first == "export" {
             for item in raw.dropFirst() { if let equals = item.firstIndex(of: "=") { names.insert(String(item[..<equals])) } }
         } }
@@ -450,6 +519,9 @@ import Testing
         for line in extraction.unrecognized {
             Issue.record("\(line)\n  mentions a homeroom command, but is not a command line the test can run (`homeroom ...`, `A=x homeroom ...`, `export ...`)")
         }
+        for line in extraction.strayOutput {
+            Issue.record("\(line)\n  a `#>` line (what a command prints) must follow its command line or that command's other `#>` lines")
+        }
         let readme = extraction.commands.filter { $0.file == "README.md" }
         #expect(readme.count >= 20, "README.md's 'Using the CLI' has \(readme.count) command lines: was the section renamed?")
         #expect(readme.contains { $0.variants.contains { $0.contains("node") && $0.last == "&" } }, "the README no longer starts a node")
@@ -461,6 +533,19 @@ import Testing
         let texts = Set(extraction.commands.map(\.text))
         for key in Array(Self.adaptations.keys) + Array(Self.notRun.keys) where !texts.contains(key) {
             Issue.record("'\(key)' is listed in ExecutableDocsTests but is no longer a command line of the docs: update the list")
+        }
+        // Every README command shows what it prints.
+        for command in readme where command.expected.isEmpty && command.capture == nil && !command.redirects
+            && !command.variants.allSatisfy({ $0.first == "export" }) && !Self.outputIsOptional(command.text) {
+            Issue.record("\(command)\n  shows no output: add `#> ...` lines under it with what it prints (`<name>` for an id or a time)")
+        }
+        for entry in Self.outputOptional where !readme.contains(where: { entry.prefix ? $0.text.hasPrefix(entry.command) : $0.text == entry.command }) {
+            Issue.record("'\(entry.command)' is in outputOptional but is no longer a README command line: update the list")
+        }
+        for command in extraction.commands {
+            for line in command.expected where Self.outputPattern(line, [:]) == nil {
+                Issue.record("\(command)\n  its `#> \(line)` line is not a pattern the test can read")
+            }
         }
     }
 
@@ -488,6 +573,7 @@ import Testing
         var variables = ["TOK": token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)]
         var exported: [String: String] = [:]
         var addresses: [String: String] = [:]   // the doc's node addresses -> the real ones
+        var captured = Set<String>()            // NAME=$(...) variables (not in the environment)
         var ran = 0
         let verbose = ProcessInfo.processInfo.environment["HOMEROOM_DOCS_VERBOSE"] != nil
 
@@ -495,7 +581,7 @@ import Testing
             if Self.notRun[command.text] != nil { continue }
             let adaptation = Self.adaptations[command.text]
             // What the first test refuses is not run here either (an address off loopback, a redirect outside).
-            var problems = Self.problems(of: command, exported: Set(exported.keys).union(Self.exportedNames([command])))
+            var problems = Self.problems(of: command, exported: Set(exported.keys).union(captured).union(Self.exportedNames([command])))
                 .map { "\(command.file):\(command.line): \(command.text)\n  not run: \($0)" }
             let runnable = problems.isEmpty
             for raw in command.variants where runnable {
@@ -523,6 +609,9 @@ import Testing
                     do {
                         let node = try Self.startNode(step, addresses: &addresses)
                         nodes.append(node)
+                        // What it prints: the ready line on stdout, then its log on stderr.
+                        let printed = [node.readyLine] + node.log.components(separatedBy: "\n")
+                        if let problem = Self.mismatch(command.expected, printed, addresses) { fail(step.shown, problem) }
                     } catch {
                         fail(step.shown, "\(error)")
                     }
@@ -575,6 +664,8 @@ import Testing
                         fail(shown, "on a terminal: \(stuck), exit \(status.map(String.init) ?? "none (killed)"); it showed:\n\(terminal.plainTail)")
                     } else if status != 0 {
                         fail(shown, "on a terminal: exit \(status.map(String.init) ?? "none (killed after \(Int(timeout)) s)"); it showed:\n\(terminal.plainTail)")
+                    } else if let problem = Self.mismatch(command.expected, Self.screenLines(terminal.shown), map, terminal: true) {
+                        fail(shown, problem)
                     }
                 case .plain, .context, .node:
                     let result: CLI.Result
@@ -585,15 +676,39 @@ import Testing
                         continue
                     }
                     let outcome = "exit \(result.timedOut ? "none (killed after \(Int(timeout)) s)" : String(result.status))\n  stderr: \(result.stderr.isEmpty ? "(empty)" : result.stderr)"
+                    // What a user sees: stdout (unless it goes to a file or into a variable), then stderr.
+                    let printed = (step.redirect == nil && command.capture == nil ? Self.lines(result.stdout) : []) + Self.lines(result.stderr)
                     if let code = command.expectedCode {
                         if result.timedOut || result.status != 1 || !result.stderr.contains("[\(code)]") {
                             fail(shown, "the doc says it is refused [\(code)] (exit 1), but: \(outcome)")
+                        } else if let problem = Self.mismatch(command.expected, printed, map) {
+                            fail(shown, problem)
                         }
                         continue
                     }
                     guard !result.timedOut && result.status == 0 else {
                         fail(shown, outcome)
                         continue
+                    }
+                    if let problem = Self.mismatch(command.expected, printed, map) { fail(shown, problem) }
+                    if command.file == "README.md" && step.redirect != nil && !result.stderr.isEmpty {
+                        fail(shown, "its output goes to a file, so it must print nothing else, but it printed: \(result.stderr)")
+                    }
+                    if let capture = command.capture {
+                        // As `jq .key` (`jq -r .key`) would print the key of the one object.
+                        let object = (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))) as? [String: Any]
+                        guard let value = object?[capture.key] else {
+                            fail(shown, "$(... | jq .\(capture.key)): the output has no key '\(capture.key)': \(result.stdout)")
+                            continue
+                        }
+                        let text: String
+                        if let string = value as? String {
+                            text = capture.raw ? string : String(decoding: try JSONSerialization.data(withJSONObject: string, options: .fragmentsAllowed), as: UTF8.self)
+                        } else {
+                            text = String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys]), as: UTF8.self)
+                        }
+                        variables[capture.name] = text
+                        captured.insert(capture.name)
                     }
                     if step.arguments.contains("--json") {
                         for line in result.stdout.split(separator: "\n") where (try? JSONSerialization.jsonObject(with: Data(line.utf8))) == nil {
@@ -632,6 +747,61 @@ import Testing
         #expect(ran >= 40, "only \(ran) command lines ran")
     }
 
+    // MARK: - What a command prints
+
+    static func lines(_ text: String) -> [String] {
+        text.isEmpty ? [] : text.replacingOccurrences(of: "\r\n", with: "\n").components(separatedBy: "\n")
+    }
+
+    /// A terminal's output as lines: a cursor move home or a clear starts a line, other
+    /// escape sequences are dropped.
+    static func screenLines(_ shown: String) -> [String] {
+        var text = shown.replacingOccurrences(of: "\u{1B}\\[[0-9;]*[HJf]", with: "\n", options: .regularExpression)
+        text = text.replacingOccurrences(of: "\u{1B}\\[[0-9;?]*[A-Za-z]", with: "", options: .regularExpression)
+        return text.replacingOccurrences(of: "\r", with: "\n").components(separatedBy: "\n")
+    }
+
+    /// A `#>` line as a regular expression for a whole line (trimmed): runs of spaces match
+    /// any run of spaces, `<name>` a word, `…` any text; the doc's addresses are the test's.
+    static func outputPattern(_ line: String, _ addresses: [String: String]) -> NSRegularExpression? {
+        let text = substitute(line, addresses).trimmingCharacters(in: .whitespaces)
+        let token = try! NSRegularExpression(pattern: #"…|<[A-Za-z][A-Za-z0-9-]*>|\s+"#)
+        var pattern = "^"
+        var last = text.startIndex
+        for match in token.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+            guard let range = Range(match.range, in: text) else { return nil }
+            pattern += NSRegularExpression.escapedPattern(for: String(text[last..<range.lowerBound]))
+            let found = text[range]
+            pattern += found == "…" ? ".*" : found.hasPrefix("<") ? #"\S+"# : #"\s+"#
+            last = range.upperBound
+        }
+        pattern += NSRegularExpression.escapedPattern(for: String(text[last...])) + "$"
+        return try? NSRegularExpression(pattern: pattern)
+    }
+
+    /// nil when every `#>` line is a line of `printed`, in order; else what is wrong. On a
+    /// terminal a line may also follow a prompt (`maths ada (teacher)> `).
+    static func mismatch(_ expected: [String], _ printed: [String], _ addresses: [String: String], terminal: Bool = false) -> String? {
+        var remaining = printed.map { $0.trimmingCharacters(in: .whitespaces) }[...]
+        for line in expected {
+            guard let regex = outputPattern(line, addresses) else { return "its `#> \(line)` line is not a pattern the test can read" }
+            func matches(_ candidate: String) -> Bool {
+                var candidates = [candidate]
+                if terminal {
+                    var rest = candidate[...]
+                    while let prompt = rest.range(of: "> ") { rest = rest[prompt.upperBound...]; candidates.append(String(rest)) }
+                }
+                return candidates.contains { regex.firstMatch(in: $0, range: NSRange($0.startIndex..., in: $0)) != nil }
+            }
+            guard let index = remaining.firstIndex(where: matches) else {
+                let shown = printed.filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }.suffix(40).joined(separator: "\n    ")
+                return "the doc shows `#> \(line)`, but no line \(expected.count > 1 ? "after the ones before it " : "")printed that; it printed:\n    \(shown)"
+            }
+            remaining = remaining[(index + 1)...]
+        }
+        return nil
+    }
+
     static func substitute(_ text: String, _ addresses: [String: String]) -> String {
         var text = text
         // Longest first, so tcp://h:7100 never rewrites part of tcp://h:71000.
@@ -639,21 +809,28 @@ import Testing
         return text
     }
 
-    /// The doc's `homeroom node --name n --listen a --publish b &`, on free loopback ports.
+    /// The doc's `homeroom node --name n --listen a --publish b [--seed s] &`, on free loopback ports.
     static func startNode(_ step: Step, addresses: inout [String: String]) throws -> NodeProcess {
         var options: [String: String] = [:]
+        var seeds: [String] = []
         var words = step.arguments.dropFirst()[...]
         while let flag = words.popFirst() {
-            guard ["--name", "--listen", "--publish"].contains(flag), let value = words.popFirst() else {
-                throw CLIError("'\(flag)': the test starts the doc's node with --name, --listen and --publish only; teach startNode this option")
+            guard ["--name", "--listen", "--publish", "--seed"].contains(flag), let value = words.popFirst() else {
+                throw CLIError("'\(flag)': the test starts the doc's node with --name, --listen, --publish and --seed only; teach startNode this option")
             }
-            options[flag] = value
+            if flag == "--seed" {
+                // A seed is an earlier node of the doc: its real address.
+                guard let real = addresses[value] else { throw CLIError("--seed \(value) is no node the doc started before this line") }
+                seeds.append(real)
+            } else {
+                options[flag] = value
+            }
         }
         guard let name = options["--name"], let listen = options["--listen"], let publish = options["--publish"] else {
             throw CLIError("a node line needs --name, --listen and --publish")
         }
         for address in [listen, publish] where !isLoopback(address) { throw CLIError("\(address) is not a loopback address") }
-        let node = try NodeProcess(name: name)
+        let node = try NodeProcess(name: name, seeds: seeds)
         addresses[listen] = node.listen
         addresses[publish] = node.publish
         return node

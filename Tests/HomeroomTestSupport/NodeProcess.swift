@@ -13,6 +13,8 @@ public final class NodeProcess {
     public private(set) var publish = ""
     /// The /healthz and /metrics base URL, when started with --http.
     public private(set) var http = ""
+    /// The node's ready line on stdout (JSON: event, name, listen, publish, replica).
+    public private(set) var readyLine = ""
     private let stdout = Pipe()
     private let stderrFile: URL
 
@@ -49,6 +51,7 @@ public final class NodeProcess {
             stop()
             throw NodeProcessError("node \(name) did not become ready; its log: \(log)")
         }
+        self.readyLine = line
         self.listen = listen
         self.publish = publish
         self.http = json["http"] ?? ""

@@ -114,7 +114,18 @@ extension RoomClient {
         try sendMessage(to: recipient, type: type, payload)
     }
 
+    /// Sends a room message (`to` nil) or a peer message, and returns its key with the
+    /// dot the node sequenced it under (nil for a retry the node already had and whose
+    /// dot it no longer names): what a checker needs to find it in every replica.
+    public func sendReceipted(to recipient: UserID?, type: String = "chat", _ payload: [UInt8]) throws(ClientError) -> (key: MessageKey, dot: Dot?) {
+        try sendMessageAcknowledged(to: recipient, type: type, payload)
+    }
+
     private func sendMessage(to recipient: UserID?, type: String, _ payload: [UInt8]) throws(ClientError) -> MessageKey {
+        try sendMessageAcknowledged(to: recipient, type: type, payload).key
+    }
+
+    private func sendMessageAcknowledged(to recipient: UserID?, type: String, _ payload: [UInt8]) throws(ClientError) -> (key: MessageKey, dot: Dot?) {
         let conversation = recipient ?? ""
         let previous = state.withLock { state -> UInt64 in
             if let last = state.lastSent[conversation] { return last }
@@ -124,9 +135,9 @@ extension RoomClient {
         }
         let operation: Operation = recipient.map { .sendPeerMessage(to: $0, type: type, payload: payload, previous: previous) }
             ?? .sendMessage(type: type, payload: payload, previous: previous)
-        let (_, write) = try sendWrite(operation, retries: 3)
+        let (ack, write) = try sendWrite(operation, retries: 3)
         state.withLock { $0.lastSent[conversation] = max($0.lastSent[conversation] ?? 0, write.authorCounter) }
-        return MessageKey(sender: user, counter: write.authorCounter)
+        return (MessageKey(sender: user, counter: write.authorCounter), ack.dot)
     }
 
     /// Sets (or, with nil values, removes) keys of this user's presence state. The
