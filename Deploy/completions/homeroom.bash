@@ -488,8 +488,9 @@ _homeroom() {
                     --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
+                    --hold) return ;;
                 esac
-                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --hold --json --help"
                 words_here="set unset"
                 ;;
             mute)

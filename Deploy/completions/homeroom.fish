@@ -391,6 +391,7 @@ complete -c homeroom -n '__homeroom_subcommand presence' -l token -x -d 'Join to
 complete -c homeroom -n '__homeroom_subcommand presence' -l tls-ca -r -F -d 'The authority that signed the node\'s certificate, for tls+tcp://'
 complete -c homeroom -n '__homeroom_subcommand presence' -l timeout-ms -x -d 'How long to wait for a node\'s answer (default 1000).'
 complete -c homeroom -n '__homeroom_subcommand presence' -l log-level -x -a 'trace debug info notice warning error' -d 'trace, debug, info, notice, warning, error (default warning).'
+complete -c homeroom -n '__homeroom_subcommand presence' -l hold -x -d 'After presence set, stay connected s seconds (1-86400), so the state'
 complete -c homeroom -n '__homeroom_subcommand presence' -l json -d 'Print the result as one JSON object.'
 complete -c homeroom -n '__homeroom_subcommand presence' -s h -l help -d 'show help'
 complete -c homeroom -n '__homeroom_subcommand mute' -a 'all'

@@ -21,7 +21,9 @@ public enum ContextEvent: Hashable, Sendable {
     // User
     case remoteUserJoined(UserInfo)
     case remoteUserLeft(UserInfo)
-    case userUpdated(UserInfo)
+    /// A user's name or role changed: `previous` is what it was (a reward total that
+    /// went down, a fold, is an update whose `previous` equals the user as now).
+    case userUpdated(UserInfo, previous: UserInfo)
     case coHostsAdded([UserInfo])
     case coHostsRemoved([UserInfo])
     case boardUpdated(UserInfo, granted: Bool)
@@ -74,7 +76,8 @@ extension ContextEvent {
             case let .userJoined(user) where user != localUser: events.append(.remoteUserJoined(lookup(user)))
             case let .userLeft(user) where user != localUser: events.append(.remoteUserLeft(lookup(user)))
             case .userJoined, .userLeft: break
-            case let .userUpdated(user): events.append(.userUpdated(lookup(user)))
+            case let .userUpdated(user, previousName, previousRole):
+                events.append(.userUpdated(lookup(user), previous: UserInfo(id: user, name: previousName, role: previousRole)))
             // An offline row appearing is the roster's business (`LiveRoster`), not an event.
             case .userKnown: break
             case let .coHostsAdded(users): events.append(.coHostsAdded(users.map(lookup)))

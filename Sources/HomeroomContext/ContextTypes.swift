@@ -159,6 +159,15 @@ public struct UserRow: Hashable, Sendable {
     public var id: UserID { info.id }
 
     public func stream(_ device: Device) -> StreamState { device == .camera ? camera : microphone }
+
+    /// What a UI shows for a device: `stream(device)`, but an offline user publishes
+    /// nothing, so a device its registers leave on (live or held) shows as off. The
+    /// registers, and `camera` and `microphone`, keep their state: it is what the user
+    /// finds again on returning (and what `homeroom roster --json` prints, beside `online`).
+    public func shownStream(_ device: Device) -> StreamState {
+        let state = stream(device)
+        return !online && (state == .live || state == .privilegeOff) ? .deviceOff : state
+    }
 }
 
 /// A page of a user list, for large rooms.

@@ -48,6 +48,9 @@ public protocol UserHandler: AnyObject, Sendable {
     func onRemoteUserJoined(_ user: UserInfo)
     func onRemoteUserLeft(_ user: UserInfo)
     func onUserUpdated(_ user: UserInfo)
+    /// The same, with the user as it was (its name and role before the change); by
+    /// default it calls `onUserUpdated(_:)`.
+    func onUserUpdated(_ user: UserInfo, previous: UserInfo)
     func onCoHostUserListAdded(_ users: [UserInfo])
     func onCoHostUserListRemoved(_ users: [UserInfo])
     func onUserBoardUpdated(_ user: UserInfo, granted: Bool)
@@ -64,6 +67,7 @@ extension UserHandler {
     public func onRemoteUserJoined(_ user: UserInfo) {}
     public func onRemoteUserLeft(_ user: UserInfo) {}
     public func onUserUpdated(_ user: UserInfo) {}
+    public func onUserUpdated(_ user: UserInfo, previous: UserInfo) { onUserUpdated(user) }
     public func onCoHostUserListAdded(_ users: [UserInfo]) {}
     public func onCoHostUserListRemoved(_ users: [UserInfo]) {}
     public func onUserBoardUpdated(_ user: UserInfo, granted: Bool) {}
@@ -135,7 +139,7 @@ extension ContextEvent {
         case let .breakoutUpdated(groups): (handler as? GroupHandler)?.onBreakoutUpdated(groups)
         case let .remoteUserJoined(user): (handler as? UserHandler)?.onRemoteUserJoined(user)
         case let .remoteUserLeft(user): (handler as? UserHandler)?.onRemoteUserLeft(user)
-        case let .userUpdated(user): (handler as? UserHandler)?.onUserUpdated(user)
+        case let .userUpdated(user, previous): (handler as? UserHandler)?.onUserUpdated(user, previous: previous)
         case let .coHostsAdded(users): (handler as? UserHandler)?.onCoHostUserListAdded(users)
         case let .coHostsRemoved(users): (handler as? UserHandler)?.onCoHostUserListRemoved(users)
         case let .boardUpdated(user, granted): (handler as? UserHandler)?.onUserBoardUpdated(user, granted: granted)

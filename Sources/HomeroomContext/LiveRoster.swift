@@ -49,7 +49,7 @@ public struct LiveRoster: Sendable {
         public mutating func note(_ changes: [RoomChange]) {
             for change in changes {
                 switch change {
-                case let .userJoined(user), let .userLeft(user), let .userUpdated(user), let .userKnown(user), let .streamUpdated(user, _, _),
+                case let .userJoined(user), let .userLeft(user), let .userUpdated(user, _, _), let .userKnown(user), let .streamUpdated(user, _, _),
                      let .boardUpdated(user, _), let .userRewarded(user, _, _), let .handWaved(user), let .handLowered(user),
                      let .userKicked(user), let .userBanned(user):
                     touched.insert(user)

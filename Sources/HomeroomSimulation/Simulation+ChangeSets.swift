@@ -47,7 +47,7 @@ struct ChangeSetViews {
 
     mutating func record(_ change: RoomChange, in state: RoomState) {
         switch change {
-        case let .userJoined(user), let .userUpdated(user):
+        case let .userJoined(user), let .userUpdated(user, _, _):
             guard let record = state.users[user], record.isKnown else { return }
             appeared.insert(user)
             if record.board.value { board.insert(user) } else { board.remove(user) }

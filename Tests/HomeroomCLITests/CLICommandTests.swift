@@ -51,11 +51,28 @@ import Testing
 
     /// Your own hand, camera, microphone, name or presence without --user (or a token):
     /// refused before anything is sent, rather than joining a made-up user "student".
+    /// The error is the exact fix: the same command with --user (issue 42, item 3).
     @Test func aSelfActionWithoutAUserIsAUsageError() throws {
         for words in [["camera", "on"], ["mic", "off"], ["hand", "up"], ["presence", "set", "mood", "ready"]] {
             let result = try CLI.run(words + ["--room", "r", "--node", "tcp://127.0.0.1:9", "--timeout-ms", "200"])
             #expect(result.status == 64 && result.stderr.contains("--user"), "\(words): \(result.status) \(result.stderr)")
         }
+        let camera = try CLI.run(["camera", "on", "--room", "r", "--node", "tcp://127.0.0.1:9", "--timeout-ms", "200"])
+        #expect(camera.stderr.hasPrefix("Error: camera on acts as a user, and no one was named: add --user <id>, as in: "
+            + "homeroom camera on --user bob (or --token <token>, or HOMEROOM_TOKEN); without either, a one-shot acts as "
+            + "@operator, who has no camera\n"), "\(camera.stderr)")
+        let name = try CLI.run(["name", "Mr Lee", "--room", "r", "--node", "tcp://127.0.0.1:9", "--timeout-ms", "200"])
+        #expect(name.status == 64 && name.stderr.contains("as in: homeroom name 'Mr Lee' --user bob "), "\(name.stderr)")
+        // "me" is a user too: without one it was a made-up "teacher" joining and acting on itself.
+        for words in [["stage", "add", "me"], ["reward", "me"], ["prop", "me", "set", "seat", "3"]] {
+            let result = try CLI.run(words + ["--room", "r", "--node", "tcp://127.0.0.1:9", "--timeout-ms", "200"])
+            #expect(result.status == 64, "\(words): \(result.status) \(result.stderr)")
+            #expect(result.stderr.hasPrefix("Error: 'me' names a user, and no one was named: add --user <id>, as in: homeroom "
+                + words.joined(separator: " ") + " --user bob "), "\(words): \(result.stderr)")
+        }
+        // --hold goes with presence set only.
+        let hold = try CLI.run(["presence", "unset", "mood", "--hold", "5", "--user", "bob", "--room", "r", "--node", "tcp://127.0.0.1:9"])
+        #expect(hold.status == 64 && hold.stderr.contains("--hold goes with presence set"), "\(hold.stderr)")
     }
 
     @Test func noNodeAnsweringIsAFailureNotAUsageError() throws {

@@ -53,14 +53,22 @@ import Testing
         #expect(teacher.shown.contains("Stage 1/1"))
         // On a terminal the roster is in colour; the one-shot students are offline, so dimmed.
         #expect(teacher.waitFor("\u{1B}[2;90mAlice (offline)"), "\(teacher.shown)")
-        #expect(teacher.waitFor("● live"), "\(teacher.shown)")
+        // The teacher is on screen in a small classroom too (issue 42, item 7).
+        #expect(teacher.waitFor("Ada (you)"), "\(teacher.shown)")
 
-        // What `homeroom roster` shows, through the other node.
+        // What `homeroom roster` shows, through the other node. Alice's camera is live by
+        // its registers, but she is offline and publishes nothing: drawn off, never live
+        // (issue 42, item 7); --json keeps the registers' state beside online false.
         let roster = try CLI.run(["roster", "--room", "e2e", "--node", first.listen])
         #expect(roster.status == 0)
         let alice = try #require(roster.stdout.split(separator: "\n").first { $0.hasPrefix("Alice") }, "\(roster.stdout)")
-        #expect(alice.contains("● live") && alice.hasSuffix("4"), "\(alice)")
+        #expect(alice.hasPrefix("Alice (offline)") && alice.contains("○ off") && !alice.contains("● live") && alice.hasSuffix("4"), "\(alice)")
         #expect(roster.stdout.contains("Hands 1  Bob"))
+        #expect(roster.stdout.contains("Teacher  Ada (offline)  camera ·  mic ·") || roster.stdout.contains("Teacher  Ada  camera ·  mic ·"),
+                "\(roster.stdout)")
+        let json = try CLI.run(["roster", "--json", "--room", "e2e", "--node", first.listen])
+        #expect(json.stdout.contains(#""user":"alice","name":"Alice","role":"student","online":false,"stage":"on","auth":false,"camera":"live""#),
+                "\(json.stdout)")
 
         teacher.send("quit\n")
         #expect(teacher.waitForExit() == 0)

@@ -61,7 +61,9 @@ import Testing
         #expect(snapshot["hands"] as? [String] == ["alice"])
         let students = try #require(snapshot["students"] as? [[String: Any]])
         let alice = try #require(students.first { $0["user"] as? String == "alice" })
+        // The registers' states, beside online: alice left (one-shots), her camera stays on for her return.
         #expect(alice["camera"] as? String == "live" && alice["mic"] as? String == "device-off" && alice["rewards"] as? Int == 5)
+        #expect(alice["online"] as? Bool == false)
         #expect(alice["auth"] as? Bool == true)
         #expect((snapshot["class"] as? [String: Any])?["state"] as? String == "after")
 
@@ -70,7 +72,9 @@ import Testing
         #expect(text.stdout.contains("Stage 1/1  alice"))
         #expect(text.stdout.contains("class over"))
         let aliceLine = try #require(text.stdout.split(separator: "\n").first { $0.hasPrefix("alice") })
-        #expect(aliceLine.contains("on") && aliceLine.contains("yes") && aliceLine.contains("● live") && aliceLine.hasSuffix("5"))
+        // Offline, she publishes nothing: the table draws her camera off, never live (issue 42, item 7).
+        #expect(aliceLine.hasPrefix("alice (offline)") && aliceLine.contains("on") && aliceLine.contains("yes")
+                && aliceLine.contains("○ off") && !aliceLine.contains("● live") && aliceLine.hasSuffix("5"), "\(aliceLine)")
         #expect(!text.stdout.contains("\u{1B}"), "NO_COLOR and no terminal: no escapes")
     }
 
@@ -120,6 +124,23 @@ import Testing
         // Presence state needs a session: `presence set` joins (and leaves again).
         #expect(try Self.run(["presence", "set", "mood", "calm", "--user", "bob"] + room).status == 0)
         #expect((node.metric("homeroom_joins_total") ?? -1) == joinsAfter + 1)
+    }
+
+    /// `presence set --hold <s>` keeps its session, and so the state, for s seconds: others
+    /// see it meanwhile, and it is gone once the command leaves (issue 42, item 3).
+    @Test func aHeldPresenceLastsAsLongAsItsCommand() throws {
+        let node = try NodeChild(name: "cli-hold")
+        defer { node.stop() }
+        let room = ["--room", "held", "--node", node.listen]
+        let started = Date()
+        let holder = try TerminalSession(["presence", "set", "mood", "ready", "--user", "bob", "--hold", "4"] + room)
+        #expect(holder.waitFor("your presence mood = ready, held 4 s: presence lasts only while bob is connected"), "\(holder.plainTail)")
+        let during = try Self.run(["presence"] + room)
+        #expect(during.stdout.contains("bob (student): mood=ready"), "\(during.stdout) \(during.stderr)")
+        #expect(holder.waitForExit(timeout: 15) == 0)
+        #expect(Date().timeIntervalSince(started) >= 3.5, "it left before its hold was over")
+        let after = try Self.run(["presence"] + room)
+        #expect(after.stdout == "no one is online\n", "\(after.stdout)")
     }
 
     /// Without --user or a token, one-shots are the operator's: written without joining,
@@ -228,7 +249,10 @@ import Testing
             try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "not JSON: \(result.stdout)")
         }
         // Bob must have joined once to be whispered to.
-        #expect(try run(["presence", "set", "mood", "ready", "--user", "bob"]).stdout == "your presence mood = ready\n")
+        // A one-shot's presence lasts as long as it does: it says the state is cleared again.
+        #expect(try run(["presence", "set", "mood", "ready", "--user", "bob"]).stdout == "your presence mood = ready, and cleared again at once: "
+            + "presence lasts only while bob is connected, and this command left.\nTo keep it, add --hold <seconds>, or set it inside "
+            + "'homeroom join --user bob' (line: presence set mood ready)\n")
         let sent = try run(["send", "hello", "class", "--user", "ada"])
         #expect(sent.status == 0 && sent.stdout.hasPrefix("sent to the room (ada#"), "\(sent.stderr)")
         #expect(try run(["whisper", "bob", "see me after class", "--user", "ada"]).status == 0)

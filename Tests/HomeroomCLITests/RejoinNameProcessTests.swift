@@ -19,4 +19,31 @@ import HomeroomTestSupport
         let again = try CLI.run(["roster", "--json"], environment: env)
         #expect(again.stdout.contains("\"user\":\"dee\",\"name\":\"dee\""), "\(again.stdout)")
     }
+
+    /// A rename reads "Cai is now Student Cai" (it read "Student Cai is now Student Cai
+    /// (student)": the event knew only the new name), and a write that changes nothing
+    /// anyone sees is no event. A teacher's join at a terminal shows the feed.
+    @Test func renameEventsShowTheOldAndTheNewName() throws {
+        let node = try NodeChild(name: "renames")
+        defer { node.stop() }
+        let room = ["--room", "names-2", "--node", node.listen]
+        #expect(try CLI.run(["hand", "up", "--user", "cai", "--name", "Cai"] + room).status == 0)
+        #expect(try CLI.run(["hand", "up", "--user", "dee"] + room).status == 0)
+        let teacher = try TerminalSession(["join", "--as", "teacher", "--user", "ada", "--name", "Ada"] + room)
+        #expect(teacher.waitFor("names-2 ada (teacher)> "), "\(teacher.plainTail)")
+        let mark = teacher.mark
+        #expect(try CLI.run(["name", "Student Cai", "--user", "cai"] + room).status == 0)
+        #expect(teacher.waitFor("Cai is now Student Cai", since: mark), "\(teacher.plainTail)")
+        // dee's name was its id: naming it so changes nothing shown, then a real rename.
+        #expect(try CLI.run(["name", "dee", "--user", "dee"] + room).status == 0)
+        #expect(try CLI.run(["name", "Dee", "--user", "dee"] + room).status == 0)
+        #expect(teacher.waitFor("dee is now Dee", since: mark), "\(teacher.plainTail)")
+        let feed = teacher.shown
+        #expect(!feed.contains("Student Cai is now Student Cai") && !feed.contains("dee is now dee"), "\(teacher.plainTail)")
+        // The teacher's own rename names her, not a third person.
+        teacher.send("name Ada L\n")
+        #expect(teacher.waitFor("you are now called Ada L (were Ada)", since: mark), "\(teacher.plainTail)")
+        teacher.send("quit\n")
+        #expect(teacher.waitForExit() == 0)
+    }
 }

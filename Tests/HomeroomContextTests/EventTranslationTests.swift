@@ -1,4 +1,5 @@
 import HomeroomCore
+import Synchronization
 import Testing
 @testable import HomeroomContext
 
@@ -68,5 +69,50 @@ import Testing
         }
         #expect(first.text == "hi" && first.gap && !first.late && first.sender == Self.info("bob") && first.sentAtMillis == 1_000)
         #expect(second.text == nil && second.late && second.recipient == "me" && second.isPeer)
+    }
+}
+
+/// A rename or a role change carries what the user was (issue 42, item 3: the feed read
+/// "Student cai is now Student cai", the event knowing only the new name).
+@Suite struct UserUpdateTests {
+    @Test func aTranslatedUpdateCarriesThePreviousNameAndRole() {
+        let events = ContextEvent.translate([.userUpdated("cai", previousName: "Cai", previousRole: .student)], localUser: "me",
+                                            room: { EventTranslationTests.room },
+                                            lookup: { UserInfo(id: $0, name: "Student Cai", role: .assistant) })
+        #expect(events == [.userUpdated(UserInfo(id: "cai", name: "Student Cai", role: .assistant),
+                                        previous: UserInfo(id: "cai", name: "Cai", role: .student))])
+    }
+
+    @Test func aRenameInTheRoomReachesOthersWithTheOldName() throws {
+        final class Updates: UserHandler, @unchecked Sendable {
+            let seen = Mutex<[String]>([])
+            func onUserUpdated(_ user: UserInfo, previous: UserInfo) {
+                seen.withLock { $0.append("\(previous.displayName) (\(previous.role)) -> \(user.displayName) (\(user.role))") }
+            }
+        }
+        let cluster = try ContextCluster(size: 1, label: "ctx-rename")
+        let teacher = try cluster.joined("ada", .teacher, room: "rename")
+        let cai = try cluster.joined("cai", .student, room: "rename")
+        let updates = Updates()
+        teacher.registerEventHandler(updates)
+        let events = Mutex<[ContextEvent]>([])
+        let token = teacher.addEventListener { event in events.withLock { $0.append(event) } }
+        defer { teacher.removeEventListener(token) }
+        try cai.user.updateName("Student Cai")
+        #expect(eventually { updates.seen.withLock { $0 } == ["Cai (student) -> Student Cai (student)"] }, "\(updates.seen.withLock { $0 })")
+        #expect(events.withLock { $0 }.contains(.userUpdated(UserInfo(id: "cai", name: "Student Cai", role: .student),
+                                                             previous: UserInfo(id: "cai", name: "Cai", role: .student))))
+    }
+
+    /// A handler written for the one-argument method still hears every update.
+    @Test func theOneArgumentHandlerMethodStillHearsUpdates() {
+        final class Old: UserHandler, @unchecked Sendable {
+            var names: [String] = []
+            func onUserUpdated(_ user: UserInfo) { names.append(user.name) }
+        }
+        let handler = Old()
+        ContextEvent.userUpdated(UserInfo(id: "cai", name: "New", role: .student), previous: UserInfo(id: "cai", name: "Old", role: .student))
+            .deliver(to: handler)
+        #expect(handler.names == ["New"])
     }
 }

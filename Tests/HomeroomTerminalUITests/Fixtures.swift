@@ -66,8 +66,24 @@ enum Fixtures {
     static var oneToOne: RoomSnapshot {
         let bob = UserRow(info: user("bob", "Bob Marley"), onStage: true, boardGranted: true, camera: .privilegeOff,
                           microphone: .deviceOff, rewards: 2, handRaised: true)
-        return snapshot(type: .oneToOne, name: "Piano lesson", stageLimit: 2, moderators: [teacherOnStage], students: [bob],
+        return snapshot(type: .oneToOne, name: "Piano lesson", stageLimit: 2, moderators: [teacherOnStage, assistantRow], students: [bob],
                         hands: [bob.info], local: bob.info)
+    }
+
+    static let assistantRow = UserRow(info: user("tom", "Tom", role: .assistant))
+
+    /// Offline users whose registers still say live or held (they left with the camera
+    /// on): a teacher, an assistant and a student on stage; seen by a student.
+    static func offline(_ type: RoomType) -> RoomSnapshot {
+        let teacher = UserRow(info: ada, online: false, onStage: true, camera: .live, microphone: .privilegeOff)
+        let kim = UserRow(info: user("kim", "Kim", role: .assistant), online: false)
+        let students = [
+            UserRow(info: user("alice", "Alice"), onStage: true, camera: .live, microphone: .live),
+            UserRow(info: user("bob", "Bob")),
+            UserRow(info: user("eve", "Eve"), online: false, onStage: true, camera: .live, microphone: .privilegeOff, rewards: 2),
+        ]
+        return snapshot(type: type, name: "Maths 101", stageLimit: 6, moderators: [teacher, assistantRow, kim], students: students,
+                        local: user("bob", "Bob"))
     }
 
     /// One student whose camera and microphone are both in `state`.

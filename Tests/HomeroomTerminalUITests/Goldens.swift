@@ -8,6 +8,8 @@ enum Goldens {
 
         students 250 · online 263 · observers 12 · on stage 3/6 · hands 10
 
+        ␛[1mTeacher␛[0m  ␛[1;36mAda Lovelace (you)␛[0m  camera ␛[90m·␛[0m  mic ␛[90m·␛[0m
+
         ␛[1mStage 3/6␛[0m  ␛[32mStudent 1␛[0m · ␛[32mStudent 2␛[0m · ␛[32mStudent 3␛[0m
 
         ␛[1mHands 10␛[0m  ␛[33mStudent 10␛[0m · ␛[33mStudent 20␛[0m␛[2m  +8 more␛[0m␛[2m  (15 waiting over the limit)␛[0m
@@ -26,6 +28,8 @@ enum Goldens {
 
         students 250 · online 263 · observers 12 · on stage 3/6 · hands 10
 
+        Teacher  Ada Lovelace (you)  camera ·  mic ·
+
         Stage 3/6  Student 1 · Student 2 · Student 3
 
         Hands 10  Student 10 · Student 20  +8 more  (15 waiting over the limit)
@@ -39,6 +43,38 @@ enum Goldens {
         cam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…
         page 3/50 · students 11–15 of 250
         """#,
+        "offline-small-classroom-color": #"""
+        ␛[1;97;44m Maths 101␛[0m␛[97;44m   in class 12:03 · 32:57 left␛[0m␛[97;44m            ␛[0m␛[97;44mconnected · 0.42 ms ␛[0m
+
+        ␛[1mTeacher␛[0m  ␛[2;90mAda Lovelace (offline)␛[0m  camera ␛[90m○ off␛[0m  mic ␛[90m○ off␛[0m
+        ␛[1mAssistants␛[0m  ␛[32mTom␛[0m · ␛[2;90mKim (offline)␛[0m
+
+        ␛[1mStage 3/6␛[0m  ␛[32mAda Lovelace␛[0m · ␛[32mAlice␛[0m · ␛[32mEve␛[0m
+
+        ␛[1mHands 0␛[0m  ␛[2mno hands up␛[0m
+
+        ␛[1mName         ␛[0m  ␛[1mStage␛[0m  ␛[1mAuth␛[0m  ␛[1mCamera␛[0m  ␛[1mMic   ␛[0m  ␛[1mRewards␛[0m
+        Alice          ␛[32mon   ␛[0m  ␛[90m-   ␛[0m  ␛[34m● live␛[0m  ␛[34m● live␛[0m        0
+        ␛[1;36mBob (you)    ␛[0m  ␛[90m-    ␛[0m  ␛[90m-   ␛[0m  ␛[90m·     ␛[0m  ␛[90m·     ␛[0m        0
+        ␛[2;90mEve (offline)␛[0m  ␛[2;90mon   ␛[0m  ␛[2;90m-   ␛[0m  ␛[2;90m○ off ␛[0m  ␛[2;90m○ off ␛[0m  ␛[2;90m      2␛[0m
+        ␛[2mcam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…␛[0m
+        """#,
+        "offline-small-classroom-plain": #"""
+         Maths 101   in class 12:03 · 32:57 left            connected · 0.42 ms
+
+        Teacher  Ada Lovelace (offline)  camera ○ off  mic ○ off
+        Assistants  Tom · Kim (offline)
+
+        Stage 3/6  Ada Lovelace · Alice · Eve
+
+        Hands 0  no hands up
+
+        Name           Stage  Auth  Camera  Mic     Rewards
+        Alice          on     -     ● live  ● live        0
+        Bob (you)      -      -     ·       ·             0
+        Eve (offline)  on     -     ○ off   ○ off         2
+        cam/mic ● live  ◐ held (privilege-off)  ○ off (device-off)  · (inoperab…
+        """#,
         "one-to-one-color": #"""
         ␛[1;97;44m Piano lesson␛[0m␛[97;44m   in class 12:03 · 32:57 left␛[0m␛[97;44m         ␛[0m␛[97;44mconnected · 0.42 ms ␛[0m
 
@@ -51,6 +87,8 @@ enum Goldens {
         ␛[90m│ ␛[0mRewards 0                      ␛[90m │␛[0m ␛[90m│ ␛[0mRewards ␛[33m2␛[0m                      ␛[90m │␛[0m
         ␛[90m│ ␛[0mHand    ␛[90m-␛[0m                      ␛[90m │␛[0m ␛[90m│ ␛[0mHand    ␛[33mup␛[0m                     ␛[90m │␛[0m
         ␛[90m└─────────────────────────────────┘␛[0m ␛[90m└─────────────────────────────────┘␛[0m
+
+        ␛[1mAssistant␛[0m  ␛[32mTom␛[0m
 
         ␛[1mHands 1␛[0m  ␛[33mBob Marley␛[0m
         """#,
@@ -67,10 +105,14 @@ enum Goldens {
         │ Hand    -                       │ │ Hand    up                      │
         └─────────────────────────────────┘ └─────────────────────────────────┘
 
+        Assistant  Tom
+
         Hands 1  Bob Marley
         """#,
         "small-classroom-color": #"""
         ␛[1;97;44m Maths 101␛[0m␛[97;44m   in class 12:03 · 32:57 left␛[0m␛[97;44m            ␛[0m␛[97;44mconnected · 0.42 ms ␛[0m
+
+        ␛[1mTeacher␛[0m  ␛[1;36mAda Lovelace (you)␛[0m  camera ␛[90m·␛[0m  mic ␛[90m·␛[0m
 
         ␛[1mStage 2/2␛[0m  ␛[32mAlice␛[0m · ␛[32mBob␛[0m
         ␛[1mWaiting for a seat␛[0m  ␛[33mCarol␛[0m
@@ -89,6 +131,8 @@ enum Goldens {
         """#,
         "small-classroom-plain": #"""
          Maths 101   in class 12:03 · 32:57 left            connected · 0.42 ms
+
+        Teacher  Ada Lovelace (you)  camera ·  mic ·
 
         Stage 2/2  Alice · Bob
         Waiting for a seat  Carol
@@ -148,6 +192,8 @@ enum Goldens {
         "themed-small-classroom-color": #"""
         ␛[1;30;46m Maths 101␛[0m␛[30;46m   in class 12:03 · 32:57 left␛[0m␛[30;46m            ␛[0m␛[30;46mconnected · 0.42 ms ␛[0m
 
+        ␛[1mTeacher␛[0m  ␛[1;36mAda Lovelace (you)␛[0m  camera ␛[38;2;226;226;238mcam-␛[0m  mic ␛[90m·␛[0m
+
         ␛[1mStage 2/2␛[0m  ␛[32mAlice␛[0m · ␛[32mBob␛[0m
         ␛[1mWaiting for a seat␛[0m  ␛[33mCarol␛[0m
 
@@ -163,6 +209,8 @@ enum Goldens {
         """#,
         "themed-small-classroom-plain": #"""
          Maths 101   in class 12:03 · 32:57 left            connected · 0.42 ms
+
+        Teacher  Ada Lovelace (you)  camera cam-  mic ·
 
         Stage 2/2  Alice · Bob
         Waiting for a seat  Carol

@@ -11,7 +11,9 @@ public enum RoomChange: Hashable, Sendable {
     case breakoutUpdated
     case userJoined(UserID)
     case userLeft(UserID)
-    case userUpdated(UserID)
+    /// The user's name or role changed (`previousName`, `previousRole`: what they were),
+    /// or its reward total went down (a fold): then both are as they are now.
+    case userUpdated(UserID, previousName: String, previousRole: Role)
     /// Known now without having come online (its session's host was already declared
     /// down, or a patch brought only ended sessions): an offline row in the roster.
     /// Not an event: a join snapshot brings thousands of them in a long-lived room.

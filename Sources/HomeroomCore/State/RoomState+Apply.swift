@@ -371,6 +371,7 @@ extension RoomState {
     private func rewardChanges(_ user: UserID, _ change: Int64) -> [RoomChange] {
         guard change != 0, let total = users[user]?.rewardTotal else { return [] }
         if change > 0 && change <= Int64(Int32.max) { return [.userRewarded(user, amount: Int32(change), total: total)] }
-        return [.userUpdated(user)]
+        let record = users[user]
+        return [.userUpdated(user, previousName: record?.name.value ?? "", previousRole: record?.role.value ?? .student)]
     }
 }

@@ -202,7 +202,7 @@ extension RoomState {
         if before == after { return }
         if !before.online && after.online { changes.append(.userJoined(user)) }
         if before.known && after.known && (before.name != after.name || before.role != after.role) {
-            changes.append(.userUpdated(user))
+            changes.append(.userUpdated(user, previousName: before.name, previousRole: before.role))
         }
         // Known now, but not online (its session's host is already declared down, or a
         // patch brought only ended sessions): the roster shows it offline, so say so.

@@ -31,8 +31,8 @@ public struct PartiesComponent: Component {
             body.append(StyledLine(row.info.displayName + (isLocal ? " (you)" : ""),
                                    isLocal ? TextStyle(foreground: theme.roster.localUserColor, bold: true) : TextStyle(bold: true)))
             body.append(StyledLine(row.online ? "online" : "offline", row.online ? .plain : TextStyle(foreground: theme.roster.offlineColor)))
-            body.append(labelled("Camera", theme.roster.camera[row.camera]))
-            body.append(labelled("Mic", theme.roster.microphone[row.microphone]))
+            body.append(labelled("Camera", theme.roster.camera[row.shownStream(.camera)]))
+            body.append(labelled("Mic", theme.roster.microphone[row.shownStream(.microphone)]))
             body.append(labelled("Auth", theme.roster.auth[row.boardGranted]))
             body.append(StyledLine([Span("Rewards ".padded(8)), Span(String(row.rewards), TextStyle(foreground: row.rewards > 0 ? theme.roster.rewardsColor : .default))]))
             body.append(labelled("Hand", theme.roster.hand[row.handRaised]))

@@ -74,8 +74,9 @@ public struct RosterComponent: Component {
             if row.waitingForStage { return Span(theme.stageWaiting.text, theme.stageWaiting.style) }
             return glyph(theme.stage[row.onStage])
         case .auth: return glyph(theme.auth[row.boardGranted])
-        case .camera: return glyph(theme.camera[row.camera])
-        case .mic: return glyph(theme.microphone[row.microphone])
+        // An offline user publishes nothing: never drawn live (`UserRow.shownStream`).
+        case .camera: return glyph(theme.camera[row.shownStream(.camera)])
+        case .mic: return glyph(theme.microphone[row.shownStream(.microphone)])
         case .rewards: return Span(String(row.rewards), TextStyle(foreground: row.rewards > 0 ? theme.rewardsColor : .default))
         case .hand: return glyph(theme.hand[row.handRaised])
         case .online: return glyph(theme.online[row.online])

@@ -89,18 +89,18 @@ public enum Scenes {
     }
 }
 
-/// One teacher and one student, both always on stage: side by side.
+/// One teacher and one student, both always on stage: side by side (assistants under them).
 public struct OneToOneScene: Scene {
     public init() {}
     public var name: String { "one-to-one" }
-    public var components: [any Component] { [StateBarComponent(), PartiesComponent(), HandsComponent()] }
+    public var components: [any Component] { [StateBarComponent(), PartiesComponent(), ModeratorsComponent(teacher: false), HandsComponent()] }
 }
 
 /// One teacher, a few dozen students, a stage limit: every student in the table.
 public struct SmallClassroomScene: Scene {
     public init() {}
     public var name: String { "small-classroom" }
-    public var components: [any Component] { [StateBarComponent(), StageComponent(), HandsComponent(), RosterComponent()] }
+    public var components: [any Component] { [StateBarComponent(), ModeratorsComponent(), StageComponent(), HandsComponent(), RosterComponent()] }
 }
 
 /// A large audience: counts, the stage, the hands, and one page of the roster.
@@ -108,6 +108,6 @@ public struct LectureHallScene: Scene {
     public init() {}
     public var name: String { "lecture-hall" }
     public var components: [any Component] {
-        [StateBarComponent(), CountsComponent(), StageComponent(), HandsComponent(), RosterComponent()]
+        [StateBarComponent(), CountsComponent(), ModeratorsComponent(), StageComponent(), HandsComponent(), RosterComponent()]
     }
 }

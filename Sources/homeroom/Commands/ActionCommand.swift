@@ -1,5 +1,6 @@
 import HomeroomContext
 import HomeroomCore
+import HomeroomSupport
 
 /// The one-shot subcommands for scripts: each joins the room, performs one action,
 /// prints what happened, and leaves. `homeroom stage add bob --room maths --node tcp://...`
@@ -49,6 +50,8 @@ enum ActionCommand {
             "send": [type, file],
             "whisper": [type, file],
             "history": [("--limit", "--limit <n>            How many of the newest messages to print, 1-10000 (default 20).")],
+            "presence": [("--hold", "--hold <s>             After presence set, stay connected s seconds (1-86400), so the state\n"
+                              + "                         lasts that long; then leave (Ctrl-C leaves early).")],
             "mute": mute,
             "unmute": mute,
         ]
@@ -81,15 +84,25 @@ enum ActionCommand {
             \(extra)  --json                 Print the result as one JSON object.
               -h, --help             Show help information.
 
-            Without --user or a token, an action on others (and send, whisper) is the operator's
+            \(verb == "presence" ? presenceNote : "")Without --user or a token, an action on others (and send, whisper) is the operator's
             (@operator, teacher unless --as says otherwise): written without joining, so no user
             appears in the room. Acting on yourself (me, your hand, camera, microphone, name,
-            presence) needs --user. With --user, the user acts in the role it has in the room; a new
+            presence) needs --user or a token: without one it is refused (exit 64), saying what
+            to add. With --user, the user acts in the role it has in the room; a new
             user is a teacher, or a student for its own hand, camera, microphone, name, messages and
             presence. Refused actions exit 1 with the refusal code, for example:
             Error: refused [stage-full]: the stage is full (6 seats): take someone off the stage first
             """
     }
+
+    /// What `homeroom presence --help` adds: how long a one-shot's presence lasts.
+    static let presenceNote = """
+        Presence state lasts only while the session that set it is connected: a one-shot
+        presence set leaves at once, so the state is cleared again (it says so, and exits 0).
+        --hold <s> keeps the session, and so the state, for s seconds.
+
+
+        """
 
     static func run(_ verb: String, _ arguments: ArraySlice<String>) throws(CommandLineError) {
         let usage = usage(verb)
@@ -110,6 +123,7 @@ enum ActionCommand {
         let order = own.contains("--order") ? try reader.string("--order") : nil
         let bodyFile = own.contains("--file") ? try reader.string("--file") : nil
         let limit = own.contains("--limit") ? try reader.integer("--limit", in: 1...10_000) : nil
+        let hold = own.contains("--hold") ? try reader.integer("--hold", in: UInt64(1)...UInt64(86_400)) : nil
         let all = own.contains("--all") && reader.flag("--all")
         let off = own.contains("--off") && reader.flag("--off")
         var options = try RoomOptions.read(&reader, defaultRole: .teacher)
@@ -141,11 +155,12 @@ enum ActionCommand {
         // Without a token or --user, an action on others (and a message) is the operator's:
         // written without joining, so no "teacher" user appears and nobody's feed shows a
         // join. Your own hand, camera, microphone, name and presence need a user.
-        let asOperator = options.token == nil && !options.userGiven && !words.contains("me")
-            && (!Action.actsOnSelf(words) || verb == "send" || verb == "whisper")
-        if Action.actsOnSelf(words) && verb != "send" && verb != "whisper" && options.token == nil && !options.userGiven {
-            // Not someone made up: a user named after its role would join the room.
-            throw .usage("homeroom \(words.prefix(2).joined(separator: " ")) acts for a user: say whose with --user <id> (or a --token)", usage: usage)
+        let identified = options.token != nil || options.userGiven
+        let selfAction = Action.actsOnSelf(words) && verb != "send" && verb != "whisper"
+        let asOperator = !identified && !words.contains("me") && !selfAction
+        if !identified && (selfAction || words.contains("me")) {
+            // Not someone made up: a user named after its role ("student", "teacher") would join the room.
+            throw .usage(selfActionFix(words), usage: usage)
         }
         if asOperator {
             options.actAsOperator()
@@ -161,17 +176,25 @@ enum ActionCommand {
         // Presence state lives with a session; everything else needs none.
         let needsSession: Bool
         if case .presenceSet = action { needsSession = true } else { needsSession = false }
+        // What a presence set leaves behind: nothing once this command leaves, unless it holds.
+        var setsPresence: (key: String, value: String)?
+        if case let .presenceSet(key, value?) = action { setsPresence = (key, value) }
+        if hold != nil && setsPresence == nil { throw .usage("--hold goes with presence set <key> <value>", usage: usage) }
         // The operator (no --user, or a token for @operator) never joins.
         let pool = try options.join(needsSession ? .joined : options.user == OperatorIdentity.user ? .invisible : .invisibleIfKnown)
         defer { pool.close() }
         do {
-            let outcome = try action.perform(on: pool)
+            var outcome = try action.perform(on: pool)
+            if let (key, value) = setsPresence {
+                outcome = presenceOutcome(outcome, key: key, value: value, user: options.user, hold: hold)
+            }
             if json {
                 print(JSONText.object([("ok", .bool(true)), ("action", .string(words.joined(separator: " "))), ("room", .string(options.room)),
                                        ("user", .string(options.user)), ("result", .string(outcome.text))] + outcome.fields).rendered)
             } else {
                 print(outcome.text)
             }
+            if let hold { holdSession(seconds: hold) }
         } catch {
             if json {
                 print(JSONText.object([("ok", .bool(false)), ("action", .string(words.joined(separator: " "))),
@@ -179,5 +202,58 @@ enum ActionCommand {
             }
             throw .failure("refused [\(error.code)]: \(error.message)")
         }
+    }
+
+    /// The refusal of a self-action (or "me") without an identity: the command as typed,
+    /// and the same command with what it lacks.
+    static func selfActionFix(_ words: [String]) -> String {
+        let typed = "homeroom " + words.map(shellWord).joined(separator: " ")
+        let byMe = words.contains("me") && !Action.actsOnSelf(words)
+        let head = ["camera", "mic", "hand", "presence"].contains(words.first ?? "") ? words.prefix(2) : words.prefix(1)
+        let what = byMe ? "'me' names a user" : "\(head.joined(separator: " ")) acts as a user"
+        return "\(what), and no one was named: add --user <id>, as in: \(typed) --user bob "
+            + "(or --token <token>, or HOMEROOM_TOKEN); without either, a one-shot acts as @operator, "
+            + (byMe ? "who is not in the room" : "who has no \(Self.selfNoun(words))")
+    }
+
+    private static func selfNoun(_ words: [String]) -> String {
+        switch words.first {
+        case "camera": return "camera"
+        case "mic": return "microphone"
+        case "hand": return "hand"
+        case "name": return "name in the room"
+        case "presence": return "presence"
+        default: return "place in the room"
+        }
+    }
+
+    /// A word as a shell would need it typed again.
+    static func shellWord(_ word: String) -> String {
+        word.isEmpty || word.contains(where: { " \"'$`\\|&;<>()*?[]#~{}".contains($0) || $0.isWhitespace })
+            ? "'" + word.replacing("'", with: "'\\''") + "'" : word
+    }
+
+    /// A one-shot presence set, said as it is: the state lasts while this command's session
+    /// does, so without --hold it is gone again as the command leaves.
+    static func presenceOutcome(_ outcome: ActionOutcome, key: String, value: String, user: UserID, hold: UInt64?) -> ActionOutcome {
+        var result = outcome
+        if let hold {
+            result.text += ", held \(hold) s: presence lasts only while \(user) is connected, so this command stays "
+                + "connected that long, then leaves and the state is cleared (Ctrl-C leaves early)"
+        } else {
+            let line = (["presence", "set", key] + value.split(separator: " ", omittingEmptySubsequences: false).map(String.init))
+                .map(shellWord).joined(separator: " ")
+            result.text += ", and cleared again at once: presence lasts only while \(user) is connected, and this command left.\n"
+                + "To keep it, add --hold <seconds>, or set it inside 'homeroom join --user \(user)' (line: \(line))"
+        }
+        result.fields.append(("held_seconds", .int(Int64(hold ?? 0))))
+        return result
+    }
+
+    /// Keeps the session (and its presence state) for `seconds`, or until Ctrl-C.
+    static func holdSession(seconds: UInt64) {
+        Console.catchInterrupts()
+        let deadline = WallClock.monotonicMillis() + seconds * 1_000
+        while !Console.interrupted && WallClock.monotonicMillis() < deadline { sleepMillis(100) }
     }
 }

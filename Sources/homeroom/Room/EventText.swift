@@ -24,7 +24,7 @@ enum EventText {
             return listing + "; you are in \(mine.name): its room is \(mine.roomID) (homeroom join --room \(mine.roomID))"
         case let .remoteUserJoined(user): return "\(user.displayName) (\(user.role)) joined"
         case let .remoteUserLeft(user): return "\(user.displayName) left"
-        case let .userUpdated(user): return "\(who(user)) is now \(user.displayName) (\(user.role))"
+        case let .userUpdated(user, previous): return renamed(user, previous: previous, local: local)
         case let .coHostsAdded(users): return users.map(who).joined(separator: ", ") + " on stage"
         case let .coHostsRemoved(users): return users.map(who).joined(separator: ", ") + " off stage"
         case let .boardUpdated(user, granted): return "whiteboard \(granted ? "granted to" : "revoked from") \(who(user))"
@@ -49,6 +49,25 @@ enum EventText {
             let loser = conflict.lostAuthor == local ? "your" : "\(conflict.lostAuthor)'s"
             return "\(owner) property \(conflict.key): \(loser) write (revision \(conflict.lostRevision)) was lost to "
                 + "\(conflict.keptAuthor)'s (revision \(conflict.keptRevision)), made without seeing it"
+        }
+    }
+}
+
+extension EventText {
+    /// "Cai is now Student Cai", "Cai is now an assistant", "Cai is now Student Cai, a
+    /// teacher"; nil when neither the name shown nor the role changed.
+    static func renamed(_ user: UserInfo, previous: UserInfo, local: UserID) -> String? {
+        let nameChanged = user.displayName != previous.displayName
+        let roleChanged = user.role != previous.role
+        let role = "\(user.role == .assistant || user.role == .observer ? "an" : "a") \(user.role)"
+        let isLocal = user.id == local
+        switch (nameChanged, roleChanged) {
+        case (false, false): return nil
+        case (true, false): return isLocal ? "you are now called \(user.displayName) (were \(previous.displayName))"
+                                           : "\(previous.displayName) is now \(user.displayName)"
+        case (false, true): return isLocal ? "you are now \(role)" : "\(user.displayName) is now \(role)"
+        case (true, true): return isLocal ? "you are now called \(user.displayName) (were \(previous.displayName)), \(role)"
+                                          : "\(previous.displayName) is now \(user.displayName), \(role)"
         }
     }
 }
