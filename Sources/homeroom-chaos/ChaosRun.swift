@@ -302,6 +302,16 @@ struct ChaosRun {
             Clock.sleep(millis: 50)
         }
         let delivered = inboxes()
+        // Compare-and-set: each acknowledged write as its writer's client judges it now.
+        var compareAndSetKept: [Int: Bool?] = [:]
+        let byUser = Dictionary(uniqueKeysWithValues: writers.map { ($0.user, $0) })
+        for (index, record) in history.all.enumerated() {
+            guard let result = record.compareAndSet?.result, case .acknowledged = record.outcome else { continue }
+            compareAndSetKept[index] = byUser[record.client]?.current?.propertyWriteKept(result)
+        }
+        let presenceWriters = writers.filter {
+            !$0.banned.load(ordering: .acquiring) && $0.current?.connectionState == .connected && $0.recreated.load(ordering: .relaxed) == 0
+        }.map(\.user)
         let metrics = cluster.nodes.map { ($0.name, $0.metrics()) }
         // Stop the nodes (graceful: their shutdown path is checked too), then read their logs.
         let stoppingAt = Clock.now
@@ -341,7 +351,8 @@ struct ChaosRun {
                               nodeLogFindings: findings, declaredDowns: downs.count, downsExpected: downsExpected, falseDowns: falseDowns,
                               downsByFault: FalseDowns.byFault(downs, spans: nemesis.spans, index: nodeIndex, until: stoppingAt),
                               unexpectedExits: cluster.unexpectedExits, nemesisFailures: nemesis.failures, stuckWriters: stuck,
-                              inboxes: delivered.all, finalClients: delivered.final)
+                              inboxes: delivered.all, finalClients: delivered.final, compareAndSetKept: compareAndSetKept,
+                              presenceWriters: presenceWriters)
         var result = checker.run()
         if options.closed {
             result.checks.append(closedRoomCheck(metrics: metrics, writers: writers, banAcknowledged: banAcknowledged))

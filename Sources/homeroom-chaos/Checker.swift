@@ -51,6 +51,10 @@ struct Checker {
     /// Every writer's clients' deliveries, and which clients were connected at the end.
     var inboxes: [ClientInbox] = []
     var finalClients: Set<String> = []
+    /// By history index: each acknowledged compare-and-set write as its writer's client judges it.
+    var compareAndSetKept: [Int: Bool?] = [:]
+    /// Connected at the end through their first client: their presence state is checked.
+    var presenceWriters: [UserID] = []
 
     struct Result {
         var checks: [Check]
@@ -274,6 +278,14 @@ struct Checker {
         // 3f. Messages: delivered once, in each sender's order, caught up after cuts.
         if history.contains(where: { $0.message != nil }) || !inboxes.isEmpty {
             result.checks.append(MessageCheck(history: history, inboxes: inboxes, finalClients: finalClients, reference: reference).check())
+        }
+
+        // 3g. Compare-and-set and presence state, when the workload wrote them.
+        if history.contains(where: { $0.compareAndSet != nil }) {
+            result.checks.append(CompareAndSetCheck(history: history, replicas: replicas, kept: compareAndSetKept).check())
+        }
+        if history.contains(where: { $0.presence != nil }) {
+            result.checks.append(PresenceStateCheck(history: history, replicas: replicas, writers: presenceWriters).check())
         }
 
         // 4. Invariants: sampled during the run on every node, and on every final replica.

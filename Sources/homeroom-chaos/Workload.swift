@@ -73,6 +73,18 @@ struct WriteRecord: Sendable {
     var register: RegisterMark?
     /// For room and peer messages: the key the sender gave it (set once acknowledged).
     var message: MessageMark?
+    /// For presence writes: the value set (the workload's one key).
+    var presence: String?
+    /// For compare-and-set writes: the revision expected, and the node's answer when acknowledged.
+    var compareAndSet: CompareAndSetMark?
+}
+
+/// A compare-and-set write of the workload: the value, the revision it expected the key
+/// at, and (acknowledged) the revision and dot it made.
+struct CompareAndSetMark: Sendable {
+    var value: String
+    var expected: UInt64
+    var result: PropertyWriteResult?
 }
 
 /// A message of the workload: its key and who may receive it (nil: the whole room).
@@ -221,8 +233,21 @@ final class Writer: Sendable {
             let outcome: Outcome
             var lock: LockMark?
             var message: MessageMark?
+            var presence: String?
+            var compareAndSet: CompareAndSetMark?
             do {
                 switch operation {
+                case let .setPresenceState(_, _, items):
+                    let value = String(decoding: items.first?.value ?? [], as: UTF8.self)
+                    presence = value
+                    let dot = try current.setPresenceState([WorkloadPlan.presenceKey: Array(value.utf8)])
+                    outcome = dot.map { .acknowledged($0) } ?? .indeterminate("duplicate-without-dot")
+                case let .setRoomProperty(key, value, cause, revision) where key == WorkloadPlan.compareAndSetKey:
+                    let expected = revision.condition ?? 0
+                    compareAndSet = CompareAndSetMark(value: String(decoding: value ?? [], as: UTF8.self), expected: expected)
+                    let result = try current.setRoomProperty(key, value: value, cause: cause, ifRevision: expected)
+                    compareAndSet?.result = result
+                    outcome = .acknowledged(result.dot)
                 case let .sendMessage(type, payload, _), let .sendPeerMessage(_, type, payload, _):
                     var recipient: UserID?
                     if case let .sendPeerMessage(to, _, _, _) = operation { recipient = to }
@@ -258,7 +283,8 @@ final class Writer: Sendable {
             }
             history.append(WriteRecord(client: user, operation: operation.name, invokedAt: invoked, completedAt: Clock.now,
                                        outcome: outcome, reward: reward, property: property, lock: lock,
-                                       register: RegisterMark(operation), message: message))
+                                       register: RegisterMark(operation), message: message, presence: presence,
+                                       compareAndSet: compareAndSet))
             if case .refused("banned") = outcome {
                 banned.store(true, ordering: .releasing)
                 break
@@ -279,6 +305,9 @@ final class WorkloadPlan: Sendable {
     /// The lock the teachers share, and the room property it guards.
     static let lockName = "chaos-lock"
     static let guardedKey = "guarded"
+    /// The room property the teachers compare-and-set, and the students' presence key.
+    static let compareAndSetKey = "cas"
+    static let presenceKey = "mood"
 
     init(students: [UserID], writesPerSecond: Double) {
         self.students = students
@@ -337,12 +366,19 @@ final class WorkloadPlan: Sendable {
                 case 3..<9: return (.assignBreakoutGroup(user: student, group: group), nil, nil)
                 default: return (.endBreakout, nil, nil)
                 }
+            case 97..<99:
+                // Compare-and-set on one key, at the revision this teacher's replica shows.
+                let expected = writer.current?.propertyRevision(.room, key: Self.compareAndSetKey) ?? 0
+                return (.setRoomProperty(key: Self.compareAndSetKey, value: Array("\(writer.user).\(sequence)".utf8), cause: "chaos-cas",
+                                         revision: PropertyRevision(condition: expected)), nil, nil)
             default: return (.muteAll, nil, nil)
             }
         }
         let me = writer.user
         switch roll {
-        case 0..<40:
+        case 36..<40:
+            return (.setPresenceState(user: me, session: "", items: [PresenceItem(key: Self.presenceKey, value: Array("\(me).\(sequence)".utf8))]), nil, nil)
+        case 0..<36:
             let device: Device = Bool.random(using: &rng) ? .camera : .microphone
             return (.setDevice(user: me, device: device, on: Bool.random(using: &rng)), nil, nil)
         case 40..<65: return (.setHand(user: me, raised: Bool.random(using: &rng)), nil, nil)

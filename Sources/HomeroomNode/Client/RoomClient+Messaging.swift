@@ -25,6 +25,15 @@ public struct PropertyWriteResult: Hashable, Sendable {
     public var setRevision: UInt64 = 0
     /// The lock fence it was made under (0: unguarded).
     public var fence: UInt64 = 0
+
+    public init(dot: Dot, revision: UInt64, scope: PropertyScope, key: String, setRevision: UInt64 = 0, fence: UInt64 = 0) {
+        self.dot = dot
+        self.revision = revision
+        self.scope = scope
+        self.key = key
+        self.setRevision = setRevision
+        self.fence = fence
+    }
 }
 
 /// Messaging for a `RoomClient` (docs/MESSAGING.md): room and peer messages delivered
@@ -143,14 +152,18 @@ extension RoomClient {
     /// Sets (or, with nil values, removes) keys of this user's presence state. The
     /// state belongs to the current session: the client sets it again by itself after
     /// a reconnect, and it is gone for everyone when this client leaves or times out.
-    public func setPresenceState(_ items: [String: [UInt8]?]) throws(ClientError) {
+    /// Returns the write's dot (nil when there was nothing to set, or for a retry the node
+    /// already had).
+    @discardableResult
+    public func setPresenceState(_ items: [String: [UInt8]?]) throws(ClientError) -> Dot? {
         let session = state.withLock { $0.session }
         let list = items.keys.sorted().map { PresenceItem(key: $0, value: items[$0]!) }
-        guard !list.isEmpty else { return }
-        _ = try sendWrite(.setPresenceState(user: user, session: session, items: list), retries: 3)
+        guard !list.isEmpty else { return nil }
+        let (ack, _) = try sendWrite(.setPresenceState(user: user, session: session, items: list), retries: 3)
         state.withLock { state in
             for (key, value) in items { state.presenceItems[key] = value }   // nil removes the key
         }
+        return ack.dot
     }
 
     /// Writes a room property; `ifRevision` makes it conditional ("only if the key is
