@@ -29,14 +29,18 @@ echo "== interop: the client of 2026-11-29 (frozen with its protocol document an
 bash Tests/interop/v1-2026-11-29/run.sh >&2
 
 echo "== chaos: a short partition and fault run against a real five-node cluster (the room on 3 of the 5 nodes, the nodes' default; one owner drains and comes back, a member under a new name joins and leaves)" >&2
-# A fixed seed, so a red run replays exactly (bash Deploy/chaos.sh --short --seed N
-# with the arguments below); Deploy/chaos.sh alone (the soak) draws a random one.
+# The first run's seed comes from the commit tested, so every commit tries another
+# schedule while a red run still replays exactly (the line below prints how); the
+# other two keep fixed seeds. Deploy/chaos.sh alone (the soak) draws a random one.
 # A 3 s reward window: the nodes fold rewards during the run, under the faults.
 # Network namespaces are required (HOMEROOM_CHAOS_NETNS=1): on loopback only whole
 # nodes can be cut off, so halves, rings and bridges would go untested and the run
 # would still pass; without them the suite fails and says why (run as root, with
 # iproute2 and iptables, which Deploy/bootstrap.sh installs).
-HOMEROOM_CHAOS_NETNS=1 bash Deploy/chaos.sh --short --seed 20261201 --reward-window-ms 3000 >&2
+commit=$(git rev-parse --short=8 HEAD 2>/dev/null || echo 01343c1b)
+chaos_seed=$((16#$commit % 1000000000))
+echo "chaos seed $chaos_seed (from commit $commit); replay: HOMEROOM_CHAOS_NETNS=1 bash Deploy/chaos.sh --short --seed $chaos_seed --reward-window-ms 3000" >&2
+HOMEROOM_CHAOS_NETNS=1 bash Deploy/chaos.sh --short --seed "$chaos_seed" --reward-window-ms 3000 >&2
 echo "== chaos: the same with closed rooms (tokens, cluster key, sealed topics, keys rotated by the ban)" >&2
 HOMEROOM_CHAOS_NETNS=1 bash Deploy/chaos.sh --short --seed 20261202 --reward-window-ms 3000 --closed >&2
 echo "== chaos: the same with every room on every node (--replicas 0)" >&2
