@@ -11,6 +11,11 @@ for knob in $(compgen -e | grep '^HOMEROOM_' || true); do
   echo "test.sh: ignoring $knob from the environment (the suite runs with its own settings)" >&2
   unset "$knob"
 done
+# The knobs the tests and tools read, by name (the loop above already took them).
+unset HOMEROOM_SEED HOMEROOM_SCHEDULES HOMEROOM_FUZZ_SECONDS HOMEROOM_UPDATE_GOLDEN HOMEROOM_GOLDEN_DIR \
+      HOMEROOM_REWARD_SEEDS HOMEROOM_RETIREMENT_SEEDS HOMEROOM_LIFETIME_SEEDS HOMEROOM_LIFETIME_STEPS \
+      HOMEROOM_FANOUT_SIZES HOMEROOM_FANOUT_RAW HOMEROOM_KEEP HOMEROOM_CHAOS_NETNS HOMEROOM_CHAOS_BUILD \
+      HOMEROOM_BIN HOMEROOM_CHECK_USAGE HOMEROOM_TRACE_USER HOMEROOM_REPLICAS HOMEROOM_NODE_FLAGS
 
 echo "== generated protobuf-c code matches Proto/" >&2
 bash Proto/generate.sh --check
