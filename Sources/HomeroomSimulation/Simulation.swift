@@ -712,6 +712,7 @@ public struct Simulation {
             report.messagesDropped += 1
             return
         }
+        report.noteDelivery(origin: message.delta.origin.rawValue, sequence: message.delta.dot.sequence, to: message.to, room: message.room)
         apply(message.delta, at: message.to, in: message.room)
     }
 

@@ -150,6 +150,20 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// `SimulationConfig.traceUser`'s events, in order.
     public var trace: [String] = []
     public var finalRoster: Roster?
+    /// FNV-1a over every delivery (the delta's dot, where it went, in which room), in
+    /// order: two runs of one seed agree on it exactly, in any process, or a replay is
+    /// not exact (an unsorted dictionary feeding an order, say).
+    public var deliveryDigest: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    mutating func noteDelivery(origin: UInt64, sequence: UInt64, to replica: Int, room: Int) {
+        for value in [origin, sequence, UInt64(replica), UInt64(room)] {
+            var rest = value
+            for _ in 0..<8 {
+                deliveryDigest = (deliveryDigest ^ (rest & 0xff)) &* 0x100_0000_01b3
+                rest >>= 8
+            }
+        }
+    }
 
     public var converged: Bool { violations.isEmpty }
 

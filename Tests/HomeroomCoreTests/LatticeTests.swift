@@ -74,6 +74,18 @@ import Testing
         #expect(x == y && x.value == false)
     }
 
+    @Test func writesInTheSameMillisecondBreakTheTieByLogicalThenReplica() {
+        let first = Stamp(clock: HybridTimestamp(millis: 5, logical: 0, replica: ReplicaID(2)), sequence: 1)
+        let second = Stamp(clock: HybridTimestamp(millis: 5, logical: 1, replica: ReplicaID(1)), sequence: 1)
+        let third = Stamp(clock: HybridTimestamp(millis: 5, logical: 1, replica: ReplicaID(2)), sequence: 2)
+        let writes = [("a", first), ("b", second), ("c", third)]
+        for order in [[0, 1, 2], [2, 1, 0], [1, 2, 0]] {
+            var register = Register("", stamp: .origin)
+            for index in order { register.write(writes[index].0, at: writes[index].1) }
+            #expect(register.value == "c" && register.stamp == third)
+        }
+    }
+
     @Test func classStateOnlyMovesForwardAndKeepsTheEarliestStart() {
         let s1 = Stamp(clock: HybridTimestamp(millis: 10, logical: 0, replica: ReplicaID(1)), sequence: 1)
         let s2 = Stamp(clock: HybridTimestamp(millis: 20, logical: 0, replica: ReplicaID(2)), sequence: 1)

@@ -231,6 +231,23 @@ import Testing
         #expect(ab.missing(since: ab.seen).locks.isEmpty)
     }
 
+    @Test func theEndedFenceOnlyRisesWhateverTheStampsSay() {
+        let early = Stamp(clock: HybridTimestamp(millis: 10, logical: 0, replica: ReplicaID(1)), sequence: 1)
+        let late = Stamp(clock: HybridTimestamp(millis: 99, logical: 0, replica: ReplicaID(2)), sequence: 1)
+        var granted = LockRecord()
+        granted.take(grant: LockGrant(holder: "ana", fence: 5 << 24, ttlSeconds: 30), stamp: early)
+        var high = LockRecord(), low = LockRecord()
+        high.end(upTo: 5 << 24, stamp: early)
+        low.end(upTo: 3 << 24, stamp: late)
+        // A later release of a lower fence (an older holder's, delayed) ends nothing new.
+        for order in [[granted, high, low], [low, granted, high], [high, low, granted]] {
+            var record = LockRecord()
+            for other in order { record.merge(other) }
+            #expect(record.endedFence == 5 << 24)
+            #expect(record.holding(atMillis: 20, isPresent: { _, _ in true }) == nil)
+        }
+    }
+
     @Test func aLargerFenceOutranksAHigherRevisionInTheMerge() {
         let stamp = Stamp(clock: HybridTimestamp(millis: 10, logical: 0, replica: ReplicaID(1)), sequence: 1)
         let later = Stamp(clock: HybridTimestamp(millis: 99, logical: 0, replica: ReplicaID(2)), sequence: 1)

@@ -39,7 +39,8 @@ enum SimulateCommand {
                 print("{\"seed\":\(report.seed),\"writes\":\(report.writes),\"refused_at_origin\":\(report.refusedAtOrigin),"
                     + "\"rejected_by_merge\":\(report.rejectedByMerge),\"messages\":\(report.messagesSent),"
                     + "\"dropped\":\(report.messagesDropped),\"duplicated\":\(report.messagesDuplicated),"
-                    + "\"partitions\":\(report.partitions),\"converged\":\(report.converged)}")
+                    + "\"partitions\":\(report.partitions),\"delivery_digest\":\"\(String(report.deliveryDigest, radix: 16))\","
+                    + "\"converged\":\(report.converged)}")
             } else if schedules == 1 || !report.converged {
                 print(report)
                 if let roster = report.finalRoster, schedules == 1 {
