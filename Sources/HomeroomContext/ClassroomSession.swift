@@ -327,7 +327,8 @@ final class ClassroomSession: Sendable {
         }
         let replica = client.replica
         var events = ContextEvent.translate(changes, localUser: config.user, room: { ReadModel.roomInfo(replica) },
-                                            groups: { replica.breakout }, lookup: { ReadModel.userInfo(replica, $0) })
+                                            groups: { replica.breakout }, isOnline: { replica.isOnline($0) },
+                                            lookup: { ReadModel.userInfo(replica, $0) })
         let local = config.user
         let banned = changes.contains(.userBanned(local))
         let kicked = changes.contains(.userKicked(local)) && !replica.isOnline(local)

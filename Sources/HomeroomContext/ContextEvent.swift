@@ -62,7 +62,8 @@ extension ContextEvent {
     /// Translates a change set from the replica into context events. `lookup` names the
     /// users; `localUser` splits remote events from the local user's own.
     static func translate(_ changes: [RoomChange], localUser: UserID, room: () -> RoomInfo,
-                          groups: () -> [BreakoutGroup] = { [] }, lookup: (UserID) -> UserInfo) -> [ContextEvent] {
+                          groups: () -> [BreakoutGroup] = { [] }, isOnline: (UserID) -> Bool = { _ in true },
+                          lookup: (UserID) -> UserInfo) -> [ContextEvent] {
         var events: [ContextEvent] = []
         events.reserveCapacity(changes.count)
         for change in changes {
@@ -82,7 +83,8 @@ extension ContextEvent {
             case .userKnown: break
             case let .coHostsAdded(users): events.append(.coHostsAdded(users.map(lookup)))
             case let .coHostsRemoved(users): events.append(.coHostsRemoved(users.map(lookup)))
-            case let .streamUpdated(user, device, state): events.append(.streamUpdated(StreamInfo(owner: lookup(user), device: device, state: state)))
+            case let .streamUpdated(user, device, state):
+                events.append(.streamUpdated(StreamInfo(owner: lookup(user), device: device, state: state, ownerOnline: isOnline(user))))
             case let .boardUpdated(user, granted): events.append(.boardUpdated(lookup(user), granted: granted))
             case let .userRewarded(user, amount, total): events.append(.userRewarded(lookup(user), amount: amount, total: total))
             case let .handWaved(user): events.append(.handWaved(lookup(user)))

@@ -115,12 +115,16 @@ public struct ClassInfo: Hashable, Sendable {
 public struct StreamInfo: Hashable, Sendable {
     public var owner: UserInfo
     public var device: Device
+    /// What the registers say; an offline owner publishes nothing whatever it is
+    /// (the roster draws it off), so a UI says so beside it.
     public var state: StreamState
+    public var ownerOnline: Bool
 
-    public init(owner: UserInfo, device: Device, state: StreamState) {
+    public init(owner: UserInfo, device: Device, state: StreamState, ownerOnline: Bool = true) {
         self.owner = owner
         self.device = device
         self.state = state
+        self.ownerOnline = ownerOnline
     }
 }
 

@@ -21,6 +21,15 @@ import Testing
         ])
     }
 
+    @Test func aStreamEventSaysWhetherItsOwnerIsOnline() {
+        let events = ContextEvent.translate([.streamUpdated("bob", .camera, .live), .streamUpdated("cy", .microphone, .live)],
+                                            localUser: "me", room: { Self.room }, isOnline: { $0 == "bob" }, lookup: Self.info)
+        #expect(events == [
+            .streamUpdated(StreamInfo(owner: Self.info("bob"), device: .camera, state: .live, ownerOnline: true)),
+            .streamUpdated(StreamInfo(owner: Self.info("cy"), device: .microphone, state: .live, ownerOnline: false)),
+        ])
+    }
+
     @Test func defaultHandlerMethodsDoNothing() {
         final class OnlyHands: UserHandler, @unchecked Sendable {
             var hands = 0

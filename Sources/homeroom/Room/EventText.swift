@@ -36,7 +36,8 @@ enum EventText {
         case let .localUserKickedOut(banned): return banned ? "you were banned from the room" : "you were kicked out of the room"
         case let .userPropertiesUpdated(user, keys): return "\(who(user)): properties changed: " + keys.joined(separator: ", ")
         case let .streamUpdated(stream):
-            return "\(who(stream.owner)) \(stream.device): \(Action.describe(stream.state))"
+            // An offline user publishes nothing, whatever its register says (the roster draws it ○ off).
+            return "\(who(stream.owner)) \(stream.device): \(Action.describe(stream.state))" + (stream.ownerOnline ? "" : " (offline: nothing is published until they are back)")
         case let .connectionStateUpdated(state): return "connection \(state.rawValue)"
         case .latencyUpdated: return nil
         case let .roomMessageReceived(message), let .peerMessageReceived(message): return MessageText.line(message, local: local)
