@@ -245,6 +245,33 @@ import Testing
         }
     }
 
+    /// test.sh unsets every knob by name as well as by its catch-all loop, so a reader sees
+    /// what the suite refuses to inherit; a knob added anywhere in the tree and missing here fails.
+    @Test func testScriptUnsetsEveryKnobInTheTree() throws {
+        let script = try Self.read("Deploy/test.sh")
+        guard let unsetStart = script.range(of: "\nunset HOMEROOM_") else {
+            Issue.record("Deploy/test.sh has no `unset HOMEROOM_...` line"); return
+        }
+        let unsetLine = Self.logicalLines(String(script[script.index(after: unsetStart.lowerBound)...]))[0]
+        let unsetNames = Set(Self.matches("HOMEROOM_[A-Z0-9_]+", in: unsetLine))
+        var used: [String: String] = [:]
+        let fileManager = FileManager.default
+        for folder in ["Sources", "Tests", "Deploy", "Fuzz"] {
+            guard let walker = fileManager.enumerator(atPath: Self.root.appendingPathComponent(folder).path) else { continue }
+            while let relative = walker.nextObject() as? String {
+                guard relative.hasSuffix(".swift") || relative.hasSuffix(".sh") || relative.hasSuffix(".py") else { continue }
+                guard let text = try? Self.read("\(folder)/\(relative)") else { continue }
+                for name in Self.matches("HOMEROOM_[A-Z0-9][A-Z0-9_]*", in: text) where used[name] == nil {
+                    used[name] = "\(folder)/\(relative)"
+                }
+            }
+        }
+        #expect(used.count > 20, "found only \(used.count) knobs: is the walk reading the tree?")
+        for (name, file) in used.sorted(by: { $0.key < $1.key }) where !unsetNames.contains(name) {
+            Issue.record("\(name) (read in \(file)) is missing from Deploy/test.sh's unset line")
+        }
+    }
+
     // MARK: - The image, its name, the systemd unit
 
     /// One `FROM` stage of a Dockerfile: its base image, its logical lines and the
