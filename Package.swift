@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "HomeroomContext", targets: ["HomeroomContext"]),
         .library(name: "HomeroomSupport", targets: ["HomeroomSupport"]),
         .library(name: "HomeroomTerminalUI", targets: ["HomeroomTerminalUI"]),
+        .library(name: "HomeroomWeb", targets: ["HomeroomWeb"]),
     ],
     targets: [
         // C libraries from Debian, wrapped so their types stay inside one module each.
@@ -51,8 +52,12 @@ let package = Package(
         .target(name: "HomeroomContext", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomNode"], swiftSettings: strict),
         // Terminal scenes and components, themed by a JSON config.
         .target(name: "HomeroomTerminalUI", dependencies: ["HomeroomContext"], swiftSettings: strict),
+        // The browser UI beside the terminal's: an HTTP and WebSocket server (its own, over
+        // Glibc and eventfd; OpenSSL only for the handshake's SHA-1) serving ES modules, and per browser
+        // a ContextPool whose read models go to the page as JSON.
+        .target(name: "HomeroomWeb", dependencies: ["HomeroomContext", "HomeroomSupport", "COpenSSL", "CLinuxEvents"], swiftSettings: strict),
 
-        .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomSimulation", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTerminalUI"], swiftSettings: strict),
+        .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomSimulation", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTerminalUI", "HomeroomWeb"], swiftSettings: strict),
         // The bench borrows the tests' raw-socket adversary (HomeroomTestSupport) for its resources suite.
         .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTestSupport", "HomeroomHarness"], swiftSettings: strict),
         // Child processes and network namespaces for the chaos harness and the benchmarks.
@@ -67,6 +72,7 @@ let package = Package(
         .target(name: "HomeroomTestSupport", path: "Tests/HomeroomTestSupport", swiftSettings: strict),
         .testTarget(name: "HomeroomNodeTests", dependencies: ["HomeroomNode", "HomeroomWire", "HomeroomCore", "HomeroomTestSupport"], swiftSettings: strict),
         .testTarget(name: "HomeroomContextTests", dependencies: ["HomeroomContext", "HomeroomNode", "HomeroomCore"], swiftSettings: strict),
+        .testTarget(name: "HomeroomWebTests", dependencies: ["HomeroomWeb", "HomeroomContext", "HomeroomSupport", "HomeroomTestSupport"], swiftSettings: strict),
         .testTarget(name: "HomeroomTerminalUITests", dependencies: ["HomeroomTerminalUI", "HomeroomContext", "HomeroomCore"], swiftSettings: strict),
         // The chaos checker's pure parts (the harness itself runs in Deploy/test.sh).
         .testTarget(name: "HomeroomChaosTests", dependencies: ["homeroom-chaos", "HomeroomSupport"], swiftSettings: strict),

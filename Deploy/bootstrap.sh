@@ -8,6 +8,11 @@ set -euo pipefail
 # jq for the README's lock line, which reads a fence from --json.
 packages=(libnng-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libsodium-dev libsqlite3-dev libssl-dev openssl pkg-config
           python3 python3-venv python3-pip iproute2 iptables fish zsh systemd jq)
+# --browser (Deploy/test.sh): also headless Chromium and its WebDriver, for the page's
+# browser test (Tests/web/run.sh). The demo and the image do not need them.
+if [ "${1:-}" = "--browser" ]; then
+  packages+=(chromium chromium-driver)
+fi
 
 missing=()
 for package in "${packages[@]}"; do

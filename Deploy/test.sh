@@ -49,6 +49,11 @@ bash Tests/interop/run.sh >&2
 echo "== interop: the client of 2026-11-29 (frozen with its protocol document and .proto files) against today's nodes: v1 keeps its meaning" >&2
 bash Tests/interop/v1-2026-11-29/run.sh >&2
 
+echo "== web: the classroom page in headless Chromium (a teacher and two students) against two real nodes, one killed midway" >&2
+# Chromium and its driver are for this step only: installed here, not by the demo.
+bash Deploy/bootstrap.sh --browser
+bash Tests/web/run.sh >&2
+
 echo "== chaos: a short partition and fault run against a real five-node cluster (the room on 3 of the 5 nodes, the nodes' default; one owner drains and comes back, a member under a new name joins and leaves)" >&2
 # The first run's seed comes from the commit tested, so every commit tries another
 # schedule while a red run still replays exactly (the line below prints how); the

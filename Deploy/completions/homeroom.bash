@@ -4,7 +4,7 @@ _homeroom() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=( $(compgen -W "demo join roster rooms cluster context node keys token simulate theme completion stage board camera mic mute-all carousel reward kick ban hand class schedule room prop lock group name send whisper history presence mute unmute --help --version" -- "$cur") )
+        COMPREPLY=( $(compgen -W "demo join roster web rooms cluster context node keys token simulate theme completion stage board camera mic mute-all carousel reward kick ban hand class schedule room prop lock group name send whisper history presence mute unmute --help --version" -- "$cur") )
         return
     fi
     case "${COMP_WORDS[1]}" in
@@ -15,7 +15,7 @@ _homeroom() {
                     --transport) COMPREPLY=( $(compgen -W "tcp ipc" -- "$cur") ); return ;;
                     --theme) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                 esac
-                options="--students --seconds --transport --theme --help"
+                options="--students --seconds --transport --theme --web --help"
                 ;;
             join)
                 case "$prev" in
@@ -51,6 +51,17 @@ _homeroom() {
                     --theme) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                 esac
                 options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --watch --duration --json --page --page-size --messages --theme --help"
+                ;;
+            web)
+                case "$prev" in
+                    --listen) return ;;
+                    --node) return ;;
+                    --theme) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
+                    --max-sessions) return ;;
+                    --timeout-ms) return ;;
+                    --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
+                esac
+                options="--listen --node --theme --max-sessions --timeout-ms --log-level --help"
                 ;;
             rooms)
                 case "$prev" in

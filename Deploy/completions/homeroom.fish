@@ -5,12 +5,13 @@ function __homeroom_subcommand
     set -l words (commandline -opc)
     test (count $words) -ge 2; and test "$words[2]" = "$argv[1]"
 end
-complete -c homeroom -n __fish_use_subcommand -a 'demo join roster rooms cluster context node keys token simulate theme completion stage board camera mic mute-all carousel reward kick ban hand class schedule room prop lock group name send whisper history presence mute unmute'
+complete -c homeroom -n __fish_use_subcommand -a 'demo join roster web rooms cluster context node keys token simulate theme completion stage board camera mic mute-all carousel reward kick ban hand class schedule room prop lock group name send whisper history presence mute unmute'
 complete -c homeroom -n __fish_use_subcommand -l version -d 'print the version'
 complete -c homeroom -n '__homeroom_subcommand demo' -l students -x -d 'Students in the lesson, 2-40 (default 8).'
 complete -c homeroom -n '__homeroom_subcommand demo' -l seconds -x -d 'Length of the lesson, 10-45 (default 25)'
 complete -c homeroom -n '__homeroom_subcommand demo' -l transport -x -a 'tcp ipc' -d 'tcp (127.0.0.1, ephemeral ports'
 complete -c homeroom -n '__homeroom_subcommand demo' -l theme -r -F -d 'Theme (UI config) for the roster.'
+complete -c homeroom -n '__homeroom_subcommand demo' -l web -d 'Also serve the lesson to a browser (homeroom web on 127.0.0.1, an'
 complete -c homeroom -n '__homeroom_subcommand demo' -s h -l help -d 'show help'
 complete -c homeroom -n '__homeroom_subcommand join' -l room -x -d 'Room to join.'
 complete -c homeroom -n '__homeroom_subcommand join' -l node -x -d 'A node\'s listen address'
@@ -42,6 +43,13 @@ complete -c homeroom -n '__homeroom_subcommand roster' -l page-size -x -d 'Stude
 complete -c homeroom -n '__homeroom_subcommand roster' -l messages -x -d 'Show the room\'s latest n messages under the roster (default 5'
 complete -c homeroom -n '__homeroom_subcommand roster' -l theme -r -F -d 'Theme (UI config) to draw with.'
 complete -c homeroom -n '__homeroom_subcommand roster' -s h -l help -d 'show help'
+complete -c homeroom -n '__homeroom_subcommand web' -l listen -x -d 'Where to serve the page (default 127.0.0.1:8080'
+complete -c homeroom -n '__homeroom_subcommand web' -l node -x -d 'A node\'s listen address'
+complete -c homeroom -n '__homeroom_subcommand web' -l theme -r -F -d 'Theme (the terminal\'s UI config, JSON) the page draws with. (HOMEROOM_THEME)'
+complete -c homeroom -n '__homeroom_subcommand web' -l max-sessions -x -d 'Browser sessions held at once (default 32).'
+complete -c homeroom -n '__homeroom_subcommand web' -l timeout-ms -x -d 'How long to wait for a node\'s answer (default 1000).'
+complete -c homeroom -n '__homeroom_subcommand web' -l log-level -x -a 'trace debug info notice warning error' -d 'trace, debug, info, notice, warning, error (default notice).'
+complete -c homeroom -n '__homeroom_subcommand web' -s h -l help -d 'show help'
 complete -c homeroom -n '__homeroom_subcommand rooms' -l node -x -d 'A node\'s listen address (HOMEROOM_NODES: the first one).'
 complete -c homeroom -n '__homeroom_subcommand rooms' -l tls-ca -r -F -d 'The authority that signed the node\'s certificate, for a'
 complete -c homeroom -n '__homeroom_subcommand rooms' -l timeout-ms -x -d 'How long to wait for the node (default 1000).'

@@ -13,6 +13,7 @@ enum Homeroom {
           demo        The main job: a three-node cluster, a teacher and students in a scripted lesson.
           join        Join a room as a user and act in it with line commands.
           roster      Show a room's roster: once, as JSON, or live (--watch).
+          web         Serve the classroom page for browsers (each logs in with a join token).
           rooms       List the rooms a node holds.
           cluster     List the cluster's members as a node sees them.
           context     Save node addresses, a token and a room under a name (kubectl's contexts).
@@ -81,6 +82,7 @@ enum Homeroom {
             case "cluster": try ClusterCommand.runCluster(rest)
             case "context": try ContextCommand.run(rest)
             case "theme": try ThemeCommand.run(rest)
+            case "web": try WebCommand.run(rest)
             case "completion": try CompletionCommand.run(rest)
             case let verb where Action.verbs.contains(verb): try ActionCommand.run(verb, rest)
             default:

@@ -67,6 +67,7 @@ enum CommandCatalog {
             Command(name: "demo", usage: DemoCommand.usage, words: []),
             Command(name: "join", usage: JoinCommand.usage, words: []),
             Command(name: "roster", usage: RosterCommand.usage, words: []),
+            Command(name: "web", usage: WebCommand.usage, words: []),
             Command(name: "rooms", usage: ClusterCommand.roomsUsage, words: []),
             Command(name: "cluster", usage: ClusterCommand.clusterUsage, words: ["status", "check"]),
             Command(name: "context", usage: ContextCommand.usage, words: ["set", "use", "list", "delete"]),

@@ -3,6 +3,7 @@ import HomeroomContext
 import HomeroomCore
 import HomeroomNode
 import HomeroomTerminalUI
+import HomeroomWeb
 import Synchronization
 import HomeroomSupport
 
@@ -14,13 +15,16 @@ enum DemoCommand {
     static let usage = """
         OVERVIEW: Run the Homeroom demo: a live lesson on a three-node cluster, with its roster and a summary.
 
-        USAGE: homeroom demo [--students <n>] [--seconds <n>] [--transport tcp|ipc]
+        USAGE: homeroom demo [--students <n>] [--seconds <n>] [--transport tcp|ipc] [--web]
 
         OPTIONS:
           --students <n>         Students in the lesson, 2-40 (default 8).
           --seconds <n>          Length of the lesson, 10-45 (default 25); the demo ends by itself about then.
           --transport <t>        tcp (127.0.0.1, ephemeral ports; default) or ipc (sockets in /tmp).
           --theme <file>         Theme (UI config) for the roster.                (HOMEROOM_THEME)
+          --web                  Also serve the lesson to a browser (homeroom web on 127.0.0.1, an
+                                 ephemeral port): prints a link that logs in as an observer. On a
+                                 terminal the page stays up after the summary until Ctrl-C.
           -h, --help             Show help information.
 
         On a terminal the roster is live and full-screen (q leaves early); otherwise the demo
@@ -35,6 +39,7 @@ enum DemoCommand {
         let seconds = try reader.integer("--seconds", in: 10...45) ?? 25
         let transport = try reader.string("--transport") ?? "tcp"
         let themePath = try reader.string("--theme")
+        let web = reader.flag("--web")
         try reader.finish()
         guard transport == "tcp" || transport == "ipc" else { throw .usage("unknown transport '\(transport)': use tcp or ipc", usage: usage) }
         let theme = try ThemeCommand.load(themePath)
@@ -65,6 +70,12 @@ enum DemoCommand {
 
         let lesson = try Lesson(cluster: cluster, log: log, students: students, seconds: seconds, logger: logger)
         defer { lesson.closeAll() }
+        let page = web ? try DemoWebPage(room: lesson.room, nodes: cluster.addresses, theme: theme, logger: logger) : nil
+        defer { page?.server.stop() }
+        if let page {
+            Console.line("Watch the lesson in a browser: \(page.link)")
+            if live { sleepMillis(3_000) }   // time to read the link before the live view takes the screen
+        }
 
         // The script runs beside the view; a plain run prints roster snapshots at milestones.
         let finished = Flag()
@@ -118,6 +129,10 @@ enum DemoCommand {
         let ok = printSummary(lesson: lesson, log: log, converged: converged, interrupted: interrupted, theme: theme,
                               environment: environment, logs: logs)
         if interrupted { throw .failure("the demo was interrupted before the end of the lesson") }
+        if let page, live {
+            Console.line("The page stays up at \(page.link) (Ctrl-C ends it).")
+            while !Console.interrupted { sleepMillis(100) }
+        }
         if !ok { throw .failure("the final check failed (see above)") }
     }
 

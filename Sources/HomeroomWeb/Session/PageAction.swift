@@ -1,0 +1,56 @@
+import HomeroomContext
+
+/// What the page asks for, one JSON message each: `{"type":"action","id":7,"do":"stage","user":"bob","on":true}`.
+/// Every action goes through the contexts as the logged-in user: the node decides who may
+/// do what, and a refusal comes back with its code (`not-allowed`, `stage-full`, ...).
+struct PageAction: Decodable {
+    var id: Int
+    var `do`: String
+    var user: String?
+    var on: Bool?
+    /// camera or mic.
+    var device: String?
+    var amount: Int?
+    var text: String?
+
+    /// Carries the action out on the pool; a `ContextError` says why not.
+    func perform(on pool: ContextPool) throws(ContextError) {
+        let users = pool.user, streams = pool.stream
+        switch self.do {
+        case "hand": try (on ?? true) ? users.handsWave() : users.handsDown()
+        case "lower-hand": try users.lowerHand(of: try target())
+        case "stage": try (on ?? true) ? users.addCoHost(try target()) : users.removeCoHost(try target())
+        case "allow": try streams.updatePublishPrivilege(of: try target(), device: try deviceChosen(), allowed: on ?? true)
+        case "device": try (on ?? true) ? streams.openLocalDevice(try deviceChosen()) : streams.closeLocalDevice(try deviceChosen())
+        case "reward": try users.reward(try target(), amount: amount ?? 1)
+        case "kick": try users.kickOut(try target())
+        case "mute": try pool.message.muteChat(of: try target(), muted: on ?? true)
+        case "mute-all-mics": try streams.muteAllMicrophones()
+        case "board": try users.setBoard(try target(), granted: on ?? true)
+        case "chat":
+            guard let text, !text.isEmpty else { throw .invalidArgument("type a message first") }
+            try pool.message.sendRoomMessage(text)
+        case "class-start": try pool.room.startClass()
+        case "class-end": try pool.room.endClass()
+        default:
+            throw ContextError(code: ContextError.invalidArgument, message: "unknown action '\(self.do)'")
+        }
+    }
+
+    private func target() throws(ContextError) -> UserID {
+        guard let user, !user.isEmpty, user.utf8.count <= 128 else { throw .invalidArgument("this action needs a user") }
+        return user
+    }
+
+    private func deviceChosen() throws(ContextError) -> Device {
+        switch device {
+        case "camera": return .camera
+        case "mic", "microphone": return .microphone
+        default: throw .invalidArgument("device is camera or mic")
+        }
+    }
+}
+
+extension ContextError {
+    static func invalidArgument(_ message: String) -> ContextError { ContextError(code: ContextError.invalidArgument, message: message) }
+}

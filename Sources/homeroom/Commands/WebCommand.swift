@@ -1,0 +1,65 @@
+@preconcurrency import Glibc
+import HomeroomContext
+import HomeroomSupport
+import HomeroomWeb
+
+/// `homeroom web`: the classroom in a browser. The page is a UI over the contexts; this
+/// process holds a session per browser and speaks to the cluster as any client does.
+enum WebCommand {
+    static let usage = """
+        OVERVIEW: Serve the classroom page: each browser logs in with a join token and gets a live room.
+
+        USAGE: homeroom web --listen <host:port> --node <address> [--node ...] [options]
+
+        Each browser pastes a join token (homeroom token create); this process joins the
+        token's room as the token's user through the nodes given, sends the page the room's
+        read models over a WebSocket and carries out its actions. The page never sees a key,
+        and nothing of a room its user was not given. Serves only on --listen.
+
+        OPTIONS:
+          --listen <host:port>   Where to serve the page (default 127.0.0.1:8080; port 0 picks one).
+          --node <address>       A node's listen address; repeatable, the others are fallbacks.
+                                 e.g. tcp://127.0.0.1:7100                        (HOMEROOM_NODES, comma-separated)
+          --theme <file>         Theme (the terminal's UI config, JSON) the page draws with. (HOMEROOM_THEME)
+          --max-sessions <n>     Browser sessions held at once (default 32).
+          --timeout-ms <n>       How long to wait for a node's answer (default 1000).
+          --log-level <level>    trace, debug, info, notice, warning, error (default notice).
+          -h, --help             Show help information.
+        """
+
+    static func run(_ arguments: ArraySlice<String>) throws(CommandLineError) {
+        var reader = ArgumentReader(arguments, usage: usage)
+        if reader.wantsHelp { print(usage); return }
+        let listen = try reader.string("--listen") ?? "127.0.0.1:8080"
+        var nodes = try reader.strings("--node").flatMap { $0.split(separator: ",").map { String($0).trimmed } }.filter { !$0.isEmpty }
+        if nodes.isEmpty, let list = ProcessEnvironment.current["HOMEROOM_NODES"] {
+            nodes = list.split(separator: ",").map { String($0).trimmed }.filter { !$0.isEmpty }
+        }
+        let themePath = try reader.string("--theme")
+        let maxSessions = try reader.integer("--max-sessions", in: 1...4_096) ?? 32
+        let timeout = try reader.integer("--timeout-ms", in: UInt64(50)...UInt64(60_000)) ?? 1_000
+        let levelName = try reader.string("--log-level") ?? "notice"
+        try reader.finish()
+        guard !nodes.isEmpty else { throw .usage("missing --node <address>: the node the sessions join through", usage: usage) }
+        guard let level = Logger.Level.allCases.first(where: { "\($0)" == levelName }) else {
+            throw .usage("unknown log level '\(levelName)'", usage: usage)
+        }
+        let theme = try ThemeCommand.load(themePath)
+        var options = WebServer.Options(listen: listen, nodes: nodes, themeJSON: theme.json())
+        options.limits.maxSessions = maxSessions
+        options.requestTimeoutMillis = timeout
+        let logger = Logger(label: "homeroom-web", level: level)
+        Console.catchInterrupts()
+        let server: WebServer
+        do {
+            server = try WebServer(options, logger: logger)
+        } catch {
+            throw .failure(error.description)
+        }
+        let host = listen[..<(listen.lastIndex(of: ":") ?? listen.endIndex)]
+        // One line a script can read, as `homeroom node` prints when ready.
+        Console.line("{\"event\":\"ready\",\"url\":\(jsonString("http://\(host):\(server.port)/")),\"port\":\(server.port)}")
+        while !Console.interrupted { usleep(100_000) }
+        server.stop()
+    }
+}

@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""The classroom in a real browser: headless Chromium against `homeroom web` and real nodes.
+
+Two nodes that require join tokens, one `homeroom web` in front of both, and three
+browser pages (a teacher, two students), each logging in with its own token.
+Checks, on the pages' content:
+  - a student raises a hand, and the teacher's page shows it;
+  - the teacher puts the student on stage and allows the camera; the student turns it
+    on, and the student's page shows the camera live;
+  - the page draws with the terminal's JSON theme given to `homeroom web --theme`;
+  - a refused action shows its code (the teacher mutes the other student's chat; that
+    student's message is refused [muted]);
+  - the teacher starts the class: every page's state bar shows the class running;
+  - a whisper from the teacher reaches its student's page and not the other's;
+  - each scene (small classroom, lecture hall, one-to-one) is drawn, with a screenshot;
+    the lecture hall pages its students (22 more join for it) and counts them;
+  - the node the sessions are on is killed, and the pages reconnect through the other
+    one and go on working (a reward made after the failover reaches the student);
+  - the teacher kicks a student, whose page says so with the code [kicked].
+Every child (nodes, web, chromedriver, chromium) is stopped at the end, pass or fail.
+
+Usage: python3 Tests/web/classroom_browser_test.py   (after `swift build --product homeroom`)
+Environment: HOMEROOM_BIN (default .build/debug/homeroom), WEB_SCREENSHOTS (default
+.build/web-screenshots), CHROMEDRIVER (default /usr/bin/chromedriver).
+"""
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException, WebDriverException
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("HOMEROOM_BIN", os.path.join(ROOT, ".build/debug/homeroom"))
+SHOTS = os.environ.get("WEB_SCREENSHOTS", os.path.join(ROOT, ".build/web-screenshots"))
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", shutil.which("chromedriver") or "/usr/bin/chromedriver")
+ROOM = "maths"
+WAIT_SECONDS = 20
+
+
+class Failure(Exception):
+    pass
+
+
+class Children:
+    """Child processes started by the test, all stopped by `stop_all`."""
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.processes = []
+
+    def start(self, name, args):
+        log = open(os.path.join(self.workdir, name + ".log"), "w")
+        process = subprocess.Popen([BIN] + args, stdout=subprocess.PIPE, stderr=log, text=True)
+        process.name = name
+        self.processes.append(process)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([process.stdout], [], [], 0.5)
+            if ready:
+                line = process.stdout.readline()
+                if line.startswith("{") and '"ready"' in line:
+                    return json.loads(line)
+            if process.poll() is not None:
+                break
+        raise Failure(f"{name} did not become ready; its log:\n{self.log(name)}")
+
+    def log(self, name):
+        with open(os.path.join(self.workdir, name + ".log")) as file:
+            return file.read()[-4000:]
+
+    def kill(self, name):
+        for process in self.processes:
+            if process.name == name and process.poll() is None:
+                process.kill()
+                process.wait(10)
+
+    def stop_all(self):
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+
+
+def run(args):
+    result = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=30)
+    if result.returncode != 0:
+        raise Failure(f"homeroom {' '.join(args)} failed: {result.stderr}")
+    return result.stdout.strip()
+
+
+class Page:
+    """One browser page logged in as one user: its own chromedriver and Chromium."""
+
+    def __init__(self, name, url, workdir):
+        self.name = name
+        self.url = url
+        options = Options()
+        for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                         "--window-size=1280,900", f"--user-data-dir={workdir}/chrome-{name}"]:
+            options.add_argument(argument)
+        self.service = Service(executable_path=CHROMEDRIVER, log_output=os.path.join(workdir, f"chromedriver-{name}.log"))
+        self.driver = webdriver.Chrome(service=self.service, options=options)
+
+    def log_in(self, token):
+        self.driver.get(self.url)
+        self.wait_for("#login-token", "the login form")
+        self.driver.find_element(By.ID, "login-token").send_keys(token)
+        self.driver.find_element(By.ID, "login-name").send_keys(self.name.capitalize())
+        self.driver.find_element(By.ID, "login-button").click()
+        self.wait_for('#connection[data-state="connected"]', "connected to the room")
+
+    def wait_for(self, selector, what, text=None, timeout=WAIT_SECONDS):
+        """Waits until `selector` matches (and, with `text`, its text contains it)."""
+        def found(driver):
+            # Read inside the page in one step: the page redraws on every read model, so an
+            # element held across two WebDriver calls may be gone by the second.
+            return driver.execute_script(
+                "return Array.from(document.querySelectorAll(arguments[0]))"
+                ".some((el) => arguments[1] === null || el.innerText.includes(arguments[1]));", selector, text)
+        try:
+            WebDriverWait(self.driver, timeout, poll_frequency=0.2).until(found)
+        except TimeoutException:
+            self.screenshot(f"failure-{self.name}")
+            body = self.driver.find_element(By.TAG_NAME, "body").text
+            raise Failure(f"{self.name}'s page never showed {what} ({selector}{' with ' + repr(text) if text else ''}); "
+                          f"the page says:\n{body}")
+
+    def text(self, selector):
+        return self.driver.execute_script("return document.querySelector(arguments[0])?.innerText ?? '';", selector)
+
+    def attribute(self, selector, name):
+        return self.driver.execute_script("return document.querySelector(arguments[0])?.getAttribute(arguments[1]);", selector, name)
+
+    def click(self, selector, what):
+        """Clicks the element once it is there (the page redraws on every read model)."""
+        self.wait_for(selector, what)
+        clicked = self.driver.execute_script(
+            "const el = document.querySelector(arguments[0]); if (el) el.click(); return !!el;", selector)
+        if not clicked:
+            raise Failure(f"{self.name}: {what} ({selector}) went away before the click")
+
+    def say(self, text):
+        self.driver.execute_script(
+            "const input = document.getElementById('chat-input'); input.value = arguments[0];"
+            "input.dispatchEvent(new Event('input')); document.getElementById('chat-send').click();", text)
+
+    def screenshot(self, name):
+        os.makedirs(SHOTS, exist_ok=True)
+        path = os.path.join(SHOTS, name + ".png")
+        self.driver.save_screenshot(path)
+        return path
+
+    def close(self):
+        try:
+            self.driver.quit()
+        except WebDriverException:
+            pass
+        finally:
+            # Chromium and chromedriver go even if quit failed.
+            if self.service.process and self.service.process.poll() is None:
+                self.service.process.kill()
+
+
+def main():
+    started = time.monotonic()
+    # Only this run's screenshots in the end.
+    os.makedirs(SHOTS, exist_ok=True)
+    for old in os.listdir(SHOTS):
+        if old.endswith(".png"):
+            os.remove(os.path.join(SHOTS, old))
+    workdir = tempfile.mkdtemp(prefix="homeroom-web-test-")
+    children = Children(workdir)
+    pages = []
+    try:
+        run(["keys", "generate", "--out", workdir])
+        key, public = os.path.join(workdir, "token-signing.key"), os.path.join(workdir, "token-signing.pub")
+        timing = ["--heartbeat-ms", "100", "--suspect-ms", "500", "--down-ms", "1500", "--token-key", public]
+        n1 = children.start("n1", ["node", "--name", "n1", "--listen", "tcp://127.0.0.1:0", "--publish", "tcp://127.0.0.1:0"] + timing)
+        n2 = children.start("n2", ["node", "--name", "n2", "--listen", "tcp://127.0.0.1:0", "--publish", "tcp://127.0.0.1:0",
+                                   "--seed", n1["listen"]] + timing)
+        # The terminal's theme format: the page draws a live camera with this glyph.
+        theme = os.path.join(workdir, "theme.json")
+        with open(theme, "w") as file:
+            json.dump({"roster": {"camera": {"live": {"text": "◉ on air", "color": "green"}}}}, file)
+        web = children.start("web", ["web", "--listen", "127.0.0.1:0", "--node", n1["listen"], "--node", n2["listen"],
+                                     "--theme", theme])
+        url = web["url"]
+        print(f"web: {url}; nodes {n1['listen']}, {n2['listen']}", file=sys.stderr)
+
+        def token(user, role):
+            return run(["token", "create", "--key", key, "--room", ROOM, "--user", user, "--role", role])
+        tokens = {"ada": token("ada", "teacher"), "ann": token("ann", "student"), "ben": token("ben", "student")}
+
+        for name in ["ada", "ann", "ben"]:
+            pages.append(Page(name, url, workdir))   # appended at once: closed in the end whatever follows
+        teacher, ann, ben = pages
+        for page in pages:
+            page.log_in(tokens[page.name])
+        teacher.wait_for('tr.roster-row[data-user="ann"]', "ann in the roster")
+        teacher.wait_for('tr.roster-row[data-user="ben"]', "ben in the roster")
+        if teacher.text("#connection").find("connected") < 0:
+            raise Failure("the teacher's state bar does not say connected")
+
+        # A hand goes up on the student's page; the teacher's page shows it.
+        ann.click("#hand-button", "the raise-hand button")
+        teacher.wait_for('#hands li[data-user="ann"]', "ann's raised hand")
+        print("ok: ann's hand is up on the teacher's page", file=sys.stderr)
+
+        # The teacher puts ann on stage and allows her camera; ann turns it on: live on her page.
+        teacher.click('tr.roster-row[data-user="ann"] button[data-action="stage-on"]', "ann's on-stage button")
+        ann.wait_for('#stage .seat[data-user="ann"]', "ann's own seat on the stage")
+        teacher.click('tr.roster-row[data-user="ann"] button[data-action="allow-camera"]', "ann's allow-camera button")
+        ann.wait_for('#my-streams[data-stage="on"]', "ann on stage in her controls")
+        ann.click("#camera-button", "the camera button")
+        ann.wait_for('#my-streams[data-camera="live"]', "ann's camera live on her page")
+        ann.wait_for('#stage .seat[data-user="ann"][data-camera="live"]', "ann's seat with the camera live")
+        teacher.wait_for('tr.roster-row[data-user="ann"] td.cam[data-state="live"]', "ann's camera live on the teacher's roster")
+        teacher.wait_for('tr.roster-row[data-user="ann"] td.cam', "the theme's glyph for a live camera", text="◉ on air")
+        print("ok: ann on stage with her camera live, on both pages", file=sys.stderr)
+
+        # Chat, and a refusal with its code: the teacher mutes ben, whose message is refused.
+        ann.say("hello from ann")
+        teacher.wait_for("#chat-log li", "ann's chat message", text="hello from ann")
+        teacher.click('tr.roster-row[data-user="ben"] button[data-action="mute"]', "ben's mute button")
+        teacher.wait_for('tr.roster-row[data-user="ben"] button[data-action="unmute"]', "ben muted")
+        ben.say("can I speak?")
+        ben.wait_for("#notice.refused", "the refusal of ben's message", text="refused [muted]")
+        print("ok: ben's message refused [muted], shown on his page", file=sys.stderr)
+
+        # The class starts: the timer runs on every page.
+        teacher.click("#class-start", "the start-class button")
+        for page in pages:
+            page.wait_for("#class-state", "the class running", text="in class")
+
+        # A whisper reaches only its two users: nothing else of it goes to another page.
+        run(["whisper", "ann", "see me after class", "--room", ROOM, "--node", n2["listen"], "--token", tokens["ada"]])
+        ann.wait_for("#chat-log li.whisper", "the teacher's whisper", text="see me after class")
+        time.sleep(1)
+        if "see me after class" in ben.text("#chat-log"):
+            raise Failure("ben's page shows a whisper meant for ann")
+        print("ok: class started on every page; a whisper only on its student's page", file=sys.stderr)
+
+        # The lecture hall pages its students: 22 more join (each turns its camera on once).
+        def join_student(user):
+            student = token(user, "student")
+            return subprocess.Popen([BIN, "camera", "on", "--room", ROOM, "--node", n2["listen"], "--token", student],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        extra = [f"s{number:02d}" for number in range(1, 23)]
+        for batch in range(0, len(extra), 8):
+            joining = [join_student(user) for user in extra[batch:batch + 8]]
+            for process in joining:
+                _, error = process.communicate(timeout=30)
+                if process.returncode != 0:
+                    raise Failure(f"a student could not join for the lecture hall: {error}")
+
+        # Each scene, drawn from the same read model: the room type decides.
+        teacher.screenshot("small-classroom-teacher")
+        ann.screenshot("small-classroom-student")
+        for scene in ["lecture-hall", "one-to-one"]:
+            run(["room", "type", scene, "--room", ROOM, "--node", n2["listen"], "--token", tokens["ada"]])
+            teacher.wait_for(f'#scene[data-scene="{scene}"]', f"the {scene} scene")
+            if scene == "lecture-hall":
+                teacher.wait_for("#count-students", "the lecture hall's counts", text="24 students")
+                teacher.wait_for("#page-label", "the first page of students", text="page 1 of 2 · 24 students")
+                teacher.screenshot("lecture-hall-teacher-page-1")
+                teacher.click("#pager button:last-child", "the next-page button")
+                teacher.wait_for("#page-label", "the second page of students", text="page 2 of 2")
+                teacher.screenshot("lecture-hall-teacher-page-2")
+                teacher.click("#pager button:first-child", "the previous-page button")
+                teacher.wait_for("#page-label", "the first page again", text="page 1 of 2")
+            ann.wait_for(f'#scene[data-scene="{scene}"]', f"the {scene} scene")
+            teacher.screenshot(f"{scene}-teacher")
+            ann.screenshot(f"{scene}-student")
+        run(["room", "type", "small-classroom", "--room", ROOM, "--node", n2["listen"], "--token", tokens["ada"]])
+        teacher.wait_for('#scene[data-scene="small-classroom"]', "the small classroom again")
+        print("ok: scenes drawn: small classroom, lecture hall, one-to-one", file=sys.stderr)
+
+        # Failover: kill the node the sessions are on; the pages come back through the other.
+        before = teacher.attribute("#connection", "data-node")
+        victim = "n1" if before == n1["listen"] else "n2"
+        survivor = n2["listen"] if victim == "n1" else n1["listen"]
+        children.kill(victim)
+        print(f"killed {victim} ({before}); waiting for {survivor}", file=sys.stderr)
+        for page in pages:
+            page.wait_for(f'#connection[data-state="connected"][data-node="{survivor}"]', f"connected through {survivor}", timeout=45)
+        teacher.click('tr.roster-row[data-user="ann"] button[data-action="reward"]', "ann's reward button")
+        ann.wait_for('#my-streams', "ann's reward after the failover", text="rewards 1")
+        teacher.screenshot("after-failover-teacher")
+        print("ok: every page reconnected through the surviving node, and acts", file=sys.stderr)
+
+        # A kick: the student's page says so, with the code. (Ben is on the second page of 24.)
+        teacher.click("#pager button:last-child", "the next-page button")
+        teacher.click('tr.roster-row[data-user="ben"] button[data-action="kick"]', "ben's kick button")
+        ben.wait_for("#notice.refused", "ben's removal", text="[kicked]")
+        ben.screenshot("kicked-student")
+        print("ok: ben kicked, and his page says [kicked]", file=sys.stderr)
+        print(f"classroom browser test: passed in {time.monotonic() - started:.1f} s; screenshots in {SHOTS}")
+        return 0
+    except (Failure, WebDriverException, subprocess.SubprocessError, OSError) as failure:
+        print(f"classroom browser test: FAILED: {failure}", file=sys.stderr)
+        for name in ["web", "n1", "n2"]:
+            try:
+                print(f"--- {name} log (tail):\n{children.log(name)}", file=sys.stderr)
+            except OSError:
+                pass
+        return 1
+    finally:
+        for page in pages:
+            page.close()
+        children.stop_all()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
