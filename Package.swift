@@ -72,7 +72,7 @@ let package = Package(
         .target(name: "HomeroomTestSupport", path: "Tests/HomeroomTestSupport", swiftSettings: strict),
         .testTarget(name: "HomeroomNodeTests", dependencies: ["HomeroomNode", "HomeroomWire", "HomeroomCore", "HomeroomTestSupport"], swiftSettings: strict),
         .testTarget(name: "HomeroomContextTests", dependencies: ["HomeroomContext", "HomeroomNode", "HomeroomCore"], swiftSettings: strict),
-        .testTarget(name: "HomeroomWebTests", dependencies: ["HomeroomWeb", "HomeroomContext", "HomeroomSupport", "HomeroomTestSupport"], swiftSettings: strict),
+        .testTarget(name: "HomeroomWebTests", dependencies: ["HomeroomWeb", "HomeroomContext", "HomeroomCore", "HomeroomSupport", "HomeroomTestSupport"], swiftSettings: strict),
         .testTarget(name: "HomeroomTerminalUITests", dependencies: ["HomeroomTerminalUI", "HomeroomContext", "HomeroomCore"], swiftSettings: strict),
         // The chaos checker's pure parts (the harness itself runs in Deploy/test.sh).
         .testTarget(name: "HomeroomChaosTests", dependencies: ["homeroom-chaos", "HomeroomSupport"], swiftSettings: strict),

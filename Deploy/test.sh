@@ -49,7 +49,7 @@ bash Tests/interop/run.sh >&2
 echo "== interop: the client of 2026-11-29 (frozen with its protocol document and .proto files) against today's nodes: v1 keeps its meaning" >&2
 bash Tests/interop/v1-2026-11-29/run.sh >&2
 
-echo "== web: the classroom page in headless Chromium (a teacher and two students) against two real nodes, one killed midway" >&2
+echo "== web: the classroom page in headless Chromium (a teacher and two students) against two real nodes, one killed midway and then the other" >&2
 # Chromium and its driver are for this step only: installed here, not by the demo.
 bash Deploy/bootstrap.sh --browser
 bash Tests/web/run.sh >&2

@@ -59,9 +59,10 @@ _homeroom() {
                     --theme) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --max-sessions) return ;;
                     --timeout-ms) return ;;
+                    --reconnect-rounds) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--listen --node --theme --max-sessions --timeout-ms --log-level --help"
+                options="--listen --node --theme --max-sessions --timeout-ms --reconnect-rounds --log-level --help"
                 ;;
             rooms)
                 case "$prev" in

@@ -48,6 +48,7 @@ complete -c homeroom -n '__homeroom_subcommand web' -l node -x -d 'A node\'s lis
 complete -c homeroom -n '__homeroom_subcommand web' -l theme -r -F -d 'Theme (the terminal\'s UI config, JSON) the page draws with. (HOMEROOM_THEME)'
 complete -c homeroom -n '__homeroom_subcommand web' -l max-sessions -x -d 'Browser sessions held at once (default 32).'
 complete -c homeroom -n '__homeroom_subcommand web' -l timeout-ms -x -d 'How long to wait for a node\'s answer (default 1000).'
+complete -c homeroom -n '__homeroom_subcommand web' -l reconnect-rounds -x -d 'Rounds over every node before a session gives up and its page'
 complete -c homeroom -n '__homeroom_subcommand web' -l log-level -x -a 'trace debug info notice warning error' -d 'trace, debug, info, notice, warning, error (default notice).'
 complete -c homeroom -n '__homeroom_subcommand web' -s h -l help -d 'show help'
 complete -c homeroom -n '__homeroom_subcommand rooms' -l node -x -d 'A node\'s listen address (HOMEROOM_NODES: the first one).'

@@ -11,12 +11,22 @@ Checks, on the pages' content:
   - a refused action shows its code (the teacher mutes the other student's chat; that
     student's message is refused [muted]);
   - the teacher starts the class: every page's state bar shows the class running;
-  - a whisper from the teacher reaches its student's page and not the other's;
+  - private messages: the teacher whispers a student from the roster and the student
+    answers from her page; each shows on the two pages, never on the other student's;
+  - the teacher grants the board on the roster: the student's page says it is granted;
+  - breakout groups: the teacher creates a group and moves a student into it; both
+    pages list the group with the student; ending the groups clears them;
+  - a refused teacher action shows its code (the stage limit is 1: a second student's
+    seat is refused [stage-full]);
+  - the teacher starts a carousel: the stage strip says when the next turn comes, on
+    the teacher's page and the student's; stopping it clears that;
   - each scene (small classroom, lecture hall, one-to-one) is drawn, with a screenshot;
     the lecture hall pages its students (22 more join for it) and counts them;
   - the node the sessions are on is killed, and the pages reconnect through the other
     one and go on working (a reward made after the failover reaches the student);
-  - the teacher kicks a student, whose page says so with the code [kicked].
+  - the teacher kicks a student, whose page says so with the code [kicked];
+  - the last node is killed too: the pages say every node failed and offer to log in
+    again; logging in again (no node answers) shows the login form with [unavailable].
 Every child (nodes, web, chromedriver, chromium) is stopped at the end, pass or fail.
 
 Usage: python3 Tests/web/classroom_browser_test.py   (after `swift build --product homeroom`)
@@ -154,6 +164,36 @@ class Page:
         if not clicked:
             raise Failure(f"{self.name}: {what} ({selector}) went away before the click")
 
+    def fill(self, element_id, value):
+        """Types into an input as a user would (the page keeps the draft from the input event)."""
+        self.driver.execute_script(
+            "const el = document.getElementById(arguments[0]); el.value = arguments[1];"
+            "el.dispatchEvent(new Event('input'));", element_id, value)
+
+    def choose(self, selector, value, what):
+        """Picks an option of a select (the page acts on its change event)."""
+        self.wait_for(selector, what)
+        chosen = self.driver.execute_script(
+            "const el = document.querySelector(arguments[0]); if (!el) return false;"
+            "el.value = arguments[1]; el.dispatchEvent(new Event('change')); return el.value === arguments[1];", selector, value)
+        if not chosen:
+            raise Failure(f"{self.name}: {what} ({selector}) has no option {value!r}")
+
+    def lacks(self, selector, text, what, settle=1.0):
+        """Fails if, after `settle` seconds, `selector`'s text contains `text`."""
+        time.sleep(settle)
+        if text in self.text(selector):
+            raise Failure(f"{self.name}'s page shows {what}: {self.text(selector)!r}")
+
+    def gone(self, selector, what, timeout=WAIT_SECONDS):
+        """Waits until nothing matches `selector`."""
+        try:
+            WebDriverWait(self.driver, timeout, poll_frequency=0.2).until(
+                lambda driver: not driver.execute_script("return !!document.querySelector(arguments[0]);", selector))
+        except TimeoutException:
+            self.screenshot(f"failure-{self.name}")
+            raise Failure(f"{self.name}'s page still shows {what} ({selector}): {self.text(selector)!r}")
+
     def say(self, text):
         self.driver.execute_script(
             "const input = document.getElementById('chat-input'); input.value = arguments[0];"
@@ -198,7 +238,7 @@ def main():
         with open(theme, "w") as file:
             json.dump({"roster": {"camera": {"live": {"text": "◉ on air", "color": "green"}}}}, file)
         web = children.start("web", ["web", "--listen", "127.0.0.1:0", "--node", n1["listen"], "--node", n2["listen"],
-                                     "--theme", theme])
+                                     "--theme", theme, "--reconnect-rounds", "1"])
         url = web["url"]
         print(f"web: {url}; nodes {n1['listen']}, {n2['listen']}", file=sys.stderr)
 
@@ -240,6 +280,8 @@ def main():
         teacher.wait_for('tr.roster-row[data-user="ben"] button[data-action="unmute"]', "ben muted")
         ben.say("can I speak?")
         ben.wait_for("#notice.refused", "the refusal of ben's message", text="refused [muted]")
+        if ben.driver.execute_script("return document.getElementById('chat-input').value;") != "can I speak?":
+            raise Failure("ben's refused message was cleared from his chat box: he would have to type it again")
         print("ok: ben's message refused [muted], shown on his page", file=sys.stderr)
 
         # The class starts: the timer runs on every page.
@@ -247,13 +289,67 @@ def main():
         for page in pages:
             page.wait_for("#class-state", "the class running", text="in class")
 
-        # A whisper reaches only its two users: nothing else of it goes to another page.
-        run(["whisper", "ann", "see me after class", "--room", ROOM, "--node", n2["listen"], "--token", tokens["ada"]])
-        ann.wait_for("#chat-log li.whisper", "the teacher's whisper", text="see me after class")
-        time.sleep(1)
-        if "see me after class" in ben.text("#chat-log"):
-            raise Failure("ben's page shows a whisper meant for ann")
-        print("ok: class started on every page; a whisper only on its student's page", file=sys.stderr)
+        print("ok: class started on every page", file=sys.stderr)
+
+        # Private messages: the teacher whispers ann from the roster; ann answers from her
+        # page. Each is on its two pages only: never on ben's.
+        teacher.click('tr.roster-row[data-user="ann"] button[data-action="whisper"]', "ann's whisper button")
+        teacher.wait_for('#peer-to option[value="ann"]', "ann among the recipients")
+        if teacher.driver.execute_script("return document.getElementById('peer-to').value;") != "ann":
+            raise Failure("the whisper button did not pick ann in the private messages' form")
+        teacher.fill("peer-input", "see me after class")
+        teacher.click("#peer-send", "the private message's send button")
+        ann.wait_for("#peer-log li.received", "the teacher's whisper", text="Ada → you: see me after class")
+        teacher.wait_for("#peer-log li.sent", "the whisper the teacher sent", text="you → Ann: see me after class")
+        ann.choose("#peer-to", "ada", "the recipients")
+        ann.fill("peer-input", "I will come")
+        ann.click("#peer-send", "the private message's send button")
+        teacher.wait_for("#peer-log li.received", "ann's answer", text="Ann → you: I will come")
+        ben.lacks("#whispers", "see me after class", "a whisper meant for ann")
+        ben.lacks("#whispers", "I will come", "a whisper meant for the teacher", settle=0)
+        if "see me after class" in ben.text("#chat-log") or "see me after class" in teacher.text("#chat-log"):
+            raise Failure("a whisper shows in the room's chat")
+        print("ok: whispers on their two pages only", file=sys.stderr)
+
+        # The board: granted on the teacher's roster, shown on ann's page.
+        teacher.click('tr.roster-row[data-user="ann"] button[data-action="board-grant"]', "ann's board button")
+        ann.wait_for('#my-streams[data-board="granted"]', "the board granted on ann's page", text="board granted")
+        teacher.wait_for('tr.roster-row[data-user="ann"] button[data-action="board-revoke"]', "ann's board granted on the roster")
+        print("ok: board granted, shown on ann's page", file=sys.stderr)
+
+        # Breakout groups: created on the teacher's page, ann moved in from her roster row.
+        teacher.fill("group-id", "g1")
+        teacher.fill("group-name", "Fractions")
+        teacher.click("#group-create-button", "the create-group button")
+        teacher.wait_for('#group-list li[data-group="g1"]', "the new group", text="g1 Fractions (0)")
+        teacher.choose('tr.roster-row[data-user="ann"] select[data-action="group-move"]', "g1", "ann's group choice")
+        for page in [teacher, ann]:
+            page.wait_for('#group-list li[data-group="g1"]', "ann in group g1", text="g1 Fractions (1): Ann")
+        ann.wait_for('#my-group[data-group="g1"]', "ann told where her group meets", text=f"room {ROOM}:g1")
+        teacher.wait_for('tr.roster-row[data-user="ann"] td.name', "ann's group tag on the roster", text="[g1]")
+        teacher.screenshot("groups-teacher")
+        ann.screenshot("groups-student")
+        teacher.click("#group-end", "the end-all-groups button")
+        ann.gone("#groups", "the ended groups")
+        print("ok: group g1 with ann on both pages, then ended", file=sys.stderr)
+
+        # A refusal with its code: one seat, ann's on it; ben's is refused [stage-full].
+        run(["room", "stage-limit", "1", "--room", ROOM, "--node", n2["listen"], "--token", tokens["ada"]])
+        teacher.wait_for("#stage h2", "a stage of one seat", text="1/1")
+        teacher.click('tr.roster-row[data-user="ben"] button[data-action="stage-on"]', "ben's on-stage button")
+        teacher.wait_for("#notice.refused", "the refusal of ben's seat", text="refused [stage-full]")
+        print("ok: ben's seat refused [stage-full], shown on the teacher's page", file=sys.stderr)
+
+        # The carousel: two students, one seat, so it rotates; the strip counts down to the next turn.
+        teacher.fill("carousel-seconds", "10")
+        teacher.click("#carousel-start-button", "the start-carousel button")
+        for page in [teacher, ann]:
+            page.wait_for("#carousel", "the carousel's next turn", text="Carousel every 10 s, all, join order · next turn in 0:")
+        teacher.screenshot("carousel-teacher")
+        teacher.click("#carousel-stop", "the stop-carousel button")
+        ann.gone("#carousel", "the stopped carousel")
+        run(["room", "stage-limit", "6", "--room", ROOM, "--node", n2["listen"], "--token", tokens["ada"]])
+        print("ok: carousel's next turn on both pages, then stopped", file=sys.stderr)
 
         # The lecture hall pages its students: 22 more join (each turns its camera on once).
         def join_student(user):
@@ -309,6 +405,17 @@ def main():
         ben.wait_for("#notice.refused", "ben's removal", text="[kicked]")
         ben.screenshot("kicked-student")
         print("ok: ben kicked, and his page says [kicked]", file=sys.stderr)
+
+        # Every node gone: the pages say so and offer a new login, which tells why it fails.
+        children.kill("n2" if victim == "n1" else "n1")
+        for page in [teacher, ann]:
+            page.wait_for("#link-lost", "that every node failed", text="every node failed", timeout=30)
+        teacher.screenshot("every-node-failed-teacher")
+        teacher.click("#relogin", "the log-in-again button")
+        teacher.wait_for("#login-error", "why the new login failed", text="[unavailable]")
+        if not teacher.driver.execute_script("return document.getElementById('login-token').value;").startswith("hr1."):
+            raise Failure("the login form after a failed login does not keep the token to try again")
+        print("ok: every node failed: the pages say so; logging in again shows [unavailable]", file=sys.stderr)
         print(f"classroom browser test: passed in {time.monotonic() - started:.1f} s; screenshots in {SHOTS}")
         return 0
     except (Failure, WebDriverException, subprocess.SubprocessError, OSError) as failure:

@@ -6,10 +6,15 @@ import { ClassroomSocket } from './socket.js';
 import { loadTheme, applyColors } from './theme.js';
 import { render } from './scene.js';
 import { classText } from './statebar.js';
+import { carouselText } from './carousel.js';
+import { syncClock } from './clock.js';
 
 const root = document.getElementById('app');
-const view = { model: null, theme: {}, link: 'connecting', notice: null, moderator: false, draft: { text: '' } };
+// The login form as served, to show again after a session ends.
+const loginForm = document.getElementById('login').cloneNode(true);
+const view = { model: null, theme: {}, link: 'connecting', notice: null, moderator: false, draft: {} };
 let socket = null;
+let lastLogin = null;
 
 function redraw() {
   if (!view.model) return;
@@ -29,19 +34,35 @@ function act(action) {
     (refusal) => { notify('refused', `refused [${refusal.code}]: ${refusal.message}`); throw refusal; });
 }
 
+// A new session with the same token: the old socket goes, and its pool with it.
+function relogin() {
+  socket?.close();
+  view.model = null;
+  view.notice = null;
+  if (lastLogin) start(lastLogin); else showLogin();
+}
+
 function start(login) {
+  lastLogin = login;
   sessionStorage.setItem('homeroom.login', JSON.stringify(login));
   Object.assign(view, {
-    act: (action) => act(action).catch(() => {}),
+    // Resolves to whether it was done (a refusal is already on the notice line): a form
+    // keeps what was typed when its action is refused.
+    act: (action) => act(action).then(() => true, () => false),
     showPage: (index) => socket.showPage(index),
+    redraw,
+    relogin,
   });
   socket = new ClassroomSocket(login, {
-    onWelcome: (welcome) => { view.moderator = welcome.role === 'teacher' || welcome.role === 'assistant'; },
+    onWelcome: (welcome) => {
+      syncClock(welcome.nowMillis);
+      view.moderator = welcome.role === 'teacher' || welcome.role === 'assistant';
+    },
     onModel: (model) => { view.model = model; view.link = 'open'; redraw(); },
     onLink: (state) => { view.link = state; redraw(); },
     onEnded: (ended) => {
       sessionStorage.removeItem('homeroom.login');
-      if (!view.model) { showLogin(`[${ended.code}] ${ended.message}`); return; }
+      if (!view.model) { showLogin(`[${ended.code}] ${ended.message}`, login.token); return; }
       notify('refused', `session ended [${ended.code}]: ${ended.message}`);
     },
   });
@@ -49,11 +70,12 @@ function start(login) {
   socket.connect();
 }
 
-function showLogin(error = '') {
-  const form = document.getElementById('login');
-  if (!form) { location.reload(); return; }
+// The login form, with why the last login ended (and its token, to try again).
+function showLogin(error = '', token = '') {
+  if (!document.getElementById('login')) root.replaceChildren(loginForm.cloneNode(true));
   document.getElementById('login-error').textContent = error;
-  form.onsubmit = (event) => {
+  if (token) document.getElementById('login-token').value = token;
+  document.getElementById('login').onsubmit = (event) => {
     event.preventDefault();
     const login = { token: document.getElementById('login-token').value.trim() };
     const room = document.getElementById('login-room').value.trim();
@@ -66,10 +88,13 @@ function showLogin(error = '') {
 
 view.theme = await loadTheme().catch(() => ({}));
 applyColors(view.theme);
-// The class timer moves between read models.
+// The class timer and the carousel's next turn move between read models.
 setInterval(() => {
+  if (!view.model) return;
   const label = document.getElementById('class-state');
-  if (label && view.model) label.textContent = classText(view.model);
+  if (label) label.textContent = classText(view.model);
+  const carousel = document.getElementById('carousel');
+  if (carousel) carousel.textContent = carouselText(view.model.carousel);
 }, 1000);
 // A link may carry the token (`homeroom demo --web` prints one): taken off the address bar at once.
 const linked = new URLSearchParams(location.hash.slice(1)).get('token');

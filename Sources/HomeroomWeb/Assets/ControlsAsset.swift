@@ -2,7 +2,8 @@ extension PageAssets {
     static let controlsJS = #"""
 import { h, panel } from './dom.js';
 
-// The local user's own controls: hand, camera and microphone (everyone), class start and end (moderators).
+// The local user's own controls: hand, camera and microphone (everyone), class start and end (moderators);
+// and what the user may do now: stage, streams, rewards, the whiteboard.
 export function controls({ model, act, moderator }) {
   // An observer watches: no hand, no devices (the node would refuse them [not-allowed]).
   if (model.local.role === 'observer') return panel('controls', 'You', h('p', {}, 'watching as an observer'));
@@ -18,8 +19,11 @@ export function controls({ model, act, moderator }) {
       moderator && model.classState === 'before' ? h('button', { id: 'class-start', onclick: () => act({ do: 'class-start' }) }, 'Start class') : null,
       moderator && model.classState === 'during' ? h('button', { id: 'class-end', onclick: () => act({ do: 'class-end' }) }, 'End class') : null,
       moderator ? h('button', { id: 'mute-all-mics', onclick: () => act({ do: 'mute-all-mics' }) }, 'Mute all mics') : null),
-    me ? h('p', { id: 'my-streams', 'data-camera': me.camera, 'data-mic': me.mic, 'data-stage': me.onStage ? 'on' : 'off' },
-      `stage ${me.onStage ? 'on' : me.waitingForStage ? 'waiting' : 'off'} · camera ${me.camera} · mic ${me.mic} · rewards ${me.rewards}`) : null);
+    me ? h('p', { id: 'my-streams', 'data-camera': me.camera, 'data-mic': me.mic, 'data-stage': me.onStage ? 'on' : 'off',
+                  'data-board': me.board ? 'granted' : 'none' },
+      `stage ${me.onStage ? 'on' : me.waitingForStage ? 'waiting' : 'off'} · camera ${me.camera} · mic ${me.mic} · rewards ${me.rewards}`
+      // A teacher's board needs no grant: only the others are told theirs.
+      + (model.local.role === 'teacher' ? '' : ` · board ${me.board ? 'granted' : 'not granted'}`)) : null);
 }
 """#
 }

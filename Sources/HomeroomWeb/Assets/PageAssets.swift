@@ -30,6 +30,11 @@ enum PageAssets {
             "/js/hands.js": PageAsset(script, handsJS),
             "/js/chat.js": PageAsset(script, chatJS),
             "/js/controls.js": PageAsset(script, controlsJS),
+            "/js/clock.js": PageAsset(script, clockJS),
+            "/js/carousel.js": PageAsset(script, carouselJS),
+            "/js/groups.js": PageAsset(script, groupsJS),
+            "/js/whispers.js": PageAsset(script, whispersJS),
+            "/js/lost.js": PageAsset(script, linkLostJS),
         ]
     }
 }

@@ -7,6 +7,9 @@ import { roster } from './roster.js';
 import { stage, seat } from './stage.js';
 import { hands } from './hands.js';
 import { chat } from './chat.js';
+import { whispers } from './whispers.js';
+import { groups } from './groups.js';
+import { linkLost } from './lost.js';
 import { controls } from './controls.js';
 
 function counts({ model, theme }) {
@@ -31,30 +34,31 @@ function oneToOne(view) {
     h('div', { class: 'main' },
       h('div', { class: 'tiles' }, teacher ? seat(teacher, theme, true) : empty('teacher'), student ? seat(student, theme, true) : empty('student')),
       roster(view)),
-    h('div', { class: 'side' }, controls(view), hands(view), chat(view)));
+    h('div', { class: 'side' }, controls(view), hands(view), chat(view), whispers(view)));
 }
 
 // Small classroom: the stage strip over the whole roster.
 function smallClassroom(view) {
   return h('div', { class: 'scene small-classroom', id: 'scene', 'data-scene': 'small-classroom' },
-    h('div', { class: 'main' }, stage(view), roster(view)),
-    h('div', { class: 'side' }, controls(view), hands(view), chat(view)));
+    h('div', { class: 'main' }, stage(view), groups(view), roster(view)),
+    h('div', { class: 'side' }, controls(view), hands(view), chat(view), whispers(view)));
 }
 
 // Lecture hall: counts, the stage, and the students a page at a time.
 function lectureHall(view) {
   return h('div', { class: 'scene lecture-hall', id: 'scene', 'data-scene': 'lecture-hall' },
-    h('div', { class: 'main' }, counts(view), stage(view), roster(view)),
-    h('div', { class: 'side' }, controls(view), hands(view), chat(view)));
+    h('div', { class: 'main' }, counts(view), stage(view), groups(view), roster(view)),
+    h('div', { class: 'side' }, controls(view), hands(view), chat(view), whispers(view)));
 }
 
 const SCENES = { 'one-to-one': oneToOne, 'small-classroom': smallClassroom, 'lecture-hall': lectureHall };
 
-// The whole page for one read model: the state bar, the notice line, the room type's scene.
+// The whole page for one read model: the state bar, a lost link's banner, the notice
+// line, the room type's scene.
 export function render(root, view) {
   const scene = SCENES[view.model.room.type] ?? smallClassroom;
   const notice = h('div', { id: 'notice', class: 'notice ' + (view.notice?.kind ?? ''), role: 'status' }, view.notice?.text ?? '');
-  root.replaceChildren(...[stateBar(view), notice, scene(view)].filter(Boolean));
+  root.replaceChildren(...[stateBar(view), linkLost(view), notice, scene(view)].filter(Boolean));
 }
 """#
 }

@@ -33,6 +33,7 @@ export class ClassroomSocket {
   }
 
   receive(message) {
+    if (this.closed) return;
     switch (message.type) {
       case 'model': this.handlers.onModel(message); break;
       case 'welcome': this.handlers.onWelcome(message); break;
@@ -58,6 +59,13 @@ export class ClassroomSocket {
       this.pending.set(id, { resolve, reject });
       this.ws.send(JSON.stringify({ type: 'action', id, ...action }));
     });
+  }
+
+  // Ends this socket for good (the server's session and its pool end with it).
+  close() {
+    this.ended = true;
+    this.closed = true;
+    this.ws?.close(1000);
   }
 
   showPage(index) {

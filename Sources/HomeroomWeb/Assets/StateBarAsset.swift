@@ -2,6 +2,7 @@ extension PageAssets {
     static let stateBarJS = #"""
 import { h } from './dom.js';
 import { section } from './theme.js';
+import { now } from './clock.js';
 
 const TYPES = { 'one-to-one': 'one-to-one', 'small-classroom': 'small classroom', 'lecture-hall': 'lecture hall' };
 
@@ -12,9 +13,9 @@ function clock(millis) {
   return millis < 0 ? `-${text}` : text;
 }
 
-export function classText(model, now = Date.now()) {
+export function classText(model, at = now()) {
   if (model.classState === 'during' && model.classSinceMillis > 0) {
-    const elapsed = now - model.classSinceMillis;
+    const elapsed = at - model.classSinceMillis;
     const left = model.classDurationSeconds * 1000 - elapsed;
     return `in class ${clock(elapsed)}` + (left < 0 ? ` (over by ${clock(-left)})` : ` (${clock(left)} left)`);
   }

@@ -29,7 +29,7 @@ table.roster button { font-size: .75rem; margin: 0 .1rem; }
 .pager { display: flex; gap: .5rem; align-items: center; margin-top: .5rem; }
 .hands li { color: var(--hand); }
 .chat-log { list-style: none; padding: 0; margin: 0; max-height: 16rem; overflow-y: auto; font-size: .9rem; }
-.chat-log .whisper { font-style: italic; }
+.chat-log .sent, .chat-log .received { font-style: italic; }
 .chat-form { display: flex; gap: .3rem; margin-top: .5rem; }
 .chat-form input { flex: 1; }
 .controls { display: flex; gap: .5rem; flex-wrap: wrap; }
@@ -37,5 +37,15 @@ table.roster button { font-size: .75rem; margin: 0 .1rem; }
 .notice.refused { background: #fee; color: #a11; }
 .notice.ok { background: #efe; color: #161; }
 .dimmed { opacity: .5; pointer-events: none; }
+.link-lost { display: flex; gap: .5rem; align-items: center; flex-wrap: wrap; padding: .6rem 1rem; background: #a11; color: #fff; }
+.link-lost button { margin-left: auto; font-weight: 600; }
+.inline-form { display: flex; gap: .4rem; align-items: center; flex-wrap: wrap; margin-top: .5rem; }
+.inline-form input.short { width: 5rem; }
+.group-controls { display: grid; gap: .2rem; justify-items: start; }
+.groups { margin: 0; padding-left: 1.2rem; }
+.groups li button { margin-left: .5rem; font-size: .75rem; }
+.chat-log .sent { color: #555; }
+.chat-log .received { font-weight: 600; }
+.empty { color: #888; }
 """#
 }

@@ -18,6 +18,8 @@ public final class WebServer: Sendable {
         public var themeJSON: String
         public var limits = WebLimits()
         public var requestTimeoutMillis: UInt64 = 1_000
+        /// Rounds over every node before a session's pool gives up (aborted); the pool's default.
+        public var reconnectRounds = 20
 
         public init(listen: String, nodes: [String], themeJSON: String) {
             self.listen = listen
@@ -39,6 +41,7 @@ public final class WebServer: Sendable {
             throw WebServerError("cannot create an eventfd: \(String(cString: strerror(errno)))")
         }
         let settings = BrowserSession.Settings(nodes: options.nodes, requestTimeoutMillis: options.requestTimeoutMillis,
+                                               reconnectRounds: options.reconnectRounds,
                                                backpressure: options.limits.pushBackpressure, maxPendingActions: options.limits.maxPendingActions)
         loop = WebServerLoop(listener: listener, wake: wake, limits: options.limits, assets: PageAssets.all(themeJSON: options.themeJSON),
                              logger: logger) { link in

@@ -12,6 +12,8 @@ final class BrowserSession: WebSocketHandler {
     struct Settings: Sendable {
         var nodes: [String]
         var requestTimeoutMillis: UInt64
+        /// Rounds over every node before a pool gives up (aborted: the page offers to log in again).
+        var reconnectRounds: Int
         var backpressure: Int
         var maxPendingActions: Int
         var pageSize = 20
@@ -102,6 +104,7 @@ final class BrowserSession: WebSocketHandler {
             var config = try ClassroomConfig(token: login.token, room: login.room, name: login.name ?? "", nodes: settings.nodes)
             config.requestTimeoutMillis = settings.requestTimeoutMillis
             config.readsOwnWrites = true
+            config.reconnectRounds = settings.reconnectRounds
             pool = try ContextPool(config: config, logger: logger.with("user", config.user))
             try pool.room.join()
         } catch {
@@ -126,7 +129,8 @@ final class BrowserSession: WebSocketHandler {
         guard keep else { pool.close(); return }
         let config = pool.config
         logger.info("browser logged in", ["room": config.room, "user": config.user, "role": "\(config.role)"])
-        link.send(text: PageReply.json(PageReply.Welcome(user: config.user, role: "\(config.role)", room: config.room)))
+        link.send(text: PageReply.json(PageReply.Welcome(user: config.user, role: "\(config.role)", room: config.room,
+                                                        nowMillis: WallClock.nowMillis())))
         push()
         refresh()
     }

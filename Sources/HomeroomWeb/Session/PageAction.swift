@@ -12,6 +12,17 @@ struct PageAction: Decodable {
     var device: String?
     var amount: Int?
     var text: String?
+    /// A breakout group's id (group actions; "main" or none: the main room, for a move).
+    var group: String?
+    /// A group's display name.
+    var name: String?
+    /// How many groups (random groups).
+    var count: Int?
+    /// The carousel's interval.
+    var seconds: Int?
+    /// The carousel's range (all, camera-on) and order (join-order, random).
+    var range: String?
+    var order: String?
 
     /// Carries the action out on the pool; a `ContextError` says why not.
     func perform(on pool: ContextPool) throws(ContextError) {
@@ -27,19 +38,25 @@ struct PageAction: Decodable {
         case "mute": try pool.message.muteChat(of: try target(), muted: on ?? true)
         case "mute-all-mics": try streams.muteAllMicrophones()
         case "board": try users.setBoard(try target(), granted: on ?? true)
-        case "chat":
-            guard let text, !text.isEmpty else { throw .invalidArgument("type a message first") }
-            try pool.message.sendRoomMessage(text)
+        case "chat": try pool.message.sendRoomMessage(try typedText())
+        case "whisper": try pool.message.sendPeerMessage(to: try target(), try typedText())
         case "class-start": try pool.room.startClass()
         case "class-end": try pool.room.endClass()
+        case "carousel-start", "carousel-stop": try performCarousel(on: streams)
+        case let name where name.hasPrefix("group-"): try performGroup(on: pool.group)
         default:
             throw ContextError(code: ContextError.invalidArgument, message: "unknown action '\(self.do)'")
         }
     }
 
-    private func target() throws(ContextError) -> UserID {
+    func target() throws(ContextError) -> UserID {
         guard let user, !user.isEmpty, user.utf8.count <= 128 else { throw .invalidArgument("this action needs a user") }
         return user
+    }
+
+    private func typedText() throws(ContextError) -> String {
+        guard let text, !text.isEmpty else { throw .invalidArgument("type a message first") }
+        return text
     }
 
     private func deviceChosen() throws(ContextError) -> Device {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HomeroomSupport
 
 /// The page's messages other than actions, and the server's replies other than the read model.
 enum PageRequest {
@@ -21,6 +22,9 @@ enum PageReply {
         var user: String
         var role: String
         var room: String
+        /// The server's wall clock: the page counts the class timer and the carousel's
+        /// next turn from the server's times, whatever the browser's clock says.
+        var nowMillis: UInt64
     }
 
     struct Result: Encodable {

@@ -1,7 +1,6 @@
-import HomeroomContext
-
 /// The read model the page draws, as JSON: what `ContextPool.snapshot` says, for one
 /// user of one room (the pool's room only: nothing of any other room reaches the page).
+/// Built by `PageModel(pool:...)` (PageModel+Building.swift).
 struct PageModel: Encodable, Equatable {
     struct User: Encodable, Equatable {
         var id: String
@@ -23,6 +22,8 @@ struct PageModel: Encodable, Equatable {
         var rewards: Int64
         var hand: Bool
         var chatMuted: Bool
+        /// The breakout group the user is in (nil: the main room), as the terminal tags the name.
+        var group: String?
     }
 
     struct Page: Encodable, Equatable {
@@ -38,20 +39,32 @@ struct PageModel: Encodable, Equatable {
         var sender: User
         var text: String
         var sentAtMillis: UInt64
-        /// A peer message: only the two users see it.
+        /// A peer message: only the two users see it (the recipient's id and name).
         var to: String?
+        var toName: String?
     }
 
+    /// A running carousel, as the terminal's stage strip tells it.
     struct Carousel: Encodable, Equatable {
         var intervalSeconds: UInt32
+        /// all or camera-on.
+        var range: String
+        /// join-order or random.
+        var order: String
         var turn: UInt64
+        /// Wall-clock ms (the server's) when the next turn starts: the page counts down to it.
+        var nextTurnAtMillis: UInt64
+        /// False while everyone taking part fits on stage: nothing rotates.
         var rotates: Bool
     }
 
     struct Group: Encodable, Equatable {
         var id: String
         var name: String
-        var members: Int
+        /// In natural order of their ids, as the context gives them.
+        var members: [User]
+        /// The room the group meets in (`<room>:<id>`).
+        var room: String
     }
 
     var type = "model"
@@ -62,6 +75,8 @@ struct PageModel: Encodable, Equatable {
     var local: User
     var connection: String
     var node: String
+    /// The link for people while it is not connected ("lost …; every node failed; next try in 2 s"); nil while connected.
+    var link: String?
     var latencyMicros: Int
     var moderators: [Row]
     var students: Page
@@ -73,7 +88,10 @@ struct PageModel: Encodable, Equatable {
     var observerCount: Int
     var carousel: Carousel?
     var groups: [Group]
+    /// Room messages, oldest first.
     var chat: [Message]
+    /// Peer messages to or from the local user, oldest first.
+    var whispers: [Message]
     var chatMuted: Bool
 
     struct RoomDTO: Encodable, Equatable {
@@ -82,55 +100,5 @@ struct PageModel: Encodable, Equatable {
         var type: String
         var stageLimit: Int
         var handLimit: Int
-    }
-}
-
-extension PageModel {
-    /// One frame of the room. `page` pages the students (every scene pages; a small room fits one page).
-    init(pool: ContextPool, page: Int, pageSize: Int, chatLimit: Int) {
-        let snapshot = pool.snapshot(page: page, pageSize: pageSize)
-        let message = pool.message
-        func user(_ info: UserInfo) -> User { User(id: info.id, name: info.displayName, role: "\(info.role)") }
-        func row(_ row: UserRow) -> Row {
-            Row(id: row.id, name: row.info.displayName, role: "\(row.info.role)", online: row.online, onStage: row.onStage,
-                waitingForStage: row.waitingForStage, board: row.boardGranted, camera: Self.stream(row.shownStream(.camera)),
-                mic: Self.stream(row.shownStream(.microphone)), rewards: row.rewards, hand: row.handRaised,
-                chatMuted: message.isChatMuted(row.id))
-        }
-        room = RoomDTO(id: snapshot.room.id, name: snapshot.room.displayName, type: "\(snapshot.room.type)",
-                       stageLimit: snapshot.room.stageLimit, handLimit: snapshot.room.handLimit)
-        classState = "\(snapshot.classInfo.state)"
-        classSinceMillis = snapshot.classInfo.sinceMillis
-        classDurationSeconds = snapshot.classInfo.schedule.durationSeconds
-        local = user(snapshot.localUser)
-        connection = snapshot.connection.rawValue
-        node = pool.monitor.link.node ?? ""
-        // Rounded to the millisecond: a frame that differs only in noise is not sent again.
-        latencyMicros = Int(snapshot.latencyMicros / 1000) * 1000
-        moderators = snapshot.moderators.map(row)
-        students = Page(rows: snapshot.students.rows.map(row), index: snapshot.students.index, size: snapshot.students.size,
-                        total: snapshot.students.total, count: snapshot.students.count)
-        stage = snapshot.stage.map(row)
-        stageWaiting = snapshot.stageWaiting.map(row)
-        hands = snapshot.raisedHands.map(user)
-        waitingHands = snapshot.waitingHands.map(user)
-        onlineCount = snapshot.onlineCount
-        observerCount = snapshot.observerCount
-        carousel = snapshot.carousel.map { Carousel(intervalSeconds: $0.intervalSeconds, turn: $0.turn, rotates: $0.rotates) }
-        groups = snapshot.breakout.map { Group(id: $0.id, name: $0.name, members: $0.members.count) }
-        chat = message.history(limit: chatLimit).map { info in
-            Message(id: "\(info.key)", sender: user(info.sender), text: info.text ?? "", sentAtMillis: info.sentAtMillis,
-                    to: info.recipient)
-        }
-        chatMuted = message.isLocalUserMuted
-    }
-
-    static func stream(_ state: StreamState) -> String {
-        switch state {
-        case .inoperable: return "inoperable"
-        case .deviceOff: return "device-off"
-        case .privilegeOff: return "privilege-off"
-        case .live: return "live"
-        }
     }
 }

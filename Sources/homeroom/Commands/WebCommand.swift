@@ -23,6 +23,8 @@ enum WebCommand {
           --theme <file>         Theme (the terminal's UI config, JSON) the page draws with. (HOMEROOM_THEME)
           --max-sessions <n>     Browser sessions held at once (default 32).
           --timeout-ms <n>       How long to wait for a node's answer (default 1000).
+          --reconnect-rounds <n> Rounds over every node before a session gives up and its page
+                                 offers to log in again (default 20).
           --log-level <level>    trace, debug, info, notice, warning, error (default notice).
           -h, --help             Show help information.
         """
@@ -38,6 +40,7 @@ enum WebCommand {
         let themePath = try reader.string("--theme")
         let maxSessions = try reader.integer("--max-sessions", in: 1...4_096) ?? 32
         let timeout = try reader.integer("--timeout-ms", in: UInt64(50)...UInt64(60_000)) ?? 1_000
+        let rounds = try reader.integer("--reconnect-rounds", in: 1...1_000) ?? 20
         let levelName = try reader.string("--log-level") ?? "notice"
         try reader.finish()
         guard !nodes.isEmpty else { throw .usage("missing --node <address>: the node the sessions join through", usage: usage) }
@@ -48,6 +51,7 @@ enum WebCommand {
         var options = WebServer.Options(listen: listen, nodes: nodes, themeJSON: theme.json())
         options.limits.maxSessions = maxSessions
         options.requestTimeoutMillis = timeout
+        options.reconnectRounds = rounds
         let logger = Logger(label: "homeroom-web", level: level)
         Console.catchInterrupts()
         let server: WebServer
