@@ -229,7 +229,7 @@ _homeroom() {
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
                 options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
-                words_here="on off allow deny"
+                words_here="on off allow deny mute unmute"
                 ;;
             mic)
                 case "$prev" in
@@ -244,7 +244,7 @@ _homeroom() {
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
                 options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
-                words_here="on off allow deny"
+                words_here="on off allow deny mute unmute"
                 ;;
             mute-all)
                 case "$prev" in
@@ -332,8 +332,8 @@ _homeroom() {
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
-                words_here="up down"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --auto-stage --json --help"
+                words_here="up down on off"
                 ;;
             class)
                 case "$prev" in

@@ -32,6 +32,10 @@ public struct ContextError: Error, Equatable, Sendable, CustomStringConvertible 
     public static let roleMismatch = "role-mismatch"
     /// Chat is muted for this user, or for the room (messaging).
     public static let muted = "muted"
+    /// A student turning on a camera or microphone the room mutes (`StreamContext.muteRoom`).
+    public static let deviceMuted = "device-muted"
+    /// A raise while the teacher has switched hand raising off (`UserContext.allowHandsUp`).
+    public static let handRaisingOff = "hand-raising-off"
     /// A conditional property write found the key at another revision: read it again.
     public static let revisionMismatch = "revision-mismatch"
     // The link.

@@ -30,6 +30,8 @@ public enum ContextEvent: Hashable, Sendable {
     case userRewarded(UserInfo, amount: Int32, total: Int64)
     case handWaved(UserInfo)
     case handLowered(UserInfo)
+    /// Hand raising was switched on or off, or auto-stage changed (`UserContext.allowHandsUp`).
+    case handRaisingUpdated(HandRaisingPolicy)
     /// Another user was kicked out (once) of the room.
     case userKickedOut(UserInfo)
     /// Another user was banned.
@@ -39,6 +41,8 @@ public enum ContextEvent: Hashable, Sendable {
     case userPropertiesUpdated(UserInfo, keys: [String])
     // Stream
     case streamUpdated(StreamInfo)
+    /// The room's camera or microphone mute was switched on or off (`StreamContext.muteRoom`).
+    case roomMuteUpdated(Device, muted: Bool)
     // Monitor
     case connectionStateUpdated(ConnectionState)
     case latencyUpdated(micros: Double)
@@ -71,6 +75,8 @@ extension ContextEvent {
             case .roomInfoUpdated: events.append(.roomInfoUpdated(room()))
             case let .classStateUpdated(state): events.append(.classStateUpdated(state))
             case .allMicrophonesMuted: events.append(.allMicrophonesMuted)
+            case let .deviceMuteUpdated(device, muted): events.append(.roomMuteUpdated(device, muted: muted))
+            case let .handRaisingUpdated(policy): events.append(.handRaisingUpdated(policy))
             case let .roomPropertiesUpdated(keys): events.append(.roomPropertiesUpdated(keys: keys))
             case let .locksUpdated(names): events.append(.locksUpdated(names: names))
             case .breakoutUpdated: events.append(.breakoutUpdated(groups()))

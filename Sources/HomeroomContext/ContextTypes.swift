@@ -11,6 +11,7 @@ public typealias StreamState = HomeroomCore.StreamState
 public typealias Schedule = HomeroomCore.Schedule
 public typealias BreakoutGroup = HomeroomCore.BreakoutGroup
 public typealias LockStatus = HomeroomCore.LockStatus
+public typealias HandRaisingPolicy = HomeroomCore.HandRaisingPolicy
 public typealias LockFence = HomeroomCore.LockFence
 /// The link between this client and the cluster, as a UI shows it.
 public enum ConnectionState: String, Sendable, Equatable {
@@ -67,6 +68,11 @@ public struct RoomInfo: Hashable, Sendable {
     public var type: RoomType
     public var stageLimit: Int
     public var handLimit: Int
+    /// The devices the room mutes now (Flexible Classroom's `muteVideo` / `muteAudio`): no
+    /// student's device of these kinds counts as on, and students may not turn them on.
+    public var mutedDevices: Set<Device> = []
+    /// Hand raising on or off, and auto-stage (`UserContext.allowHandsUp`).
+    public var handRaising = HandRaisingPolicy()
 
     public init(id: String, name: String, type: RoomType, stageLimit: Int, handLimit: Int) {
         self.id = id

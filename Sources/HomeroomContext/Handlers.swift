@@ -57,6 +57,8 @@ public protocol UserHandler: AnyObject, Sendable {
     func onUserRewarded(_ user: UserInfo, amount: Int32, total: Int64)
     func onUserHandsWave(_ user: UserInfo)
     func onUserHandsDown(_ user: UserInfo)
+    /// Hand raising was switched on or off, or auto-stage changed; hands it lowered come as `onUserHandsDown`.
+    func onHandRaisingUpdated(_ policy: HandRaisingPolicy)
     func onUserKickedOut(_ user: UserInfo)
     func onUserBanned(_ user: UserInfo)
     func onLocalUserKickedOut(banned: Bool)
@@ -74,6 +76,7 @@ extension UserHandler {
     public func onUserRewarded(_ user: UserInfo, amount: Int32, total: Int64) {}
     public func onUserHandsWave(_ user: UserInfo) {}
     public func onUserHandsDown(_ user: UserInfo) {}
+    public func onHandRaisingUpdated(_ policy: HandRaisingPolicy) {}
     public func onUserKickedOut(_ user: UserInfo) {}
     public func onUserBanned(_ user: UserInfo) {}
     public func onLocalUserKickedOut(banned: Bool) {}
@@ -83,10 +86,14 @@ extension UserHandler {
 /// Stream events (AgoraEduStreamHandler): a camera or microphone changed state.
 public protocol StreamHandler: AnyObject, Sendable {
     func onStreamUpdated(_ stream: StreamInfo)
+    /// The room's camera or microphone mute was switched on or off; the streams it changed
+    /// come as `onStreamUpdated` too.
+    func onRoomMuteUpdated(_ device: Device, muted: Bool)
 }
 
 extension StreamHandler {
     public func onStreamUpdated(_ stream: StreamInfo) {}
+    public func onRoomMuteUpdated(_ device: Device, muted: Bool) {}
 }
 
 /// Link events (AgoraEduMonitorHandler).
@@ -146,11 +153,13 @@ extension ContextEvent {
         case let .userRewarded(user, amount, total): (handler as? UserHandler)?.onUserRewarded(user, amount: amount, total: total)
         case let .handWaved(user): (handler as? UserHandler)?.onUserHandsWave(user)
         case let .handLowered(user): (handler as? UserHandler)?.onUserHandsDown(user)
+        case let .handRaisingUpdated(policy): (handler as? UserHandler)?.onHandRaisingUpdated(policy)
         case let .userKickedOut(user): (handler as? UserHandler)?.onUserKickedOut(user)
         case let .userBanned(user): (handler as? UserHandler)?.onUserBanned(user)
         case let .localUserKickedOut(banned): (handler as? UserHandler)?.onLocalUserKickedOut(banned: banned)
         case let .userPropertiesUpdated(user, keys): (handler as? UserHandler)?.onUserPropertiesUpdated(user, keys: keys)
         case let .streamUpdated(stream): (handler as? StreamHandler)?.onStreamUpdated(stream)
+        case let .roomMuteUpdated(device, muted): (handler as? StreamHandler)?.onRoomMuteUpdated(device, muted: muted)
         case let .connectionStateUpdated(state): (handler as? MonitorHandler)?.onConnectionStateUpdated(state)
         case let .latencyUpdated(micros): (handler as? MonitorHandler)?.onLatencyUpdated(micros: micros)
         case let .roomMessageReceived(message): (handler as? MessageHandler)?.onRoomMessageReceived(message)

@@ -4,7 +4,7 @@ import HomeroomCore
 /// sorted from the whole room every frame. A frame costs what changed since the last
 /// one (each changed user's row; re-placed by binary search when its name or role
 /// changed) plus the page it shows. When something every row depends on changes (the
-/// room's type or limits, mute-all, breakout groups) every row is recomputed in place,
+/// room's type or limits, mute-all, the room's mutes, hand raising, breakout groups) every row is recomputed in place,
 /// without sorting; the students are sorted again only on the first frame or when many
 /// of them moved at once.
 ///
@@ -55,7 +55,7 @@ public struct LiveRoster: Sendable {
                     touched.insert(user)
                 case let .coHostsAdded(users), let .coHostsRemoved(users):
                     touched.formUnion(users)
-                case .roomInfoUpdated, .allMicrophonesMuted, .breakoutUpdated:
+                case .roomInfoUpdated, .allMicrophonesMuted, .deviceMuteUpdated, .handRaisingUpdated, .breakoutUpdated:
                     everyRow = true
                 case .classStateUpdated, .roomPropertiesUpdated, .locksUpdated, .userPropertiesUpdated:
                     break

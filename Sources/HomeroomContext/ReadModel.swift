@@ -10,8 +10,11 @@ enum ReadModel {
     }
 
     static func roomInfo(_ state: RoomState) -> RoomInfo {
-        RoomInfo(id: state.roomID, name: state.name.value, type: state.type.value,
-                 stageLimit: state.type.value == .oneToOne ? 2 : Int(state.stageLimit.value), handLimit: Int(state.handLimit.value))
+        var info = RoomInfo(id: state.roomID, name: state.name.value, type: state.type.value,
+                            stageLimit: state.type.value == .oneToOne ? 2 : Int(state.stageLimit.value), handLimit: Int(state.handLimit.value))
+        info.mutedDevices = Set(Device.allCases.filter { state.mute($0).isClosed })
+        info.handRaising = state.handRaisingPolicy
+        return info
     }
 
     static func classInfo(_ state: RoomState) -> ClassInfo {

@@ -14,7 +14,8 @@ public final class StreamContext: Sendable {
     public func unregisterEventHandler(_ handler: any StreamHandler) { session.unregister(handler) }
 
     /// Turns the local user's camera or microphone on (the device flag; it streams once
-    /// the user is on stage and allowed to publish).
+    /// the user is on stage and allowed to publish). While the room mutes that device, a
+    /// student's is refused `device-muted`.
     public func openLocalDevice(_ device: Device) throws(ContextError) {
         try session.write(.setDevice(user: session.config.user, device: device, on: true))
     }
@@ -23,10 +24,12 @@ public final class StreamContext: Sendable {
         try session.write(.setDevice(user: session.config.user, device: device, on: false))
     }
 
-    /// Whether the local user's own device is on, whatever the stage.
+    /// Whether the local user's own device is on, whatever the stage, as the room counts
+    /// it: a student's device the room's mute covers is off (its flag may still be set).
     public func isLocalDeviceOn(_ device: Device) -> Bool {
-        guard let record = session.replica.users[session.config.user] else { return false }
-        return device == .camera ? record.cameraDevice.value : record.microphoneDevice.value
+        let replica = session.replica
+        guard let record = replica.users[session.config.user] else { return false }
+        return replica.streamRules.deviceOn(record, device)
     }
 
     /// Lets a user publish (or stops it).
@@ -37,15 +40,24 @@ public final class StreamContext: Sendable {
     /// Turns off every microphone privilege granted so far.
     public func muteAllMicrophones() throws(ContextError) { try session.write(.muteAll) }
 
+    /// Teacher, assistant: mutes (or unmutes) every student's camera or microphone, room-wide
+    /// (Flexible Classroom's `muteVideo` / `muteAudio`). While muted, no student's device of
+    /// that kind counts as on (the ones that were on show as off) and a student's attempt to
+    /// turn it on is refused `device-muted`; teachers and assistants are not affected.
+    /// Unmuting lets students turn it on again; nothing turns on by itself.
+    public func muteRoom(_ device: Device, muted: Bool = true) throws(ContextError) {
+        try session.write(.setDeviceMuted(device: device, muted: muted))
+    }
+
+    /// Whether the room mutes every student's camera (or microphone) now.
+    public func isRoomMuted(_ device: Device) -> Bool { session.replica.mute(device).isClosed }
+
     /// The state the roster shows for a user's camera or microphone.
     public func streamState(of user: UserID, device: Device) -> StreamState {
         let replica = session.replica
         guard let record = replica.users[user] else { return .inoperable }
         let onStage = replica.stage(atMillis: WallClock.nowMillis()).contains(user)
-        if device == .camera {
-            return .derive(onStage: onStage, deviceOn: record.cameraDevice.value, privilegeOn: record.cameraPrivilege.value)
-        }
-        return ReadModel.rows(replica, .everyone).first { $0.id == user }?.microphone ?? .inoperable
+        return replica.streamRules.state(record, device, onStage: onStage)
     }
 
     /// The stage carousel (Flexible Classroom's): students take turns on stage every

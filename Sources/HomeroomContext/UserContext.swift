@@ -95,7 +95,9 @@ public final class UserContext: Sendable {
 
     // MARK: - Hands
 
-    /// Raises the local user's hand. `hand-limit-reached` when too many are up.
+    /// Raises the local user's hand. `hand-limit-reached` when too many are up,
+    /// `hand-raising-off` while the teacher has switched hand raising off. With auto-stage
+    /// on and a seat free, a student's raise puts it on stage instead (`handRaising`).
     public func handsWave() throws(ContextError) { try session.write(.setHand(user: session.config.user, raised: true)) }
 
     /// Lowers the local user's hand.
@@ -103,6 +105,18 @@ public final class UserContext: Sendable {
 
     /// Lowers someone's hand (teacher, assistant; nobody raises a hand for another).
     public func lowerHand(of user: UserID) throws(ContextError) { try session.write(.setHand(user: user, raised: false)) }
+
+    /// Teacher, assistant: switches hand raising on or off (Flexible Classroom's
+    /// `allowHandsUp(state, autoStage)`). Off: students' raises are refused
+    /// `hand-raising-off` and raised hands are lowered (they stay down when it is switched
+    /// on again). On with `autoStage`: a student's raise puts it on stage by itself while a
+    /// seat is free (in the stage's order); with the stage full, the hand stays raised.
+    public func allowHandsUp(_ allowed: Bool, autoStage: Bool = false) throws(ContextError) {
+        try session.write(.setHandRaising(allowed: allowed, autoStage: autoStage))
+    }
+
+    /// Hand raising as the room has it now: on or off, and auto-stage.
+    public var handRaising: HandRaisingPolicy { session.replica.handRaisingPolicy }
 
     // MARK: - Name and properties
 

@@ -65,6 +65,17 @@ extension Simulation {
             return probe.merge(ClassStateRegister(state: classState, stamp: stamp)) ? "class state \(state.classState.state) at \(state.classState.stamp)" : nil
         case .muteAll:
             return state.muteAll < stamp ? "mute-all at \(state.muteAll)" : nil
+        case let .setDeviceMuted(device, muted, ending):
+            // The gate's own join: a later mute stands for a mute, an opening of a later
+            // mute (or an earlier opening of the same one) for an unmute.
+            var probe = state.mute(device)
+            let changed = muted ? probe.close(at: stamp) : probe.open(ending: ending, at: stamp)
+            return changed ? "\(device) mute \(state.mute(device))" : nil
+        case let .setHandRaising(allowed, autoStage, ending):
+            // The gate as above; auto-stage is a register of its own.
+            var probe = state.handRaising
+            let changed = allowed ? probe.open(ending: ending, at: stamp) : probe.close(at: stamp)
+            return changed ? "hand raising \(state.handRaising)" : lost(state.autoStage, autoStage, stamp)
         case let .trimHistory(beforeMillis):
             // The floor only rises (trims and the count limit both raise it).
             return state.messages.floor < RoomState.floorStamp(beforeMillis: beforeMillis) ? "history floor \(state.messages.floor)" : nil

@@ -2,7 +2,8 @@ import HomeroomCore
 
 /// The views a UI keeps from change sets alone, for the kinds the core mirrors in
 /// `Simulation.record` do not cover: board grants, bans, room and user properties,
-/// locks, breakout groups and mute-all. A view is brought up to date only when a change
+/// locks, breakout groups, mute-all, the room's camera and microphone mutes and hand
+/// raising. A view is brought up to date only when a change
 /// names it, so a merge that changes something without saying so leaves it stale, and
 /// the end of the schedule says where.
 struct ChangeSetViews {
@@ -13,6 +14,10 @@ struct ChangeSetViews {
     var locks: [String: LockRecord] = [:]
     var breakout: [BreakoutGroup] = []
     var muteAll: Stamp = .origin
+    /// The devices the room mutes now (`deviceMuteUpdated`).
+    var mutedDevices: Set<Device> = []
+    /// Hand raising on or off, and auto-stage (`handRaisingUpdated`).
+    var handRaising = HandRaisingPolicy()
     /// Users the roster has shown (a `userJoined`): from then on it keeps their state.
     var appeared: Set<UserID> = []
 
@@ -41,6 +46,8 @@ struct ChangeSetViews {
         locks = state.locks
         breakout = state.breakout
         muteAll = state.muteAll
+        mutedDevices = Set(Device.allCases.filter { state.mute($0).isClosed })
+        handRaising = state.handRaisingPolicy
     }
 
     init() {}
@@ -69,6 +76,10 @@ struct ChangeSetViews {
             breakout = state.breakout
         case .allMicrophonesMuted:
             muteAll = state.muteAll
+        case let .deviceMuteUpdated(device, muted):
+            if muted { mutedDevices.insert(device) } else { mutedDevices.remove(device) }
+        case let .handRaisingUpdated(policy):
+            handRaising = policy
         default:
             break
         }
@@ -108,6 +119,10 @@ struct ChangeSetViews {
             found.append("breakout groups \(shown(truth.breakout)) differ from the change sets (\(shown(breakout)))")
         }
         if muteAll != truth.muteAll { found.append("mute-all \(truth.muteAll) but the change sets said \(muteAll)") }
+        if mutedDevices != truth.mutedDevices {
+            found.append("room mutes \(truth.mutedDevices.map(\.description).sorted()) but the change sets said \(mutedDevices.map(\.description).sorted())")
+        }
+        if handRaising != truth.handRaising { found.append("hand raising \(truth.handRaising) but the change sets said \(handRaising)") }
         return found
     }
 }

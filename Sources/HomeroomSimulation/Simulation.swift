@@ -321,6 +321,10 @@ public struct Simulation {
                                                        value: rng.chance(80) ? [UInt8.random(in: 0...255, using: &rng)] : nil, cause: "sim")
             case 84..<87: operation = .setStageLimit(UInt32.random(in: 1...4, using: &rng))
             case 87..<92: operation = .setUserProperty(user: someone, key: "note", value: [1, 2], cause: "sim")
+            // The room's camera or microphone mute, on or off: students' device writes race it.
+            case 92..<95: operation = .setDeviceMuted(device: device, muted: rng.chance(55))
+            // Hand raising off, or on (with auto-stage or not): students' raises race it.
+            case 95..<97: operation = .setHandRaising(allowed: rng.chance(60), autoStage: rng.chance(50))
             default: operation = .setRoomName("Room \(Int.random(in: 0..<5, using: &rng))")
             }
         case .student:
@@ -969,12 +973,8 @@ public struct Simulation {
     }
 
     static func streams(of user: UserID, _ record: UserRecord, in state: RoomState) -> [StreamState] {
-        [Device.camera, .microphone].map { device -> StreamState in
-            let onStage = state.isOnStage(user)
-            return device == .camera
-                ? .derive(onStage: onStage, deviceOn: record.cameraDevice.value, privilegeOn: record.cameraPrivilege.value)
-                : .derive(onStage: onStage, deviceOn: record.microphoneDevice.value, privilegeOn: state.microphonePrivilege(record, muteAll: state.muteAll))
-        }
+        let onStage = state.isOnStage(user)
+        return [Device.camera, .microphone].map { state.streamRules.state(record, $0, onStage: onStage) }
     }
 
     /// Every node's tick, as `ClusterNode`'s: a heartbeat to every node it reaches (lossy,
@@ -1423,10 +1423,11 @@ public struct Simulation {
     /// The stage's or the hands' winners as the rules define them, from the registers alone
     /// (not the incremental queues the state keeps): candidates raised after any kick and not
     /// banned, in order of the stamp that raised them, then user id; the first `limit` win.
-    static func modelWinners(_ state: RoomState, limit: Int, _ register: (UserRecord) -> Register<Bool>) -> [UserID] {
+    /// Hands only: raised while hand raising was on, since it was last switched on (`gate`).
+    static func modelWinners(_ state: RoomState, limit: Int, gate: RoomGate = RoomGate(), _ register: (UserRecord) -> Register<Bool>) -> [UserID] {
         let candidates = state.users.compactMap { user, record -> (Stamp, UserID)? in
             let raised = register(record)
-            return raised.value && record.kicked < raised.stamp && !record.isBanned ? (raised.stamp, user) : nil
+            return raised.value && record.kicked < raised.stamp && !record.isBanned && gate.admits(raised.stamp) ? (raised.stamp, user) : nil
         }
         return candidates.sorted { $0 < $1 }.prefix(max(limit, 0)).map(\.1)
     }
@@ -1440,7 +1441,7 @@ public struct Simulation {
             let model = Self.modelWinners(state, limit: state.stageLimitValue) { $0.stage }
             if stage != model { report.violations.append("\(name): stage winners \(stage) but the rules give \(model)") }
         }
-        let hands = Self.modelWinners(state, limit: Int(state.handLimit.value)) { $0.hand }
+        let hands = Self.modelWinners(state, limit: Int(state.handLimit.value), gate: state.handRaising) { $0.hand }
         if state.raisedHands != hands { report.violations.append("\(name): hand winners \(state.raisedHands) but the rules give \(hands)") }
         if stage.count > state.stageLimitValue {
             report.violations.append("\(name): \(stage.count) on stage, limit \(state.stageLimitValue)")

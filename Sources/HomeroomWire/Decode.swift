@@ -364,6 +364,17 @@ struct CDecoder {
             return .setClassState(try classState(d.set_class_state!.pointee.state, "\(field()).set_class_state.state"))
         case 22:
             return .muteAll
+        case 43:
+            let op = d.set_device_muted!.pointee
+            // All three 0: no mute to end (a mute, or an unmute of a room that was not muted).
+            let ending = op.ending_sequence == 0 ? Stamp.origin
+                : Stamp(clock: HybridTimestamp(packed: op.ending_clock, replica: ReplicaID(op.ending_replica)), sequence: op.ending_sequence)
+            return .setDeviceMuted(device: try device(op.device, "\(field()).set_device_muted.device"), muted: bool(op.muted), ending: ending)
+        case 44:
+            let op = d.set_hand_raising!.pointee
+            let ending = op.ending_sequence == 0 ? Stamp.origin
+                : Stamp(clock: HybridTimestamp(packed: op.ending_clock, replica: ReplicaID(op.ending_replica)), sequence: op.ending_sequence)
+            return .setHandRaising(allowed: bool(op.allowed), autoStage: bool(op.auto_stage), ending: ending)
         case 23:
             let op = d.set_room_property!.pointee
             let path = "\(field()).set_room_property"

@@ -116,6 +116,10 @@ extension CDecoder {
                                                   stamp: try stamp(register.pointee.stamp, tables, "\(field).class_state.stamp"))
         }
         state.muteAll = patch.mute_all == nil ? defaults.muteAll : try stamp(patch.mute_all, tables, "\(field).mute_all")
+        state.cameraMute = try roomGate(patch.camera_mute, tables, "\(field).camera_mute")
+        state.microphoneMute = try roomGate(patch.microphone_mute, tables, "\(field).microphone_mute")
+        state.handRaising = try roomGate(patch.hand_raising, tables, "\(field).hand_raising")
+        try bool(patch.auto_stage, &state.autoStage, tables, "\(field).auto_stage")
         for index in 0..<patch.n_dead_incarnations {
             let entry = patch.dead_incarnations[index]!.pointee
             if state.deadIncarnations.updateValue(entry.incarnation, forKey: ReplicaID(entry.replica)) != nil {
@@ -308,6 +312,18 @@ extension CDecoder {
             }
         }
         return result
+    }
+
+    /// Absent: never closed nor opened. An opening needs both its stamps.
+    private func roomGate(_ message: UnsafeMutablePointer<Homeroom__V1__RoomGate>?, _ tables: PatchTables,
+                          _ field: @autoclosure () -> String) throws(WireError) -> RoomGate {
+        guard let message else { return RoomGate() }
+        let gate = message.pointee
+        let closed = try stamp(gate.closed, tables, "\(field()).closed")
+        guard gate.opening_ends != nil else { return RoomGate(closedAt: closed, opening: nil) }
+        guard gate.opening_at != nil else { throw .missingField("\(field()).opening_at") }
+        return RoomGate(closedAt: closed, opening: RoomGate.Opening(ends: try stamp(gate.opening_ends, tables, "\(field()).opening_ends"),
+                                                                     at: try stamp(gate.opening_at, tables, "\(field()).opening_at")))
     }
 
     private func bool(_ message: UnsafeMutablePointer<Homeroom__V1__BoolRegister>?, _ register: inout Register<Bool>,

@@ -362,6 +362,28 @@ struct CEncoder {
         case .muteAll:
             delta.pointee.mute_all = make(homeroom__v1__mute_all__init)
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_MUTE_ALL
+        case let .setDeviceMuted(device, muted, ending):
+            let op = make(homeroom__v1__set_device_muted__init)
+            op.pointee.device = Self.device(device)
+            op.pointee.muted = muted ? 1 : 0
+            if ending != .origin {
+                op.pointee.ending_clock = ending.clock.packed
+                op.pointee.ending_replica = ending.clock.replica.rawValue
+                op.pointee.ending_sequence = ending.sequence
+            }
+            delta.pointee.set_device_muted = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_DEVICE_MUTED
+        case let .setHandRaising(allowed, autoStage, ending):
+            let op = make(homeroom__v1__set_hand_raising__init)
+            op.pointee.allowed = allowed ? 1 : 0
+            op.pointee.auto_stage = autoStage ? 1 : 0
+            if ending != .origin {
+                op.pointee.ending_clock = ending.clock.packed
+                op.pointee.ending_replica = ending.clock.replica.rawValue
+                op.pointee.ending_sequence = ending.sequence
+            }
+            delta.pointee.set_hand_raising = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_HAND_RAISING
         case let .setRoomProperty(key, value, cause, revision):
             let op = make(homeroom__v1__set_room_property__init)
             op.pointee.key = string(key)

@@ -138,6 +138,10 @@ struct PatchEncoder {
             patch.pointee.class_state = register
         }
         if state.muteAll != .origin { patch.pointee.mute_all = stamp(state.muteAll) }
+        patch.pointee.camera_mute = roomGate(state.cameraMute)
+        patch.pointee.microphone_mute = roomGate(state.microphoneMute)
+        patch.pointee.hand_raising = roomGate(state.handRaising)
+        patch.pointee.auto_stage = boolRegister(state.autoStage, default: room.autoStage)
 
         let dead = state.deadIncarnations.sorted { $0.key < $1.key }
         let deadList = encoder.arena.pointers(Homeroom__V1__DeadIncarnation.self, count: dead.count)
@@ -363,6 +367,18 @@ struct PatchEncoder {
         message.pointee.clock = stamp.clock.packed
         message.pointee.sequence = stamp.sequence
         internReplica(stamp.clock.replica.rawValue, into: field(message, \.replica))
+        return message
+    }
+
+    /// Nil for a gate never closed nor opened (the default a decoder restores).
+    private mutating func roomGate(_ gate: RoomGate) -> UnsafeMutablePointer<Homeroom__V1__RoomGate>? {
+        guard gate != RoomGate() else { return nil }
+        let message = encoder.make(homeroom__v1__room_gate__init)
+        if gate.closedAt != .origin { message.pointee.closed = stamp(gate.closedAt) }
+        if let opening = gate.opening {
+            message.pointee.opening_ends = stamp(opening.ends)
+            message.pointee.opening_at = stamp(opening.at)
+        }
         return message
     }
 

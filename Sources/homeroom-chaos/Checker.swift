@@ -445,7 +445,8 @@ struct Checker {
             if lines.count > 8 { break }
         }
         if a.properties.count != b.properties.count { lines.append("\(bLabel) vs \(aLabel): \(b.properties.count) room properties vs \(a.properties.count)") }
-        if a.stageLimit != b.stageLimit || a.classState != b.classState || a.muteAll != b.muteAll || a.deadIncarnations != b.deadIncarnations {
+        if a.stageLimit != b.stageLimit || a.classState != b.classState || a.muteAll != b.muteAll || a.deadIncarnations != b.deadIncarnations
+            || a.cameraMute != b.cameraMute || a.microphoneMute != b.microphoneMute {
             lines.append("\(bLabel) vs \(aLabel): room registers differ (stage limit \(b.stageLimit.value) vs \(a.stageLimit.value), dead incarnations \(b.deadIncarnations.count) vs \(a.deadIncarnations.count))")
         }
         return lines

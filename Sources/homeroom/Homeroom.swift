@@ -27,11 +27,11 @@ enum Homeroom {
         ONE-SHOT ACTIONS (join, act once, print the result, leave; for scripts):
           stage       Put users on stage or take them off.
           board       Grant or revoke the whiteboard.
-          camera, mic Your own device on or off, or allow or deny a user's.
+          camera, mic Your own device on or off, allow or deny a user's, or mute every student's.
           mute-all    Turn off every microphone privilege.
           reward      Reward users.
           kick, ban   Kick a user out once, or for good.
-          hand        Raise or lower a hand.
+          hand        Raise or lower a hand, or switch hand raising on or off.
           class       Start or end the class.
           schedule    Set the class length and start.
           room        Rename the room, set its type or limits.

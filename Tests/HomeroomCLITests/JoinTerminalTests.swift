@@ -47,6 +47,10 @@ import Testing
         #expect(teacher.waitFor("you: yes, loud and clear"), "\(teacher.shown)")
         teacher.send("mute bob\n")
         #expect(teacher.waitFor("ok: chat muted for Bob"), "\(teacher.shown)")
+        // The room's microphone mute: said as done, and as the event every client sees.
+        teacher.send("mic mute\n")
+        #expect(teacher.waitFor("ok: every student's microphone is muted: students cannot turn it on until you unmute it"), "\(teacher.shown)")
+        #expect(teacher.waitFor("every student's microphone is muted by the teacher (students cannot turn it on)"), "\(teacher.shown)")
 
         teacher.send("roster\n")
         // The roster arrives in several writes: wait for each line, not only the header.
@@ -65,6 +69,7 @@ import Testing
         let alice = try #require(roster.stdout.split(separator: "\n").first { $0.hasPrefix("Alice") }, "\(roster.stdout)")
         #expect(alice.hasPrefix("Alice (offline)") && alice.contains("○ off") && !alice.contains("● live") && alice.hasSuffix("4"), "\(alice)")
         #expect(roster.stdout.contains("Hands 1  Bob"))
+        #expect(roster.stdout.contains("Muted by the teacher: every student's microphone"), "\(roster.stdout)")
         #expect(roster.stdout.contains("Teacher  Ada (offline)  camera ·  mic ·") || roster.stdout.contains("Teacher  Ada  camera ·  mic ·"),
                 "\(roster.stdout)")
         let json = try CLI.run(["roster", "--json", "--room", "e2e", "--node", first.listen])

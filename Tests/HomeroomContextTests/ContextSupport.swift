@@ -86,10 +86,12 @@ final class Recorder: RoomHandler, UserHandler, StreamHandler, MonitorHandler, S
     func onUserRewarded(_ user: UserInfo, amount: Int32, total: Int64) { record("reward \(user.id) +\(amount) =\(total)") }
     func onUserHandsWave(_ user: UserInfo) { record("hand up \(user.id)") }
     func onUserHandsDown(_ user: UserInfo) { record("hand down \(user.id)") }
+    func onHandRaisingUpdated(_ policy: HandRaisingPolicy) { record("hand raising \(policy)") }
     func onUserKickedOut(_ user: UserInfo) { record("kicked \(user.id)") }
     func onUserBanned(_ user: UserInfo) { record("banned \(user.id)") }
     func onLocalUserKickedOut(banned: Bool) { record("I was \(banned ? "banned" : "kicked")") }
     func onUserPropertiesUpdated(_ user: UserInfo, keys: [String]) { record("props \(user.id) \(keys.joined(separator: ","))") }
     func onStreamUpdated(_ stream: StreamInfo) { record("\(stream.owner.id) \(stream.device) \(stream.state)") }
+    func onRoomMuteUpdated(_ device: Device, muted: Bool) { record("room \(device) \(muted ? "muted" : "unmuted")") }
     func onConnectionStateUpdated(_ state: ConnectionState) { record("connection \(state.rawValue)") }
 }

@@ -30,6 +30,34 @@ import Testing
         ])
     }
 
+    @Test func aRoomMuteBecomesAStreamEventForStreamHandlers() {
+        let events = ContextEvent.translate([.deviceMuteUpdated(.camera, muted: true), .streamUpdated("bob", .camera, .deviceOff),
+                                             .deviceMuteUpdated(.microphone, muted: false)],
+                                            localUser: "me", room: { Self.room }, lookup: Self.info)
+        #expect(events == [.roomMuteUpdated(.camera, muted: true), .streamUpdated(StreamInfo(owner: Self.info("bob"), device: .camera, state: .deviceOff)),
+                           .roomMuteUpdated(.microphone, muted: false)])
+        final class Mutes: StreamHandler, @unchecked Sendable {
+            var heard: [String] = []
+            func onRoomMuteUpdated(_ device: Device, muted: Bool) { heard.append("\(device) \(muted)") }
+        }
+        let handler = Mutes()
+        for event in events { event.deliver(to: handler) }
+        #expect(handler.heard == ["camera true", "microphone false"])
+    }
+
+    @Test func handRaisingBecomesAUserEvent() {
+        let policy = HandRaisingPolicy(allowed: true, autoStage: true)
+        let events = ContextEvent.translate([.handRaisingUpdated(policy), .handLowered("bob")], localUser: "me", room: { Self.room }, lookup: Self.info)
+        #expect(events == [.handRaisingUpdated(policy), .handLowered(Self.info("bob"))])
+        final class Hands: UserHandler, @unchecked Sendable {
+            var heard: [HandRaisingPolicy] = []
+            func onHandRaisingUpdated(_ policy: HandRaisingPolicy) { heard.append(policy) }
+        }
+        let handler = Hands()
+        for event in events { event.deliver(to: handler) }
+        #expect(handler.heard == [policy])
+    }
+
     @Test func defaultHandlerMethodsDoNothing() {
         final class OnlyHands: UserHandler, @unchecked Sendable {
             var hands = 0

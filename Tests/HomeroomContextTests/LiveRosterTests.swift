@@ -80,7 +80,23 @@ import Testing
             case 11: return write(user, role, .setName(user: user, name: pick(LiveRosterTests.names)), onSide: onSide)
             case 12: return chance(30) ? write("t", .teacher, .kick(user: user), onSide: onSide) : []
             case 13: return chance(10) ? write("t", .teacher, .ban(user: user), onSide: onSide) : []
-            case 14: return chance(20) ? write("t", .teacher, .muteAll, onSide: onSide) : write("t", .teacher, .setBoard(user: user, granted: chance(50)), onSide: onSide)
+            case 14:
+                if chance(20) { return write("t", .teacher, .muteAll, onSide: onSide) }
+                // The room's mutes: every stream on stage may change, and no change set names the carousel's.
+                if chance(25) {
+                    let device: Device = chance(50) ? .camera : .microphone
+                    let ending = (onSide ? side : main).mute(device)
+                    return write("t", .teacher, .setDeviceMuted(device: device, muted: chance(55), ending: ending.isClosed ? ending.closedAt : .origin),
+                                 onSide: onSide)
+                }
+                // Hand raising off, or on with auto-stage or not: raised hands may all go down.
+                if chance(20) {
+                    let gate = (onSide ? side : main).handRaising
+                    let allowed = chance(60)
+                    return write("t", .teacher, .setHandRaising(allowed: allowed, autoStage: chance(50),
+                                                               ending: allowed && gate.isClosed ? gate.closedAt : .origin), onSide: onSide)
+                }
+                return write("t", .teacher, .setBoard(user: user, granted: chance(50)), onSide: onSide)
             case 15: return write("t", .teacher, chance(50) ? .setStageLimit(UInt32(rng.next() % 5) + 1) : .setHandLimit(UInt32(rng.next() % 4) + 1), onSide: onSide)
             case 16:
                 if chance(30) { return write("t", .teacher, .setBreakoutGroup(id: "g\(rng.next() % 3)", name: "Group"), onSide: onSide) }

@@ -9,7 +9,8 @@ import HomeroomSimulation
     /// Kinds whose only trace is a register (the replicas agree on dropping them, so no
     /// other check notices), each written often enough by one 600-step schedule.
     static let registerKinds = ["set-stage", "set-hand", "set-board", "set-device", "set-privilege", "kick", "mute-all",
-                                "set-room-name", "set-class-state", "set-chat-muted", "assign-breakout-group", "set-presence-state"]
+                                "set-room-name", "set-class-state", "set-chat-muted", "assign-breakout-group", "set-presence-state",
+                                "set-device-muted", "set-hand-raising"]
 
     @Test(arguments: registerKinds)
     func aWriteKindNoReplicaAppliesFailsTheOracle(_ kind: String) {

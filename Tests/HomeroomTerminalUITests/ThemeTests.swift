@@ -195,3 +195,31 @@ import HomeroomCore
         #expect(!Golden.render(StageComponent(), snapshot, colors: false).contains("Breakout"))
     }
 }
+
+/// The stage strip says which devices the teacher mutes for every student; the roster
+/// shows a muted student's camera as off (the read model's state).
+@Suite struct RoomMuteDisplayTests {
+    @Test func theStageStripSaysWhatTheRoomMutes() {
+        let students = [UserRow(info: Fixtures.user("s1", "Sam"), online: true, onStage: true, camera: .deviceOff, microphone: .live)]
+        var snapshot = Fixtures.snapshot(type: .smallClassroom, name: "Maths", stageLimit: 2, moderators: [Fixtures.teacherRow], students: students)
+        #expect(!Golden.render(StageComponent(), snapshot, colors: false).contains("Muted"))
+        snapshot.room.mutedDevices = [.camera]
+        let cameras = Golden.render(StageComponent(), snapshot, colors: false)
+        #expect(cameras.contains("Muted by the teacher: every student's camera") && !cameras.contains("microphone"), "\(cameras)")
+        snapshot.room.mutedDevices = [.microphone, .camera]
+        #expect(Golden.render(StageComponent(), snapshot, colors: false).contains("Muted by the teacher: every student's camera and microphone"))
+    }
+}
+
+/// The hands strip says when hand raising is off, or on with auto-stage.
+@Suite struct HandRaisingDisplayTests {
+    @Test func theHandsTitleSaysOffOrAutoStage() {
+        var snapshot = Fixtures.snapshot(type: .smallClassroom, name: "Maths", stageLimit: 2, moderators: [Fixtures.teacherRow], students: [])
+        #expect(Golden.render(HandsComponent(), snapshot, colors: false).hasPrefix("Hands 0  "))
+        snapshot.room.handRaising = HandRaisingPolicy(allowed: true, autoStage: true)
+        #expect(Golden.render(HandsComponent(), snapshot, colors: false).hasPrefix("Hands 0 · auto-stage  "))
+        snapshot.room.handRaising = HandRaisingPolicy(allowed: false, autoStage: true)
+        let off = Golden.render(HandsComponent(), snapshot, colors: false)
+        #expect(off.hasPrefix("Hands off  switched off by the teacher") && !off.contains("auto-stage"), "\(off)")
+    }
+}

@@ -531,7 +531,8 @@ def state_of(room):
     breakout = (tuple(sorted(room.groups.items())), tuple(sorted(room.assignments.items())), room.breakout_ended)
     return (room.name, room.type, room.stage_limit, room.hand_limit, room.schedule, room.class_state, room.mute_all,
             tuple(sorted(room.dead.items())), tuple(sorted(room.properties.items())), tuple(sorted(users.items())),
-            room.chat_muted, room.history_limit, room.floor, messages, locks, breakout)
+            room.chat_muted, room.history_limit, room.floor, messages, locks, breakout, tuple(sorted(room.mutes.items())),
+            room.hand_raising, room.auto_stage)
 
 
 def describe_reply(E, reply):
@@ -948,6 +949,8 @@ def run(args, hw, pynng, checks):
         reply3, _ = teacher.write("set_chat_muted", target="stu-1", muted=False)
         checks.check("the teacher mutes the student: its message is refused with muted; unmuted after",
                      muted_ok and rejected(reply2, "muted") and accepted(reply3), show(reply2))
+        run_room_mutes(args, hw, checks, teacher, student, room_id)
+        run_hand_raising(args, hw, checks, teacher, student, room_id)
 
         def presence(e):
             item = e.items.add()
@@ -1224,6 +1227,104 @@ def run_room_streams(args, hw, pynng, checks, teacher, student, room_id):
         for sock in socks.values():
             sock.close()
         other.close_sockets()
+
+
+def run_room_mutes(args, hw, checks, teacher, student, room_id):
+    """The room's camera mute ("Room mutes"): the teacher (through A) mutes every student's camera;
+    the student's live camera shows device-off on both replicas and in `homeroom roster --json`
+    (through B), its camera-on is refused device-muted; the unmute names the mute it ends, turns
+    nothing on, and the student's next camera-on is live."""
+    E, C = hw.envelope_pb2, hw.common_pb2
+    show, accepted = (lambda reply: describe_reply(E, reply)), (lambda reply: is_accepted(E, reply))
+    both = (teacher, student)
+
+    def camera(peer):
+        return next((row["camera"] for row in peer.room.roster() if row["user"] == "stu-1"), None)
+
+    def node_roster():
+        if not args.homeroom_bin:
+            return None
+        shown = subprocess.run([args.homeroom_bin, "roster", "--json", "--room", room_id, "--node", args.node_b],
+                               capture_output=True, text=True, timeout=20)
+        return json.loads(shown.stdout or "{}")
+
+    reply, _ = student.write("set_device", target="stu-1", device=C.DEVICE_CAMERA, on=True)
+    reply2, _ = teacher.write("set_privilege", target="stu-1", device=C.DEVICE_CAMERA, allowed=True)
+    live = accepted(reply) and accepted(reply2) and all(p.wait_for(lambda p=p: camera(p) == "live") for p in both)
+    checks.check("room mutes: the student's camera is on, on stage and allowed: live on both replicas", live,
+                 f"{show(reply)} / {show(reply2)}: {camera(teacher)} {camera(student)}")
+    reply, _ = teacher.write("set_device_muted", device=C.DEVICE_CAMERA, muted=True)
+    muted = accepted(reply) and all(p.wait_for(lambda p=p: p.room.muted("camera") and camera(p) == "device-off") for p in both)
+    flag = student.room.users["stu-1"].flags["camera_device"][0]
+    reply2, _ = student.write("set_device", target="stu-1", device=C.DEVICE_CAMERA, on=True)
+    refused = reply2.WhichOneof("body") == "write_ack" and reply2.write_ack.error_code == "device-muted"
+    checks.check("set_device_muted (camera) is ACCEPTED: both replicas show the student's camera device-off (its flag still "
+                 "on), the microphone not muted; the student's camera-on is REJECTED device-muted",
+                 muted and flag and not teacher.room.muted("microphone") and refused, f"{show(reply)} / {show(reply2)}")
+    reply, _ = student.write("set_device_muted", device=C.DEVICE_CAMERA, muted=False)
+    checks.check("a student's set_device_muted is refused not-allowed", reply.write_ack.error_code == "not-allowed", show(reply))
+    view = node_roster()
+    if view is not None:
+        row = next((r for r in view.get("students", []) if r.get("user") == "stu-1"), {})
+        checks.check("homeroom roster --json (through B) shows the room's mute and the student's camera device-off, as derived here",
+                     view.get("room", {}).get("muted_devices") == ["camera"] and row.get("camera") == camera(student) == "device-off",
+                     json.dumps(view.get("room")) + " " + json.dumps(row))
+    reply, _ = teacher.write("set_device_muted", device=C.DEVICE_CAMERA, muted=False)
+    unmuted = accepted(reply) and all(p.wait_for(lambda p=p: not p.room.muted("camera")) for p in both)
+    closed, opening = teacher.room.mutes["camera"]
+    checks.check("the unmute is ACCEPTED and names the mute it ends (the node filled in ending_*); the camera stays "
+                 "device-off on both replicas: an unmute turns nothing on",
+                 unmuted and opening is not None and opening[0] == closed and all(camera(p) == "device-off" for p in both),
+                 f"{show(reply)}: {teacher.room.mutes['camera']} {camera(teacher)} {camera(student)}")
+    reply, _ = student.write("set_device", target="stu-1", device=C.DEVICE_CAMERA, on=True)
+    checks.check("the student turns its camera on again: live on both replicas",
+                 accepted(reply) and all(p.wait_for(lambda p=p: camera(p) == "live") for p in both), show(reply))
+
+
+def run_hand_raising(args, hw, checks, teacher, student, room_id):
+    """Hand raising ("Hand raising"): switched off, the student's raised hand is lowered on both
+    replicas and its raise is refused hand-raising-off; on with auto-stage, the student's raise (off
+    stage, seats free) puts it on stage, not on the hand list, as `homeroom roster --json` shows
+    too; then back to on without auto-stage, the student on stage as before."""
+    E, C = hw.envelope_pb2, hw.common_pb2
+    show, accepted = (lambda reply: describe_reply(E, reply)), (lambda reply: is_accepted(E, reply))
+    both = (teacher, student)
+    reply, _ = student.write("set_hand", target="stu-1", raised=True)
+    raised = accepted(reply) and all(p.wait_for(lambda p=p: p.room.hands() == ["stu-1"]) for p in both)
+    reply2, _ = teacher.write("set_hand_raising", allowed=False)
+    off = accepted(reply2) and all(p.wait_for(lambda p=p: p.room.hand_raising_policy() == (False, False) and p.room.hands() == [])
+                                   for p in both)
+    reply3, _ = student.write("set_hand", target="stu-1", raised=True)
+    refused = reply3.WhichOneof("body") == "write_ack" and reply3.write_ack.error_code == "hand-raising-off"
+    checks.check("set_hand_raising off is ACCEPTED: the student's raised hand is lowered on both replicas (its flag still up), "
+                 "and its raise is REJECTED hand-raising-off",
+                 raised and off and student.room.users["stu-1"].flags["hand"][0] and refused,
+                 f"{show(reply)} / {show(reply2)} / {show(reply3)}")
+    reply, _ = teacher.write("set_stage", target="stu-1", on=False)
+    reply2, _ = teacher.write("set_hand_raising", allowed=True, auto_stage=True)
+    ready = accepted(reply) and accepted(reply2) and all(
+        p.wait_for(lambda p=p: p.room.hand_raising_policy() == (True, True) and "stu-1" not in p.room.stage()) for p in both)
+    checks.check("set_hand_raising on with auto_stage is ACCEPTED; the switch-on names the switch-off it ends; the lowered hand "
+                 "stays down", ready and teacher.room.hand_raising[1] is not None
+                 and teacher.room.hand_raising[1][0] == teacher.room.hand_raising[0] and teacher.room.hands() == [],
+                 f"{show(reply)} / {show(reply2)}: {teacher.room.hand_raising}")
+    reply, _ = student.write("set_hand", target="stu-1", raised=True)
+    seated = accepted(reply) and all(p.wait_for(lambda p=p: "stu-1" in p.room.stage() and p.room.hands() == []) for p in both)
+    dot = (reply.write_ack.dot.origin, reply.write_ack.dot.sequence)
+    wrote = [f for f, (_, stamp) in student.room.users["stu-1"].flags.items() if (stamp[1], stamp[2]) == dot]
+    checks.check("with auto-stage and free seats, the student's raise is ACCEPTED as its promotion: on stage on both replicas, "
+                 "not on the hand list; the delta the write became wrote the stage register, not the hand",
+                 seated and wrote == ["stage"], f"{show(reply)}: the acknowledged delta wrote {wrote}")
+    if args.homeroom_bin:
+        shown = subprocess.run([args.homeroom_bin, "roster", "--json", "--room", room_id, "--node", args.node_b],
+                               capture_output=True, text=True, timeout=20)
+        view = json.loads(shown.stdout or "{}")
+        checks.check("homeroom roster --json (through B) says hand raising is on with auto-stage, the student on stage and no hands",
+                     view.get("room", {}).get("hand_raising") == "on, auto-stage" and "stu-1" in view.get("stage", [])
+                     and view.get("hands") == [], f"{shown.stdout.strip()[:300]} {shown.stderr.strip()}")
+    reply, _ = teacher.write("set_hand_raising", allowed=True, auto_stage=False)
+    checks.require("hand raising back to on without auto-stage",
+                   accepted(reply) and all(p.wait_for(lambda p=p: p.room.hand_raising_policy() == (True, False)) for p in both), show(reply))
 
 
 def run_locks(args, hw, checks, teacher, student, room_id, node_a, node_b):

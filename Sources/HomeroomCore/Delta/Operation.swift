@@ -10,6 +10,18 @@ public enum Operation: Hashable, Sendable {
     case setCarousel(Carousel)
     case setClassState(ClassState)
     case muteAll
+    /// Teacher, assistant: the room's camera or microphone mute (Flexible Classroom's
+    /// `muteVideo` / `muteAudio`): muted, no student's device of that kind counts as on, and
+    /// a student may not turn it on; unmuted, students may again (nothing turns on by itself).
+    /// `ending`: for an unmute, the mute it ends, as its origin knows it (filled in by
+    /// `RoomState.prepare`; the origin when the room was not muted there). See `RoomGate`.
+    case setDeviceMuted(device: Device, muted: Bool, ending: Stamp = .origin)
+    /// Teacher, assistant: hand raising on or off, and auto-stage (Flexible Classroom's
+    /// `allowHandsUp(state, autoStage)`). Off: a raise is refused and raised hands are
+    /// lowered (a hand counts only if raised while it is on, see `RoomGate`). On with
+    /// `autoStage`: the origin turns a student's raise into its promotion to the stage
+    /// while a seat is free (`RoomState.autoStages`). `ending`: as for `setDeviceMuted`.
+    case setHandRaising(allowed: Bool, autoStage: Bool, ending: Stamp = .origin)
     /// `revision`: a condition from the client, the assigned revision and lineage from the origin node.
     case setRoomProperty(key: String, value: [UInt8]?, cause: String, revision: PropertyRevision = .unconditional)
 
@@ -84,7 +96,7 @@ public enum Operation: Hashable, Sendable {
     public var target: UserID? {
         switch self {
         case .setRoomName, .setRoomType, .setStageLimit, .setHandLimit, .setSchedule, .setCarousel, .setClassState,
-             .muteAll, .setRoomProperty, .replicaDown, .retirePredecessors, .sendMessage, .trimHistory, .setHistoryLimit,
+             .muteAll, .setDeviceMuted, .setHandRaising, .setRoomProperty, .replicaDown, .retirePredecessors, .sendMessage, .trimHistory, .setHistoryLimit,
              .acquireLock, .releaseLock, .setBreakoutGroup, .endBreakout:
             return nil
         case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _), let .foldSessions(user, _, _), let .foldRewards(user, _, _, _), let .setName(user, _),
@@ -123,6 +135,8 @@ public enum Operation: Hashable, Sendable {
         case .setCarousel: return "set-carousel"
         case .setClassState: return "set-class-state"
         case .muteAll: return "mute-all"
+        case .setDeviceMuted: return "set-device-muted"
+        case .setHandRaising: return "set-hand-raising"
         case .setRoomProperty: return "set-room-property"
         case .joinSession: return "join"
         case .leaveSession: return "leave"

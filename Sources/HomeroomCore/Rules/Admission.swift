@@ -13,6 +13,10 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
     case invalid(String)
     /// Chat is muted for this user (`user`), or for the room (nil).
     case chatMuted(UserID?)
+    /// A student turning a camera or microphone on while the room's mute of that device holds.
+    case deviceMuted(Device)
+    /// A raise while hand raising is switched off.
+    case handRaisingOff
     /// A conditional property write whose key has moved on.
     case revisionMismatch(key: String, expected: UInt64, actual: UInt64)
     /// A write conditional on the whole property set, which has moved on.
@@ -51,6 +55,8 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case .classStateCannotGoBack: return "class-state-backwards"
         case .invalid: return "invalid"
         case .chatMuted: return "muted"
+        case .deviceMuted: return "device-muted"
+        case .handRaisingOff: return "hand-raising-off"
         case .revisionMismatch, .setRevisionMismatch: return "revision-mismatch"
         case .tooManySessions: return "too-many-sessions"
         case .sessionUnknown: return "session-unknown"
@@ -78,6 +84,10 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .invalid(reason): return reason
         case let .chatMuted(user):
             return user.map { "chat is muted for \($0) by a teacher or an assistant" } ?? "chat is muted for the room: only teachers and assistants may send"
+        case let .deviceMuted(device):
+            return "a teacher has muted every student's \(device) in this room: you can turn yours on once they unmute it"
+        case .handRaisingOff:
+            return "a teacher has switched hand raising off in this room: you can raise your hand once they switch it on again"
         case let .revisionMismatch(key, expected, actual):
             return "\(key) is at revision \(actual), not \(expected): read it again and retry"
         case let .setRevisionMismatch(scope, expected, actual):
@@ -141,8 +151,15 @@ extension RoomState {
         switch op {
         case let .setStage(user, true) where !isOnStage(user) && type.value != .oneToOne:
             if stageWinners.count >= stageLimitValue { return .stageFull(limit: stageLimitValue) }
-        case let .setHand(user, true) where !isHandUp(user):
+        case .setHand(_, true) where handRaising.isClosed:
+            return .handRaisingOff
+        case let .setHand(user, true) where !isHandUp(user) && !autoStages(write):
+            // A raise that auto-stages takes a stage seat, not a place on the hand list.
             if raisedHands.count >= Int(handLimit.value) { return .handLimitReached(limit: Int(handLimit.value)) }
+        case let .setDevice(user, device, true) where mute(device).isClosed:
+            // Teachers and assistants are never muted by the room (RoomGate: a student's
+            // write that races the mute is void on every replica all the same).
+            if !write.authorRole.moderates && users[user]?.role.value.moderates != true { return .deviceMuted(device) }
         case let .setClassState(state) where state < classState.state:
             return .classStateCannotGoBack(from: classState.state, to: state)
         case let .setRoomName(name) where name.utf8.count > 256:

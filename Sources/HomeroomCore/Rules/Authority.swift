@@ -93,7 +93,7 @@ public enum Authority {
         case .endBreakout:
             return role.moderates ? nil : .requiresModerator(operation: name, role: role)
 
-        case .setRoomName, .setRoomType, .setSchedule, .setClassState, .muteAll, .setChatMuted:
+        case .setRoomName, .setRoomType, .setSchedule, .setClassState, .muteAll, .setChatMuted, .setDeviceMuted, .setHandRaising:
             return role.moderates ? nil : .requiresModerator(operation: name, role: role)
 
         case .trimHistory:

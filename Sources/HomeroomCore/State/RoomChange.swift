@@ -4,6 +4,11 @@ public enum RoomChange: Hashable, Sendable {
     case roomInfoUpdated
     case classStateUpdated(ClassState)
     case allMicrophonesMuted
+    /// The room's camera or microphone mute was switched on or off (students' devices of
+    /// that kind count as off while it is on; their stream changes come as `streamUpdated`).
+    case deviceMuteUpdated(Device, muted: Bool)
+    /// Hand raising was switched on or off, or auto-stage changed (hands it lowered come as `handLowered`).
+    case handRaisingUpdated(HandRaisingPolicy)
     case roomPropertiesUpdated(keys: [String])
     /// A lock was acquired, renewed, released or revoked.
     case locksUpdated(names: [String])

@@ -213,6 +213,10 @@ extension RoomState {
             var changes = roomWide { $0.muteAll = stamp }
             changes.insert(.allMicrophonesMuted, at: 0)
             return changes
+        case let .setDeviceMuted(device, muted, ending):
+            return changeMute(device) { gate in muted ? gate.close(at: stamp) : gate.open(ending: ending, at: stamp) }
+        case let .setHandRaising(allowed, autoStage, ending):
+            return changeHandRaising(autoStage: autoStage, at: stamp) { gate in allowed ? gate.open(ending: ending, at: stamp) : gate.close(at: stamp) }
         case let .retirePredecessors(generation, floors):
             return performRetirement(origin: delta.origin, stamp: stamp, generation: generation, floors: floors)
         case let .replicaDown(replica, incarnation):
@@ -275,10 +279,7 @@ extension RoomState {
 
     @inline(__always)
     func streamState(_ record: UserRecord, _ device: Device, onStage: Bool) -> StreamState {
-        guard onStage else { return .inoperable }
-        return device == .camera
-            ? .derive(onStage: true, deviceOn: record.cameraDevice.value, privilegeOn: record.cameraPrivilege.value)
-            : .derive(onStage: true, deviceOn: record.microphoneDevice.value, privilegeOn: microphonePrivilege(record, muteAll: muteAll))
+        streamRules.state(record, device, onStage: onStage)
     }
 
     /// A write about a user this replica has not seen join yet: keep it (the join
@@ -295,9 +296,10 @@ extension RoomState {
             let onStage = isOnStage(user)
             let handUp = isHandUp(user)
             let record = users[user] ?? UserRecord()
-            let before = facts(user, record, onStage: onStage, handUp: handUp, muteAll: muteAll, dead: deadIncarnations)
+            let streams = streamRules
+            let before = facts(user, record, onStage: onStage, handUp: handUp, streams: streams, dead: deadIncarnations)
             mutate(&users[user, default: UserRecord()])
-            let after = facts(user, users[user]!, onStage: onStage, handUp: handUp, muteAll: muteAll, dead: deadIncarnations)
+            let after = facts(user, users[user]!, onStage: onStage, handUp: handUp, streams: streams, dead: deadIncarnations)
             var changes: [RoomChange] = []
             var added: [UserID] = [], removed: [UserID] = []
             Self.emit(user, before: before, after: after, into: &changes, stageAdded: &added, stageRemoved: &removed)
@@ -311,6 +313,33 @@ extension RoomState {
 
     private mutating func roomInfo(_ mutate: (inout RoomState) -> Bool) -> [RoomChange] {
         mutate(&self) ? [.roomInfoUpdated] : []
+    }
+
+    /// A change of the room's mute of `device`: every stream on stage may change with it.
+    private mutating func changeMute(_ device: Device, _ change: (inout RoomGate) -> Bool) -> [RoomChange] {
+        let wasMuted = mute(device).isClosed
+        var changed = false
+        var changes = reportingChanges(touched: []) { state in
+            changed = device == .camera ? change(&state.cameraMute) : change(&state.microphoneMute)
+        }
+        guard changed else { return [] }
+        let muted = mute(device).isClosed
+        if muted != wasMuted { changes.insert(.deviceMuteUpdated(device, muted: muted), at: 0) }
+        return changes
+    }
+
+    /// A change of hand raising: switched off or on, every raised hand may be lowered.
+    private mutating func changeHandRaising(autoStage: Bool, at stamp: Stamp, _ change: (inout RoomGate) -> Bool) -> [RoomChange] {
+        let before = handRaisingPolicy
+        var changed = false
+        var changes = reportingChanges(touched: []) { state in
+            let gateChanged = change(&state.handRaising)
+            changed = state.autoStage.write(autoStage, at: stamp) || gateChanged
+            if gateChanged { state.reindexHands() }
+        }
+        guard changed else { return [] }
+        if handRaisingPolicy != before { changes.insert(.handRaisingUpdated(handRaisingPolicy), at: 0) }
+        return changes
     }
 
     /// A room-wide change that may move users on or off the stage or the hand list.

@@ -37,12 +37,14 @@ extension RoomState {
         return stageWinners.filter { users[$0]?.role.value != .student } + turn.onStage
     }
 
-    /// Students taking turns: online, not banned, with the camera on for `.cameraOn`,
-    /// in join order (the earliest start among each one's live sessions, then the id).
+    /// Students taking turns: online, not banned, with the camera on for `.cameraOn` (as
+    /// the room counts it: a camera the room's mute covers is off), in join order (the
+    /// earliest start among each one's live sessions, then the id).
     func carouselCandidates(_ range: Carousel.Range) -> [UserID] {
         var ordered: [(Stamp, UserID)] = []
+        let streams = streamRules
         for (user, record) in users where record.isKnown && record.role.value == .student {
-            if range == .cameraOn && !record.cameraDevice.value { continue }
+            if range == .cameraOn && !streams.deviceOn(record, .camera) { continue }
             let starts = record.sessions.filter { record.isLive($0, deadIncarnations: deadIncarnations) }.map(\.started)
             guard let first = starts.min() else { continue }
             ordered.append((first, user))

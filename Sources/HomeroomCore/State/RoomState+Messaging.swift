@@ -175,12 +175,27 @@ extension RoomState {
     }
 
     /// What the origin of a write fills in before stamping it: a property write gets
-    /// the key's next revision and the lineage of what it replaces; a lock write the fence.
+    /// the key's next revision and the lineage of what it replaces; a lock write the fence;
+    /// an unmute the mute it ends.
     public func prepare(_ write: Write, origin: ReplicaID, nowMillis: UInt64) -> Write {
         var prepared = write
+        if autoStages(write) {
+            // The node acts on the room's rule: the raise becomes the author's promotion, a
+            // stage write any replica (a v1 client too) applies as written.
+            prepared.authorRole = .system
+            prepared.operation = .setStage(user: write.author, on: true)
+            return prepared
+        }
         switch write.operation {
         case .acquireLock, .releaseLock:
             prepared.operation = prepareLock(write.operation, author: write.author, origin: origin, nowMillis: nowMillis)
+        case let .setDeviceMuted(device, muted, _):
+            // An unmute ends the mute this origin sees, and only that one (`RoomGate`); none: it changes nothing.
+            let gate = mute(device)
+            prepared.operation = .setDeviceMuted(device: device, muted: muted, ending: !muted && gate.isClosed ? gate.closedAt : .origin)
+        case let .setHandRaising(allowed, autoStage, _):
+            prepared.operation = .setHandRaising(allowed: allowed, autoStage: autoStage,
+                                                 ending: allowed && handRaising.isClosed ? handRaising.closedAt : .origin)
         case let .setRoomProperty(key, value, cause, revision):
             prepared.operation = .setRoomProperty(key: key, value: value, cause: cause, revision: Self.next(revision, after: properties[key]))
         case let .setUserProperty(user, key, value, cause, revision):

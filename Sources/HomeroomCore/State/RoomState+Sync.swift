@@ -29,6 +29,10 @@ extension RoomState {
             patch.locks[name] = record
         }
         take(chatMuted, &patch.chatMuted)
+        patch.cameraMute = cameraMute.missing(other.contains)
+        patch.microphoneMute = microphoneMute.missing(other.contains)
+        patch.handRaising = handRaising.missing(other.contains)
+        take(autoStage, &patch.autoStage)
         take(historyLimit, &patch.historyLimit)
         patch.retiredGenerations = retiredGenerations
         patch.messages = messages.missing(from: other)
@@ -62,6 +66,9 @@ extension RoomState {
             && breakoutGroups.values.allSatisfy { $0.stamp.sequence != 0 } && breakoutAssignments.values.allSatisfy { $0.stamp.sequence != 0 }
             && locks.values.allSatisfy { ($0.grant == nil || $0.grantStamp.sequence != 0) && ($0.endedFence == 0 || $0.endedStamp.sequence != 0) }
             && chatMuted.isWritten(or: fresh.chatMuted) && historyLimit.isWritten(or: fresh.historyLimit)
+            && cameraMute.stamps.allSatisfy { $0.sequence != 0 || $0 == .origin }
+            && microphoneMute.stamps.allSatisfy { $0.sequence != 0 || $0 == .origin }
+            && handRaising.stamps.allSatisfy { $0.sequence != 0 || $0 == .origin } && autoStage.isWritten(or: fresh.autoStage)
             && messages.entries.values.allSatisfy { $0.stamp.sequence != 0 }
             && users.values.allSatisfy { $0.isOwnSnapshot }
     }
@@ -132,6 +139,8 @@ extension RoomState {
             }
         }
         let roomMutedBefore = chatMuted.value
+        let devicesMutedBefore = Device.allCases.map { mute($0).isClosed }
+        let handRaisingBefore = handRaisingPolicy
         let limitBefore = effectiveHistoryLimit
         var addedMessages: [MessageKey] = []
         var removedMessages: [MessageKey] = []
@@ -167,6 +176,11 @@ extension RoomState {
             lockNames.append(name)
         }
         chatMuted.merge(patch.chatMuted)
+        cameraMute.merge(patch.cameraMute)
+        microphoneMute.merge(patch.microphoneMute)
+        // Before the users: their hands are placed by the gate as merged.
+        let handGateChanged = handRaising.merge(patch.handRaising)
+        autoStage.merge(patch.autoStage)
         historyLimit.merge(patch.historyLimit)
         messages.merge(patch.messages, limit: effectiveHistoryLimit, added: &addedMessages, removed: &removedMessages)
         // A snapshot into a (nearly) empty replica: grow once, not by doubling.
@@ -203,6 +217,7 @@ extension RoomState {
                 if record.hasActivity { reindex(user) }
             }
         }
+        if handGateChanged { reindexHands() }
         seen.formUnion(patch.seen)
         // Entries are dropped with the room scanned only when this patch retired something here.
         if !retiredGenerations.isEmpty { purgeRetired(users: purgeHere, dropsEntries: !purgeHere.isEmpty || retiredRaised) }
@@ -225,6 +240,10 @@ extension RoomState {
         if roomInfoChanged { head.append(.roomInfoUpdated) }
         if classStateChanged { head.append(.classStateUpdated(classState.state)) }
         if muted { head.append(.allMicrophonesMuted) }
+        for (device, before) in zip(Device.allCases, devicesMutedBefore) where mute(device).isClosed != before {
+            head.append(.deviceMuteUpdated(device, muted: !before))
+        }
+        if handRaisingPolicy != handRaisingBefore { head.append(.handRaisingUpdated(handRaisingPolicy)) }
         if !propertyKeys.isEmpty { head.append(.roomPropertiesUpdated(keys: propertyKeys.sorted())) }
         if !lockNames.isEmpty { head.append(.locksUpdated(names: lockNames.sorted())) }
         if breakoutChanged { head.append(.breakoutUpdated) }

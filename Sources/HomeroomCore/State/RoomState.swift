@@ -29,6 +29,16 @@ public struct RoomState: Sendable {
     public var breakoutEnded: Stamp = .origin
     /// Chat muted for every student and observer (teachers and assistants may still send).
     public var chatMuted = Register(false, stamp: .origin)
+    /// The room's camera mute (Flexible Classroom's `muteVideo`): while closed no student's
+    /// camera counts as on, and a student's camera turned on before or during it stays off.
+    public var cameraMute = RoomGate()
+    /// The room's microphone mute (`muteAudio`), as `cameraMute`.
+    public var microphoneMute = RoomGate()
+    /// Hand raising (Flexible Classroom's `allowHandsUp`): closed while switched off; a
+    /// hand raised before the switch-off, or while it held, does not count (`RoomGate`).
+    public var handRaising = RoomGate()
+    /// Whether a student's raise puts it on stage while seats remain (with hand raising on).
+    public var autoStage = Register(false, stamp: .origin)
     /// How many messages the history keeps.
     public var historyLimit = Register(MessageLog.defaultLimit, stamp: .origin)
     /// Room and peer messages, newest `historyLimit` above the floor.
@@ -62,6 +72,8 @@ extension RoomState: Equatable {
             && a.properties == b.properties && a.locks == b.locks && a.breakoutGroups == b.breakoutGroups
             && a.breakoutAssignments == b.breakoutAssignments && a.breakoutEnded == b.breakoutEnded && a.users == b.users && a.seen == b.seen
             && a.retiredGenerations == b.retiredGenerations && a.chatMuted == b.chatMuted && a.historyLimit == b.historyLimit && a.messages == b.messages
+            && a.cameraMute == b.cameraMute && a.microphoneMute == b.microphoneMute
+            && a.handRaising == b.handRaising && a.autoStage == b.autoStage
     }
 }
 
@@ -90,7 +102,7 @@ struct UserFacts: Equatable {
 struct FactsContext {
     var stageWinners: [UserID]
     var handWinners: [UserID]
-    var muteAll: Stamp
+    var streams: StreamRules
     var deadIncarnations: [ReplicaID: UInt64]
 }
 
@@ -136,6 +148,12 @@ extension RoomState {
         return handQueue.isAmongFirst(Int(handLimit.value), user)
     }
 
+    /// Hand raising as the room has it now: on or off, and auto-stage (which counts only while on).
+    public var handRaisingPolicy: HandRaisingPolicy {
+        let allowed = !handRaising.isClosed
+        return HandRaisingPolicy(allowed: allowed, autoStage: allowed && autoStage.value)
+    }
+
     public func isOnline(_ user: UserID) -> Bool {
         users[user]?.isOnline(deadIncarnations: deadIncarnations) ?? false
     }
@@ -144,20 +162,25 @@ extension RoomState {
         record.microphonePrivilege.value && muteAll < record.microphonePrivilege.stamp
     }
 
+    /// What decides camera and microphone states room-wide: mute-all and the room's mutes.
+    public var streamRules: StreamRules { StreamRules(muteAll: muteAll, cameraMute: cameraMute, microphoneMute: microphoneMute) }
+
+    /// The room's mute of one device.
+    public func mute(_ device: Device) -> RoomGate { device == .camera ? cameraMute : microphoneMute }
+
     func currentContext() -> FactsContext {
-        FactsContext(stageWinners: stageWinners, handWinners: raisedHands, muteAll: muteAll, deadIncarnations: deadIncarnations)
+        FactsContext(stageWinners: stageWinners, handWinners: raisedHands, streams: streamRules, deadIncarnations: deadIncarnations)
     }
 
-    func facts(_ user: UserID, _ record: UserRecord, onStage: Bool, handUp: Bool, muteAll: Stamp, dead: [ReplicaID: UInt64]) -> UserFacts {
+    func facts(_ user: UserID, _ record: UserRecord, onStage: Bool, handUp: Bool, streams: StreamRules, dead: [ReplicaID: UInt64]) -> UserFacts {
         UserFacts(
             known: record.isKnown,
             online: record.isOnline(deadIncarnations: dead),
             name: record.name.value,
             role: record.role.value,
             onStage: onStage,
-            camera: StreamState.derive(onStage: onStage, deviceOn: record.cameraDevice.value, privilegeOn: record.cameraPrivilege.value),
-            microphone: StreamState.derive(onStage: onStage, deviceOn: record.microphoneDevice.value,
-                                           privilegeOn: microphonePrivilege(record, muteAll: muteAll)),
+            camera: streams.state(record, .camera, onStage: onStage),
+            microphone: streams.state(record, .microphone, onStage: onStage),
             board: record.board.value,
             handUp: handUp,
             rewardTotal: record.rewardTotal,
@@ -170,19 +193,25 @@ extension RoomState {
 
     func currentFacts(_ user: UserID) -> UserFacts {
         guard let record = users[user] else { return UserFacts() }
-        return facts(user, record, onStage: isOnStage(user), handUp: isHandUp(user), muteAll: muteAll, dead: deadIncarnations)
+        return facts(user, record, onStage: isOnStage(user), handUp: isHandUp(user), streams: streamRules, dead: deadIncarnations)
     }
 
     func facts(_ user: UserID, record: UserRecord, in context: FactsContext) -> UserFacts {
         facts(user, record, onStage: context.stageWinners.contains(user), handUp: context.handWinners.contains(user),
-              muteAll: context.muteAll, dead: context.deadIncarnations)
+              streams: context.streams, dead: context.deadIncarnations)
     }
 
     /// Keeps the stage and hand queues in step with one user's record.
     mutating func reindex(_ user: UserID) {
         guard let record = users[user] else { return }
         stageQueue.set(user, stamp: record.isStageCandidate() ? record.stage.stamp : nil)
-        handQueue.set(user, stamp: record.isHandCandidate() ? record.hand.stamp : nil)
+        // A hand counts only if raised while hand raising was on (and since it was last switched on).
+        handQueue.set(user, stamp: record.isHandCandidate() && handRaising.admits(record.hand.stamp) ? record.hand.stamp : nil)
+    }
+
+    /// Re-places every raised hand (hand raising was switched on or off).
+    mutating func reindexHands() {
+        for (user, record) in users where record.hasActivity && record.hand.value { reindex(user) }
     }
 
     /// Rebuilds every derived index (after decoding a snapshot, for example).

@@ -51,12 +51,15 @@ public struct RosterFrame: Hashable, Sendable {
     public var stageWaiting: [UserID]
     public var raisedHands: [UserID]
     public var waitingHands: [UserID]
+    /// What the camera and microphone states follow room-wide (mute-all, the room's mutes).
+    public var streams: StreamRules
     public let stageRank: [UserID: Int]
     let waiting: Set<UserID>
     let hands: Set<UserID>
 
-    init(turn: CarouselTurn?, stage: [UserID], stageWaiting: [UserID], raisedHands: [UserID], waitingHands: [UserID]) {
+    init(turn: CarouselTurn?, stage: [UserID], stageWaiting: [UserID], raisedHands: [UserID], waitingHands: [UserID], streams: StreamRules) {
         self.turn = turn
+        self.streams = streams
         self.stage = stage
         self.stageWaiting = stageWaiting
         self.raisedHands = raisedHands
@@ -75,7 +78,8 @@ extension RoomState {
     public func rosterFrame(nowMillis: UInt64?) -> RosterFrame {
         let turn = nowMillis.flatMap { carouselTurn(atMillis: $0) }
         return RosterFrame(turn: turn, stage: nowMillis == nil ? stageWinners : stage(during: turn),
-                           stageWaiting: turn == nil ? stageWaiting : [], raisedHands: raisedHands, waitingHands: waitingHands)
+                           stageWaiting: turn == nil ? stageWaiting : [], raisedHands: raisedHands, waitingHands: waitingHands,
+                           streams: streamRules)
     }
 
     /// One known user's row in `frame` (banned users have rows too; the roster leaves them out).
@@ -85,9 +89,8 @@ extension RoomState {
         return RosterRow(
             user: user, name: record.name.value, role: record.role.value, online: isOnline,
             onStage: onStage, waitingForStage: frame.waiting.contains(user), boardGranted: record.board.value,
-            camera: .derive(onStage: onStage, deviceOn: record.cameraDevice.value, privilegeOn: record.cameraPrivilege.value),
-            microphone: .derive(onStage: onStage, deviceOn: record.microphoneDevice.value,
-                                privilegeOn: microphonePrivilege(record, muteAll: muteAll)),
+            camera: frame.streams.state(record, .camera, onStage: onStage),
+            microphone: frame.streams.state(record, .microphone, onStage: onStage),
             rewards: record.rewardTotal, handRaised: frame.hands.contains(user),
             kicked: !(record.kicked == .origin) && !isOnline, banned: record.isBanned,
             group: breakoutAssignments.isEmpty ? nil : breakoutGroup(of: user))

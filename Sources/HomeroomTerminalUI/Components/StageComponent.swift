@@ -18,6 +18,9 @@ public struct StageComponent: Component {
         if !snapshot.breakout.isEmpty {
             lines.append(StyledLine(Self.breakoutText(snapshot.breakout), TextStyle(foreground: theme.waitingColor)))
         }
+        if let muted = Self.roomMuteText(snapshot.room.mutedDevices) {
+            lines.append(StyledLine(muted, TextStyle(foreground: theme.waitingColor)))
+        }
         if !snapshot.stageWaiting.isEmpty {
             lines.append(NameList.line(title: "Waiting for a seat", titleStyle: title, names: snapshot.stageWaiting.map(\.info.displayName),
                                        nameStyle: TextStyle(foreground: theme.waitingColor), emptyText: "", maxNames: Int.max,
@@ -28,6 +31,13 @@ public struct StageComponent: Component {
 }
 
 extension StageComponent {
+    /// "Muted by the teacher: every student's camera and microphone" (nil: no room mute).
+    static func roomMuteText(_ devices: Set<Device>) -> String? {
+        let names = Device.allCases.filter(devices.contains).map(\.description)
+        guard !names.isEmpty else { return nil }
+        return "Muted by the teacher: every student's " + names.joined(separator: " and ")
+    }
+
     /// "Breakout: g1 Group 1 (3) · g2 Group 2 (2)": the groups, each one's id, name and size.
     static func breakoutText(_ groups: [BreakoutGroup]) -> String {
         "Breakout: " + groups.map { "\($0.id) \($0.name) (\($0.members.count))" }.joined(separator: " · ")
@@ -42,7 +52,8 @@ extension StageComponent {
     }
 }
 
-/// Raised hands, in the order they went up, then those waiting over the hand limit.
+/// Raised hands, in the order they went up, then those waiting over the hand limit; the
+/// title says when hand raising is off, or on with auto-stage.
 public struct HandsComponent: Component {
     public init() {}
     public var section: String { "hands" }
@@ -51,9 +62,11 @@ public struct HandsComponent: Component {
         let theme = context.theme.hands
         let hands = context.snapshot.raisedHands
         let waiting = context.snapshot.waitingHands.count
-        return [NameList.line(title: "Hands \(hands.count)", titleStyle: TextStyle(foreground: theme.titleColor, bold: true),
+        let policy = context.snapshot.room.handRaising
+        let title = policy.allowed ? "Hands \(hands.count)" + (policy.autoStage ? " · auto-stage" : "") : "Hands off"
+        return [NameList.line(title: title, titleStyle: TextStyle(foreground: theme.titleColor, bold: true),
                               names: hands.map(\.displayName), nameStyle: TextStyle(foreground: theme.nameColor),
-                              emptyText: theme.emptyText, maxNames: theme.maxNames, width: context.width,
+                              emptyText: policy.allowed ? theme.emptyText : "switched off by the teacher", maxNames: theme.maxNames, width: context.width,
                               suffix: waiting > 0 ? "\(Format.count(waiting)) waiting over the limit" : nil)]
     }
 }

@@ -81,8 +81,8 @@ enum CommandCatalog {
     }
 
     static let actionWords: [String: [String]] = [
-        "stage": ["add", "remove", "clear"], "board": ["grant", "revoke"], "camera": ["on", "off", "allow", "deny"],
-        "mic": ["on", "off", "allow", "deny"], "hand": ["up", "down"], "class": ["start", "end"],
+        "stage": ["add", "remove", "clear"], "board": ["grant", "revoke"], "camera": ["on", "off", "allow", "deny", "mute", "unmute"],
+        "mic": ["on", "off", "allow", "deny", "mute", "unmute"], "hand": ["up", "down", "on", "off"], "class": ["start", "end"],
         "room": ["name", "type", "stage-limit", "hand-limit"], "prop": ["room", "me", "get", "set", "unset"],
         "history": ["limit", "clear"], "presence": ["set", "unset"], "mute": ["all"], "unmute": ["all"],
     ]

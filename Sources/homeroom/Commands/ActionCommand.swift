@@ -8,14 +8,14 @@ enum ActionCommand {
     static let summaries: [String: String] = [
         "stage": "Put users on stage or take them off (teacher, assistant).",
         "board": "Grant or revoke whiteboard authorization.",
-        "camera": "Turn your camera on or off, or allow or deny a user's camera.",
-        "mic": "Turn your microphone on or off, or allow or deny a user's microphone.",
+        "camera": "Turn your camera on or off, allow or deny a user's camera, or mute every student's.",
+        "mic": "Turn your microphone on or off, allow or deny a user's microphone, or mute every student's.",
         "mute-all": "Turn off every microphone privilege granted so far.",
         "carousel": "Start, stop or show the stage carousel: students take turns on stage.",
         "reward": "Reward one or more users.",
         "kick": "Kick a user out of the room once (they may join again).",
         "ban": "Kick a user out of the room for good.",
-        "hand": "Raise or lower your hand, or lower someone's hand.",
+        "hand": "Raise or lower your hand, lower someone's hand, or switch hand raising on or off.",
         "class": "Start or end the class.",
         "schedule": "Set the class length, and when it starts.",
         "room": "Rename the room, or set its type, stage limit or hand limit.",
@@ -54,6 +54,7 @@ enum ActionCommand {
                               + "                         lasts that long; then leave (Ctrl-C leaves early).")],
             "mute": mute,
             "unmute": mute,
+            "hand": [("--auto-stage", "--auto-stage           With hand on: a student's raise puts it on stage while a seat is free.")],
         ]
     }()
 
@@ -126,11 +127,13 @@ enum ActionCommand {
         let hold = own.contains("--hold") ? try reader.integer("--hold", in: UInt64(1)...UInt64(86_400)) : nil
         let all = own.contains("--all") && reader.flag("--all")
         let off = own.contains("--off") && reader.flag("--off")
+        let autoStage = own.contains("--auto-stage") && reader.flag("--auto-stage")
         var options = try RoomOptions.read(&reader, defaultRole: .teacher)
         options.oneShot = true
         var words = [verb] + (try reader.positionals())
         if all { words.append("all") }
         if off { words.append("--off") }
+        if autoStage { words.append("--auto-stage") }
         if let amount { words += ["--amount", String(amount)] }
         if let ifRevision { words += ["--if-revision", String(ifRevision)] }
         if let ifSetRevision { words += ["--if-set-revision", String(ifSetRevision)] }

@@ -18,6 +18,8 @@ enum Action: Equatable {
     case device(Device, on: Bool)
     case privilege(Device, UserID, allowed: Bool)
     case muteAll
+    /// The room's camera or microphone mute, for every student (teacher, assistant).
+    case roomMute(Device, muted: Bool)
     case carouselStart(intervalSeconds: UInt32, range: Carousel.Range, order: Carousel.Order)
     case carouselStop
     case carouselStatus
@@ -26,6 +28,8 @@ enum Action: Equatable {
     case ban(UserID)
     case hand(up: Bool)
     case lowerHand(UserID)
+    /// Hand raising on (with auto-stage or not) or off, for the room (teacher, assistant).
+    case handRaising(allowed: Bool, autoStage: Bool)
     case classStart
     case classEnd
     case schedule(minutes: Int, startInMinutes: Int?)
@@ -69,7 +73,7 @@ enum Action: Equatable {
     var component: String? {
         switch self {
         case .stage, .stageClear: return "stage"
-        case .hand, .lowerHand: return "hands"
+        case .hand, .lowerHand, .handRaising: return "hands"
         default: return nil
         }
     }
@@ -78,7 +82,7 @@ enum Action: Equatable {
     static func actsOnSelf(_ words: [String]) -> Bool {
         guard let verb = words.first else { return false }
         switch verb {
-        case "hand": return words.count == 2
+        case "hand": return words.count == 2 && (words[1] == "up" || words[1] == "down")
         case "camera", "mic": return words.count == 2 && (words[1] == "on" || words[1] == "off")
         case "name", "send", "whisper": return true
         case "presence": return words.count >= 2
@@ -92,6 +96,9 @@ enum Action: Equatable {
           board grant|revoke <user>      Whiteboard authorization.
           camera on|off                  Your own camera (mic on|off: your microphone).
           camera allow|deny <user>       Let a user publish the camera, or stop it (mic allow|deny: the microphone).
+          camera mute|unmute             Mute every student's camera (mic mute|unmute: microphone), room-wide
+                                           (teacher, assistant): students cannot turn it on (device-muted),
+                                           those on show as off; unmute lets them turn it on again.
           mute-all                       Turn off every microphone privilege granted so far.
           carousel                       The stage carousel: its settings, this turn, the next one.
           carousel start                 Rotate students on stage (teacher, assistant): --interval <s>
@@ -102,6 +109,10 @@ enum Action: Equatable {
           ban <user>                     Kick a user out for good.
           hand up|down                   Raise or lower your own hand.
           hand down <user>               Lower someone's hand (teacher, assistant).
+          hand off                       Switch hand raising off (teacher, assistant): raises are refused
+                                           (hand-raising-off), raised hands are lowered.
+          hand on [--auto-stage]         Switch it on again; with --auto-stage a student's raise puts it
+                                           on stage while a seat is free (the stage full: the hand stays up).
           class start|end                Start or end the class (it only moves forward).
           schedule <minutes> [in <minutes>]   The class length, and its start from now.
           room name <text>               Rename the room.
@@ -179,6 +190,8 @@ enum Action: Equatable {
         let orderText = try option("--order", "carousel start --order random")
         let messageType = try option("--type", "send --type poll yes") ?? "chat"
         let limitOption = try option("--limit", "history --limit 50")
+        let autoStage = words.contains("--auto-stage")
+        words.removeAll { $0 == "--auto-stage" }
 
         guard let verb = words.first else { throw ActionError("no action given") }
         let rest = Array(words.dropFirst())
@@ -219,7 +232,9 @@ enum Action: Equatable {
             case "off" where rest.count == 1: return .device(device, on: false)
             case "allow": return .privilege(device, try one(rest.dropFirst(), "\(verb) allow bob"), allowed: true)
             case "deny": return .privilege(device, try one(rest.dropFirst(), "\(verb) deny bob"), allowed: false)
-            default: throw ActionError("use: \(verb) on, \(verb) off (yours), \(verb) allow <user> or \(verb) deny <user>")
+            case "mute" where rest.count == 1: return .roomMute(device, muted: true)
+            case "unmute" where rest.count == 1: return .roomMute(device, muted: false)
+            default: throw ActionError("use: \(verb) on, \(verb) off (yours), \(verb) allow <user>, \(verb) deny <user>, or \(verb) mute|unmute (every student's)")
             }
         case "mute-all":
             guard rest.isEmpty else { throw ActionError("mute-all takes nothing more") }
@@ -262,7 +277,9 @@ enum Action: Equatable {
             case ("up", 1): return .hand(up: true)
             case ("down", 1): return .hand(up: false)
             case ("down", 2): return rest[1] == "me" || rest[1] == local ? .hand(up: false) : .lowerHand(rest[1])
-            default: throw ActionError("use: hand up, hand down (yours) or hand down <user>")
+            case ("on", 1): return .handRaising(allowed: true, autoStage: autoStage)
+            case ("off", 1) where !autoStage: return .handRaising(allowed: false, autoStage: false)
+            default: throw ActionError("use: hand up, hand down (yours), hand down <user>, hand off, or hand on [--auto-stage]")
             }
         case "class":
             switch (rest.first, rest.count) {
@@ -426,6 +443,11 @@ extension Action {
             let state = pool.stream.streamState(of: user, device: device)
             return ActionOutcome(text: "\(name(user)) may \(allowed ? "" : "no longer ")publish the \(device) (\(Self.describe(state)))",
                                  fields: [("state", .string(state.description))])
+        case let .roomMute(device, muted):
+            try pool.stream.muteRoom(device, muted: muted)
+            let text = muted ? "every student's \(device) is muted: students cannot turn it on until you unmute it"
+                : "students' \(device)s are unmuted: each student may turn theirs on again"
+            return ActionOutcome(text: text, fields: [("device", .string(device.description)), ("muted", .bool(muted))])
         case .muteAll:
             try pool.stream.muteAllMicrophones()
             return ActionOutcome(text: "every microphone privilege is off")
@@ -450,7 +472,16 @@ extension Action {
             return ActionOutcome(text: "\(name(user)) is banned from the room")
         case let .hand(up):
             try up ? pool.user.handsWave() : pool.user.handsDown()
+            // With auto-stage and a free seat, the raise put the student on stage instead.
+            if up, let row = pool.user.row(local), row.onStage && !row.handRaised {
+                return ActionOutcome(text: "you are on stage: the room's auto-stage gave your raised hand a seat", fields: [("stage", .bool(true))])
+            }
             return ActionOutcome(text: "your hand is \(up ? "up" : "down")")
+        case let .handRaising(allowed, autoStage):
+            try pool.user.allowHandsUp(allowed, autoStage: autoStage)
+            let text = !allowed ? "hand raising is off: students cannot raise their hands, and raised ones are lowered"
+                : autoStage ? "hand raising is on, with auto-stage: a student's raise takes a free stage seat" : "hand raising is on"
+            return ActionOutcome(text: text, fields: [("allowed", .bool(allowed)), ("auto_stage", .bool(autoStage))])
         case let .lowerHand(user):
             try pool.user.lowerHand(of: user)
             return ActionOutcome(text: "\(name(user))'s hand is down")

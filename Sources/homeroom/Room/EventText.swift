@@ -31,6 +31,9 @@ enum EventText {
         case let .userRewarded(user, amount, total): return "\(who(user)) rewarded +\(amount) (now \(total))"
         case let .handWaved(user): return "\(who(user)) raised a hand"
         case let .handLowered(user): return "\(who(user)) lowered a hand"
+        case let .handRaisingUpdated(policy):
+            if !policy.allowed { return "hand raising is off (raised hands are lowered; students cannot raise theirs)" }
+            return policy.autoStage ? "hand raising is on, with auto-stage (a raise takes a free stage seat)" : "hand raising is on"
         case let .userKickedOut(user): return "\(user.displayName) was kicked out"
         case let .userBanned(user): return "\(user.displayName) was banned"
         case let .localUserKickedOut(banned): return banned ? "you were banned from the room" : "you were kicked out of the room"
@@ -38,6 +41,9 @@ enum EventText {
         case let .streamUpdated(stream):
             // An offline user publishes nothing, whatever its register says (the roster draws it ○ off).
             return "\(who(stream.owner)) \(stream.device): \(Action.describe(stream.state))" + (stream.ownerOnline ? "" : " (offline: nothing is published until they are back)")
+        case let .roomMuteUpdated(device, muted):
+            return muted ? "every student's \(device) is muted by the teacher (students cannot turn it on)"
+                : "students' \(device)s are unmuted (each student turns theirs on again)"
         case let .connectionStateUpdated(state): return "connection \(state.rawValue)"
         case .latencyUpdated: return nil
         case let .roomMessageReceived(message), let .peerMessageReceived(message): return MessageText.line(message, local: local)

@@ -9,7 +9,9 @@ enum SnapshotJSON {
         let info = snapshot.classInfo
         return .object([
             ("room", .object([("id", .string(room.id)), ("name", .string(room.name)), ("type", .string(room.type.description)),
-                              ("stage_limit", .int(Int64(room.stageLimit))), ("hand_limit", .int(Int64(room.handLimit)))])),
+                              ("stage_limit", .int(Int64(room.stageLimit))), ("hand_limit", .int(Int64(room.handLimit))),
+                              ("muted_devices", .array(Device.allCases.filter(room.mutedDevices.contains).map { .string($0.description) })),
+                              ("hand_raising", .string(room.handRaising.description))])),
             ("class", .object([("state", .string(info.state.description)), ("since_ms", .int(Int64(info.sinceMillis))),
                                ("start_ms", .int(Int64(info.schedule.startMillis))),
                                ("duration_s", .int(Int64(info.schedule.durationSeconds)))])),

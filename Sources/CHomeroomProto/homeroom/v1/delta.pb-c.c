@@ -1222,6 +1222,96 @@ void   homeroom__v1__mute_all__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__mute_all__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__set_device_muted__init
+                     (Homeroom__V1__SetDeviceMuted         *message)
+{
+  static const Homeroom__V1__SetDeviceMuted init_value = HOMEROOM__V1__SET_DEVICE_MUTED__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__set_device_muted__get_packed_size
+                     (const Homeroom__V1__SetDeviceMuted *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_device_muted__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__set_device_muted__pack
+                     (const Homeroom__V1__SetDeviceMuted *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_device_muted__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__set_device_muted__pack_to_buffer
+                     (const Homeroom__V1__SetDeviceMuted *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_device_muted__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__SetDeviceMuted *
+       homeroom__v1__set_device_muted__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__SetDeviceMuted *)
+     protobuf_c_message_unpack (&homeroom__v1__set_device_muted__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__set_device_muted__free_unpacked
+                     (Homeroom__V1__SetDeviceMuted *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__set_device_muted__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__set_hand_raising__init
+                     (Homeroom__V1__SetHandRaising         *message)
+{
+  static const Homeroom__V1__SetHandRaising init_value = HOMEROOM__V1__SET_HAND_RAISING__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__set_hand_raising__get_packed_size
+                     (const Homeroom__V1__SetHandRaising *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_hand_raising__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__set_hand_raising__pack
+                     (const Homeroom__V1__SetHandRaising *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_hand_raising__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__set_hand_raising__pack_to_buffer
+                     (const Homeroom__V1__SetHandRaising *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__set_hand_raising__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__SetHandRaising *
+       homeroom__v1__set_hand_raising__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__SetHandRaising *)
+     protobuf_c_message_unpack (&homeroom__v1__set_hand_raising__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__set_hand_raising__free_unpacked
+                     (Homeroom__V1__SetHandRaising *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__set_hand_raising__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__set_room_property__init
                      (Homeroom__V1__SetRoomProperty         *message)
 {
@@ -1916,7 +2006,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta_batch__descriptor =
   (ProtobufCMessageInit) homeroom__v1__delta_batch__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[42] =
+static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[44] =
 {
   {
     "clock_delta",
@@ -2422,6 +2512,30 @@ static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[42]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "set_device_muted",
+    43,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, set_device_muted),
+    &homeroom__v1__set_device_muted__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "set_hand_raising",
+    44,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, set_hand_raising),
+    &homeroom__v1__set_hand_raising__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   36,   /* field[36] = acquire_lock */
@@ -2452,8 +2566,10 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   28,   /* field[28] = set_chat_muted */
   20,   /* field[20] = set_class_state */
   6,   /* field[6] = set_device */
+  42,   /* field[42] = set_device_muted */
   9,   /* field[9] = set_hand */
   18,   /* field[18] = set_hand_limit */
+  43,   /* field[43] = set_hand_raising */
   30,   /* field[30] = set_history_limit */
   13,   /* field[13] = set_name */
   31,   /* field[31] = set_presence_state */
@@ -2470,7 +2586,7 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__delta__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 42 }
+  { 0, 44 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
 {
@@ -2480,7 +2596,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
   "Homeroom__V1__Delta",
   "homeroom.v1",
   sizeof(Homeroom__V1__Delta),
-  42,
+  44,
   homeroom__v1__delta__field_descriptors,
   homeroom__v1__delta__field_indices_by_name,
   1,  homeroom__v1__delta__number_ranges,
@@ -3896,6 +4012,186 @@ const ProtobufCMessageDescriptor homeroom__v1__mute_all__descriptor =
   homeroom__v1__mute_all__field_indices_by_name,
   0,  homeroom__v1__mute_all__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__mute_all__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__set_device_muted__field_descriptors[5] =
+{
+  {
+    "device",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetDeviceMuted, device),
+    &homeroom__v1__device__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "muted",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetDeviceMuted, muted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ending_clock",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetDeviceMuted, ending_clock),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ending_replica",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetDeviceMuted, ending_replica),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ending_sequence",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetDeviceMuted, ending_sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__set_device_muted__field_indices_by_name[] = {
+  0,   /* field[0] = device */
+  2,   /* field[2] = ending_clock */
+  3,   /* field[3] = ending_replica */
+  4,   /* field[4] = ending_sequence */
+  1,   /* field[1] = muted */
+};
+static const ProtobufCIntRange homeroom__v1__set_device_muted__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__set_device_muted__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.SetDeviceMuted",
+  "SetDeviceMuted",
+  "Homeroom__V1__SetDeviceMuted",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__SetDeviceMuted),
+  5,
+  homeroom__v1__set_device_muted__field_descriptors,
+  homeroom__v1__set_device_muted__field_indices_by_name,
+  1,  homeroom__v1__set_device_muted__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__set_device_muted__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__set_hand_raising__field_descriptors[5] =
+{
+  {
+    "allowed",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetHandRaising, allowed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "auto_stage",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetHandRaising, auto_stage),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ending_clock",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetHandRaising, ending_clock),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ending_replica",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetHandRaising, ending_replica),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ending_sequence",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__SetHandRaising, ending_sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__set_hand_raising__field_indices_by_name[] = {
+  0,   /* field[0] = allowed */
+  1,   /* field[1] = auto_stage */
+  2,   /* field[2] = ending_clock */
+  3,   /* field[3] = ending_replica */
+  4,   /* field[4] = ending_sequence */
+};
+static const ProtobufCIntRange homeroom__v1__set_hand_raising__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__set_hand_raising__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.SetHandRaising",
+  "SetHandRaising",
+  "Homeroom__V1__SetHandRaising",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__SetHandRaising),
+  5,
+  homeroom__v1__set_hand_raising__field_descriptors,
+  homeroom__v1__set_hand_raising__field_indices_by_name,
+  1,  homeroom__v1__set_hand_raising__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__set_hand_raising__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__set_room_property__field_descriptors[9] =

@@ -952,6 +952,51 @@ void   homeroom__v1__room_patch__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__room_patch__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__room_gate__init
+                     (Homeroom__V1__RoomGate         *message)
+{
+  static const Homeroom__V1__RoomGate init_value = HOMEROOM__V1__ROOM_GATE__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__room_gate__get_packed_size
+                     (const Homeroom__V1__RoomGate *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__room_gate__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__room_gate__pack
+                     (const Homeroom__V1__RoomGate *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__room_gate__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__room_gate__pack_to_buffer
+                     (const Homeroom__V1__RoomGate *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__room_gate__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__RoomGate *
+       homeroom__v1__room_gate__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__RoomGate *)
+     protobuf_c_message_unpack (&homeroom__v1__room_gate__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__room_gate__free_unpacked
+                     (Homeroom__V1__RoomGate *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__room_gate__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__breakout_group_record__init
                      (Homeroom__V1__BreakoutGroupRecord         *message)
 {
@@ -2725,7 +2770,7 @@ const ProtobufCMessageDescriptor homeroom__v1__retired_name__descriptor =
   (ProtobufCMessageInit) homeroom__v1__retired_name__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptors[24] =
+static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptors[28] =
 {
   {
     "room_id",
@@ -3015,20 +3060,72 @@ static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "camera_mute",
+    25,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RoomPatch, camera_mute),
+    &homeroom__v1__room_gate__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "microphone_mute",
+    26,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RoomPatch, microphone_mute),
+    &homeroom__v1__room_gate__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "hand_raising",
+    27,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RoomPatch, hand_raising),
+    &homeroom__v1__room_gate__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "auto_stage",
+    28,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RoomPatch, auto_stage),
+    &homeroom__v1__bool_register__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
+  27,   /* field[27] = auto_stage */
   22,   /* field[22] = breakout_assignments */
   23,   /* field[23] = breakout_ended */
   21,   /* field[21] = breakout_groups */
+  24,   /* field[24] = camera_mute */
   19,   /* field[19] = carousel */
   14,   /* field[14] = chat_muted */
   9,   /* field[9] = class_state */
   11,   /* field[11] = dead_incarnations */
   7,   /* field[7] = hand_limit */
+  26,   /* field[26] = hand_raising */
   16,   /* field[16] = history_floor */
   15,   /* field[15] = history_limit */
   20,   /* field[20] = locks */
   17,   /* field[17] = messages */
+  25,   /* field[25] = microphone_mute */
   10,   /* field[10] = mute_all */
   4,   /* field[4] = name */
   12,   /* field[12] = properties */
@@ -3045,7 +3142,7 @@ static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__room_patch__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 24 }
+  { 0, 28 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor =
 {
@@ -3055,11 +3152,75 @@ const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor =
   "Homeroom__V1__RoomPatch",
   "homeroom.v1",
   sizeof(Homeroom__V1__RoomPatch),
-  24,
+  28,
   homeroom__v1__room_patch__field_descriptors,
   homeroom__v1__room_patch__field_indices_by_name,
   1,  homeroom__v1__room_patch__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__room_patch__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__room_gate__field_descriptors[3] =
+{
+  {
+    "closed",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RoomGate, closed),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "opening_ends",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RoomGate, opening_ends),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "opening_at",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RoomGate, opening_at),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__room_gate__field_indices_by_name[] = {
+  0,   /* field[0] = closed */
+  2,   /* field[2] = opening_at */
+  1,   /* field[1] = opening_ends */
+};
+static const ProtobufCIntRange homeroom__v1__room_gate__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__room_gate__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.RoomGate",
+  "RoomGate",
+  "Homeroom__V1__RoomGate",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__RoomGate),
+  3,
+  homeroom__v1__room_gate__field_descriptors,
+  homeroom__v1__room_gate__field_indices_by_name,
+  1,  homeroom__v1__room_gate__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__room_gate__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__breakout_group_record__field_descriptors[4] =

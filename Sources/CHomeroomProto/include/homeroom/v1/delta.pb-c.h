@@ -43,6 +43,8 @@ typedef struct Homeroom__V1__SetSchedule Homeroom__V1__SetSchedule;
 typedef struct Homeroom__V1__SetCarousel Homeroom__V1__SetCarousel;
 typedef struct Homeroom__V1__SetClassState Homeroom__V1__SetClassState;
 typedef struct Homeroom__V1__MuteAll Homeroom__V1__MuteAll;
+typedef struct Homeroom__V1__SetDeviceMuted Homeroom__V1__SetDeviceMuted;
+typedef struct Homeroom__V1__SetHandRaising Homeroom__V1__SetHandRaising;
 typedef struct Homeroom__V1__SetRoomProperty Homeroom__V1__SetRoomProperty;
 typedef struct Homeroom__V1__AcquireLock Homeroom__V1__AcquireLock;
 typedef struct Homeroom__V1__SetBreakoutGroup Homeroom__V1__SetBreakoutGroup;
@@ -121,7 +123,9 @@ typedef enum {
   HOMEROOM__V1__DELTA__OP_RELEASE_LOCK = 38,
   HOMEROOM__V1__DELTA__OP_SET_BREAKOUT_GROUP = 39,
   HOMEROOM__V1__DELTA__OP_ASSIGN_BREAKOUT_GROUP = 41,
-  HOMEROOM__V1__DELTA__OP_END_BREAKOUT = 42
+  HOMEROOM__V1__DELTA__OP_END_BREAKOUT = 42,
+  HOMEROOM__V1__DELTA__OP_SET_DEVICE_MUTED = 43,
+  HOMEROOM__V1__DELTA__OP_SET_HAND_RAISING = 44
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HOMEROOM__V1__DELTA__OP__CASE)
 } Homeroom__V1__Delta__OpCase;
 
@@ -205,6 +209,11 @@ struct  Homeroom__V1__Delta
      * (40 is origin, below)
      */
     Homeroom__V1__EndBreakout *end_breakout;
+    /*
+     * Flexible Classroom's room mutes and hand raising (docs/PROTOCOL.md, "Room mutes", "Hand raising").
+     */
+    Homeroom__V1__SetDeviceMuted *set_device_muted;
+    Homeroom__V1__SetHandRaising *set_hand_raising;
   };
 };
 #define HOMEROOM__V1__DELTA__INIT \
@@ -585,6 +594,59 @@ struct  Homeroom__V1__MuteAll
 #define HOMEROOM__V1__MUTE_ALL__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__mute_all__descriptor) \
      }
+
+
+/*
+ * The room's camera or microphone mute (Flexible Classroom's muteVideo / muteAudio):
+ * while muted, no student's device of that kind counts as on and a student may not
+ * turn it on. An unmute names the mute it ends: a client leaves the three `ending_`
+ * fields 0 and the sequencing node fills them in (still all 0 when the room was not
+ * muted there: the unmute then changes nothing). Ignored by a mute.
+ */
+struct  Homeroom__V1__SetDeviceMuted
+{
+  ProtobufCMessage base;
+  Homeroom__V1__Device device;
+  protobuf_c_boolean muted;
+  /*
+   * the ended mute's stamp: HLC packed reading,
+   */
+  uint64_t ending_clock;
+  /*
+   * the node that sequenced it,
+   */
+  uint64_t ending_replica;
+  /*
+   * and its sequence there
+   */
+  uint64_t ending_sequence;
+};
+#define HOMEROOM__V1__SET_DEVICE_MUTED__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_device_muted__descriptor) \
+    , HOMEROOM__V1__DEVICE__DEVICE_UNSPECIFIED, 0, 0, 0, 0 }
+
+
+/*
+ * Hand raising on or off, and auto-stage (Flexible Classroom's allowHandsUp(state,
+ * autoStage)): off, a raise is refused and raised hands are lowered; on with
+ * auto_stage, the node that sequences a student's raise makes it a set_stage while a
+ * seat is free. Switching it on names the switch-off it ends, as an unmute does.
+ */
+struct  Homeroom__V1__SetHandRaising
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean allowed;
+  protobuf_c_boolean auto_stage;
+  /*
+   * as in SetDeviceMuted
+   */
+  uint64_t ending_clock;
+  uint64_t ending_replica;
+  uint64_t ending_sequence;
+};
+#define HOMEROOM__V1__SET_HAND_RAISING__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_hand_raising__descriptor) \
+    , 0, 0, 0, 0, 0 }
 
 
 struct  Homeroom__V1__SetRoomProperty
@@ -1363,6 +1425,44 @@ Homeroom__V1__MuteAll *
 void   homeroom__v1__mute_all__free_unpacked
                      (Homeroom__V1__MuteAll *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__SetDeviceMuted methods */
+void   homeroom__v1__set_device_muted__init
+                     (Homeroom__V1__SetDeviceMuted         *message);
+size_t homeroom__v1__set_device_muted__get_packed_size
+                     (const Homeroom__V1__SetDeviceMuted   *message);
+size_t homeroom__v1__set_device_muted__pack
+                     (const Homeroom__V1__SetDeviceMuted   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__set_device_muted__pack_to_buffer
+                     (const Homeroom__V1__SetDeviceMuted   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__SetDeviceMuted *
+       homeroom__v1__set_device_muted__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__set_device_muted__free_unpacked
+                     (Homeroom__V1__SetDeviceMuted *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__SetHandRaising methods */
+void   homeroom__v1__set_hand_raising__init
+                     (Homeroom__V1__SetHandRaising         *message);
+size_t homeroom__v1__set_hand_raising__get_packed_size
+                     (const Homeroom__V1__SetHandRaising   *message);
+size_t homeroom__v1__set_hand_raising__pack
+                     (const Homeroom__V1__SetHandRaising   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__set_hand_raising__pack_to_buffer
+                     (const Homeroom__V1__SetHandRaising   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__SetHandRaising *
+       homeroom__v1__set_hand_raising__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__set_hand_raising__free_unpacked
+                     (Homeroom__V1__SetHandRaising *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__SetRoomProperty methods */
 void   homeroom__v1__set_room_property__init
                      (Homeroom__V1__SetRoomProperty         *message);
@@ -1712,6 +1812,12 @@ typedef void (*Homeroom__V1__SetClassState_Closure)
 typedef void (*Homeroom__V1__MuteAll_Closure)
                  (const Homeroom__V1__MuteAll *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__SetDeviceMuted_Closure)
+                 (const Homeroom__V1__SetDeviceMuted *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__SetHandRaising_Closure)
+                 (const Homeroom__V1__SetHandRaising *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__SetRoomProperty_Closure)
                  (const Homeroom__V1__SetRoomProperty *message,
                   void *closure_data);
@@ -1787,6 +1893,8 @@ extern const ProtobufCMessageDescriptor homeroom__v1__set_schedule__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_carousel__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_class_state__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__mute_all__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__set_device_muted__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__set_hand_raising__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_room_property__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__acquire_lock__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_breakout_group__descriptor;

@@ -37,6 +37,7 @@ typedef struct Homeroom__V1__SessionFloor Homeroom__V1__SessionFloor;
 typedef struct Homeroom__V1__DeadIncarnation Homeroom__V1__DeadIncarnation;
 typedef struct Homeroom__V1__RetiredName Homeroom__V1__RetiredName;
 typedef struct Homeroom__V1__RoomPatch Homeroom__V1__RoomPatch;
+typedef struct Homeroom__V1__RoomGate Homeroom__V1__RoomGate;
 typedef struct Homeroom__V1__BreakoutGroupRecord Homeroom__V1__BreakoutGroupRecord;
 typedef struct Homeroom__V1__BreakoutAssignment Homeroom__V1__BreakoutAssignment;
 
@@ -540,10 +541,53 @@ struct  Homeroom__V1__RoomPatch
    * the latest end of every group (max-merged); absent: never
    */
   Homeroom__V1__Stamp *breakout_ended;
+  /*
+   * the room's camera mute; absent: never muted
+   */
+  Homeroom__V1__RoomGate *camera_mute;
+  /*
+   * the room's microphone mute; absent: never muted
+   */
+  Homeroom__V1__RoomGate *microphone_mute;
+  /*
+   * closed while hand raising is off; absent: never switched off
+   */
+  Homeroom__V1__RoomGate *hand_raising;
+  /*
+   * LWW; counts only while hand raising is on; absent: false
+   */
+  Homeroom__V1__BoolRegister *auto_stage;
 };
 #define HOMEROOM__V1__ROOM_PATCH__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__room_patch__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, 0,NULL, 0,NULL, 0,NULL, NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL }
+
+
+/*
+ * A room-wide switch (docs/PROTOCOL.md, "Room mutes"): a mute, or hand raising switched
+ * off. Closed by its latest closing
+ * until an opening that names that closing. Merge: the larger `closed`; of two
+ * openings, the one ending the larger closing, then the one with the smaller stamp.
+ */
+struct  Homeroom__V1__RoomGate
+{
+  ProtobufCMessage base;
+  /*
+   * the latest closing; absent: never closed
+   */
+  Homeroom__V1__Stamp *closed;
+  /*
+   * the closing the opening that counts ends; absent: no opening
+   */
+  Homeroom__V1__Stamp *opening_ends;
+  /*
+   * that opening's own stamp; required with opening_ends
+   */
+  Homeroom__V1__Stamp *opening_at;
+};
+#define HOMEROOM__V1__ROOM_GATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__room_gate__descriptor) \
+    , NULL, NULL, NULL }
 
 
 /*
@@ -982,6 +1026,25 @@ Homeroom__V1__RoomPatch *
 void   homeroom__v1__room_patch__free_unpacked
                      (Homeroom__V1__RoomPatch *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__RoomGate methods */
+void   homeroom__v1__room_gate__init
+                     (Homeroom__V1__RoomGate         *message);
+size_t homeroom__v1__room_gate__get_packed_size
+                     (const Homeroom__V1__RoomGate   *message);
+size_t homeroom__v1__room_gate__pack
+                     (const Homeroom__V1__RoomGate   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__room_gate__pack_to_buffer
+                     (const Homeroom__V1__RoomGate   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__RoomGate *
+       homeroom__v1__room_gate__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__room_gate__free_unpacked
+                     (Homeroom__V1__RoomGate *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__BreakoutGroupRecord methods */
 void   homeroom__v1__breakout_group_record__init
                      (Homeroom__V1__BreakoutGroupRecord         *message);
@@ -1085,6 +1148,9 @@ typedef void (*Homeroom__V1__RetiredName_Closure)
 typedef void (*Homeroom__V1__RoomPatch_Closure)
                  (const Homeroom__V1__RoomPatch *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__RoomGate_Closure)
+                 (const Homeroom__V1__RoomGate *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__BreakoutGroupRecord_Closure)
                  (const Homeroom__V1__BreakoutGroupRecord *message,
                   void *closure_data);
@@ -1118,6 +1184,7 @@ extern const ProtobufCMessageDescriptor homeroom__v1__session_floor__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__dead_incarnation__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__retired_name__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__room_gate__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__breakout_group_record__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__breakout_assignment__descriptor;
 
