@@ -21,6 +21,8 @@ struct ChaosOptions: Sendable {
     var reportPath: String?
     var teachers = 2
     var students = 6
+    /// Assistants that race on the compare-and-set key (CompareAndSetRace.swift).
+    var racers = 3
     /// Each writer aims at this many writes per second.
     var writesPerSecond = 6.0
     /// After the last heal every replica must be identical within this bound, or the run fails.
@@ -82,6 +84,8 @@ struct ChaosOptions: Sendable {
           --run-dir <path>        Where node data, logs and pid files go (default .build/chaos/run-<seed>).
           --report <file>         JSON report (default .build/chaos/report-<seed>.json).
           --teachers <n>          Teacher writers (default 2).   --students <n>  Student writers (default 6).
+          --racers <n>            Assistants racing on one compare-and-set key, 0 to 6 (default 3; below 2
+                                  there is no contention and no floor for it).
           --rate <n>              Writes per second per writer (default 6).
           --kinds <a,b,...>       Only these fault kinds: \(FaultKind.allCases.map(\.rawValue).joined(separator: ", ")).
           --fault-ms <a-b>        Each fault lasts a..b ms (default 3000-4500 short, 2000-8000 soak).
@@ -154,6 +158,7 @@ struct ChaosOptions: Sendable {
             case "--report": options.reportPath = value(argument)
             case "--teachers": options.teachers = integer(argument, 1...4)
             case "--students": options.students = integer(argument, 1...30)
+            case "--racers": options.racers = integer(argument, 0...6)
             case "--rate": options.writesPerSecond = Double(integer(argument, 1...50) as Int)
             case "--kinds":
                 let names = value(argument).split(separator: ",").map(String.init)
@@ -211,6 +216,7 @@ struct ChaosOptions: Sendable {
         if !options.onlyKinds.isEmpty { replay.append("--kinds \(options.onlyKinds.map(\.rawValue).joined(separator: ","))") }
         if options.teachers != 2 { replay.append("--teachers \(options.teachers)") }
         if options.students != 6 { replay.append("--students \(options.students)") }
+        if options.racers != 3 { replay.append("--racers \(options.racers)") }
         if options.writesPerSecond != 6 { replay.append("--rate \(Int(options.writesPerSecond))") }
         if let heartbeat = options.heartbeatMillis { replay.append("--heartbeat-ms \(heartbeat)") }
         if let window = options.rewardWindowMillis { replay.append("--reward-window-ms \(window)") }

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import HomeroomCore
+import HomeroomEngine
 import HomeroomNode
 import Synchronization
 import HomeroomSupport
@@ -148,6 +149,14 @@ struct ChaosRun {
         }
         let mallory = Writer(user: bannedUser, role: .student, endpoints: endpoints(from: n - 1), seed: options.seed &+ 999)
         writers.append(mallory)
+        // Racers start at different owners of the room, so their races cross nodes (and partitions).
+        let owners = options.effectiveReplicas == 0 ? Array(0..<n)
+            : Placement(replicas: options.effectiveReplicas, members: (1...n).map { "n\($0)" })
+                .owners(of: room).compactMap { Int($0.dropFirst()).map { $0 - 1 } }
+        for (index, racer) in CompareAndSetRace.racerNames(options.racers).enumerated() {
+            writers.append(Writer(user: racer, role: CompareAndSetRace.role, endpoints: endpoints(from: owners.isEmpty ? index : owners[index % owners.count]),
+                                  seed: options.seed &+ UInt64(200 + index) &* 7919))
+        }
         for writer in writers {
             guard retry(seconds: 15, { () throws(ClientError) in try writer.connect(room: room, logger: logger) }) else {
                 fputs("homeroom-chaos: \(writer.user) could not join\n", stderr)
@@ -170,7 +179,7 @@ struct ChaosRun {
             fputs("homeroom-chaos: the cluster did not form within 20 s; node logs in \(runDirectory)\n", stderr)
             return 2
         }
-        say("cluster formed: \(writers.count) writers (\(options.teachers) teachers, \(students.count) students, \(bannedUser)), \(n) observers")
+        say("cluster formed: \(writers.count) writers (\(options.teachers) teachers, \(students.count) students, \(bannedUser), \(options.racers) racers), \(n) observers")
 
         // Workload and nemesis.
         let plan = WorkloadPlan(students: students, writesPerSecond: options.writesPerSecond)
@@ -251,7 +260,10 @@ struct ChaosRun {
         var convergedAt: UInt64?
         var presentAt: UInt64?
         var settled: [FinalReplica]?
+        var rejoinedAtEnd = 0
         while Clock.now - finalHealAt < waitLimit {
+            // A kick that reached a student only after its loop stopped: it joins again, as in the run.
+            for writer in writers where writer.loopEnded && writer.rejoinIfKickedOut(room: room, logger: logger) { rejoinedAtEnd += 1 }
             let replicas = finalReplicas()
             if replicas.count == n + writers.filter({ !$0.banned.load(ordering: .acquiring) }).count,
                let first = replicas.first, replicas.allSatisfy({ $0.state == first.state }) {
@@ -275,6 +287,7 @@ struct ChaosRun {
         let convergence = convergedAt.map { $0 - finalHealAt }
         let presence = presentAt.map { $0 - finalHealAt }
         say(convergence.map { "converged \($0) ms after the final heal" } ?? "NOT converged within \(waitLimit) ms of the final heal")
+        if rejoinedAtEnd > 0 { say("\(rejoinedAtEnd) kicked writers joined again after the final heal") }
         if convergence != nil {
             say(presence.map { "every connected writer online \($0) ms after the final heal" }
                 ?? "some connected writers still offline \(Clock.now - finalHealAt) ms after the final heal")
@@ -309,9 +322,12 @@ struct ChaosRun {
             guard let result = record.compareAndSet?.result, case .acknowledged = record.outcome else { continue }
             compareAndSetKept[index] = byUser[record.client]?.current?.propertyWriteKept(result)
         }
-        let presenceWriters = writers.filter {
-            !$0.banned.load(ordering: .acquiring) && $0.current?.connectionState == .connected && $0.recreated.load(ordering: .relaxed) == 0
-        }.map(\.user)
+        let presenceWriters = writers.filter { !$0.banned.load(ordering: .acquiring) && $0.current?.connectionState == .connected }
+        // Each one's current client: the last that joined.
+        let presenceSince = presenceWriters.reduce(into: [UserID: UInt64]()) { since, writer in
+            since[writer.user] = writer.inboxes.withLock { $0.last?.joinedAt } ?? .max
+        }
+        let lossesTold = writers.reduce(into: Set<Dot>()) { told, writer in told.formUnion(writer.compareAndSetLossesTold.withLock { $0 }) }
         let metrics = cluster.nodes.map { ($0.name, $0.metrics()) }
         // Stop the nodes (graceful: their shutdown path is checked too), then read their logs.
         let stoppingAt = Clock.now
@@ -352,7 +368,11 @@ struct ChaosRun {
                               downsByFault: FalseDowns.byFault(downs, spans: nemesis.spans, index: nodeIndex, until: stoppingAt),
                               unexpectedExits: cluster.unexpectedExits, nemesisFailures: nemesis.failures, stuckWriters: stuck,
                               inboxes: delivered.all, finalClients: delivered.final, compareAndSetKept: compareAndSetKept,
-                              presenceWriters: presenceWriters)
+                              presenceWriters: presenceWriters.map(\.user), presenceSince: presenceSince, compareAndSetLossesTold: lossesTold,
+                              cutWindows: nemesis.spans.filter { [.halves, .ring, .bridge, .isolate].contains($0.kind) }
+                                  .map { $0.from...max($0.from, $0.to ?? finalHealAt) },
+                              floors: WorkloadFloors(plannedMillis: schedule.map(\.endMillis).max() ?? 0, teachers: options.teachers,
+                                                     writesPerSecond: options.writesPerSecond, racers: options.racers))
         var result = checker.run()
         if options.closed {
             result.checks.append(closedRoomCheck(metrics: metrics, writers: writers, banAcknowledged: banAcknowledged))

@@ -53,8 +53,15 @@ struct Checker {
     var finalClients: Set<String> = []
     /// By history index: each acknowledged compare-and-set write as its writer's client judges it.
     var compareAndSetKept: [Int: Bool?] = [:]
-    /// Connected at the end through their first client: their presence state is checked.
+    /// Connected at the end: their presence state is checked, from when their current client joined.
     var presenceWriters: [UserID] = []
+    var presenceSince: [UserID: UInt64] = [:]
+    /// Compare-and-set writes their writers' clients were told they lost (`.propertyConflict`).
+    var compareAndSetLossesTold: Set<Dot> = []
+    /// When partitions cut links between nodes, for the splits made across one.
+    var cutWindows: [ClosedRange<UInt64>] = []
+    /// What the workload must at least have done (kicks, contention); none by default.
+    var floors = WorkloadFloors.none
 
     struct Result {
         var checks: [Check]
@@ -273,7 +280,13 @@ struct Checker {
 
         // 3e. Stage and hands: who should have won, from the acknowledged promotions and
         // hand writes, against what every replica shows (the invariants only count them).
-        result.checks.append(StageModel(order: registerOrder, bannedUser: bannedUser, banAcknowledged: banAcknowledged).check(replicas))
+        result.checks.append(StageModel(order: registerOrder, kicks: KickOrder(history: history, stamps: tracking.stamps),
+                                        bannedUser: bannedUser, banAcknowledged: banAcknowledged).check(replicas))
+
+        // 3e'. Kicks: every acknowledged one reflected on every replica, unless a later write explains otherwise.
+        if floors.kicks > 0 || history.contains(where: { $0.kick != nil }) {
+            result.checks.append(KickCheck(history: history, replicas: replicas, stamps: tracking.stamps, floor: floors.kicks).check())
+        }
 
         // 3f. Messages: delivered once, in each sender's order, caught up after cuts.
         if history.contains(where: { $0.message != nil }) || !inboxes.isEmpty {
@@ -281,11 +294,14 @@ struct Checker {
         }
 
         // 3g. Compare-and-set and presence state, when the workload wrote them.
-        if history.contains(where: { $0.compareAndSet != nil }) {
-            result.checks.append(CompareAndSetCheck(history: history, replicas: replicas, kept: compareAndSetKept).check())
+        if history.contains(where: { $0.compareAndSet != nil }) || floors.contendedCompareAndSets > 0 {
+            result.checks.append(CompareAndSetCheck(history: history, replicas: replicas, kept: compareAndSetKept,
+                                                    seen: tracking.compareAndSetSeen, lossesTold: compareAndSetLossesTold,
+                                                    contentionFloor: floors.contendedCompareAndSets, splitFloor: floors.splits, cutWindows: cutWindows,
+                                                    mergeGraceMillis: options.healBoundMillis).check())
         }
         if history.contains(where: { $0.presence != nil }) {
-            result.checks.append(PresenceStateCheck(history: history, replicas: replicas, writers: presenceWriters).check())
+            result.checks.append(PresenceStateCheck(history: history, replicas: replicas, writers: presenceWriters, since: presenceSince).check())
         }
 
         // 4. Invariants: sampled during the run on every node, and on every final replica.
@@ -332,9 +348,12 @@ struct Checker {
         // The banned writer is refused by design once the ban lands.
         for (writer, records) in writers.sorted(by: { $0.key < $1.key }) where writer != bannedUser {
             let acked = records.filter { if case .acknowledged = $0.outcome { return true } else { return false } }.count
-            let ratio = Double(acked) / Double(max(1, records.count))
-            if ratio < options.minimumAcknowledgedRatio {
-                progressProblems.append("\(writer): \(acked) of \(records.count) writes acknowledged (\(Int(ratio * 100))%, at least \(Int(options.minimumAcknowledgedRatio * 100))% required)")
+            // A conditional write refused as stale is an answer the race is built to get, not a failure.
+            let stale = records.filter { $0.outcome == .refused("revision-mismatch") }.count
+            let answerable = records.count - stale
+            let ratio = Double(acked) / Double(max(1, answerable))
+            if answerable > 0 && ratio < options.minimumAcknowledgedRatio {
+                progressProblems.append("\(writer): \(acked) of \(answerable) writes acknowledged (\(Int(ratio * 100))%, at least \(Int(options.minimumAcknowledgedRatio * 100))% required; \(stale) refused as stale not counted)")
             }
         }
         if history.isEmpty { progressProblems.append("no write was attempted") }

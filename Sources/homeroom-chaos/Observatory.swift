@@ -20,9 +20,13 @@ final class Observatory: Sendable {
         var violationCount = 0
         var samples = 0
         var recreated = 0
-        /// The stamp of each register write seen on a node, by dot: an acknowledgement
-        /// carries only the dot, and the checker orders acknowledged writes by stamp.
+        /// The stamp of each register write and each kick seen on a node, by dot: an
+        /// acknowledgement carries only the dot, and the checker orders acknowledged
+        /// writes (and kicks against them) by stamp.
         var stamps: [Dot: Stamp] = [:]
+        /// Each write of the compare-and-set key seen on a node, by dot: its rank and
+        /// lineage, from which the checker rebuilds the chain the merge kept.
+        var compareAndSetSeen: [Dot: SeenPropertyWrite] = [:]
     }
 
     let room: String
@@ -129,6 +133,8 @@ final class Observatory: Sendable {
             for (index, state) in states.enumerated() {
                 guard let state else { continue }
                 for held in state.workloadRegisters() where held.stamp.sequence != 0 { tracking.stamps[held.stamp.dot] = held.stamp }
+                for record in state.users.values where record.kicked.sequence != 0 { tracking.stamps[record.kicked.dot] = record.kicked }
+                if let seen = SeenPropertyWrite(state.properties[WorkloadPlan.compareAndSetKey]) { tracking.compareAndSetSeen[seen.dot] = seen }
                 for problem in Invariants.check(state, bannedUser: bannedUser) {
                     record(&tracking, "n\(index + 1) at \(now) ms: \(problem)")
                 }

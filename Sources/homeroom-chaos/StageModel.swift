@@ -3,12 +3,14 @@ import HomeroomCore
 /// Who should be on stage and who should have a hand up once the replicas agree, from
 /// the history alone, as the simulation's `modelWinners` has it: each user's stage and
 /// hand register and the limits as the acknowledged writes leave them (`RegisterOrder`),
-/// the banned user out, candidates in Core's order (`CandidateOrder`: stamp, then user
-/// id), the first `limit` winning. Each replica's winners come from its incremental
+/// the banned user out, a user's promotion or raise not counting unless stamped after
+/// the user's last acknowledged kick (`KickOrder`), candidates in Core's order
+/// (`CandidateOrder`: stamp, then user id), the first `limit` winning. Each replica's winners come from its incremental
 /// queues, cut to the limit; the invariant check only counts them, so a wrong order, a
 /// lost promotion or a lowering that did not take shows only against this model.
 struct StageModel {
     var order: RegisterOrder
+    var kicks = KickOrder()
     var bannedUser: UserID
     var banAcknowledged: Bool
 
@@ -32,12 +34,13 @@ struct StageModel {
         var users = Set(order.acknowledged.values.compactMap { $0.field == "stage" || $0.field == "hand" ? $0.user : nil })
         users.formUnion(state.users.keys)
         if banned { users.remove(bannedUser) }
-        // The workload never kicks, so a candidate is a user whose register says on (or up).
+        // A candidate: a user whose register says on (or up), written after its last kick.
         func winners(_ field: String, limit: Int) -> [UserID] {
             var candidates: [(stamp: Stamp, user: UserID)] = []
             for user in users {
                 let key = RegisterKey(user: user, field: field)
                 guard let write = order.expected(key, held: state.workloadRegister(key)), write.value == "true" else { continue }
+                guard kicks.expected(user, held: state.users[user]?.kicked ?? .origin) < write.stamp else { continue }
                 candidates.append((write.stamp, user))
             }
             candidates.sort { CandidateOrder.precedes($0.stamp, $0.user, $1.stamp, $1.user) }
@@ -80,7 +83,7 @@ struct StageModel {
             detail = "\(writes.count) acknowledged stage and hand writes, none with a stamp seen: the model has nothing to order"
         } else if problems.isEmpty {
             let winners = shown ?? Winners(stage: [], hands: [], stageLimit: RoomState.defaultStageLimit, handLimit: RoomState.defaultHandLimit)
-            detail = "\(replicas.count) replicas show the stage [\(winners.stage.joined(separator: ", "))] (limit \(winners.stageLimit)) and the hands [\(winners.hands.joined(separator: ", "))] (limit \(winners.handLimit)) the model gives from \(writes.count) acknowledged stage and hand writes (\(promotions) promotions, \(raises) raises; \(order.ordered) of \(order.acknowledged.count) acknowledged register writes ordered by a seen stamp)"
+            detail = "\(replicas.count) replicas show the stage [\(winners.stage.joined(separator: ", "))] (limit \(winners.stageLimit)) and the hands [\(winners.hands.joined(separator: ", "))] (limit \(winners.handLimit)) the model gives from \(writes.count) acknowledged stage and hand writes (\(promotions) promotions, \(raises) raises, \(kicks.acknowledged.count) kicks; \(order.ordered) of \(order.acknowledged.count) acknowledged register writes ordered by a seen stamp)"
         } else {
             detail = "\(problems.count) problems, first: \(problems[0])"
         }

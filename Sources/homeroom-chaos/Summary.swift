@@ -65,6 +65,8 @@ extension ChaosRun {
         let clients: [JSON] = writers.map { writer in
             .object([("user", .string(writer.user)), ("role", .string("\(writer.role)")),
                      ("recreated", .int(writer.recreated.load(ordering: .relaxed))),
+                     ("rejoined_after_kicks", .int(writer.rejoins.load(ordering: .relaxed))),
+                     ("returned_home", .int(writer.returnedHome.load(ordering: .relaxed))),
                      ("banned", .bool(writer.banned.load(ordering: .relaxed))),
                      ("state", .string(writer.current?.connectionState.rawValue ?? "none"))])
         }

@@ -77,6 +77,16 @@ struct WriteRecord: Sendable {
     var presence: String?
     /// For compare-and-set writes: the revision expected, and the node's answer when acknowledged.
     var compareAndSet: CompareAndSetMark?
+    /// For kicks: whom, and what the kicker's replica showed of them.
+    var kick: KickMark?
+}
+
+/// A kick of the workload: the user kicked, and whether the kicker's replica showed
+/// them on stage or with a hand up when it kicked (what the kick takes away).
+struct KickMark: Sendable, Hashable {
+    var user: UserID
+    var onStage = false
+    var handUp = false
 }
 
 /// A compare-and-set write of the workload: the value, the revision it expected the key
@@ -155,6 +165,13 @@ final class Writer: Sendable {
     /// Set when this user was banned: it leaves the equality check (its node no longer serves it).
     let banned = Atomic<Bool>(false)
     let recreated = Atomic<Int>(0)
+    /// New clients made because this user was kicked (as a person would join again).
+    let rejoins = Atomic<Int>(0)
+    /// New clients made to get back to the first endpoint after a failover or a redirect moved it.
+    let returnedHome = Atomic<Int>(0)
+    /// Dots of this writer's compare-and-set writes its clients reported lost
+    /// (`.propertyConflict`): the loser of a split is told.
+    let compareAndSetLossesTold = Mutex<Set<Dot>>([])
     /// The fence of the lock grant this writer last got (0: none), for its guarded writes.
     let heldFence = Atomic<UInt64>(0)
     /// What each of this writer's clients delivered (MessageCheck.swift).
@@ -190,6 +207,13 @@ final class Writer: Sendable {
             let marks = deliveries.map { DeliveryMark($0) }
             self?.inboxes.withLock { $0[instance].deliveries += marks }
         }
+        fresh.onMessagingChange { [weak self] changes in
+            var lost: [Dot] = []
+            for case let .propertyConflict(conflict) in changes where conflict.scope == .room && conflict.key == WorkloadPlan.compareAndSetKey {
+                lost += conflict.lostDots
+            }
+            if !lost.isEmpty { self?.compareAndSetLossesTold.withLock { $0.formUnion(lost) } }
+        }
         try fresh.connect()
         let joinedAt = Clock.now
         inboxes.withLock { $0[instance].joinedAt = joinedAt }
@@ -206,14 +230,63 @@ final class Writer: Sendable {
 
     func wait(millis: UInt64) -> Bool { worker.withLock { $0 }?.wait(millis: millis) ?? true }
 
+    /// Whether this writer's loop has ended (or never ran): its client is then free for the harness.
+    var loopEnded: Bool { worker.withLock { $0 }?.finished ?? true }
+
+    /// Whether this user's replica shows it kicked out: a kick and no open session begun
+    /// after it (docs/PROTOCOL.md, "Deriving the roster"). Its writes are still taken, but
+    /// it is offline until it joins again.
+    var isKickedOut: Bool {
+        guard let record = current?.replica.users[user], record.kicked != .origin else { return false }
+        return !record.sessions.contains { $0.ended == nil && record.kicked < $0.started }
+    }
+
+    /// A kicked user joins again, as a person would (a kick is "leave now", docs/SECURITY.md):
+    /// the old client leaves, a new one joins with a new session. True when it rejoined.
+    @discardableResult
+    func rejoinIfKickedOut(room: String, logger: Logger) -> Bool {
+        guard !banned.load(ordering: .acquiring), isKickedOut, let old = current else { return false }
+        old.close()
+        do {
+            try connect(room: room, logger: logger)
+        } catch {
+            // The closed client reads as aborted: the loop's reconnect path tries again.
+            if case .refused(code: "banned", _) = error { banned.store(true, ordering: .releasing) }
+            return false
+        }
+        rejoins.add(1, ordering: .relaxed)
+        return true
+    }
+
+    /// A client attached elsewhere than this writer's first endpoint (a failover, a drain's
+    /// or a join's redirect moved it) is replaced by one that joins there again, if it can.
+    /// True when a new client joined.
+    @discardableResult
+    func returnHomeIfMoved(room: String, logger: Logger) -> Bool {
+        guard let old = current, old.connectionState == .connected, let home = endpoints.first,
+              let attached = old.linkStatus.node, attached != home.address else { return false }
+        old.close()
+        do {
+            try connect(room: room, logger: logger)
+        } catch {
+            return false
+        }
+        returnedHome.add(1, ordering: .relaxed)
+        return true
+    }
+
     private func loop(room: String, logger: Logger, history: History, plan: WorkloadPlan) {
         var rng = SplitMix64(seed: seed)
         var sequence = 0
-        let interval = 1000.0 / plan.writesPerSecond
+        var lastHomeCheck = Clock.now
         while !stopping {
-            let pause = UInt64(max(1, interval * Double.random(in: 0.5...1.5, using: &rng)))
-            Clock.sleep(millis: pause)
+            Clock.sleep(millis: plan.pauseMillis(for: self, rng: &rng))
             if stopping { break }
+            if rejoinIfKickedOut(room: room, logger: logger) { continue }
+            if let every = plan.returnHomeMillis(for: self), Clock.now - lastHomeCheck >= every {
+                lastHomeCheck = Clock.now
+                if returnHomeIfMoved(room: room, logger: logger) { continue }
+            }
             guard let current else { break }
             if current.connectionState == .aborted {
                 if banned.load(ordering: .acquiring) { break }
@@ -235,6 +308,11 @@ final class Writer: Sendable {
             var message: MessageMark?
             var presence: String?
             var compareAndSet: CompareAndSetMark?
+            var kick: KickMark?
+            if case let .kick(target) = operation {
+                let replica = current.replica
+                kick = KickMark(user: target, onStage: replica.stageWinners.contains(target), handUp: replica.raisedHands.contains(target))
+            }
             do {
                 switch operation {
                 case let .setPresenceState(_, _, items):
@@ -284,7 +362,7 @@ final class Writer: Sendable {
             history.append(WriteRecord(client: user, operation: operation.name, invokedAt: invoked, completedAt: Clock.now,
                                        outcome: outcome, reward: reward, property: property, lock: lock,
                                        register: RegisterMark(operation), message: message, presence: presence,
-                                       compareAndSet: compareAndSet))
+                                       compareAndSet: compareAndSet, kick: kick))
             if case .refused("banned") = outcome {
                 banned.store(true, ordering: .releasing)
                 break
@@ -294,9 +372,10 @@ final class Writer: Sendable {
 }
 
 /// What the writers write: teachers change the stage, privileges, whiteboard, limits,
-/// reward students and set room properties; students flip their devices and hands and
-/// set their own properties. Rewards and properties are unique, so each acknowledged
-/// one can be found (or found missing) in the final state.
+/// reward and kick students and set room properties; students flip their devices and
+/// hands and set their own properties; racers (assistants) race on one compare-and-set
+/// key. Rewards and properties are unique, so each acknowledged one can be found (or
+/// found missing) in the final state.
 final class WorkloadPlan: Sendable {
     let students: [UserID]
     let writesPerSecond: Double
@@ -322,15 +401,44 @@ final class WorkloadPlan: Sendable {
         return RewardMark(author: author, target: target, amount: amount)
     }
 
+    /// How long a writer waits before its next write: a racer until the next round of the
+    /// race (every racer wakes at the same instant), anyone else about 1/rate, jittered.
+    func pauseMillis(for writer: Writer, rng: inout SplitMix64) -> UInt64 {
+        if writer.role == CompareAndSetRace.role { return CompareAndSetRace.millisToNextRound(now: Clock.now) }
+        return UInt64(max(1, 1000.0 / writesPerSecond * Double.random(in: 0.5...1.5, using: &rng)))
+    }
+
+    /// How often a writer goes back to its first node when something moved it (nil: never):
+    /// racers, so that they stay spread over the room's owners and keep racing across nodes.
+    func returnHomeMillis(for writer: Writer) -> UInt64? {
+        writer.role == CompareAndSetRace.role ? CompareAndSetRace.returnHomeMillis : nil
+    }
+
+    /// Whom a teacher kicks: a student its replica shows on stage or with a hand up when
+    /// there is one (so kicks take someone off the stage and lower hands), else anyone.
+    func kickTarget(seenBy writer: Writer, rng: inout SplitMix64) -> UserID {
+        let replica = writer.current?.replica
+        let showing = Set((replica?.stageWinners ?? []) + (replica?.raisedHands ?? []))
+        let visible = students.filter { showing.contains($0) }
+        return (visible.isEmpty ? students : visible).randomElement(using: &rng)!
+    }
+
     func nextOperation(for writer: Writer, sequence: Int, rng: inout SplitMix64) -> (Operation, RewardMark?, PropertyMark?) {
+        if writer.role == CompareAndSetRace.role {
+            let expected = writer.current?.propertyRevision(.room, key: Self.compareAndSetKey) ?? 0
+            return (CompareAndSetRace.operation(racer: writer.user, sequence: sequence, expected: expected), nil, nil)
+        }
         let roll = Int.random(in: 0..<100, using: &rng)
         if writer.role == .teacher {
             let student = students.randomElement(using: &rng)!
             switch roll {
             case 0..<24: return (.setStage(user: student, on: Bool.random(using: &rng)), nil, nil)
-            case 24..<42:
+            case 24..<41:
                 let device: Device = Bool.random(using: &rng) ? .camera : .microphone
                 return (.setPrivilege(user: student, device: device, allowed: Bool.random(using: &rng)), nil, nil)
+            case 41..<42:
+                // Now and then a student is kicked out; its client joins again (Writer.rejoinIfKickedOut).
+                return (.kick(user: kickTarget(seenBy: writer, rng: &rng)), nil, nil)
             case 42..<50: return (.setBoard(user: student, granted: Bool.random(using: &rng)), nil, nil)
             case 50..<75:
                 let index = counters.withLock { counters -> Int in
