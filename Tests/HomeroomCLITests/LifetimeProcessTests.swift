@@ -52,13 +52,20 @@ import Testing
             }
             if index == 10 { sizeAfterTen = try Self.rosterReplyBytes(node, room) }
         }
-        // At rest, the node folds every ended session (docs/ARCHITECTURE.md, "Lifetime").
-        usleep(useconds_t((RoomState.sessionFoldQuietMillis + 2_000) * 1_000))
-        let sizeAtEnd = try Self.rosterReplyBytes(node, room)
+        // At rest, the node folds every ended session (docs/ARCHITECTURE.md, "Lifetime"):
+        // after the quiet period, at its next look. Waited for (roster reads hold no
+        // session, so they do not disturb the rest), bounded at 30 s past the quiet period.
+        let foldsWanted = Double(Self.oneShots / 4 / 8 / 2)
+        usleep(useconds_t(RoomState.sessionFoldQuietMillis * 1_000))
+        var sizeAtEnd = 0.0
+        _ = eventually(30) {
+            sizeAtEnd = (try? Self.rosterReplyBytes(node, room)) ?? .infinity
+            return sizeAtEnd <= sizeAfterTen * 1.2 && (node.metric("homeroom_session_folds_total") ?? 0) >= foldsWanted
+        }
         print("lifetime: \(Self.oneShots) one-shots in \(Int(Date().timeIntervalSince(started))) s; roster download \(Int(sizeAfterTen)) B after 10, \(Int(sizeAtEnd)) B at the end; folds \(node.metric("homeroom_session_folds_total") ?? -1)")
         #expect(sizeAfterTen > 0)
         #expect(sizeAtEnd <= sizeAfterTen * 1.2, "the room grew from \(sizeAfterTen) to \(sizeAtEnd) bytes with the number of sessions")
-        #expect((node.metric("homeroom_session_folds_total") ?? 0) >= Double(Self.oneShots / 4 / 8 / 2), "the node did not fold the ended sessions")
+        #expect((node.metric("homeroom_session_folds_total") ?? 0) >= foldsWanted, "the node did not fold the ended sessions")
 
         // kill -9, then a restart on the same store: it loads, and the room is joinable.
         node.crash()
@@ -125,8 +132,14 @@ import Testing
         usleep(settle)
         let sizeAfterTwenty = try Self.rosterReplyBytes(a, onA)
         try reward(Self.oneShots / 10)
-        usleep(settle)
-        let sizeAtEnd = try Self.rosterReplyBytes(a, onA)
+        // Folded once the newest is quiet: waited for (roster reads add no reward), bounded
+        // at 40 s past the quiet period.
+        usleep(useconds_t(RoomState.rewardFoldQuietMillis * 1_000))
+        var sizeAtEnd = 0.0
+        _ = eventually(40) {
+            sizeAtEnd = (try? Self.rosterReplyBytes(a, onA)) ?? .infinity
+            return sizeAtEnd <= sizeAfterTwenty * 1.2
+        }
         let folds = (a.metric("homeroom_reward_folds_total") ?? 0, b.metric("homeroom_reward_folds_total") ?? 0)
         print("lifetime: \(acknowledged) rewards through two nodes; roster download \(Int(sizeAfterTwenty)) B after 20, \(Int(sizeAtEnd)) B at the end; reward folds \(folds)")
         #expect(acknowledged == 20 + Self.oneShots / 10)

@@ -181,7 +181,9 @@ import Testing
         try sniffer.dial(second.publish)
         #expect(ClosedWaiting.until(5) { !recorded.all.isEmpty }, "no heartbeat recorded")
         let copy = try #require(recorded.all.first)
-        usleep(500_000) // the first node hears fresher heartbeats of the second meanwhile
+        // Three newer heartbeats of the second node recorded: the first node, subscribed to
+        // the same socket, has heard this one (and fresher ones) by now.
+        #expect(ClosedWaiting.until(10) { recorded.all.count >= 4 }, "the second node published no newer heartbeats")
         let replayer = try SPRequester()
         defer { replayer.close() }
         try replayer.dial(first.listen)
@@ -213,11 +215,14 @@ import Testing
         sniffer.subscribe(Topics.clientUser("fort", "bob"))
         sniffer.subscribe(Topics.clientRoom("fort"))
         try sniffer.dial(node.publish)
-        usleep(300_000)
         let secret = "whisper-\(UInt32.random(in: 0...UInt32.max))"
-        _ = try tina.sendPeer(to: "bob", Array(secret.utf8))
         let bobsTopic = Topics.clientUser("fort", "bob")
-        #expect(ClosedWaiting.until(5) { recorded.all.contains { $0.starts(with: bobsTopic) } }, "nothing recorded on bob's private topic")
+        // The recorder's subscription takes a moment to reach the node: whisper (the same
+        // secret) until one is recorded on bob's topic.
+        #expect(ClosedWaiting.until(15) {
+            _ = try? tina.sendPeer(to: "bob", Array(secret.utf8))
+            return ClosedWaiting.until(0.5) { recorded.all.contains { $0.starts(with: bobsTopic) } }
+        }, "nothing recorded on bob's private topic")
         let mine = [TopicKeyring.Key(id: keys.roomKeyID, secret: keys.roomKey), TopicKeyring.Key(id: keys.userKeyID, secret: keys.userKey)]
         for message in recorded.all {
             #expect(!ByteSearch.contains(message, secret), "a whisper in clear on the publish socket")

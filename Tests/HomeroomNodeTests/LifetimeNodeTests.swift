@@ -192,28 +192,32 @@ import HomeroomEngine
         // A room on the store, so the restart has something to serve.
         #expect(try reward(RawClient(node.listen), 1) != "unavailable")
 
-        // Peer up: the first hello's answer opens the door within a few heartbeats.
+        // Peer up: the first hello's answer opens the door within a few heartbeats. With a
+        // 30 s down period here, a door open within 15 s was opened by the peer, not by the
+        // down period passing, however slowly a loaded machine starts the node.
         node.stop()
-        node = try NodeProcess(name: "aw-a", seeds: [peer.listen], suspectMillis: 1_000, downMillis: 3_000, extra: ["--data-dir", first] + http)
+        node = try NodeProcess(name: "aw-a", seeds: [peer.listen], suspectMillis: 1_000, downMillis: 30_000, extra: ["--data-dir", first] + http)
         let started = Date()
         var raw = try RawClient(node.listen)
         var answer = ""
-        for counter in UInt64(10)..<60 {
+        var counter: UInt64 = 10
+        while Date().timeIntervalSince(started) < 15 {
             answer = try reward(raw, counter)
+            counter += 1
             if answer != "unavailable" { break }
             Thread.sleep(forTimeInterval: 0.05)
         }
-        #expect(answer != "unavailable", "still waiting for a peer that is up")
-        #expect(Date().timeIntervalSince(started) < 2.5, "it waited \(Date().timeIntervalSince(started)) s with its peer up")
+        print("LifetimeNodeTests: writes taken \(String(format: "%.2f", Date().timeIntervalSince(started))) s after the restart, its peer up")
+        #expect(answer != "unavailable", "still waiting for a peer that is up, \(Date().timeIntervalSince(started)) s after the restart")
 
         // Peer down: unavailable at first, writes taken after the down period.
         node.stop()
         peer.stop()
         node = try NodeProcess(name: "aw-a", seeds: [peer.listen], suspectMillis: 1_000, downMillis: 3_000, extra: ["--data-dir", first] + http)
         raw = try RawClient(node.listen)
-        #expect(try reward(raw, 100) == "unavailable")
+        #expect(try reward(raw, 1_000) == "unavailable")
         var taken = false
-        for counter in UInt64(101)..<200 where !taken {
+        for counter in UInt64(1_001)..<1_100 where !taken {
             Thread.sleep(forTimeInterval: 0.1)
             taken = try reward(raw, counter) != "unavailable"
         }

@@ -32,7 +32,10 @@ import Testing
                 "clients did not converge before the partition")
 
         third.signal(SIGUSR1)   // cut mp-c from the cluster (its clients still reach it)
-        usleep(300_000)
+        // The cut is in force once mp-c hears nobody (its suspect period, 500 ms, after the signal).
+        #expect(eventually(10) {
+            (try? NodeProbe.hello(third.listen, token: nil, timeoutMillis: 1_000))?.peers.allSatisfy { $0.status != .alive } == true
+        }, "mp-c still hears its peers after SIGUSR1")
         for _ in 0..<10 { try teacher.write(.reward(user: "carol", amount: 1)) }
         try teacher.write(.setStage(user: "bob", on: true))
         try carol.write(.setHand(user: "carol", raised: true))

@@ -149,11 +149,17 @@ private struct RequestTimings: CustomStringConvertible {
         _ = eventually(5) { node.metric("homeroom_peers{status=\"dead\"}") == 1 }
         let renewedBefore = node.metric("homeroom_links_renewed_total") ?? 0
         var mostWhileDead = 0
-        for _ in 0..<30 {
+        // At least 3 s of watching, and until ten renewals (one per 150 ms suspect period:
+        // about 1.5 s idle), bounded at 20 s.
+        let watched = Date()
+        var renewedWhileDead = 0.0
+        while Date().timeIntervalSince(watched) < 20 {
             mostWhileDead = max(mostWhileDead, node.descriptors)
+            renewedWhileDead = (node.metric("homeroom_links_renewed_total") ?? 0) - renewedBefore
+            if renewedWhileDead >= 10 && Date().timeIntervalSince(watched) >= 3 { break }
             usleep(100_000)
         }
-        #expect((node.metric("homeroom_links_renewed_total") ?? 0) >= renewedBefore + 10, "the dead peer's links were not redialled")
+        #expect(renewedWhileDead >= 10, "the dead peer's links were not redialled (\(Int(renewedWhileDead)) renewals in 20 s)")
         #expect(mostWhileDead <= descriptors + 8, "descriptors reached \(mostWhileDead) (from \(descriptors)) while a peer stayed dead")
         peer = try NodeProcess(name: "res-b", seeds: [node.listen], heartbeatMillis: 50, suspectMillis: 150, downMillis: 300,
                                extra: ["--listen", peerListen, "--publish", peerPublish])
@@ -170,7 +176,11 @@ private struct RequestTimings: CustomStringConvertible {
               + "(\(Int(node.metric("homeroom_links_renewed_total") ?? 0)) renewals): \(after.0) descriptors, \(after.1) threads; \(timings)")
         #expect(after.0 <= descriptors + 8, "descriptors grew from \(descriptors) to \(after.0)")
         #expect(after.1 <= threads + 2, "threads grew from \(threads) to \(after.1)")
-        #expect(timings.within(3, of: baseline, slackMillis: 50), "requests slowed down: \(timings) against \(baseline)")
+        // Medians of about a millisecond each, idle or with three spinners. The bound is for
+        // a leak that slows every request (a table grown by the attacks, a descriptor scan),
+        // not for the machine's load: 3 times the baseline plus 100 ms (a hundred times the
+        // idle median). The speed itself is the benchmark's (homeroom-bench resources).
+        #expect(timings.within(3, of: baseline, slackMillis: 100), "requests slowed down: \(timings) against \(baseline)")
         #expect(!node.log.contains("wedged"), "the node stepped aside: \(node.log.suffix(2_000))")
     }
 

@@ -39,13 +39,13 @@ struct SPTransportTests {
 
     /// A backlog of posted work (a publisher far behind, broadcasting to thousands of
     /// subscribers) runs a slice per turn: the loop keeps turning, so it still accepts and
-    /// reads, and is never taken as wedged. Drained in one turn, 200 items of 5 ms each
-    /// kept it from turning for a whole second.
+    /// reads, and is never taken as wedged. Drained in one turn, 400 items of 5 ms each
+    /// keep it from turning for two seconds (more on a loaded machine, never less).
     @Test func aBacklogOfPostedWorkRunsASlicePerTurn() throws {
         let loop = try SPLoop(name: "hr-test-backlog", protocolKind: .pub, limits: SPLimits(), role: PublishRole())
         defer { loop.close() }
         let ran = Atomic<Int>(0)
-        for _ in 0..<200 {
+        for _ in 0..<400 {
             loop.post { _ in
                 usleep(5_000)
                 ran.add(1, ordering: .relaxed)
@@ -53,13 +53,13 @@ struct SPTransportTests {
         }
         var longestSilence: UInt64 = 0
         let deadline = WallClock.monotonicMillis() + 30_000
-        while ran.load(ordering: .relaxed) < 200 && WallClock.monotonicMillis() < deadline {
+        while ran.load(ordering: .relaxed) < 400 && WallClock.monotonicMillis() < deadline {
             longestSilence = max(longestSilence, loop.stats.silenceMillis)
             usleep(2_000)
         }
-        #expect(ran.load(ordering: .relaxed) == 200, "every item runs, in the end")
-        // A slice is about 20 ms; generous for a loaded machine, far below the 1 s of one turn.
-        #expect(longestSilence < 500, "the loop did not turn for \(longestSilence) ms")
+        #expect(ran.load(ordering: .relaxed) == 400, "every item runs, in the end")
+        // A slice is about 20 ms; 1 s is generous for a loaded machine, half the 2 s of one turn.
+        #expect(longestSilence < 1_000, "the loop did not turn for \(longestSilence) ms")
     }
 
     // MARK: Protocol pieces
@@ -173,9 +173,10 @@ struct SPTransportTests {
         defer { requester.close() }
         try requester.dial("tcp://127.0.0.1:\(port)")
         let started = ContinuousClock.now
-        let error = #expect(throws: TransportError.self) { try requester.request(bytes("once"), timeout: .seconds(10)) }
+        // The code says it (connectionLost, not timedOut); the clock, generously, too.
+        let error = #expect(throws: TransportError.self) { try requester.request(bytes("once"), timeout: .seconds(60)) }
         #expect(error?.code == .connectionLost, "\(String(describing: error))")
-        #expect(ContinuousClock.now - started < .seconds(5), "a lost request waited for its timeout")
+        #expect(ContinuousClock.now - started < .seconds(30), "a lost request waited for its timeout")
         usleep(500_000)
         #expect(requestsSeen.load(ordering: .relaxed) == 1, "the request was sent again on the next connection")
     }
@@ -330,9 +331,8 @@ struct SPTransportTests {
         var burst: [UInt8] = []
         for i in 0..<200 { burst += RawConnection.frame(SPBacktrace.requestID(UInt32(i)) + [UInt8(i % 256)]) }
         connection.write(burst)
-        usleep(300_000)
+        #expect(eventually(10) { most.load(ordering: .relaxed) >= 2 }, "the requests were handled concurrently")
         #expect(most.load(ordering: .relaxed) <= 16, "more than 16 requests of one connection were in hand at once")
-        #expect(most.load(ordering: .relaxed) >= 2, "the requests were handled concurrently")
         connection.close()
         // Whatever it had sent, the replier still answers everyone else at once.
         let requester = try SPRequester()
@@ -460,9 +460,18 @@ struct SPTransportTests {
         #expect(connection.read(8) == SPProtocol.pub.header)
         #expect(eventually(3) { publisher.subscribers == 1 })
         let body = [UInt8](repeating: 7, count: 16 << 10)
-        let started = ContinuousClock.now
-        for _ in 0..<2_000 { try publisher.send(body) }
-        #expect(ContinuousClock.now - started < .seconds(2), "publishing blocked on a subscriber that does not read")
+        // Published from a thread of its own, so a publisher that blocks fails the wait
+        // below (bounded) instead of hanging the test; idle, it takes a fraction of a second.
+        let published = Atomic<Int>(0), refused = Atomic<Int>(0)
+        Thread {
+            for _ in 0..<2_000 {
+                if (try? publisher.send(body)) == nil { refused.add(1, ordering: .relaxed) }
+                published.add(1, ordering: .releasing)
+            }
+        }.start()
+        #expect(eventually(20) { published.load(ordering: .acquiring) == 2_000 },
+                "publishing blocked on a subscriber that does not read (\(published.load(ordering: .acquiring)) of 2,000 sent)")
+        #expect(refused.load(ordering: .relaxed) == 0, "sends failed")
         #expect(eventually(5) { publisher.dropped > 0 }, "nothing was dropped for a subscriber that reads nothing")
         #expect(publisher.subscribers == 1, "a slow subscriber is kept, with its newest messages")
     }
@@ -515,7 +524,8 @@ struct SPTransportTests {
             _ = eventually(2) { subscriber.received > 100 }
             let started = ContinuousClock.now
             DispatchQueue.concurrentPerform(iterations: 4) { _ in subscriber.close() }
-            #expect(ContinuousClock.now - started < .seconds(1), "round \(round): closing a busy subscriber took too long")
+            // Milliseconds when idle; 5 s leaves a loaded machine room, not a close that waits on the flood.
+            #expect(ContinuousClock.now - started < .seconds(5), "round \(round): closing a busy subscriber took too long")
             flooding.store(false, ordering: .relaxed)
             publisher.close()
             publisher.close()

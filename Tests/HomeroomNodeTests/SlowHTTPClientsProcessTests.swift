@@ -5,8 +5,8 @@ import Testing
 import HomeroomTestSupport
 
 /// A thousand slow HTTP clients (one byte every 250 ms, reconnecting when dropped) at a
-/// real node's --http port: its liveness probe is still answered within a second, so a
-/// k8s liveness probe never restarts a healthy node under them (issue 39).
+/// real node's --http port: its liveness probe is still answered within the kubelet's
+/// second, so a k8s liveness probe never restarts a healthy node under them (issue 39).
 @Suite(.serialized) struct SlowHTTPClientsProcessTests {
     /// A connection that dials without waiting (the backlog may be full: a blocking
     /// connect would stall the attacker, not the node).
@@ -87,7 +87,18 @@ import HomeroomTestSupport
         let answered = probes.withLock { $0 }
         #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
         #expect(answered.count == 6, "probes answered: \(answered)")
-        #expect(answered.allSatisfy { $0 < .seconds(1) }, "a probe waited a second or more behind slow clients: \(answered) (slow reconnects: \(reconnects))")
+        // What restarts a node: Deploy/k8s/statefulset.yaml's livenessProbe fails after
+        // `failureThreshold` (3) probes in a row that time out (the kubelet's default
+        // timeoutSeconds, 1 s). Idle, each probe here takes a few milliseconds; one slow
+        // probe on a loaded machine is not a restart, three in a row are.
+        let probeTimeout = Duration.seconds(1), failureThreshold = 3
+        var run = 0, longestRun = 0
+        for took in answered {
+            run = took >= probeTimeout ? run + 1 : 0
+            longestRun = max(longestRun, run)
+        }
+        print("SlowHTTPClientsProcessTests: probes answered in \(answered) (slow reconnects: \(reconnects))")
+        #expect(longestRun < failureThreshold, "\(longestRun) probes in a row waited a second or more behind slow clients: \(answered) (slow reconnects: \(reconnects))")
         // The node is still up.
         #expect(node.process.isRunning)
     }

@@ -26,7 +26,8 @@ public final class NodeProcess {
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }
 
-    /// Starts a node on 127.0.0.1 ephemeral ports and waits (10 s at most) for its ready line.
+    /// Starts a node on 127.0.0.1 ephemeral ports and waits for its ready line: at once on
+    /// an idle machine (well under a second), 30 s at most on a loaded one.
     public init(name: String, seeds: [String] = [], heartbeatMillis: Int = 100, suspectMillis: Int? = nil, downMillis: Int? = nil,
                 logLevel: String = "notice", listen: String = "tcp://127.0.0.1:0", publish: String = "tcp://127.0.0.1:0",
                 extra: [String] = []) throws {
@@ -45,7 +46,7 @@ public final class NodeProcess {
         process.standardError = try FileHandle(forWritingTo: stderrFile)
         try process.run()
         // The ready line carries the bound addresses.
-        guard let line = readLine(timeoutSeconds: 10),
+        guard let line = readLine(timeoutSeconds: 30),
               let json = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String],
               let listen = json["listen"], let publish = json["publish"] else {
             stop()
@@ -107,6 +108,16 @@ public final class NodeProcess {
     public var log: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
 
     public func signal(_ number: Int32) { if process.isRunning { kill(process.processIdentifier, number) } }
+
+    /// Whether the process `pid` has a handler installed for `signal` (SigCgt in
+    /// /proc/<pid>/status): a test waits for this before sending a signal the program
+    /// catches, instead of sleeping and hoping its start-up got that far.
+    public static func catches(_ signal: Int32, pid: Int32) -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+              let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16) else { return false }
+        return mask & (1 << UInt64(signal - 1)) != 0
+    }
 
     /// SIGKILL: no goodbye, no flush.
     public func crash() {
