@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import Testing
+import Synchronization
 import HomeroomSupport
 import HomeroomTestSupport
 @testable import HomeroomWeb
@@ -9,11 +10,27 @@ import HomeroomTestSupport
 /// The server over real loopback sockets: pages, the upgrade, frames, and the bounds a
 /// slow or hostile browser meets. No node is needed: nothing here logs in for real.
 @Suite(.serialized) struct WebServerTests {
-    static func server(_ adjust: (inout WebLimits) -> Void = { _ in }) throws -> WebServer {
+    static func server(_ adjust: (inout WebLimits) -> Void = { _ in }, options change: (inout WebServer.Options) -> Void = { _ in },
+                       sessions: WebServerLoop.SessionFactory? = nil) throws -> WebServer {
         var options = WebServer.Options(listen: "127.0.0.1:0", nodes: ["tcp://127.0.0.1:1"], themeJSON: "{}")
         adjust(&options.limits)
-        return try WebServer(options, logger: Logger(label: "web-test", level: .error))
+        change(&options)
+        return try WebServer(options, logger: Logger(label: "web-test", level: .error), openSession: sessions)
     }
+
+    /// Stands in for a `BrowserSession`: keeps each socket's link, does nothing.
+    final class Probes: Sendable {
+        final class Probe: WebSocketHandler {
+            func received(_ text: String) {}
+            func ended() {}
+        }
+        private let links = Mutex<[WebSocketLink]>([])
+        func open(_ link: WebSocketLink) -> any WebSocketHandler { links.withLock { $0.append(link) }; return Probe() }
+        var first: WebSocketLink? { links.withLock { $0.first } }
+    }
+
+    /// A join token `ClassroomConfig(token:)` reads (ann, a student of "maths"); unsigned: no node here checks it.
+    static let token = "hr1.eyJhcHAiOiJob21lcm9vbSIsInJvb20iOiJtYXRocyIsInVzZXIiOiJhbm4iLCJyb2xlIjoic3R1ZGVudCIsInByaXZpbGVnZXMiOltdLCJpYXQiOjAsImV4cCI6NDAwMDAwMDAwMH0.c2ln"
 
     static func upgrade(_ port: UInt16) -> RawConnection? {
         guard let connection = RawConnection(port: port) else { return nil }
@@ -57,6 +74,8 @@ import HomeroomTestSupport
             #expect(reply.hasPrefix("HTTP/1.1 200 OK"), "\(path): \(reply.prefix(80))")
             #expect(reply.contains("Content-Type: \(type)"))
             #expect(reply.contains("Content-Security-Policy: default-src 'self'"))
+            // Not framed by another site (clickjacking): CSP for today's browsers, the header for older ones.
+            #expect(reply.contains("frame-ancestors 'none'\r\n") && reply.contains("X-Frame-Options: DENY\r\n"))
         }
         let missing = try #require(RawConnection(port: server.port))
         missing.write(Array("GET /etc/passwd HTTP/1.1\r\n\r\n".utf8))
@@ -84,7 +103,7 @@ import HomeroomTestSupport
         defer { server.stop() }
         let socket = try #require(RawConnection(port: server.port))
         defer { socket.close() }
-        socket.write(Array(("GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        socket.write(Array(("GET /ws HTTP/1.1\r\nHost: localhost:\(server.port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8)
             + WebSocketFrame.encode(.ping, Array("early".utf8), mask: Self.mask))
         #expect(Self.head(socket).hasPrefix("HTTP/1.1 101 "))
@@ -180,5 +199,140 @@ import HomeroomTestSupport
             partial.close()
         }
         #expect(ProcessCounts.descriptors() < before + 10, "descriptors before \(before), after \(ProcessCounts.descriptors())")
+    }
+
+    @Test func aSocketThatDoesNotLogInIsClosedWith1008() throws {
+        let server = try Self.server { $0.loginTimeoutMillis = 300 }
+        defer { server.stop() }
+        let socket = try #require(Self.upgrade(server.port))
+        defer { socket.close() }
+        #expect(Self.head(socket).hasPrefix("HTTP/1.1 101 "))
+        // Heard from (as a pong to the server's ping would be): closed at the login deadline all the same.
+        socket.write(WebSocketFrame.encode(.ping, [], mask: Self.mask))
+        #expect(Self.frame(socket)?.opcode == 0xA)
+        let close = try #require(Self.frame(socket))
+        #expect(close.opcode == 8 && close.payload.count >= 2
+                && UInt16(close.payload[0]) << 8 | UInt16(close.payload[1]) == WebSocketCloseCode.policyViolation)
+    }
+
+    @Test func onePeerCannotTakeEverySession() throws {
+        #expect(WebLimits().maxSessionsPerPeer * 2 <= WebLimits().maxSessions)
+        let server = try Self.server()
+        defer { server.stop() }
+        var sockets: [RawConnection] = []
+        defer { sockets.forEach { $0.close() } }
+        for _ in 0..<WebLimits().maxSessionsPerPeer {
+            let socket = try #require(Self.upgrade(server.port))
+            sockets.append(socket)
+            #expect(Self.head(socket).hasPrefix("HTTP/1.1 101 "))
+        }
+        let extra = try #require(Self.upgrade(server.port))
+        sockets.append(extra)
+        #expect(Self.head(extra).hasPrefix("HTTP/1.1 503 "))
+    }
+
+    @Test func aTrickledHeadIsDroppedAtItsDeadline() throws {
+        let server = try Self.server { $0.headTimeoutMillis = 600 }
+        defer { server.stop() }
+        let slow = try #require(RawConnection(port: server.port))
+        defer { slow.close() }
+        // A byte every 100 ms, never the end of the head: the deadline counts from the accept.
+        let started = WallClock.monotonicMillis()
+        var closed = false
+        while !closed && WallClock.monotonicMillis() - started < 4_000 {
+            slow.write(Array("G".utf8))
+            usleep(100_000)
+            var byte: UInt8 = 0
+            let n = recv(slow.fd, &byte, 1, Int32(MSG_DONTWAIT))
+            closed = n == 0 || (n < 0 && errno != EAGAIN)
+        }
+        #expect(closed)
+        #expect(WallClock.monotonicMillis() - started < 2_500)
+    }
+
+    @Test func aSecondLoginOnASocketIsRefused() throws {
+        // A node that takes the connection and never answers: the first login is still joining.
+        let mute = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(mute) }
+        let port = try #require(bindLoopback(mute))
+        #expect(Glibc.listen(mute, 8) == 0)
+        let server = try Self.server(options: { $0.nodes = ["tcp://127.0.0.1:\(port)"]; $0.reconnectRounds = 1 })
+        defer { server.stop() }
+        let socket = try #require(Self.upgrade(server.port))
+        defer { socket.close() }
+        #expect(Self.head(socket).hasPrefix("HTTP/1.1 101 "))
+        let login = WebSocketFrame.encode(.text, Array(#"{"type":"login","token":"\#(Self.token)"}"#.utf8), mask: Self.mask)
+        socket.write(login + login)
+        let ended = try #require(Self.frame(socket))
+        let text = String(decoding: ended.payload, as: UTF8.self)
+        #expect(ended.opcode == 1 && text.contains("one login per socket"), "\(text)")
+        #expect(Self.frame(socket)?.opcode == 8)
+    }
+
+    @Test func theLoopsOwnFramesAreCountedInTheQueue() throws {
+        let probes = Probes()
+        let server = try Self.server(sessions: { probes.open($0) })
+        defer { server.stop() }
+        let socket = try #require(Self.upgrade(server.port))
+        defer { socket.close() }
+        #expect(Self.head(socket).hasPrefix("HTTP/1.1 101 "))
+        for _ in 0..<5 {
+            socket.write(WebSocketFrame.encode(.ping, Array("hi".utf8), mask: Self.mask))
+            #expect(socket.read(4) == [0x8A, 2, 0x68, 0x69])
+        }
+        // The handshake and the pongs were all read: nothing is owed (not less than nothing,
+        // which would hide a page that does not read from the session's backpressure).
+        let link = try #require(probes.first)
+        let started = WallClock.monotonicMillis()
+        while link.queuedBytes != 0 && WallClock.monotonicMillis() - started < 1_000 { usleep(10_000) }
+        #expect(link.queuedBytes == 0)
+    }
+
+    @Test func nothingFollowsAClose() throws {
+        let server = try Self.server { $0.loginTimeoutMillis = 300 }
+        defer { server.stop() }
+        let socket = try #require(Self.upgrade(server.port))
+        defer { socket.close() }
+        #expect(Self.head(socket).hasPrefix("HTTP/1.1 101 "))
+        #expect(Self.frame(socket)?.opcode == 8)
+        // After the server's close: a ping, a message, the answering close. No pong; closed.
+        socket.write(WebSocketFrame.encode(.ping, Array("late".utf8), mask: Self.mask)
+            + WebSocketFrame.encode(.text, Array(#"{"type":"page","index":1}"#.utf8), mask: Self.mask)
+            + WebSocketFrame.encode(.close, [0x03, 0xE8], mask: Self.mask))
+        #expect(socket.read(64).isEmpty)
+    }
+
+    @Test func aSocketMustNameThisServerAsItsHost() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        func upgrade(host: String?) -> String {
+            guard let connection = RawConnection(port: server.port) else { return "" }
+            defer { connection.close() }
+            let hostLine = host.map { "Host: \($0)\r\nOrigin: http://\($0)\r\n" } ?? ""
+            connection.write(Array(("GET /ws HTTP/1.1\r\n\(hostLine)Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8))
+            return Self.head(connection)
+        }
+        // A DNS name rebound to this address (Host and Origin agree, but name another server), and no Host.
+        #expect(upgrade(host: "evil.example:\(server.port)").hasPrefix("HTTP/1.1 403 "))
+        #expect(upgrade(host: nil).hasPrefix("HTTP/1.1 403 "))
+        #expect(upgrade(host: "localhost:\(server.port)").hasPrefix("HTTP/1.1 101 "))
+    }
+
+    @Test func aClosedMailboxTakesNoMail() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { Glibc.close(ends[0]) }
+        let mailbox = Mailbox(wake: ends[1])
+        mailbox.post(.close(connection: 1, code: WebSocketCloseCode.normal, reason: ""))
+        #expect(mailbox.takeAll().count == 1)
+        mailbox.close()
+        // A session posting after the loop ended: no write to the closed (or reused) descriptor, no mail.
+        mailbox.post(.close(connection: 1, code: WebSocketCloseCode.normal, reason: ""))
+        mailbox.wakeUp()
+        #expect(mailbox.takeAll().isEmpty)
+        var wake = [UInt8](repeating: 0, count: 16)
+        #expect(Glibc.read(ends[0], &wake, 16) == 8)   // the one wake before the close, then end of file
+        #expect(Glibc.read(ends[0], &wake, 16) == 0)
     }
 }

@@ -123,20 +123,25 @@ import Testing
     }
 
     @Test func handshakeChecksTheRequest() throws {
+        let hosts: Set<String> = ["127.0.0.1:8080", "localhost:8080"]
         func head(_ lines: [String]) -> HTTPHead { HTTPHead(Array((["GET /ws HTTP/1.1"] + lines).joined(separator: "\r\n").utf8))! }
         let good = ["Host: 127.0.0.1:8080", "Upgrade: websocket", "Connection: keep-alive, Upgrade",
                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13", "Origin: http://127.0.0.1:8080"]
-        let reply = String(decoding: try WebSocketHandshake.reply(to: head(good)), as: UTF8.self)
+        let reply = String(decoding: try WebSocketHandshake.reply(to: head(good), hosts: hosts), as: UTF8.self)
         #expect(reply.hasPrefix("HTTP/1.1 101 "))
         #expect(reply.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"))
         // Another site's page may not open a socket here.
         let foreign = good.map { $0.hasPrefix("Origin:") ? "Origin: http://evil.example" : $0 }
         #expect(throws: WebSocketHandshake.Refusal(status: 403, reason: "origin http://evil.example is not this classroom's page (http://127.0.0.1:8080)")) {
-            try WebSocketHandshake.reply(to: head(foreign))
+            try WebSocketHandshake.reply(to: head(foreign), hosts: hosts)
         }
         let oldVersion = good.map { $0.hasPrefix("Sec-WebSocket-Version") ? "Sec-WebSocket-Version: 8" : $0 }
-        #expect(throws: WebSocketHandshake.Refusal.self) { try WebSocketHandshake.reply(to: head(oldVersion)) }
+        #expect(throws: WebSocketHandshake.Refusal.self) { try WebSocketHandshake.reply(to: head(oldVersion), hosts: hosts) }
         let shortKey = good.map { $0.hasPrefix("Sec-WebSocket-Key") ? "Sec-WebSocket-Key: c2hvcnQ=" : $0 }
-        #expect(throws: WebSocketHandshake.Refusal.self) { try WebSocketHandshake.reply(to: head(shortKey)) }
+        #expect(throws: WebSocketHandshake.Refusal.self) { try WebSocketHandshake.reply(to: head(shortKey), hosts: hosts) }
+        // A rebound DNS name (its Host and Origin agree, but name another host), and no Host at all.
+        let rebound = good.map { $0.hasPrefix("Host:") ? "Host: evil.example:8080" : $0.hasPrefix("Origin:") ? "Origin: http://evil.example:8080" : $0 }
+        #expect(throws: WebSocketHandshake.Refusal.self) { try WebSocketHandshake.reply(to: head(rebound), hosts: hosts) }
+        #expect(throws: WebSocketHandshake.Refusal.self) { try WebSocketHandshake.reply(to: head(good.filter { !$0.hasPrefix("Host:") }), hosts: hosts) }
     }
 }

@@ -7,7 +7,13 @@ public struct WebLimits: Sendable, Equatable {
     public var maxConnectionsPerPeer = 32
     /// Classroom sessions (sockets with a pool): each holds a room client.
     public var maxSessions = 32
-    /// A request head, and how long it may take to arrive.
+    /// Sessions per peer address: well below `maxSessions`, so one machine cannot take them all.
+    public var maxSessionsPerPeer = 8
+    /// How long an upgraded socket has to log in (a pool joined) before it is closed (1008):
+    /// a socket without a login holds a session slot and nothing else.
+    public var loginTimeoutMillis: UInt64 = 10_000
+    /// A request head, and how long it may take to arrive (from the accept, not the last
+    /// byte: a trickle of bytes does not extend it); a reply gets as long again to be written.
     public var maxHead = 8 << 10
     public var headTimeoutMillis: UInt64 = 5_000
     /// A WebSocket message (all its fragments), from the page.

@@ -32,7 +32,12 @@ public final class WebServer: Sendable {
     private let loop: WebServerLoop
     private let done = DispatchSemaphore(value: 0)
 
-    public init(_ options: Options, logger: Logger) throws(WebServerError) {
+    public convenience init(_ options: Options, logger: Logger) throws(WebServerError) {
+        try self.init(options, logger: logger, openSession: nil)
+    }
+
+    /// `openSession`: what handles each socket (tests give their own; nil: a `BrowserSession`).
+    init(_ options: Options, logger: Logger, openSession: WebServerLoop.SessionFactory?) throws(WebServerError) {
         guard !options.nodes.isEmpty else { throw WebServerError("no node given: pass --node tcp://HOST:PORT (repeatable)") }
         let (listener, port) = try Listener.open(options.listen)
         let wake = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
@@ -43,10 +48,13 @@ public final class WebServer: Sendable {
         let settings = BrowserSession.Settings(nodes: options.nodes, requestTimeoutMillis: options.requestTimeoutMillis,
                                                reconnectRounds: options.reconnectRounds,
                                                backpressure: options.limits.pushBackpressure, maxPendingActions: options.limits.maxPendingActions)
-        loop = WebServerLoop(listener: listener, wake: wake, limits: options.limits, assets: PageAssets.all(themeJSON: options.themeJSON),
-                             logger: logger) { link in
-            BrowserSession(link: link, settings: settings, logger: logger)
-        }
+        // A socket's Host must name this server as the browser reached it (not a rebound DNS name).
+        let listenHost = options.listen[..<(options.listen.lastIndex(of: ":") ?? options.listen.endIndex)].lowercased()
+        let hosts: Set<String> = ["127.0.0.1:\(port)", "localhost:\(port)", "\(listenHost):\(port)"]
+        let browserSession: WebServerLoop.SessionFactory = { link in BrowserSession(link: link, settings: settings, logger: logger) }
+        loop = WebServerLoop(listener: listener, wake: wake, hosts: hosts, limits: options.limits,
+                             assets: PageAssets.all(themeJSON: options.themeJSON), logger: logger,
+                             openSession: openSession ?? browserSession)
         self.port = port
         let loop = self.loop, done = self.done
         // A thread of its own for the whole life of the server: it blocks in poll.

@@ -13,6 +13,8 @@ final class WebServerLoop: @unchecked Sendable {
 
     let listener: Int32
     let mailbox: Mailbox
+    /// The `Host` values a socket's upgrade may name: this server's address and port.
+    let hosts: Set<String>
     let limits: WebLimits
     let assets: [String: PageAsset]
     let openSession: SessionFactory
@@ -23,6 +25,9 @@ final class WebServerLoop: @unchecked Sendable {
     // Loop-confined.
     private var connections: [Int32: Connection] = [:]
     private var nextID: UInt64 = 0
+    /// While accept fails for want of descriptors, the listener rests until then (else
+    /// poll reports it ready at once, again and again: a spinning loop).
+    private var acceptPausedUntil: UInt64 = 0
 
     private struct Connection {
         enum Phase { case request, reply, socket }
@@ -36,15 +41,22 @@ final class WebServerLoop: @unchecked Sendable {
         var handler: (any WebSocketHandler)?
         var peer: [UInt8]
         var heardMillis: UInt64
+        /// When the phase began (the accept, the reply, the upgrade): the head, reply and
+        /// login deadlines count from here, so a trickle of bytes does not extend them.
+        var phaseSinceMillis: UInt64
+        /// The browser's close arrived: whatever it sends after is ignored.
+        var closeReceived = false
         var pingedMillis: UInt64 = 0
         /// Set once a close frame is queued: nothing more is read but the answer, then it is closed.
         var closingSinceMillis: UInt64?
         var closeWhenFlushed = false
     }
 
-    init(listener: Int32, wake: Int32, limits: WebLimits, assets: [String: PageAsset], logger: Logger, openSession: @escaping SessionFactory) {
+    init(listener: Int32, wake: Int32, hosts: Set<String>, limits: WebLimits, assets: [String: PageAsset], logger: Logger,
+         openSession: @escaping SessionFactory) {
         self.listener = listener
         self.mailbox = Mailbox(wake: wake)
+        self.hosts = hosts
         self.limits = limits
         self.assets = assets
         self.logger = logger
@@ -55,25 +67,25 @@ final class WebServerLoop: @unchecked Sendable {
 
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        var one: UInt64 = 1
-        _ = withUnsafeBytes(of: &one) { Glibc.write(mailbox.wake, $0.baseAddress, 8) }
+        mailbox.wakeUp()
     }
 
     func run() {
         defer {
             for fd in Array(connections.keys) { drop(fd, why: "server stopping") }
             Glibc.close(listener)
-            Glibc.close(mailbox.wake)
+            mailbox.close()
         }
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         while !stopping.load(ordering: .acquiring) {
-            var fds = [pollfd(fd: mailbox.wake, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
+            let accepting = WallClock.monotonicMillis() >= acceptPausedUntil
+            var fds = [pollfd(fd: mailbox.wake, events: Int16(POLLIN), revents: 0)]
+            if accepting { fds.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0)) }
             for (fd, connection) in connections {
                 let wantsWrite = connection.written < connection.outbox.count
                 fds.append(pollfd(fd: fd, events: Int16(POLLIN) | (wantsWrite ? Int16(POLLOUT) : 0), revents: 0))
             }
-            _ = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), 500) }
+            _ = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), accepting ? 500 : 100) }
             let now = WallClock.monotonicMillis()
             for entry in fds where entry.revents != 0 {
                 switch entry.fd {
@@ -98,7 +110,13 @@ final class WebServerLoop: @unchecked Sendable {
         // A bounded number per round, so a flood of connects cannot starve the others.
         for _ in 0..<64 {
             let fd = clinux_accept_nonblocking(listener)
-            guard fd >= 0 else { return }
+            guard fd >= 0 else {
+                if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
+                    acceptPausedUntil = now + 100
+                    logger.warning("out of descriptors: not accepting for 100 ms", ["open": "\(connections.count)"])
+                }
+                return
+            }
             let peer = Listener.peerAddress(fd)
             if connections.count >= limits.maxConnections || connections.values.filter({ $0.peer == peer }).count >= limits.maxConnectionsPerPeer {
                 // Refused at once, not queued: a page load retries, a flood gets nothing.
@@ -108,7 +126,7 @@ final class WebServerLoop: @unchecked Sendable {
                 continue
             }
             nextID += 1
-            connections[fd] = Connection(id: nextID, reader: WebSocketReader(maxMessage: limits.maxMessage), peer: peer, heardMillis: now)
+            connections[fd] = Connection(id: nextID, reader: WebSocketReader(maxMessage: limits.maxMessage), peer: peer, heardMillis: now, phaseSinceMillis: now)
         }
     }
 
@@ -141,6 +159,8 @@ final class WebServerLoop: @unchecked Sendable {
                 return
             }
         case .socket:
+            // After the browser's close nothing it sends is read: only our close is left to write.
+            guard !connection.closeReceived else { break }
             connection.reader.feed(buffer[0..<n])
             connections[fd] = connection
             readMessages(fd, now)
@@ -150,7 +170,7 @@ final class WebServerLoop: @unchecked Sendable {
     }
 
     private func readMessages(_ fd: Int32, _ now: UInt64) {
-        while var connection = connections[fd] {
+        while var connection = connections[fd], !connection.closeReceived {
             let message: WebSocketMessage?
             do {
                 message = try connection.reader.next()
@@ -169,14 +189,17 @@ final class WebServerLoop: @unchecked Sendable {
                 closeSocket(fd, code: WebSocketCloseCode.invalidData, reason: "the page sends text (JSON) only", now)
                 return
             case .ping(let payload):
-                enqueue(fd, WebSocketFrame.encode(.pong, payload))
+                // No frame follows our close.
+                if connection.closingSinceMillis == nil { enqueue(fd, WebSocketFrame.encode(.pong, payload)) }
             case .pong:
                 break
             case .close:
                 if connection.closingSinceMillis == nil {
                     // Answered with a close of our own, then closed once it is written.
+                    connections[fd]?.closingSinceMillis = now
                     enqueue(fd, WebSocketFrame.close(WebSocketCloseCode.normal))
                 }
+                connections[fd]?.closeReceived = true
                 connections[fd]?.closeWhenFlushed = true
                 flush(fd)
                 return
@@ -193,7 +216,8 @@ final class WebServerLoop: @unchecked Sendable {
         guard head.method == "GET" || head.method == "HEAD" else { reply(fd, HTTPReply.text(405, "only GET")); return }
         guard let asset = assets[head.path] else { reply(fd, HTTPReply.text(404, "not found: the classroom is at /")); return }
         var bytes = HTTPReply.make(200, asset.contentType, asset.body,
-                                   extraHeaders: "Content-Security-Policy: default-src 'self'; connect-src 'self'; img-src 'self' data:\r\n")
+                                   extraHeaders: "Content-Security-Policy: default-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'\r\n"
+                                       + "X-Frame-Options: DENY\r\n")
         if head.method == "HEAD", let end = HTTPHead.end(of: bytes) { bytes = Array(bytes[..<(end + 4)]) }
         reply(fd, bytes)
     }
@@ -201,7 +225,7 @@ final class WebServerLoop: @unchecked Sendable {
     private func upgrade(_ fd: Int32, _ head: HTTPHead) {
         let accepted: [UInt8]
         do {
-            accepted = try WebSocketHandshake.reply(to: head)
+            accepted = try WebSocketHandshake.reply(to: head, hosts: hosts)
         } catch {
             reply(fd, HTTPReply.text(error.status, error.reason))
             return
@@ -211,9 +235,15 @@ final class WebServerLoop: @unchecked Sendable {
             return
         }
         guard var connection = connections[fd] else { return }
+        let peer = connection.peer
+        guard connections.values.filter({ $0.peer == peer && $0.handler != nil }).count < limits.maxSessionsPerPeer else {
+            reply(fd, HTTPReply.text(503, "this address holds \(limits.maxSessionsPerPeer) sessions already: close other classroom tabs"))
+            return
+        }
         sessionCount.add(1, ordering: .relaxed)
         let link = WebSocketLink(connection: connection.id, mailbox: mailbox)
         connection.phase = .socket
+        connection.phaseSinceMillis = WallClock.monotonicMillis()
         connection.link = link
         connection.handler = openSession(link)
         connections[fd] = connection
@@ -225,13 +255,17 @@ final class WebServerLoop: @unchecked Sendable {
 
     private func reply(_ fd: Int32, _ bytes: [UInt8]) {
         connections[fd]?.phase = .reply
+        connections[fd]?.phaseSinceMillis = WallClock.monotonicMillis()
         connections[fd]?.closeWhenFlushed = true
         enqueue(fd, bytes)
         flush(fd)
     }
 
-    private func enqueue(_ fd: Int32, _ bytes: [UInt8]) {
+    /// `counted`: the link counted these bytes already (a session's frame); the loop's own
+    /// (handshake, pongs, pings, closes) are counted here, as flush subtracts every byte sent.
+    private func enqueue(_ fd: Int32, _ bytes: [UInt8], counted: Bool = false) {
         guard var connection = connections[fd] else { return }
+        if !counted { connection.link?.queued.add(bytes.count, ordering: .relaxed) }
         if connection.written > 0 && connection.written * 2 >= connection.outbox.count {
             connection.outbox.removeFirst(connection.written)
             connection.written = 0
@@ -280,7 +314,7 @@ final class WebServerLoop: @unchecked Sendable {
                 guard let fd = byID[id], let connection = connections[fd], connection.closingSinceMillis == nil else { continue }
                 // Counted already by the link: a page that does not read passes the bound and goes.
                 if (connection.link?.queuedBytes ?? 0) > limits.maxQueued { drop(fd, why: "the page does not read what it is sent"); continue }
-                enqueue(fd, frame)
+                enqueue(fd, frame, counted: true)
                 flush(fd)
             case let .close(id, code, reason):
                 guard let fd = byID[id] else { continue }
@@ -294,12 +328,17 @@ final class WebServerLoop: @unchecked Sendable {
     private func expire(_ now: UInt64) {
         for (fd, connection) in connections {
             let silent = now &- connection.heardMillis
+            // A phase begun in this round is stamped after `now`: not a wrapped, huge age.
+            let phaseAge = now > connection.phaseSinceMillis ? now - connection.phaseSinceMillis : 0
             switch connection.phase {
             case .request, .reply:
-                if silent > limits.headTimeoutMillis { drop(fd, why: "request or reply took over \(limits.headTimeoutMillis) ms") }
+                if phaseAge > limits.headTimeoutMillis { drop(fd, why: "request or reply took over \(limits.headTimeoutMillis) ms") }
             case .socket:
-                if let since = connection.closingSinceMillis, now &- since > limits.closeTimeoutMillis {
-                    drop(fd, why: "close not answered")
+                if let since = connection.closingSinceMillis {
+                    if now &- since > limits.closeTimeoutMillis { drop(fd, why: "close not answered") }
+                } else if phaseAge > limits.loginTimeoutMillis && connection.link?.loggedIn.load(ordering: .relaxed) == false {
+                    // Pongs keep a socket heard, so silence alone would never free its session slot.
+                    closeSocket(fd, code: WebSocketCloseCode.policyViolation, reason: "no login within \(limits.loginTimeoutMillis) ms", now)
                 } else if silent > limits.idleTimeoutMillis {
                     drop(fd, why: "silent for \(limits.idleTimeoutMillis) ms")
                 } else if silent > limits.pingAfterMillis && now &- connection.pingedMillis > limits.pingAfterMillis {

@@ -18,26 +18,52 @@ final class Mailbox: Sendable {
     }
 
     let wake: Int32
-    private let mails = Mutex<[Mail]>([])
+    /// The mails, and whether the eventfd is closed: a session thread may post after the
+    /// loop ended, and must not write to a closed (or by then reused) descriptor.
+    private let box = Mutex<(mails: [Mail], closed: Bool)>(([], false))
 
     init(wake: Int32) { self.wake = wake }
 
     func post(_ mail: Mail) {
-        mails.withLock { $0.append(mail) }
+        box.withLock { box in
+            guard !box.closed else { return }
+            box.mails.append(mail)
+            Self.signal(wake)
+        }
+    }
+
+    /// Wakes the loop without a mail (to stop it); nothing once closed.
+    func wakeUp() { box.withLock { box in if !box.closed { Self.signal(wake) } } }
+
+    func takeAll() -> [Mail] { box.withLock { box in defer { box.mails = [] }; return box.mails } }
+
+    /// Closes the eventfd; later posts are dropped. The loop's, once, as it ends.
+    func close() {
+        box.withLock { box in
+            guard !box.closed else { return }
+            box.closed = true
+            box.mails = []
+            Glibc.close(wake)
+        }
+    }
+
+    private static func signal(_ wake: Int32) {
         var one: UInt64 = 1
         _ = withUnsafeBytes(of: &one) { Glibc.write(wake, $0.baseAddress, 8) }
     }
-
-    func takeAll() -> [Mail] { mails.withLock { mails in defer { mails = [] }; return mails } }
 }
 
 /// A session's way to its browser. Sends are queued through the loop; `queuedBytes`
-/// counts what is posted and not yet written, so the session can hold back while a
+/// counts what is posted and not yet written (the loop's own frames too: the handshake,
+/// pongs, pings, closes), so the session can hold back while a
 /// page is slow (the loop drops a page whose queue passes `WebLimits.maxQueued`).
 public final class WebSocketLink: Sendable {
     let connection: UInt64
     private let mailbox: Mailbox
     let queued = Atomic<Int>(0)
+    /// Set by the session once its login joined a pool: until then the loop holds the
+    /// socket only for `WebLimits.loginTimeoutMillis`.
+    let loggedIn = Atomic<Bool>(false)
 
     init(connection: UInt64, mailbox: Mailbox) {
         self.connection = connection

@@ -33,6 +33,8 @@ final class BrowserSession: WebSocketHandler {
         var pool: ContextPool?
         var listener: Int?
         var page = 0
+        /// A login arrived: one per socket (the page opens a new socket to log in again).
+        var loginTaken = false
         var pushScheduled = false
         var lastSent = ""
         var ended = false
@@ -59,6 +61,15 @@ final class BrowserSession: WebSocketHandler {
                 end(code: ContextError.invalidArgument, "a login carries a token")
                 return
             }
+            // Refused on the loop's thread, so logins cannot pile up on the session's queue.
+            let first = state.withLock { state -> Bool in
+                defer { state.loginTaken = true }
+                return !state.loginTaken
+            }
+            guard first else {
+                end(code: ContextError.invalidArgument, "one login per socket: open a new one to log in again")
+                return
+            }
             work.async { self.logIn(login) }
         case "action":
             guard let action = try? JSONDecoder().decode(PageAction.self, from: bytes) else {
@@ -76,7 +87,8 @@ final class BrowserSession: WebSocketHandler {
         case "page":
             guard let page = try? JSONDecoder().decode(PageRequest.Page.self, from: bytes) else { return }
             state.withLock { $0.page = max(0, min(page.index, 100_000)) }
-            work.async { self.push() }
+            // Coalesced: however many page messages come, one push is waiting at most.
+            schedulePush()
         default:
             end(code: ContextError.invalidArgument, "unknown message type '\(envelope.type)'")
         }
@@ -127,6 +139,7 @@ final class BrowserSession: WebSocketHandler {
             return true
         }
         guard keep else { pool.close(); return }
+        link.loggedIn.store(true, ordering: .relaxed)
         let config = pool.config
         logger.info("browser logged in", ["room": config.room, "user": config.user, "role": "\(config.role)"])
         link.send(text: PageReply.json(PageReply.Welcome(user: config.user, role: "\(config.role)", room: config.room,

@@ -25,10 +25,12 @@ public enum WebSocketHandshake {
         public var reason: String
     }
 
-    /// Checks an upgrade request and gives the 101 reply's bytes. `Origin`, when the
+    /// Checks an upgrade request and gives the 101 reply's bytes. `Host` must name this
+    /// server (one of `hosts`, e.g. `127.0.0.1:8080`, `localhost:8080`): a page whose DNS
+    /// name was rebound to this address sends its own name there. `Origin`, when the
     /// browser sends one, must be this server's own page (`http://<Host>`): another
     /// site's script in the same browser may not open a classroom socket.
-    public static func reply(to head: HTTPHead) throws(Refusal) -> [UInt8] {
+    public static func reply(to head: HTTPHead, hosts: Set<String>) throws(Refusal) -> [UInt8] {
         guard head.method == "GET" else { throw Refusal(status: 405, reason: "a WebSocket opens with GET") }
         guard head.header("upgrade")?.lowercased() == "websocket",
               head.header("connection")?.lowercased().split(separator: ",").contains(where: { $0.trimmedSpaces == "upgrade" }) == true
@@ -37,7 +39,10 @@ public enum WebSocketHandshake {
         guard let key = head.header("sec-websocket-key"), Data(base64Encoded: key)?.count == 16 else {
             throw Refusal(status: 400, reason: "Sec-WebSocket-Key must be 16 bytes in base64")
         }
-        if let origin = head.header("origin"), let host = head.header("host"), origin != "http://" + host {
+        guard let host = head.header("host"), hosts.contains(host.lowercased()) else {
+            throw Refusal(status: 403, reason: "Host \(head.header("host") ?? "(none)") is not this classroom server's address")
+        }
+        if let origin = head.header("origin"), origin.lowercased() != "http://" + host.lowercased() {
             throw Refusal(status: 403, reason: "origin \(origin) is not this classroom's page (http://\(host))")
         }
         let reply = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
