@@ -56,13 +56,16 @@ _homeroom() {
                 case "$prev" in
                     --listen) return ;;
                     --node) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --theme) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
+                    --public-origin) return ;;
                     --max-sessions) return ;;
+                    --max-sessions-per-peer) return ;;
                     --timeout-ms) return ;;
                     --reconnect-rounds) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--listen --node --theme --max-sessions --timeout-ms --reconnect-rounds --log-level --help"
+                options="--listen --node --tls-ca --theme --public-origin --max-sessions --max-sessions-per-peer --timeout-ms --reconnect-rounds --log-level --help"
                 ;;
             rooms)
                 case "$prev" in

@@ -144,4 +144,33 @@ import Testing
         #expect(throws: WebSocketHandshake.Refusal.self) { try WebSocketHandshake.reply(to: head(rebound), hosts: hosts) }
         #expect(throws: WebSocketHandshake.Refusal.self) { try WebSocketHandshake.reply(to: head(good.filter { !$0.hasPrefix("Host:") }), hosts: hosts) }
     }
+
+    @Test func behindAProxyThePublicOriginIsAcceptedAndNoOtherSite() throws {
+        let hosts: Set<String> = ["127.0.0.1:8080", "localhost:8080"]
+        let origins = Set(["https://Class.Example.org/", "http://10.0.0.5:8000"].compactMap(WebSocketHandshake.normalizedOrigin))
+        #expect(origins == ["https://class.example.org", "http://10.0.0.5:8000"])
+        func head(host: String, origin: String) -> HTTPHead {
+            HTTPHead(Array((["GET /ws HTTP/1.1", "Host: \(host)", "Upgrade: websocket", "Connection: Upgrade",
+                             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13", "Origin: \(origin)"])
+                .joined(separator: "\r\n").utf8))!
+        }
+        let proxied = try WebSocketHandshake.reply(to: head(host: "class.example.org", origin: "https://class.example.org"),
+                                                   hosts: hosts, publicOrigins: origins)
+        #expect(String(decoding: proxied, as: UTF8.self).hasPrefix("HTTP/1.1 101 "))
+        // Without the setting, the same request is refused: the proxy's name is not this server's.
+        #expect(throws: WebSocketHandshake.Refusal.self) {
+            try WebSocketHandshake.reply(to: head(host: "class.example.org", origin: "https://class.example.org"), hosts: hosts)
+        }
+        // The public Host with another site's Origin, or the public Origin over another Host: refused.
+        #expect(throws: WebSocketHandshake.Refusal.self) {
+            try WebSocketHandshake.reply(to: head(host: "class.example.org", origin: "https://evil.example"), hosts: hosts, publicOrigins: origins)
+        }
+        #expect(throws: WebSocketHandshake.Refusal.self) {
+            try WebSocketHandshake.reply(to: head(host: "10.0.0.5:8000", origin: "https://class.example.org"), hosts: hosts, publicOrigins: origins)
+        }
+        #expect(WebSocketHandshake.normalizedOrigin("class.example.org") == nil)
+        #expect(WebSocketHandshake.normalizedOrigin("ftp://class.example.org") == nil)
+        #expect(WebSocketHandshake.normalizedOrigin("https://class.example.org/path") == nil)
+        #expect(WebSocketHandshake.normalizedOrigin("https://class.example.org:443") == "https://class.example.org")
+    }
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The classroom in a real browser: headless Chromium against `homeroom web` and real nodes.
 
-Two nodes that require join tokens, one `homeroom web` in front of both, and three
-browser pages (a teacher, two students), each logging in with its own token.
+Two nodes that require join tokens and speak TLS (tls+tcp://, certificates made by
+Deploy/tls-certs.sh), one `homeroom web --tls-ca` in front of both, and three browser
+pages (a teacher, two students), each logging in with its own token.
 Checks, on the pages' content:
   - a student raises a hand, and the teacher's page shows it;
   - the teacher puts the student on stage and allows the camera; the student turns it
@@ -11,6 +12,9 @@ Checks, on the pages' content:
   - a refused action shows its code (the teacher mutes the other student's chat; that
     student's message is refused [muted]);
   - the teacher starts the class: every page's state bar shows the class running;
+  - the teacher mutes every camera and switches hand raising off: every page's state
+    bar says so, and a student's camera and hand are refused [device-muted] and
+    [hand-raising-off]; lifting both clears it;
   - private messages: the teacher whispers a student from the roster and the student
     answers from her page; each shows on the two pages, never on the other student's;
   - the teacher grants the board on the roster: the student's page says it is granted;
@@ -229,17 +233,28 @@ def main():
     try:
         run(["keys", "generate", "--out", workdir])
         key, public = os.path.join(workdir, "token-signing.key"), os.path.join(workdir, "token-signing.pub")
-        timing = ["--heartbeat-ms", "100", "--suspect-ms", "500", "--down-ms", "1500", "--token-key", public]
-        n1 = children.start("n1", ["node", "--name", "n1", "--listen", "tcp://127.0.0.1:0", "--publish", "tcp://127.0.0.1:0"] + timing)
-        n2 = children.start("n2", ["node", "--name", "n2", "--listen", "tcp://127.0.0.1:0", "--publish", "tcp://127.0.0.1:0",
+        # The nodes speak TLS; the web process and the CLI trust the test's own authority.
+        certificates = os.path.join(workdir, "tls")
+        made = subprocess.run(["bash", os.path.join(ROOT, "Deploy/tls-certs.sh"), certificates], capture_output=True, text=True, timeout=60)
+        if made.returncode != 0:
+            raise Failure(f"Deploy/tls-certs.sh failed: {made.stderr}")
+        authority = os.path.join(certificates, "ca.pem")
+        tls = ["--tls-cert", os.path.join(certificates, "node.pem"), "--tls-key", os.path.join(certificates, "node.key"), "--tls-ca", authority]
+        timing = ["--heartbeat-ms", "100", "--suspect-ms", "500", "--down-ms", "1500", "--token-key", public] + tls
+        n1 = children.start("n1", ["node", "--name", "n1", "--listen", "tls+tcp://127.0.0.1:0", "--publish", "tls+tcp://127.0.0.1:0"] + timing)
+        n2 = children.start("n2", ["node", "--name", "n2", "--listen", "tls+tcp://127.0.0.1:0", "--publish", "tls+tcp://127.0.0.1:0",
                                    "--seed", n1["listen"]] + timing)
+        if not n1["listen"].startswith("tls+tcp://"):
+            raise Failure(f"n1 does not listen on TLS: {n1['listen']}")
         # The terminal's theme format: the page draws a live camera with this glyph.
         theme = os.path.join(workdir, "theme.json")
         with open(theme, "w") as file:
             json.dump({"roster": {"camera": {"live": {"text": "◉ on air", "color": "green"}}}}, file)
-        web = children.start("web", ["web", "--listen", "127.0.0.1:0", "--node", n1["listen"], "--node", n2["listen"],
+        web = children.start("web", ["web", "--listen", "127.0.0.1:0", "--node", n1["listen"], "--node", n2["listen"], "--tls-ca", authority,
                                      "--theme", theme, "--reconnect-rounds", "1"])
         url = web["url"]
+        # For the CLI commands below (`run`); set after the web process started, which has only its --tls-ca.
+        os.environ["HOMEROOM_TLS_CA"] = authority
         print(f"web: {url}; nodes {n1['listen']}, {n2['listen']}", file=sys.stderr)
 
         def token(user, role):
@@ -290,6 +305,22 @@ def main():
             page.wait_for("#class-state", "the class running", text="in class")
 
         print("ok: class started on every page", file=sys.stderr)
+
+        # Room-wide rules: the teacher mutes every camera and switches hand raising off;
+        # each page says so, and a student's camera and hand are refused with the code.
+        teacher.click("#room-mute-camera", "the mute-cameras button")
+        teacher.click("#hand-raising", "the hands-off button")
+        for page in pages:
+            page.wait_for("#room-rules", "the room's rules in the state bar", text="cameras muted · hands off")
+        ben.click("#camera-button", "ben's camera button")
+        ben.wait_for("#notice.refused", "the refusal of ben's camera", text="refused [device-muted]")
+        ben.click("#hand-button", "ben's hand button")
+        ben.wait_for("#notice.refused", "the refusal of ben's hand", text="refused [hand-raising-off]")
+        teacher.click("#room-mute-camera", "the unmute-cameras button")
+        teacher.click("#hand-raising", "the hands-on button")
+        for page in pages:
+            page.gone("#room-rules", "the room's rules once lifted")
+        print("ok: cameras muted and hands off on every page, ben refused [device-muted] and [hand-raising-off]", file=sys.stderr)
 
         # Private messages: the teacher whispers ann from the roster; ann answers from her
         # page. Each is on its two pages only: never on ben's.

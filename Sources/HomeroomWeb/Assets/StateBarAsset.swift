@@ -22,6 +22,21 @@ export function classText(model, at = now()) {
   return model.classState === 'after' ? 'class over' : 'before class';
 }
 
+// What the room's teacher switched for everyone: device mutes and hand raising.
+export function roomRulesText(room) {
+  const rules = [];
+  if (room.cameraMuted) rules.push('cameras muted');
+  if (room.microphoneMuted) rules.push('mics muted');
+  if (!room.handRaising) rules.push('hands off');
+  else if (room.autoStage) rules.push('hands go on stage');
+  return rules.join(' · ');
+}
+
+function roomRules(model) {
+  const text = roomRulesText(model.room);
+  return text ? h('span', { class: 'rules', id: 'room-rules' }, text) : null;
+}
+
 // Room, class state and timer, and the link: state and node.
 export function stateBar({ model, theme, link }) {
   const settings = section(theme, 'stateBar');
@@ -33,6 +48,7 @@ export function stateBar({ model, theme, link }) {
     settings.showRoomType !== false ? h('span', { class: 'type', id: 'room-type' }, TYPES[model.room.type] ?? model.room.type) : null,
     h('span', { class: 'class', id: 'class-state' }, classText(model)),
     h('span', { class: 'you' }, `${model.local.name} (${model.local.role})`),
+    roomRules(model),
     h('span', { class: 'connection', id: 'connection', 'data-state': connection, 'data-node': model.node },
       connection === 'connected' ? `connected · ${model.node}${latency}` : connection));
 }

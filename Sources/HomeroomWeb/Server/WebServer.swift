@@ -20,6 +20,9 @@ public final class WebServer: Sendable {
         public var requestTimeoutMillis: UInt64 = 1_000
         /// Rounds over every node before a session's pool gives up (aborted); the pool's default.
         public var reconnectRounds = 20
+        /// Where a reverse proxy serves the page to browsers (`https://class.example.org`),
+        /// normalized by `WebSocketHandshake.normalizedOrigin`: their Origin and Host are accepted.
+        public var publicOrigins: Set<String> = []
 
         public init(listen: String, nodes: [String], themeJSON: String) {
             self.listen = listen
@@ -52,7 +55,7 @@ public final class WebServer: Sendable {
         let listenHost = options.listen[..<(options.listen.lastIndex(of: ":") ?? options.listen.endIndex)].lowercased()
         let hosts: Set<String> = ["127.0.0.1:\(port)", "localhost:\(port)", "\(listenHost):\(port)"]
         let browserSession: WebServerLoop.SessionFactory = { link in BrowserSession(link: link, settings: settings, logger: logger) }
-        loop = WebServerLoop(listener: listener, wake: wake, hosts: hosts, limits: options.limits,
+        loop = WebServerLoop(listener: listener, wake: wake, hosts: hosts, publicOrigins: options.publicOrigins, limits: options.limits,
                              assets: PageAssets.all(themeJSON: options.themeJSON), logger: logger,
                              openSession: openSession ?? browserSession)
         self.port = port

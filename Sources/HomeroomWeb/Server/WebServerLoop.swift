@@ -15,6 +15,8 @@ final class WebServerLoop: @unchecked Sendable {
     let mailbox: Mailbox
     /// The `Host` values a socket's upgrade may name: this server's address and port.
     let hosts: Set<String>
+    /// Where a reverse proxy serves the page (`https://class.example.org`): accepted as Origin and Host.
+    let publicOrigins: Set<String>
     let limits: WebLimits
     let assets: [String: PageAsset]
     let openSession: SessionFactory
@@ -52,11 +54,12 @@ final class WebServerLoop: @unchecked Sendable {
         var closeWhenFlushed = false
     }
 
-    init(listener: Int32, wake: Int32, hosts: Set<String>, limits: WebLimits, assets: [String: PageAsset], logger: Logger,
+    init(listener: Int32, wake: Int32, hosts: Set<String>, publicOrigins: Set<String> = [], limits: WebLimits, assets: [String: PageAsset], logger: Logger,
          openSession: @escaping SessionFactory) {
         self.listener = listener
         self.mailbox = Mailbox(wake: wake)
         self.hosts = hosts
+        self.publicOrigins = publicOrigins
         self.limits = limits
         self.assets = assets
         self.logger = logger
@@ -225,7 +228,7 @@ final class WebServerLoop: @unchecked Sendable {
     private func upgrade(_ fd: Int32, _ head: HTTPHead) {
         let accepted: [UInt8]
         do {
-            accepted = try WebSocketHandshake.reply(to: head, hosts: hosts)
+            accepted = try WebSocketHandshake.reply(to: head, hosts: hosts, publicOrigins: publicOrigins)
         } catch {
             reply(fd, HTTPReply.text(error.status, error.reason))
             return

@@ -23,6 +23,8 @@ struct PageAction: Decodable {
     /// The carousel's range (all, camera-on) and order (join-order, random).
     var range: String?
     var order: String?
+    /// Hand raising: a raise puts the student on stage while seats remain.
+    var autoStage: Bool?
 
     /// Carries the action out on the pool; a `ContextError` says why not.
     func perform(on pool: ContextPool) throws(ContextError) {
@@ -37,6 +39,8 @@ struct PageAction: Decodable {
         case "kick": try users.kickOut(try target())
         case "mute": try pool.message.muteChat(of: try target(), muted: on ?? true)
         case "mute-all-mics": try streams.muteAllMicrophones()
+        case "room-mute": try streams.muteRoom(try deviceChosen(), muted: on ?? true)
+        case "hand-raising": try users.allowHandsUp(on ?? true, autoStage: autoStage ?? false)
         case "board": try users.setBoard(try target(), granted: on ?? true)
         case "chat": try pool.message.sendRoomMessage(try typedText())
         case "whisper": try pool.message.sendPeerMessage(to: try target(), try typedText())

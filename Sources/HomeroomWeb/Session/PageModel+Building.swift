@@ -43,7 +43,10 @@ extension PageModel {
                     to: info.recipient, toName: info.recipient.map { user(id: $0).name })
         }
         room = RoomDTO(id: snapshot.room.id, name: snapshot.room.displayName, type: "\(snapshot.room.type)",
-                       stageLimit: snapshot.room.stageLimit, handLimit: snapshot.room.handLimit)
+                       stageLimit: snapshot.room.stageLimit, handLimit: snapshot.room.handLimit,
+                       cameraMuted: snapshot.room.mutedDevices.contains(.camera),
+                       microphoneMuted: snapshot.room.mutedDevices.contains(.microphone),
+                       handRaising: snapshot.room.handRaising.allowed, autoStage: snapshot.room.handRaising.autoStage)
         classState = "\(snapshot.classInfo.state)"
         classSinceMillis = snapshot.classInfo.sinceMillis
         classDurationSeconds = snapshot.classInfo.schedule.durationSeconds

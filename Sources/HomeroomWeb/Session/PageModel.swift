@@ -100,5 +100,11 @@ struct PageModel: Encodable, Equatable {
         var type: String
         var stageLimit: Int
         var handLimit: Int
+        /// Room-wide mutes (a teacher's `camera mute` / `mic mute`): no student's device of the kind counts as on.
+        var cameraMuted: Bool
+        var microphoneMuted: Bool
+        /// Students may raise hands; with `autoStage`, a raise puts them on stage while seats remain.
+        var handRaising: Bool
+        var autoStage: Bool
     }
 }

@@ -20,8 +20,16 @@ enum WebCommand {
           --listen <host:port>   Where to serve the page (default 127.0.0.1:8080; port 0 picks one).
           --node <address>       A node's listen address; repeatable, the others are fallbacks.
                                  e.g. tcp://127.0.0.1:7100                        (HOMEROOM_NODES, comma-separated)
+          --tls-ca <file>        The authority that signed the nodes' certificates, for tls+tcp://
+                                 addresses. (HOMEROOM_TLS_CA)
           --theme <file>         Theme (the terminal's UI config, JSON) the page draws with. (HOMEROOM_THEME)
+          --public-origin <url>  Where a reverse proxy serves the page to browsers, e.g.
+                                 https://class.example.org; repeatable. Its Origin and Host are
+                                 accepted besides this server's own address.
           --max-sessions <n>     Browser sessions held at once (default 32).
+          --max-sessions-per-peer <n>
+                                 Sessions one peer address may hold (default 8). Behind a
+                                 reverse proxy every browser has the proxy's address: raise it.
           --timeout-ms <n>       How long to wait for a node's answer (default 1000).
           --reconnect-rounds <n> Rounds over every node before a session gives up and its page
                                  offers to log in again (default 20).
@@ -38,18 +46,33 @@ enum WebCommand {
             nodes = list.split(separator: ",").map { String($0).trimmed }.filter { !$0.isEmpty }
         }
         let themePath = try reader.string("--theme")
+        let authority = try reader.string("--tls-ca") ?? ProcessEnvironment.current["HOMEROOM_TLS_CA"]
+        var publicOrigins: Set<String> = []
+        for text in try reader.strings("--public-origin") {
+            guard let origin = WebSocketHandshake.normalizedOrigin(text) else {
+                throw .usage("--public-origin '\(text)' is not an origin: scheme and host, e.g. https://class.example.org", usage: usage)
+            }
+            publicOrigins.insert(origin)
+        }
         let maxSessions = try reader.integer("--max-sessions", in: 1...4_096) ?? 32
+        let maxPerPeer = try reader.integer("--max-sessions-per-peer", in: 1...4_096) ?? min(8, maxSessions)
         let timeout = try reader.integer("--timeout-ms", in: UInt64(50)...UInt64(60_000)) ?? 1_000
         let rounds = try reader.integer("--reconnect-rounds", in: 1...1_000) ?? 20
         let levelName = try reader.string("--log-level") ?? "notice"
         try reader.finish()
         guard !nodes.isEmpty else { throw .usage("missing --node <address>: the node the sessions join through", usage: usage) }
+        for node in nodes where !["tcp://", "tls+tcp://", "ipc://", "inproc://"].contains(where: { node.hasPrefix($0) }) {
+            throw .usage("node address '\(node)' must start with tcp://, tls+tcp://, ipc:// or inproc://", usage: usage)
+        }
+        try ClientTLS.configure(authority: authority, nodes: nodes, usage: usage)
         guard let level = Logger.Level.allCases.first(where: { "\($0)" == levelName }) else {
             throw .usage("unknown log level '\(levelName)'", usage: usage)
         }
         let theme = try ThemeCommand.load(themePath)
         var options = WebServer.Options(listen: listen, nodes: nodes, themeJSON: theme.json())
         options.limits.maxSessions = maxSessions
+        options.limits.maxSessionsPerPeer = min(maxPerPeer, maxSessions)
+        options.publicOrigins = publicOrigins
         options.requestTimeoutMillis = timeout
         options.reconnectRounds = rounds
         let logger = Logger(label: "homeroom-web", level: level)
