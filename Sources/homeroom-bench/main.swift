@@ -22,7 +22,7 @@ struct BenchOptions {
           --markdown        Also print a Markdown table of the rows.
           --netns           The idle, idle-placed and writes suites' nodes each in a network
                             namespace of their own, on a bridge (root, iproute2; exit 77 otherwise).
-          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, lifetime, resources, security, lock-scope, rooms, convergence, ui, idle, writes, idle-placed, messaging,
+          --suite <name>    Run only this suite (merge, memory, codec, cluster, join, lifetime, resources, security, lock-scope, rooms, convergence, ui, idle, writes, teacher-lane, idle-placed, messaging,
                             messaging-100k, messaging-processes: 10,000 subscribers in child
                             processes, snapshot: the join in process, for profiles, school: room streams
                             against v1 subscribers on 3 homeroom node processes, then NATS and Redis on the
@@ -109,6 +109,7 @@ func runBench() {
     if wants("ui") { RosterFrameBench.run(quick: options.quick, emit: emit) }
     if wants("idle") { IdleCostBench.run(quick: options.quick, emit: emit) }
     if wants("writes") { WriteCapacityBench.run(quick: options.quick, emit: emit) }
+    if wants("teacher-lane") { TeacherLaneBench.run(quick: options.quick, emit: emit) }
     if options.suites.contains("idle-placed") { IdleCostBench.runPlaced(quick: options.quick, emit: emit) }
     if options.suites.contains("snapshot") {
         // Not part of the full run (the join suite has these rows): the in-process join, for profiles.
@@ -142,7 +143,7 @@ func runBench() {
 /// starts no nng itself, so spawning is safe.
 func runEachSuiteInItsOwnProcess(_ options: BenchOptions) {
     // Memory first: it measures resident-set growth, which memory freed earlier would hide.
-    let suites = ["memory", "merge", "codec", "cluster", "join", "lifetime", "resources", "security", "lock-scope", "rooms", "convergence", "ui", "idle", "writes"] + (options.quick ? [] : ["messaging-100k", "messaging-processes"]) + ["messaging"]
+    let suites = ["memory", "merge", "codec", "cluster", "join", "lifetime", "resources", "security", "lock-scope", "rooms", "convergence", "ui", "idle", "writes", "teacher-lane"] + (options.quick ? [] : ["messaging-100k", "messaging-processes"]) + ["messaging"]
     let me = CommandLine.arguments[0]
     let quoted = "'" + me.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     var table: [String] = []

@@ -32,6 +32,10 @@ public struct NodeConfig: Sendable, Equatable {
     /// so reward folds wait that much longer (`RewardCheckpoint.completeBefore`).
     public var maxClockDriftMillis: UInt64 = HybridClock.defaultMaxForwardDriftMillis
     public var workers = 2
+    /// The teacher lane: a teacher's control writes (`Operation.isTeacherControl`) are
+    /// taken by a worker and by their room's write gate ahead of every other request
+    /// waiting. Off only to measure what it is worth (homeroom-bench, suite teacher-lane).
+    public var teacherLane = true
     /// Limits on what peers and clients send this node (requests, cluster messages).
     public var limits: WireLimits = .default
     /// Limits on replies to this node's own requests (snapshots and patches of whole

@@ -226,7 +226,8 @@ extension ClusterNode {
             write.operation = .reward(user: target, amount: amount, issuedAtMillis: wallMillis())
         }
         enum Decision { case answered(WireMessage.WriteAck), persist(StampedWrite, NodeStore?) }
-        let result = writeGates.withGate(roomID) { () -> (WireMessage.WriteAck, Delta?, StoreError?) in
+        let urgent = config.teacherLane && write.operation.isTeacherControl
+        let result = writeGates.withGate(roomID, urgent: urgent) { () -> (WireMessage.WriteAck, Delta?, StoreError?) in
             let decision = state.withLock { state -> Decision in
                 // Read under the lock: a heartbeat (also built under it) then tells peers the
                 // truth about which rewards this node admitted before its send time; one

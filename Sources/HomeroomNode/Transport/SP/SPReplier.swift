@@ -14,9 +14,12 @@ public final class SPReplier: Sendable {
     private let queue: SPJobQueue
     private let workers = Mutex<[NNGThread]>([])
 
-    public init(limits: SPLimitsConfig = SPLimitsConfig(), maxPendingPerConnection: Int = 16, maxQueued: Int = 1_024) throws(TransportError) {
+    /// `urgent` (run on the loop thread as each request arrives: keep it cheap) picks the
+    /// requests that workers take before any other waiting (the teacher lane).
+    public init(limits: SPLimitsConfig = SPLimitsConfig(), maxPendingPerConnection: Int = 16, maxQueued: Int = 1_024,
+                urgent: (@Sendable ([UInt8]) -> Bool)? = nil) throws(TransportError) {
         queue = SPJobQueue()
-        role = ReplyRole(queue: queue, maxPendingPerConnection: max(1, maxPendingPerConnection), maxQueued: max(1, maxQueued))
+        role = ReplyRole(queue: queue, maxPendingPerConnection: max(1, maxPendingPerConnection), maxQueued: max(1, maxQueued), urgent: urgent)
         loop = try SPLoop(name: "hr-rep-loop", protocolKind: .rep, limits: limits.limits, role: role)
     }
 
@@ -62,6 +65,8 @@ public final class SPReplier: Sendable {
     public var failedReplies: Int { role.failures.load(ordering: .relaxed) }
     /// Connections dropped for a request without a request id.
     public var malformedRequests: Int { role.malformed.load(ordering: .relaxed) }
+    /// Urgent requests a worker took ahead of ordinary ones waiting (the teacher lane at work).
+    public var urgentOvertakes: Int { queue.overtaken }
     var stats: SPLoopStats { loop.stats }
 
     /// Stops accepting, lets the workers finish what they run, closes every connection.
@@ -83,26 +88,48 @@ struct SPJob: Sendable {
     let body: [UInt8]
 }
 
-/// The requests waiting for a worker: a locked array and a counting semaphore.
+/// The requests waiting for a worker: two locked lanes and a counting semaphore. A
+/// worker takes the urgent lane's oldest job first, then the ordinary lane's.
 final class SPJobQueue: Sendable {
-    private struct State {
+    private struct Lane {
         var jobs: [SPJob] = []
         var head = 0
+        var count: Int { jobs.count - head }
+
+        mutating func pop() -> SPJob? {
+            guard head < jobs.count else { return nil }
+            let job = jobs[head]
+            head += 1
+            if head > 256 && head * 2 > jobs.count {
+                jobs.removeFirst(head)
+                head = 0
+            }
+            return job
+        }
+    }
+
+    private struct State {
+        var urgent = Lane()
+        var ordinary = Lane()
         var bytes = 0
         var closed = false
+        /// Jobs taken from the urgent lane while the ordinary one had some waiting.
+        var overtaken = 0
     }
     private let state = Mutex(State())
     private let ready = DispatchSemaphore(value: 0)
     private let waiters = Atomic<Int>(0)
 
-    var count: Int { state.withLock { $0.jobs.count - $0.head } }
+    var count: Int { state.withLock { $0.urgent.count + $0.ordinary.count } }
     /// Bytes of the requests waiting.
     var bytes: Int { state.withLock { $0.bytes } }
+    /// Urgent jobs that went ahead of ordinary ones waiting (metrics).
+    var overtaken: Int { state.withLock { $0.overtaken } }
 
-    func push(_ job: SPJob) {
+    func push(_ job: SPJob, urgent: Bool = false) {
         let accepted = state.withLock { s -> Bool in
             if s.closed { return false }
-            s.jobs.append(job)
+            if urgent { s.urgent.jobs.append(job) } else { s.ordinary.jobs.append(job) }
             s.bytes += job.body.count
             return true
         }
@@ -115,14 +142,14 @@ final class SPJobQueue: Sendable {
             ready.wait()
             let next = state.withLock { s -> SPJob?? in
                 if s.closed { return .some(nil) }
-                guard s.head < s.jobs.count else { return .none }
-                let job = s.jobs[s.head]
-                s.head += 1
-                s.bytes -= job.body.count
-                if s.head > 256 && s.head * 2 > s.jobs.count {
-                    s.jobs.removeFirst(s.head)
-                    s.head = 0
+                let waitingOrdinary = s.ordinary.count > 0
+                if let job = s.urgent.pop() {
+                    if waitingOrdinary { s.overtaken += 1 }
+                    s.bytes -= job.body.count
+                    return .some(job)
                 }
+                guard let job = s.ordinary.pop() else { return .none }
+                s.bytes -= job.body.count
                 return .some(job)
             }
             if let next { return next }
@@ -131,7 +158,7 @@ final class SPJobQueue: Sendable {
 
     func close() {
         let wasOpen = state.withLock { s -> Bool in
-            defer { s.closed = true; s.jobs = []; s.head = 0 }
+            defer { s.closed = true; s.urgent = Lane(); s.ordinary = Lane() }
             return !s.closed
         }
         // Wake every worker: each sees `closed`.
@@ -148,8 +175,10 @@ final class ReplyRole: SPRole, @unchecked Sendable {
     private let maxQueued: Int
     // Loop-confined: connections paused because the shared queue was full.
     private var waitingForQueue: [UInt64] = []
+    private let urgent: (@Sendable ([UInt8]) -> Bool)?
 
-    init(queue: SPJobQueue, maxPendingPerConnection: Int, maxQueued: Int) {
+    init(queue: SPJobQueue, maxPendingPerConnection: Int, maxQueued: Int, urgent: (@Sendable ([UInt8]) -> Bool)?) {
+        self.urgent = urgent
         self.queue = queue
         self.maxPendingPerConnection = maxPendingPerConnection
         self.maxQueued = maxQueued
@@ -168,7 +197,8 @@ final class ReplyRole: SPRole, @unchecked Sendable {
             return
         }
         c.pending += 1
-        queue.push(SPJob(connection: c.id, backtrace: Array(message[..<length]), body: Array(message[length...])))
+        let body = Array(message[length...])
+        queue.push(SPJob(connection: c.id, backtrace: Array(message[..<length]), body: body), urgent: urgent?(body) ?? false)
         if c.pending >= maxPendingPerConnection {
             loop.pauseReading(c)
         } else if queueFull {

@@ -1,0 +1,85 @@
+/// Which lane a client's request waits in at the node, read from its bytes before
+/// they are decoded (on the transport's loop thread, so it must be cheap): a write
+/// whose operation is a teacher's control (`Operation.isTeacherControl`) goes ahead
+/// of everything else waiting. A walk over three levels of framing (Envelope ->
+/// WriteRequest -> Delta), bounded by the bytes; anything it cannot read is ordinary
+/// and is refused, if it must be, by the real decode later.
+public enum WireLane {
+    /// The Delta `op` field numbers of `Operation.isTeacherControl` (delta.proto):
+    /// set_stage, set_privilege, set_board, set_class_state, mute_all, kick, ban,
+    /// set_chat_muted, set_device_muted, set_hand_raising.
+    static let teacherControlFields: Set<UInt64> = [6, 8, 9, 21, 22, 25, 26, 29, 43, 44]
+
+    /// Whether `request` (an encoded Envelope) is a write of a teacher's control.
+    public static func isTeacherControl(request: [UInt8]) -> Bool {
+        request.withUnsafeBytes { bytes in
+            guard let write = field(13, in: bytes, 0..<bytes.count),          // Envelope.write_request
+                  let delta = field(3, in: bytes, write) else { return false } // WriteRequest.write
+            return firstOperation(in: bytes, delta).map(teacherControlFields.contains) ?? false
+        }
+    }
+
+    /// The range of the last length-delimited field `number` in `range`, or nil.
+    private static func field(_ number: UInt64, in bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Range<Int>? {
+        var found: Range<Int>?
+        var walk = Walk(bytes: bytes, position: range.lowerBound, end: range.upperBound)
+        while let (field, value) = walk.next() {
+            if field == number, let value { found = value }
+        }
+        return walk.failed ? nil : found
+    }
+
+    /// The Delta's op field number: its one length-delimited field numbered 6 or more,
+    /// other than 40 (origin).
+    private static func firstOperation(in bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> UInt64? {
+        var walk = Walk(bytes: bytes, position: range.lowerBound, end: range.upperBound)
+        while let (field, value) = walk.next() {
+            if field >= 6, field != 40, value != nil { return field }
+        }
+        return nil
+    }
+
+    /// Protobuf fields one after another: (number, payload range if length-delimited).
+    private struct Walk {
+        let bytes: UnsafeRawBufferPointer
+        var position: Int
+        let end: Int
+        var failed = false
+
+        mutating func varint() -> UInt64? {
+            var value: UInt64 = 0
+            var shift: UInt64 = 0
+            while position < end, shift <= 63 {
+                let byte = bytes[position]
+                position += 1
+                value |= UInt64(byte & 0x7f) << shift
+                if byte & 0x80 == 0 { return value }
+                shift += 7
+            }
+            return nil
+        }
+
+        mutating func next() -> (UInt64, Range<Int>?)? {
+            guard position < end, !failed else { return nil }
+            guard let tag = varint() else { failed = true; return nil }
+            switch tag & 7 {
+            case 0:
+                guard varint() != nil else { failed = true; return nil }
+                return (tag >> 3, nil)
+            case 1, 5:
+                let size = tag & 7 == 1 ? 8 : 4
+                guard end - position >= size else { failed = true; return nil }
+                position += size
+                return (tag >> 3, nil)
+            case 2:
+                guard let length = varint(), length <= UInt64(end - position) else { failed = true; return nil }
+                let start = position
+                position += Int(length)
+                return (tag >> 3, start..<position)
+            default:
+                failed = true
+                return nil
+            }
+        }
+    }
+}
