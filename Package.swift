@@ -57,13 +57,16 @@ let package = Package(
         // a ContextPool whose read models go to the page as JSON.
         .target(name: "HomeroomWeb", dependencies: ["HomeroomContext", "HomeroomSupport", "COpenSSL", "CLinuxEvents"], swiftSettings: strict),
 
-        .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomSimulation", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTerminalUI", "HomeroomWeb"], swiftSettings: strict),
+        .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomSimulation", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTerminalUI", "HomeroomWeb", "HomeroomChaosKit"], swiftSettings: strict),
         // The bench borrows the tests' raw-socket adversary (HomeroomTestSupport) for its resources suite.
         .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTestSupport", "HomeroomHarness"], swiftSettings: strict),
         // Child processes and network namespaces for the chaos harness and the benchmarks.
         .target(name: "HomeroomHarness", swiftSettings: strict),
+        // The chaos harness as a library: workload, observatory, checker and report (shared by
+        // `homeroom verify`, which points them at a running cluster), nemesis and nodes.
+        .target(name: "HomeroomChaosKit", dependencies: ["HomeroomCore", "HomeroomEngine", "HomeroomSupport", "HomeroomWire", "HomeroomNode", "HomeroomHarness"], swiftSettings: strict),
         // Partition and chaos runs against real `homeroom node` processes, with a checker.
-        .executableTarget(name: "homeroom-chaos", dependencies: ["HomeroomCore", "HomeroomEngine", "HomeroomSupport", "HomeroomWire", "HomeroomNode", "HomeroomHarness"], swiftSettings: strict),
+        .executableTarget(name: "homeroom-chaos", dependencies: ["HomeroomChaosKit"], swiftSettings: strict),
 
         .testTarget(name: "HomeroomCoreTests", dependencies: ["HomeroomCore"], swiftSettings: strict),
         .testTarget(name: "HomeroomEngineTests", dependencies: ["HomeroomEngine", "HomeroomSimulation", "HomeroomCore"], swiftSettings: strict),
@@ -75,7 +78,7 @@ let package = Package(
         .testTarget(name: "HomeroomWebTests", dependencies: ["HomeroomWeb", "HomeroomContext", "HomeroomCore", "HomeroomSupport", "HomeroomTestSupport"], swiftSettings: strict),
         .testTarget(name: "HomeroomTerminalUITests", dependencies: ["HomeroomTerminalUI", "HomeroomContext", "HomeroomCore"], swiftSettings: strict),
         // The chaos checker's pure parts (the harness itself runs in Deploy/test.sh).
-        .testTarget(name: "HomeroomChaosTests", dependencies: ["homeroom-chaos", "HomeroomSupport"], swiftSettings: strict),
+        .testTarget(name: "HomeroomChaosTests", dependencies: ["HomeroomChaosKit", "HomeroomSupport"], swiftSettings: strict),
         .testTarget(name: "HomeroomCLITests", dependencies: ["HomeroomNode", "HomeroomEngine", "HomeroomCore", "HomeroomTestSupport"], swiftSettings: strict),
     ]
 )

@@ -4,7 +4,7 @@ _homeroom() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=( $(compgen -W "demo join roster web rooms cluster context node keys token simulate theme completion stage board camera mic mute-all carousel reward kick ban hand class schedule room prop lock group name send whisper history presence mute unmute --help --version" -- "$cur") )
+        COMPREPLY=( $(compgen -W "demo join roster web rooms cluster where-now context node keys token simulate verify theme completion stage board camera mic mute-all carousel reward kick ban hand class schedule room prop lock group name send whisper history presence mute unmute --help --version" -- "$cur") )
         return
     fi
     case "${COMP_WORDS[1]}" in
@@ -86,6 +86,16 @@ _homeroom() {
                 options="--node --token --tls-ca --timeout-ms --max-behind --json --help"
                 words_here="status check"
                 ;;
+            where-now)
+                case "$prev" in
+                    --user) return ;;
+                    --node) return ;;
+                    --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
+                    --timeout-ms) return ;;
+                esac
+                options="--user --node --token --tls-ca --timeout-ms --json --help"
+                ;;
             context)
                 case "$prev" in
                     --node) return ;;
@@ -119,6 +129,7 @@ _homeroom() {
                     --app) return ;;
                     --revoked) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --token-max-lifetime) return ;;
+                    --token-leeway) return ;;
                     --cluster-key) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --tls-cert) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --tls-key) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
@@ -147,8 +158,9 @@ _homeroom() {
                     --fault-delay-ms) return ;;
                     --fault-jitter-ms) return ;;
                     --clock-skew-ms) return ;;
+                    --test-fault) COMPREPLY=( $(compgen -W "lose-acknowledged-writes" -- "$cur") ); return ;;
                 esac
-                options="--name --listen --publish --seed --cluster-publish --message-retention --session-timeout-ms --config --heartbeat-ms --suspect-ms --probe-helpers --down-ms --workers --data-dir --sync --http --http-token-file --wait-s --token-key --app --revoked --token-max-lifetime --cluster-key --tls-cert --tls-key --tls-ca --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --room-creations-per-second --room-retention --max-users --replicas --room-replicas --handoff-settle-ms --node-streams --permanent-down-ms --reward-window-ms --max-clock-drift-ms --max-connections --wedge-descriptors --log-level --log-format --fault-seed --fault-drop-percent --fault-duplicate-percent --fault-delay-ms --fault-jitter-ms --clock-skew-ms --help"
+                options="--name --listen --publish --seed --cluster-publish --message-retention --session-timeout-ms --config --heartbeat-ms --suspect-ms --probe-helpers --down-ms --workers --data-dir --sync --http --http-token-file --wait-s --token-key --app --revoked --token-max-lifetime --token-leeway --cluster-key --tls-cert --tls-key --tls-ca --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --room-creations-per-second --room-retention --max-users --replicas --room-replicas --handoff-settle-ms --node-streams --permanent-down-ms --reward-window-ms --max-clock-drift-ms --max-connections --wedge-descriptors --log-level --log-format --fault-seed --fault-drop-percent --fault-duplicate-percent --fault-delay-ms --fault-jitter-ms --clock-skew-ms --test-fault --test-only --help"
                 words_here="drain"
                 ;;
             keys)
@@ -180,6 +192,18 @@ _homeroom() {
                     --steps) return ;;
                 esac
                 options="--seed --schedules --replicas --students --steps --json --help"
+                ;;
+            verify)
+                case "$prev" in
+                    --node) return ;;
+                    --seconds) return ;;
+                    --key) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
+                    --room) return ;;
+                    --seed) return ;;
+                    --storm) return ;;
+                esac
+                options="--node --seconds --key --tls-ca --room --seed --storm --json --help"
                 ;;
             theme)
                 options="--help"

@@ -35,6 +35,8 @@ public struct ClassroomConfig: Sendable, Equatable {
     /// Above this many online users, presence joins and leaves come as interval events.
     public var presenceThreshold = 50
     public var presenceIntervalMillis: UInt64 = 1_000
+    /// How long before the join token's expiry `ContextEvent.tokenWillExpire` comes (as `TokenExpiryWarning.defaultLeadSeconds`).
+    public var tokenWarningSeconds: Int64 = 30
 
     public init(room: String, user: UserID, name: String = "", role: Role, nodes: [String]) {
         self.room = room
@@ -81,6 +83,7 @@ final class ClassroomSession: Sendable {
         var lastLinkMark: LinkMark?
         var lastLatency: Double = 0
         var lastLatencyReport: UInt64 = 0
+        var tokenWarning = TokenExpiryWarning()
     }
 
     private let state = Mutex(State())
@@ -147,6 +150,7 @@ final class ClassroomSession: Sendable {
             state.client = client
             state.everJoined = true
             state.kickedOut = false
+            state.tokenWarning = TokenExpiryWarning(leadSeconds: config.tokenWarningSeconds)
             state.generation += 1
             state.lastConnection = .connected
             let link = client.linkStatus
@@ -178,6 +182,16 @@ final class ClassroomSession: Sendable {
     }
 
     // MARK: - Reading
+
+    /// Renews the join token on the live session (`RoomClient.renewToken`).
+    func renewToken(_ token: String) throws(ContextError) -> Int64 {
+        let client = try client()
+        do {
+            return try client.renewToken(token)
+        } catch {
+            throw ContextError(error)
+        }
+    }
 
     /// The client while joined; a coded error otherwise.
     func client() throws(ContextError) -> RoomClient {
@@ -398,6 +412,9 @@ final class ClassroomSession: Sendable {
                 state.lastLatency = latency
                 state.lastLatencyReport = now
                 events.append(.latencyUpdated(micros: latency))
+            }
+            if let left = state.tokenWarning.due(expiresAt: client.tokenExpiresAt, nowSeconds: Int64(WallClock.nowMillis() / 1000)) {
+                events.append(.tokenWillExpire(inSeconds: left))
             }
             return true
         }

@@ -46,6 +46,10 @@ public enum ContextEvent: Hashable, Sendable {
     // Monitor
     case connectionStateUpdated(ConnectionState)
     case latencyUpdated(micros: Double)
+    /// The join token expires in `seconds` (0: already past): renew it with
+    /// `MonitorContext.renewToken(_:)` before the nodes refuse it. Once per token,
+    /// `ClassroomConfig.tokenWarningSeconds` before its expiry.
+    case tokenWillExpire(inSeconds: Int64)
     // Messages (MessageHandler)
     /// A room message, once, in its sender's order (the local user's own included).
     case roomMessageReceived(MessageInfo)

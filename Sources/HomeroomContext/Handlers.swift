@@ -100,11 +100,13 @@ extension StreamHandler {
 public protocol MonitorHandler: AnyObject, Sendable {
     func onConnectionStateUpdated(_ state: ConnectionState)
     func onLatencyUpdated(micros: Double)
+    func onTokenWillExpire(inSeconds seconds: Int64)
 }
 
 extension MonitorHandler {
     public func onConnectionStateUpdated(_ state: ConnectionState) {}
     public func onLatencyUpdated(micros: Double) {}
+    public func onTokenWillExpire(inSeconds seconds: Int64) {}
 }
 
 /// Message events (AgoraEduMessageHandler, RTM message events).
@@ -162,6 +164,7 @@ extension ContextEvent {
         case let .roomMuteUpdated(device, muted): (handler as? StreamHandler)?.onRoomMuteUpdated(device, muted: muted)
         case let .connectionStateUpdated(state): (handler as? MonitorHandler)?.onConnectionStateUpdated(state)
         case let .latencyUpdated(micros): (handler as? MonitorHandler)?.onLatencyUpdated(micros: micros)
+        case let .tokenWillExpire(seconds): (handler as? MonitorHandler)?.onTokenWillExpire(inSeconds: seconds)
         case let .roomMessageReceived(message): (handler as? MessageHandler)?.onRoomMessageReceived(message)
         case let .peerMessageReceived(message): (handler as? MessageHandler)?.onPeerMessageReceived(message)
         case let .messagesRemoved(keys): (handler as? MessageHandler)?.onMessagesRemoved(keys)

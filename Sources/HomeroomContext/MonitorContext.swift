@@ -21,6 +21,16 @@ public final class MonitorContext: Sendable {
     /// The node this pool is attached to now (its replica id, as text; empty when not joined).
     public var attachedNode: String { session.attachedNode }
 
+    /// The join token's expiry (Unix seconds), nil without a token or before joining.
+    public var tokenExpiresAt: Int64? { try? session.client().tokenExpiresAt }
+
+    /// Renews the join token without leaving (Signaling's `renewToken`): the session,
+    /// presence and subscriptions stay. Returns the new expiry (Unix seconds). Refused
+    /// `token-renewal-mismatch` for a token of another user or role, `token-wrong-room`
+    /// for another room, and with the token's own `token-*` code when it is not valid.
+    @discardableResult
+    public func renewToken(_ token: String) throws(ContextError) -> Int64 { try session.renewToken(token) }
+
     /// Diagnostics for tools and tests (never for drawing): whether this pool's replica
     /// is identical to `other`, e.g. a node's copy of the room, as this user may see it
     /// (nodes also hold other users' peer messages).

@@ -174,6 +174,33 @@ extension CEncoder {
             body.pointee.heard_ago_ms = reply.heardAgoMillis
             message.pointee.probe_reply = body
             message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_PROBE_REPLY
+        case let .renewRequest(session):
+            let body = make(homeroom__v1__renew_request__init)
+            body.pointee.session = string(session)
+            message.pointee.renew_request = body
+            message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_RENEW_REQUEST
+        case let .renewReply(expiresAt):
+            let body = make(homeroom__v1__renew_reply__init)
+            body.pointee.expires_at = expiresAt
+            message.pointee.renew_reply = body
+            message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_RENEW_REPLY
+        case let .whereNowRequest(user):
+            let body = make(homeroom__v1__where_now_request__init)
+            body.pointee.user = string(user)
+            message.pointee.where_now_request = body
+            message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_WHERE_NOW_REQUEST
+        case let .whereNowReply(reply):
+            let body = make(homeroom__v1__where_now_reply__init)
+            if !reply.rooms.isEmpty {
+                let rooms = arena.pointers(CChar.self, count: reply.rooms.count)
+                for (position, room) in reply.rooms.enumerated() { rooms[position] = string(room) }
+                body.pointee.n_rooms = reply.rooms.count
+                body.pointee.rooms = rooms
+            }
+            body.pointee.truncated = reply.truncated ? 1 : 0
+            body.pointee.unanswered = reply.unanswered
+            message.pointee.where_now_reply = body
+            message.pointee.body_case = HOMEROOM__V1__ENVELOPE__BODY_WHERE_NOW_REPLY
         }
         return message
     }
@@ -263,6 +290,20 @@ extension CDecoder {
             let reply = envelope.probe_reply.pointee
             body = .probeReply(WireMessage.ProbeReply(target: ReplicaID(reply.target), alive: reply.alive != 0, incarnation: reply.incarnation,
                                                       heardAgoMillis: reply.heard_ago_ms))
+        case 23:
+            body = .renewRequest(session: try string(envelope.renew_request.pointee.session, "envelope.renew_request.session"))
+        case 24:
+            body = .renewReply(expiresAt: envelope.renew_reply.pointee.expires_at)
+        case 25:
+            body = .whereNowRequest(user: try string(envelope.where_now_request.pointee.user, "envelope.where_now_request.user"))
+        case 26:
+            let reply = envelope.where_now_reply.pointee
+            try count(reply.n_rooms, max: limits.maxMapEntries, "envelope.where_now_reply.rooms")
+            var rooms: [String] = []
+            for position in 0..<reply.n_rooms {
+                rooms.append(try string(reply.rooms[position], "envelope.where_now_reply.rooms"))
+            }
+            body = .whereNowReply(WireMessage.WhereNowReply(rooms: rooms, truncated: reply.truncated != 0, unanswered: reply.unanswered))
         default:
             throw .missingField("envelope.body (absent, or of a kind this version does not know)")
         }

@@ -53,6 +53,14 @@ public enum WireMessage: Equatable, Sendable {
     /// another node).
     case probeRequest(target: ReplicaID)
     case probeReply(ProbeReply)
+    /// A client renews its join token (the envelope's credential is the new one) for its
+    /// live `session` in the envelope's room, without rejoining.
+    case renewRequest(session: String)
+    /// The renewal was accepted: the new token's expiry, Unix seconds.
+    case renewReply(expiresAt: Int64)
+    /// Which rooms `user` has a live session in now (docs/PROTOCOL.md, "Where now").
+    case whereNowRequest(user: String)
+    case whereNowReply(WhereNowReply)
 
     /// The proto name of the body case, for logs and metrics.
     public var kind: String {
@@ -73,6 +81,10 @@ public enum WireMessage: Equatable, Sendable {
         case .error: return "error"
         case .probeRequest: return "probe_request"
         case .probeReply: return "probe_reply"
+        case .renewRequest: return "renew_request"
+        case .renewReply: return "renew_reply"
+        case .whereNowRequest: return "where_now_request"
+        case .whereNowReply: return "where_now_reply"
         }
     }
 }
@@ -407,6 +419,22 @@ extension WireMessage {
             self.alive = alive
             self.incarnation = incarnation
             self.heardAgoMillis = heardAgoMillis
+        }
+    }
+
+    /// The rooms a user is in now, bounded.
+    public struct WhereNowReply: Hashable, Sendable {
+        /// Sorted.
+        public var rooms: [String]
+        /// More rooms than those listed.
+        public var truncated: Bool
+        /// Live peers that did not answer in time: their rooms may be missing.
+        public var unanswered: UInt32
+
+        public init(rooms: [String], truncated: Bool = false, unanswered: UInt32 = 0) {
+            self.rooms = rooms
+            self.truncated = truncated
+            self.unanswered = unanswered
         }
     }
 

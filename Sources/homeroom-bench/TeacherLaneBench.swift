@@ -28,7 +28,7 @@ enum TeacherLaneBench {
             if lane {
                 quietP99 = result.quiet.p99
                 emit(BenchRow(suite: "teacher-lane", name: "mute-all-ack-\(hall)-no-flood", n: result.quiet.count,
-                              p50Micros: result.quiet.p50, p99Micros: result.quiet.p99, seconds: seconds,
+                              p50Micros: result.quiet.p50, p99Micros: result.quiet.p99, seconds: quietSeconds(seconds),
                               note: "a teacher's mute_all every 25 ms over a REQ socket, acknowledged (stored with --sync normal); nothing else writes: the baseline"))
             }
             let ratio = quietP99.map { result.flooded.p99 / max($0, 1) }
@@ -49,6 +49,9 @@ enum TeacherLaneBench {
         let limited = Atomic<Int>(0)
         let counter = Atomic<UInt64>(1)
     }
+
+    /// How long the no-flood phase lasts.
+    static func quietSeconds(_ seconds: Double) -> Double { min(3, seconds) }
 
     struct Latencies {
         var samples: [Double]
@@ -84,7 +87,7 @@ enum TeacherLaneBench {
         node.join(room: "hall", user: "teacher", role: .teacher, session: "t", name: "Teacher")
         let address = node.listenAddress
         let shared = Shared()
-        let quiet = teacher(at: address, seconds: min(2, seconds), shared: shared)
+        let quiet = teacher(at: address, seconds: quietSeconds(seconds), shared: shared)
         let overtakesBefore = node.teacherLaneOvertakes
         var threads: [RawThread] = []
         for flooder in 0..<flooders {

@@ -16,11 +16,13 @@ enum Homeroom {
           web         Serve the classroom page for browsers (each logs in with a join token).
           rooms       List the rooms a node holds.
           cluster     List the cluster's members as a node sees them.
+          where-now   Which rooms a user is in now, across the cluster.
           context     Save node addresses, a token and a room under a name (kubectl's contexts).
           node        Run a node of a Homeroom cluster.
           keys        Generate token-signing and cluster keys.
           token       Create a signed join token.
           simulate    Seeded simulations of a replicated room, checked for convergence.
+          verify      Is my cluster losing writes? A checked workload against a running cluster.
           theme       Print the default theme (UI config), or check a theme file.
           completion  Print a bash, zsh or fish completion script.
 
@@ -70,6 +72,7 @@ enum Homeroom {
                 if rest.first == "--reference" { print(CommandCatalog.reference, terminator: "") } else { print(usage) }
             case "--version", "version": print("homeroom \(Self.version) (wire protocol \(WireProtocol.version))")
             case "simulate": try SimulateCommand.run(rest)
+            case "verify": try VerifyCommand.run(rest)
             case "demo": try DemoCommand.run(rest)
             case "node":
                 NodeCommand.neverWaitOnATrap()
@@ -80,6 +83,7 @@ enum Homeroom {
             case "roster": try RosterCommand.run(rest)
             case "rooms": try ClusterCommand.runRooms(rest)
             case "cluster": try ClusterCommand.runCluster(rest)
+            case "where-now": try WhereNowCommand.run(rest)
             case "context": try ContextCommand.run(rest)
             case "theme": try ThemeCommand.run(rest)
             case "web": try WebCommand.run(rest)

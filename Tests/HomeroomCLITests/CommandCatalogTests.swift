@@ -15,6 +15,7 @@ import Testing
         "roster": [["roster", "--room", "r", "--node", unreachable]],
         "rooms": [["rooms", "--node", unreachable]],
         "cluster": [["cluster", "--node", unreachable], ["cluster", "status", "--node", unreachable]],
+        "where-now": [["where-now", "--user", "u", "--node", unreachable]],
         "context": [["context", "set", "x", "--node", unreachable], ["context", "list"], ["context", "use", "x"], ["context", "delete", "x"]],
         "node": [["node", "--name", "n", "--listen", unreachable, "--publish", "tcp://127.0.0.1:2"], ["node", "drain", "--http", "http://127.0.0.1:1"]],
         "keys": [["keys", "generate"]],

@@ -204,11 +204,11 @@ import Testing
             used[file] = Self.nodeFlags(in: try Self.read(file))
         }
         // The chaos harness passes these to the nodes it starts and restarts.
-        for file in ["Sources/homeroom-chaos/Nodes.swift", "Sources/homeroom-chaos/Nemesis.swift"] {
+        for file in ["Sources/HomeroomChaosKit/Nodes.swift", "Sources/HomeroomChaosKit/Nemesis.swift"] {
             used[file] = Set(Self.matches(#""(--[a-z][a-z0-9-]+)""#, in: try Self.read(file)))
         }
         #expect(used["Deploy/cluster-local.sh"]?.contains("--data-dir") == true, "found no node command line in cluster-local.sh")
-        #expect(used["Sources/homeroom-chaos/Nemesis.swift"]?.contains("--clock-skew-ms") == true)
+        #expect(used["Sources/HomeroomChaosKit/Nemesis.swift"]?.contains("--clock-skew-ms") == true)
         for (file, flags) in used.sorted(by: { $0.key < $1.key }) {
             let unknown = flags.subtracting(helpFlags)
             #expect(unknown.isEmpty, "\(file) gives homeroom node flags it does not have: \(unknown.sorted())")

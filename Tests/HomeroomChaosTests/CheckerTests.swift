@@ -2,7 +2,7 @@
 // fault the registers themselves cannot show.
 @testable import HomeroomCore
 import Testing
-@testable import homeroom_chaos
+@testable import HomeroomChaosKit
 
 /// The checker that ends every chaos run. A checker that cannot fail passes every run,
 /// so each check is shown failing: from a clean run (every check passes), each case

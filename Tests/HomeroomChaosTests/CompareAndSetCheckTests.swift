@@ -1,7 +1,7 @@
 @testable import HomeroomCore
 import HomeroomNode
 import Testing
-@testable import homeroom_chaos
+@testable import HomeroomChaosKit
 
 /// The chaos run's compare-and-set and presence-state checks (issue 40, item 4), on
 /// histories built as in CheckerTests: a clean one passes, each break fails it.

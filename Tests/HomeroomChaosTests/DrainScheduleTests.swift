@@ -1,6 +1,6 @@
 import HomeroomEngine
 import Testing
-@testable import homeroom_chaos
+@testable import HomeroomChaosKit
 
 /// The drain fault: planned only with placement, always on one of the room's owners (a
 /// drain of a node that holds nothing would move nothing), and long enough for the

@@ -1,6 +1,6 @@
 import HomeroomSupport
 import Testing
-@testable import homeroom_chaos
+@testable import HomeroomChaosKit
 
 /// The no-false-down check reads "peer declared down" lines from node logs and places
 /// each silence among the faults: it must find a down that fell in a quiet window and

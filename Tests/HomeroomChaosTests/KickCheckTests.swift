@@ -2,7 +2,7 @@
 // fault a kick's own stamp cannot show.
 @testable import HomeroomCore
 import Testing
-@testable import homeroom_chaos
+@testable import HomeroomChaosKit
 
 /// The chaos run's kick check and the stage model's kicks (issue 40, item 4), on
 /// histories built as in CheckerTests: a clean one passes, each break fails it.

@@ -1,6 +1,6 @@
 import HomeroomCore
 import Testing
-@testable import homeroom_chaos
+@testable import HomeroomChaosKit
 
 /// The chaos run's message check (issue 40, item 4): a clean history passes; a message
 /// delivered twice, out of its sender's order without the late mark, or never delivered

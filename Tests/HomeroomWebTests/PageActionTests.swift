@@ -61,6 +61,10 @@ import Testing
                      #"{"id":14,"do":"carousel-stop"}"#] {
             #expect(try Self.code(json) == ContextError.notJoined, "\(json)")
         }
+        // A student's group action is refused before any group room is visited.
+        for json in [#"{"id":15,"do":"group-broadcast","text":"hello groups"}"#, #"{"id":16,"do":"group-create","group":"g1"}"#] {
+            #expect(try Self.code(json, role: .student) == ContextError.notAllowed, "\(json)")
+        }
     }
 
     @Test func theWelcomeCarriesTheServersClock() {

@@ -142,6 +142,10 @@ public final class RoomClient: Sendable {
         var members: [String: Set<String>] = [:]
         /// The link told for people (`ClientLinkStatus`), less `state`, which is `connection`.
         var linkStatus = ClientLinkStatus(state: .connecting)
+        /// The join token sent with every request: `options.token`, then each renewal's.
+        var token: String?
+        /// That token's `exp` (Unix seconds), read once per token.
+        var tokenExpiresAt: Int64?
     }
 
     let state: Mutex<State>
@@ -164,6 +168,8 @@ public final class RoomClient: Sendable {
         initial.inbox = MessageInbox(holdMillis: options.messageHoldMillis)
         initial.presence = PresenceBatcher(threshold: options.presenceThreshold, intervalMillis: options.presenceIntervalMillis)
         initial.receiveDice = options.receiveFaults.map { FaultDice(seed: $0.seed) }
+        initial.token = options.token
+        initial.tokenExpiresAt = options.token.flatMap { JoinToken.peek($0)?.exp }
         self.state = Mutex(initial)
     }
 
@@ -756,9 +762,11 @@ public final class RoomClient: Sendable {
         }
     }
 
-    func request(_ link: SPRequester, _ message: WireMessage) throws(ClientError) -> WireEnvelope {
+    /// `token`: sent instead of the current one (a renewal's new token).
+    func request(_ link: SPRequester, _ message: WireMessage, token: String? = nil) throws(ClientError) -> WireEnvelope {
+        let credential = token ?? state.withLock { $0.token }
         let envelope = WireEnvelope(roomID: room, sender: ReplicaID(0), sequence: 0, clock: .zero,
-                                    credential: options.token.map { Array($0.utf8) } ?? [], message: message)
+                                    credential: credential.map { Array($0.utf8) } ?? [], message: message)
         let reply: [UInt8]
         do {
             reply = try link.request(WireCodec.encode(envelope), timeout: .milliseconds(Int64(options.requestTimeoutMillis)))

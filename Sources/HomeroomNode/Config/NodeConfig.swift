@@ -31,6 +31,8 @@ public struct NodeConfig: Sendable, Equatable {
     /// refused (`--max-clock-drift-ms`); also how far other nodes' clocks may lag this one,
     /// so reward folds wait that much longer (`RewardCheckpoint.completeBefore`).
     public var maxClockDriftMillis: UInt64 = HybridClock.defaultMaxForwardDriftMillis
+    /// Tests only (`--test-fault`, refused without `--test-only`): a promise broken on purpose.
+    public var testFault: TestFault?
     public var workers = 2
     /// The teacher lane: a teacher's control writes (`Operation.isTeacherControl`) are
     /// taken by a worker and by their room's write gate ahead of every other request

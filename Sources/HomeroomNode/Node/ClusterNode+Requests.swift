@@ -53,7 +53,7 @@ extension ClusterNode {
         var claims: TokenClaims?
         if !fromNode, let verifier = config.tokenVerifier {
             switch request.message {
-            case .joinRequest, .writeRequest, .syncRequest, .digest:
+            case .joinRequest, .writeRequest, .syncRequest, .digest, .renewRequest:
                 let token = String(decoding: request.credential, as: UTF8.self)
                 do throws(TokenError) {
                     guard !request.credential.isEmpty else { throw TokenError.missing }
@@ -197,6 +197,40 @@ extension ClusterNode {
             // Nodes only: the answer says which nodes this one hears.
             guard asNode else { return errorReply("not-allowed", "only nodes probe nodes (docs/PROTOCOL.md, \"Probes\")", room) }
             reply = .probeReply(answerProbe(about: target))
+        case let .whereNowRequest(user):
+            if user.isEmpty || user.utf8.count > 128 {
+                return errorReply("invalid", "where-now's user must be 1 to 128 bytes, got \(user.utf8.count)", room)
+            }
+            if asNode {
+                reply = .whereNowReply(whereNow(user: user, fromNode: true))
+                break
+            }
+            // Never to a stranger: the asker's token says who asks (docs/PROTOCOL.md, "Where now").
+            guard let verifier = config.tokenVerifier else {
+                return errorReply("not-allowed", "where-now is answered only by nodes that require join tokens (--token-key): this one cannot tell who asks", room)
+            }
+            let asker: TokenClaims
+            do throws(TokenError) {
+                guard !request.credential.isEmpty else { throw TokenError.missing }
+                asker = try verifier.verify(String(decoding: request.credential, as: UTF8.self), room: "*", nowSeconds: Int64(wallMillis() / 1000))
+                if isRevoked(asker.user) { throw TokenError.revoked(user: asker.user) }
+            } catch {
+                if case let .wrongRoom(tokenRoom, _) = error {
+                    return errorReply("not-allowed", "where-now needs a token for every room (`homeroom token create --room '*'`); this one is for room \(tokenRoom)", room)
+                }
+                return errorReply(error.code, error.description, room)
+            }
+            if let why = WhereNow.refusal(asker: asker, about: user) { return errorReply("not-allowed", why, room) }
+            if !allowSync("where-now\u{0}\(asker.user)") {
+                return errorReply("rate-limited", "\(asker.user) asks where-now more than \(config.syncsPerSecond) times per second: slow down", room)
+            }
+            reply = .whereNowReply(whereNow(user: user, fromNode: false))
+        case let .renewRequest(session):
+            if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
+            switch renewal(room: room, session: session, claims: claims) {
+            case let .success(expiresAt): reply = .renewReply(expiresAt: expiresAt)
+            case let .failure(refusal): return errorReply(refusal.code, refusal.message, room)
+            }
         default:
             return errorReply("unsupported", "a \(request.message.kind) is not a request this node answers; see docs/PROTOCOL.md", room)
         }
@@ -224,6 +258,11 @@ extension ClusterNode {
         // taken as issued when it arrives (v1 keeps its meaning; docs/PROTOCOL.md).
         if fromClient, case let .reward(target, amount, 0) = write.operation {
             write.operation = .reward(user: target, amount: amount, issuedAtMillis: wallMillis())
+        }
+        if fromClient, config.testFault == .loseAcknowledgedWrites, let lost = writeLoss.lose(write.operation, origin: replica) {
+            // Tests only: acknowledged, never stored nor published (TestFault.swift).
+            metrics.add("test_fault_lost_writes_total")
+            return ack(request, .accepted, "", "", dot: lost)
         }
         enum Decision { case answered(WireMessage.WriteAck), persist(StampedWrite, NodeStore?) }
         let urgent = config.teacherLane && write.operation.isTeacherControl
@@ -273,10 +312,10 @@ extension ClusterNode {
     }
 
     /// A client's leave, which the group-room gate always lets through.
-    /// A client's request about one room's state: joins, writes, syncs, digests.
+    /// A client's request about one room's state: joins, writes, syncs, digests, token renewals.
     static func isRoomRequest(_ message: WireMessage) -> Bool {
         switch message {
-        case .joinRequest, .writeRequest, .syncRequest, .digest: return true
+        case .joinRequest, .writeRequest, .syncRequest, .digest, .renewRequest: return true
         default: return false
         }
     }

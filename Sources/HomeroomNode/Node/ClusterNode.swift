@@ -57,11 +57,13 @@ public final class ClusterNode: Sendable {
     let compacting = Mutex<Void>(())
     /// One write in flight per room, stored outside the state lock (`carryOut`).
     let writeGates = RoomWriteGates()
-    /// Teacher-control writes that went ahead of other requests waiting: for a worker,
-    /// and at their room's write gate (the teacher lane at work; 0 with it off).
     /// Which waiting requests a worker takes first (the teacher lane).
     static let teacherLane: @Sendable ([UInt8]) -> Bool = { WireLane.isTeacherControl(request: $0) }
+    /// Teacher-control writes that went ahead of other requests waiting: for a worker,
+    /// and at their room's write gate (the teacher lane at work; 0 with it off).
     public var teacherLaneOvertakes: Int { replier.urgentOvertakes + writeGates.overtakes.load(ordering: .relaxed) }
+    /// Which client writes `TestFault.loseAcknowledgedWrites` loses (unused otherwise).
+    let writeLoss = WriteLoss()
     /// Tests only: called with the room of each write the store has just taken, before it
     /// is applied (the window the room's gate guards).
     let afterStoreHook = Mutex<(@Sendable (String) -> Void)?>(nil)

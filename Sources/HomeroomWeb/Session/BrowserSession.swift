@@ -27,6 +27,9 @@ final class BrowserSession: WebSocketHandler {
     private let settings: Settings
     private let logger: Logger
     private let work = DispatchQueue(label: "homeroom.web.session")
+    /// The page's actions, in order, apart from `work`: an action that takes long (a
+    /// broadcast visits every group's room) does not hold up the page's frames.
+    private let actions = DispatchQueue(label: "homeroom.web.actions")
     private let pendingActions = Atomic<Int>(0)
 
     private struct State {
@@ -83,7 +86,7 @@ final class BrowserSession: WebSocketHandler {
                                                                 message: "too many actions waiting: wait for their answers")))
                 return
             }
-            work.async { self.perform(action) }
+            actions.async { self.perform(action) }
         case "page":
             guard let page = try? JSONDecoder().decode(PageRequest.Page.self, from: bytes) else { return }
             state.withLock { $0.page = max(0, min(page.index, 100_000)) }
@@ -100,10 +103,13 @@ final class BrowserSession: WebSocketHandler {
             defer { state.pool = nil }
             return (state.pool, state.listener)
         }
-        // Leaving joins the client's threads: on the session's queue, not the loop.
-        work.async {
-            if let listener { pool?.removeEventListener(listener) }
-            pool?.close()
+        // Leaving joins the client's threads: on the session's queue, not the loop, and
+        // after the actions already taken (they then find the pool closed, not half closed).
+        actions.async {
+            self.work.async {
+                if let listener { pool?.removeEventListener(listener) }
+                pool?.close()
+            }
         }
     }
 
@@ -168,7 +174,7 @@ final class BrowserSession: WebSocketHandler {
             }
         }
         link.send(text: PageReply.json(result))
-        push()
+        work.async { self.push() }
     }
 
     private func schedulePush() {

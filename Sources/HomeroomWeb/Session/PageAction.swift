@@ -47,7 +47,12 @@ struct PageAction: Decodable {
         case "class-start": try pool.room.startClass()
         case "class-end": try pool.room.endClass()
         case "carousel-start", "carousel-stop": try performCarousel(on: streams)
-        case let name where name.hasPrefix("group-"): try performGroup(on: pool.group)
+        case let name where name.hasPrefix("group-"):
+            // Before any group room is visited: a student's broadcast would join each one to be refused.
+            guard pool.config.role == .teacher || pool.config.role == .assistant else {
+                throw ContextError(code: ContextError.notAllowed, message: "breakout groups are the teacher's and the assistant's to run")
+            }
+            try performGroup(on: pool.group)
         default:
             throw ContextError(code: ContextError.invalidArgument, message: "unknown action '\(self.do)'")
         }

@@ -60,6 +60,7 @@ enum CommandCatalog {
         "--log-format": ["text", "json"],
         "--sync": ["normal", "full"],
         "--transport": ["tcp", "ipc"],
+        "--test-fault": ["lose-acknowledged-writes"],
     ]
 
     static var commands: [Command] {
@@ -70,11 +71,13 @@ enum CommandCatalog {
             Command(name: "web", usage: WebCommand.usage, words: []),
             Command(name: "rooms", usage: ClusterCommand.roomsUsage, words: []),
             Command(name: "cluster", usage: ClusterCommand.clusterUsage, words: ["status", "check"]),
+            Command(name: "where-now", usage: WhereNowCommand.usage, words: []),
             Command(name: "context", usage: ContextCommand.usage, words: ["set", "use", "list", "delete"]),
             Command(name: "node", usage: NodeCommand.usage, words: ["drain"]),
             Command(name: "keys", usage: KeysCommand.usage, words: ["generate"]),
             Command(name: "token", usage: TokenCommand.usage, words: ["create"]),
             Command(name: "simulate", usage: SimulateCommand.usage, words: []),
+            Command(name: "verify", usage: VerifyCommand.usage, words: []),
             Command(name: "theme", usage: ThemeCommand.usage, words: ["print", "check"]),
             Command(name: "completion", usage: CompletionCommand.usage, words: ["bash", "zsh", "fish"]),
         ] + Action.verbs.map { Command(name: $0, usage: ActionCommand.usage($0), words: actionWords[$0] ?? []) }

@@ -179,7 +179,8 @@ enum ClusterCommand {
     }
 
     /// The node, token (`readsToken`: a closed node's rooms are listed to no token), timeout and --json.
-    static func common(_ reader: inout ArgumentReader, readsToken: Bool = true) throws(CommandLineError) -> (String, String?, UInt64, Bool) {
+    static func common(_ reader: inout ArgumentReader, readsToken: Bool = true,
+                       defaultTimeout: UInt64 = 1_000) throws(CommandLineError) -> (String, String?, UInt64, Bool) {
         let environment = ProcessEnvironment.current
         let given = try reader.string("--node")
         let fromEnvironment = environment["HOMEROOM_NODES"]?.split(separator: ",").first.map { String($0).trimmed }
@@ -189,7 +190,7 @@ enum ClusterCommand {
         }
         let token = readsToken ? try reader.string("--token") ?? environment["HOMEROOM_TOKEN"] ?? saved?.token : nil
         let authority = try reader.string("--tls-ca") ?? environment["HOMEROOM_TLS_CA"]
-        let timeout = try reader.integer("--timeout-ms", in: UInt64(50)...UInt64(60_000)) ?? 1_000
+        let timeout = try reader.integer("--timeout-ms", in: UInt64(50)...UInt64(60_000)) ?? defaultTimeout
         let json = reader.flag("--json")
         try reader.finish()
         try ClientTLS.configure(authority: authority, nodes: [address], usage: reader.usage)

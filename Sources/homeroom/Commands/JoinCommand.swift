@@ -22,6 +22,9 @@ enum JoinCommand {
         \(Action.grammar)
           roster [<page>]                Show the roster (the scene of the room type).
           status                         Connection state and latency.
+          renew <token-or-file>          Renew the join token without leaving (a token, or a
+                                         file holding one): same user, role and room. The
+                                         session warns 30 s before the token expires.
           help                           This list.
           quit                           Leave the room (also Ctrl-D, Ctrl-C).
 
@@ -103,6 +106,27 @@ enum JoinCommand {
         }
     }
 
+    /// `renew <token-or-file>`: a token (hr1.…), or a file whose first line is one.
+    static func renew(_ words: [String], pool: ContextPool) -> (text: String, refused: Bool) {
+        guard words.count == 2 else { return ("usage: renew <token-or-file> (a join token, or a file holding one)", true) }
+        var token = words[1]
+        if !token.hasPrefix("hr1.") {
+            // Not "-": standard input is this session's command lines.
+            guard token != "-", let bytes = try? FileText.read(token, what: "token file", limit: 8192) else {
+                return ("refused: \(token) is neither a join token (hr1.…) nor a readable file holding one", true)
+            }
+            let line = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first ?? ""
+            token = String(line.filter { !$0.isWhitespace })
+        }
+        do {
+            let expiresAt = try pool.monitor.renewToken(token)
+            let left = expiresAt - Int64(WallClock.nowMillis() / 1000)
+            return ("ok: token renewed, valid for \(left) s more (until \(expiresAt), Unix seconds); your session stays", false)
+        } catch {
+            return ("refused [\(error.code)]: \(error.message)", true)
+        }
+    }
+
     static func isLocalRemoval(_ event: ContextEvent) -> Bool {
         if case .localUserKickedOut = event { return true }
         return false
@@ -113,12 +137,14 @@ enum JoinCommand {
     static func handle(_ words: [String], pool: ContextPool, theme: Theme, environment: [String: String]) -> (text: String, refused: Bool) {
         switch words[0] {
         case "help", "?":
-            return ("Commands:\n" + Action.grammar + "\n  roster [<page>]\n  status\n  help\n  quit", false)
+            return ("Commands:\n" + Action.grammar + "\n  roster [<page>]\n  status\n  renew <token-or-file>\n  help\n  quit", false)
         case "status":
             let latency = pool.monitor.latencyMicros
             let link = pool.monitor.link
             return (link.summary(nowMillis: WallClock.nowMillis())
                     + (latency > 0 && link.state == .connected ? ", last sync round trip \(Format.latency(micros: latency))" : ""), false)
+        case "renew":
+            return renew(words, pool: pool)
         case "roster":
             guard theme.switches("roster").enabled else { return ("refused: the roster component is disabled by the theme", true) }
             var page = 0

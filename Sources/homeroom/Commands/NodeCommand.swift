@@ -56,6 +56,8 @@ enum NodeCommand {
           --revoked <file>       Users (one per line) whose tokens are refused; reread when it changes
                                  (and on SIGHUP), ending the sessions of users added to it.
           --token-max-lifetime <s>  Refuse tokens valid for longer than this (default 86400).
+          --token-leeway <s>        Clock slack for tokens: accepted this long after their
+                                    expiry, and this long before they are issued (default 30).
           --cluster-key <file>   Accept only node messages sealed with this shared key (mode 600).  (HOMEROOM_CLUSTER_KEY)
           --tls-cert <file>      This node's TLS certificate chain (PEM), for tls+tcp:// addresses.  (HOMEROOM_TLS_CERT)
           --tls-key <file>       Its private key (PEM, mode 600).             (HOMEROOM_TLS_KEY)
@@ -105,6 +107,10 @@ enum NodeCommand {
           --fault-delay-ms <n>          Hold every incoming cluster message this long...
           --fault-jitter-ms <n>         ...plus up to this much more (reorders them).
           --clock-skew-ms <n>           Run this node's clock this far off (may be negative).
+          --test-fault <fault>          lose-acknowledged-writes: acknowledge every 4th client write
+                                        without storing or publishing it (what `homeroom verify`
+                                        must catch). Refused without --test-only.
+          --test-only                   Confirms a --test-fault: this node will break its promises.
 
         Flags win over environment variables, which win over the config file.
         When ready, prints one JSON line on stdout with the bound addresses.
@@ -236,6 +242,7 @@ enum NodeCommand {
         let maxConnections = try reader.integer("--max-connections", in: 1...1_000_000)
         let wedgeDescriptors = try reader.integer("--wedge-descriptors", in: 16...10_000_000)
         let tokenMaxLifetime = try reader.integer("--token-max-lifetime", in: Int64(60)...Int64(31_536_000))
+        let tokenLeeway = try reader.integer("--token-leeway", in: Int64(0)...Int64(300))
         let levelName = try pick("--log-level", "HOMEROOM_LOG_LEVEL", file.log_level) ?? "info"
         var faults = FaultPolicy()
         faults.seed = try reader.integer("--fault-seed", in: UInt64(0)...UInt64.max) ?? 0
@@ -245,7 +252,21 @@ enum NodeCommand {
         faults.jitterMillis = try reader.integer("--fault-jitter-ms", in: 0...60_000) ?? 0
         let skew = try reader.integer("--clock-skew-ms", in: Int64(-86_400_000)...Int64(86_400_000)) ?? 0
         let formatName = try pick("--log-format", "HOMEROOM_LOG_FORMAT", file.log_format) ?? "text"
+        // Tests only, and not in the help: a node that breaks a promise on purpose, so that
+        // `homeroom verify` is seen to catch it. Refused without --test-only.
+        let testFaultName = try reader.string("--test-fault")
+        let testOnly = reader.flag("--test-only")
         try reader.finish()
+        var testFault: TestFault?
+        if let testFaultName {
+            guard let fault = TestFault(rawValue: testFaultName) else {
+                throw .usage("unknown --test-fault '\(testFaultName)': the only one is \(TestFault.allCases.map(\.rawValue).joined(separator: ", "))", usage: usage)
+            }
+            guard testOnly else {
+                throw .usage("--test-fault \(testFaultName) loses acknowledged writes on purpose: it is for tests, and runs only with --test-only as well", usage: usage)
+            }
+            testFault = fault
+        }
 
         guard let name else { throw .usage("missing --name (or HOMEROOM_NAME): give the node a unique name", usage: usage) }
         guard let listen else { throw .usage("missing --listen (or HOMEROOM_LISTEN), e.g. tcp://127.0.0.1:7100", usage: usage) }
@@ -292,6 +313,7 @@ enum NodeCommand {
         }
         if let rewardWindow { config.rewardWindowMillis = rewardWindow }
         if let maxClockDrift { config.maxClockDriftMillis = maxClockDrift }
+        config.testFault = testFault
         if let maxConnections { config.maxConnections = maxConnections }
         if let wedgeDescriptors { config.wedgeDescriptors = wedgeDescriptors }
         do {
@@ -301,6 +323,7 @@ enum NodeCommand {
                 if let revokedFile { revoked = try Self.readLines(revokedFile) }
                 var verifier = TokenVerifier(publicKeys: keys, app: app, revokedUsers: revoked)
                 if let tokenMaxLifetime { verifier.maxLifetimeSeconds = tokenMaxLifetime }
+                if let tokenLeeway { verifier.leewaySeconds = tokenLeeway }
                 config.tokenVerifier = verifier
                 config.revokedFile = revokedFile
             }
@@ -350,6 +373,9 @@ enum NodeCommand {
             throw .failure(error.description)
         }
         if !faults.isQuiet { node.faults = faults }
+        if let testFault = config.testFault {
+            logger.warning("TEST FAULT ON: this node breaks its promises on purpose; never run it with real classes", ["test-fault": testFault.rawValue])
+        }
         // A drain ends with the node stopping, as SIGTERM does (sigwait below takes it).
         node.onDrained {
             // A second in which /healthz says "drained", so `homeroom node drain` can tell

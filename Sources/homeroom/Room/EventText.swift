@@ -46,6 +46,9 @@ enum EventText {
                 : "students' \(device)s are unmuted (each student turns theirs on again)"
         case let .connectionStateUpdated(state): return "connection \(state.rawValue)"
         case .latencyUpdated: return nil
+        case let .tokenWillExpire(seconds):
+            return seconds == 0 ? "your join token has expired: renew it now (renew <token-or-file> in `homeroom join`) before the nodes refuse you"
+                : "your join token expires in \(seconds) s: renew it (renew <token-or-file> in `homeroom join`) to stay in the room"
         case let .roomMessageReceived(message), let .peerMessageReceived(message): return MessageText.line(message, local: local)
         case let .messagesRemoved(keys): return "\(keys.count) message\(keys.count == 1 ? "" : "s") left the history"
         case let .chatMuteUpdated(user, muted):

@@ -817,7 +817,187 @@ void   homeroom__v1__probe_reply__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__probe_reply__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor homeroom__v1__envelope__field_descriptors[22] =
+void   homeroom__v1__renew_request__init
+                     (Homeroom__V1__RenewRequest         *message)
+{
+  static const Homeroom__V1__RenewRequest init_value = HOMEROOM__V1__RENEW_REQUEST__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__renew_request__get_packed_size
+                     (const Homeroom__V1__RenewRequest *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__renew_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__renew_request__pack
+                     (const Homeroom__V1__RenewRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__renew_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__renew_request__pack_to_buffer
+                     (const Homeroom__V1__RenewRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__renew_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__RenewRequest *
+       homeroom__v1__renew_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__RenewRequest *)
+     protobuf_c_message_unpack (&homeroom__v1__renew_request__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__renew_request__free_unpacked
+                     (Homeroom__V1__RenewRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__renew_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__renew_reply__init
+                     (Homeroom__V1__RenewReply         *message)
+{
+  static const Homeroom__V1__RenewReply init_value = HOMEROOM__V1__RENEW_REPLY__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__renew_reply__get_packed_size
+                     (const Homeroom__V1__RenewReply *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__renew_reply__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__renew_reply__pack
+                     (const Homeroom__V1__RenewReply *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__renew_reply__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__renew_reply__pack_to_buffer
+                     (const Homeroom__V1__RenewReply *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__renew_reply__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__RenewReply *
+       homeroom__v1__renew_reply__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__RenewReply *)
+     protobuf_c_message_unpack (&homeroom__v1__renew_reply__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__renew_reply__free_unpacked
+                     (Homeroom__V1__RenewReply *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__renew_reply__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__where_now_request__init
+                     (Homeroom__V1__WhereNowRequest         *message)
+{
+  static const Homeroom__V1__WhereNowRequest init_value = HOMEROOM__V1__WHERE_NOW_REQUEST__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__where_now_request__get_packed_size
+                     (const Homeroom__V1__WhereNowRequest *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__where_now_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__where_now_request__pack
+                     (const Homeroom__V1__WhereNowRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__where_now_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__where_now_request__pack_to_buffer
+                     (const Homeroom__V1__WhereNowRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__where_now_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__WhereNowRequest *
+       homeroom__v1__where_now_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__WhereNowRequest *)
+     protobuf_c_message_unpack (&homeroom__v1__where_now_request__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__where_now_request__free_unpacked
+                     (Homeroom__V1__WhereNowRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__where_now_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__where_now_reply__init
+                     (Homeroom__V1__WhereNowReply         *message)
+{
+  static const Homeroom__V1__WhereNowReply init_value = HOMEROOM__V1__WHERE_NOW_REPLY__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__where_now_reply__get_packed_size
+                     (const Homeroom__V1__WhereNowReply *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__where_now_reply__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__where_now_reply__pack
+                     (const Homeroom__V1__WhereNowReply *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__where_now_reply__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__where_now_reply__pack_to_buffer
+                     (const Homeroom__V1__WhereNowReply *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__where_now_reply__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__WhereNowReply *
+       homeroom__v1__where_now_reply__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__WhereNowReply *)
+     protobuf_c_message_unpack (&homeroom__v1__where_now_reply__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__where_now_reply__free_unpacked
+                     (Homeroom__V1__WhereNowReply *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__where_now_reply__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+static const ProtobufCFieldDescriptor homeroom__v1__envelope__field_descriptors[26] =
 {
   {
     "protocol_version",
@@ -1083,6 +1263,54 @@ static const ProtobufCFieldDescriptor homeroom__v1__envelope__field_descriptors[
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "renew_request",
+    23,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Envelope, body_case),
+    offsetof(Homeroom__V1__Envelope, renew_request),
+    &homeroom__v1__renew_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "renew_reply",
+    24,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Envelope, body_case),
+    offsetof(Homeroom__V1__Envelope, renew_reply),
+    &homeroom__v1__renew_reply__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "where_now_request",
+    25,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Envelope, body_case),
+    offsetof(Homeroom__V1__Envelope, where_now_request),
+    &homeroom__v1__where_now_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "where_now_reply",
+    26,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Envelope, body_case),
+    offsetof(Homeroom__V1__Envelope, where_now_reply),
+    &homeroom__v1__where_now_reply__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__envelope__field_indices_by_name[] = {
   4,   /* field[4] = clock */
@@ -1098,6 +1326,8 @@ static const unsigned homeroom__v1__envelope__field_indices_by_name[] = {
   21,   /* field[21] = probe_reply */
   20,   /* field[20] = probe_request */
   0,   /* field[0] = protocol_version */
+  23,   /* field[23] = renew_reply */
+  22,   /* field[22] = renew_request */
   1,   /* field[1] = room_id */
   17,   /* field[17] = room_message */
   2,   /* field[2] = sender */
@@ -1105,13 +1335,15 @@ static const unsigned homeroom__v1__envelope__field_indices_by_name[] = {
   7,   /* field[7] = snapshot */
   10,   /* field[10] = sync_request */
   11,   /* field[11] = sync_response */
+  25,   /* field[25] = where_now_reply */
+  24,   /* field[24] = where_now_request */
   13,   /* field[13] = write_ack */
   12,   /* field[12] = write_request */
 };
 static const ProtobufCIntRange homeroom__v1__envelope__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 22 }
+  { 0, 26 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__envelope__descriptor =
 {
@@ -1121,7 +1353,7 @@ const ProtobufCMessageDescriptor homeroom__v1__envelope__descriptor =
   "Homeroom__V1__Envelope",
   "homeroom.v1",
   sizeof(Homeroom__V1__Envelope),
-  22,
+  26,
   homeroom__v1__envelope__field_descriptors,
   homeroom__v1__envelope__field_indices_by_name,
   1,  homeroom__v1__envelope__number_ranges,
@@ -2708,6 +2940,184 @@ const ProtobufCMessageDescriptor homeroom__v1__probe_reply__descriptor =
   homeroom__v1__probe_reply__field_indices_by_name,
   1,  homeroom__v1__probe_reply__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__probe_reply__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__renew_request__field_descriptors[1] =
+{
+  {
+    "session",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RenewRequest, session),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__renew_request__field_indices_by_name[] = {
+  0,   /* field[0] = session */
+};
+static const ProtobufCIntRange homeroom__v1__renew_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__renew_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.RenewRequest",
+  "RenewRequest",
+  "Homeroom__V1__RenewRequest",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__RenewRequest),
+  1,
+  homeroom__v1__renew_request__field_descriptors,
+  homeroom__v1__renew_request__field_indices_by_name,
+  1,  homeroom__v1__renew_request__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__renew_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__renew_reply__field_descriptors[1] =
+{
+  {
+    "expires_at",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__RenewReply, expires_at),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__renew_reply__field_indices_by_name[] = {
+  0,   /* field[0] = expires_at */
+};
+static const ProtobufCIntRange homeroom__v1__renew_reply__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__renew_reply__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.RenewReply",
+  "RenewReply",
+  "Homeroom__V1__RenewReply",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__RenewReply),
+  1,
+  homeroom__v1__renew_reply__field_descriptors,
+  homeroom__v1__renew_reply__field_indices_by_name,
+  1,  homeroom__v1__renew_reply__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__renew_reply__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__where_now_request__field_descriptors[1] =
+{
+  {
+    "user",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__WhereNowRequest, user),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__where_now_request__field_indices_by_name[] = {
+  0,   /* field[0] = user */
+};
+static const ProtobufCIntRange homeroom__v1__where_now_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__where_now_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.WhereNowRequest",
+  "WhereNowRequest",
+  "Homeroom__V1__WhereNowRequest",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__WhereNowRequest),
+  1,
+  homeroom__v1__where_now_request__field_descriptors,
+  homeroom__v1__where_now_request__field_indices_by_name,
+  1,  homeroom__v1__where_now_request__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__where_now_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__where_now_reply__field_descriptors[3] =
+{
+  {
+    "rooms",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Homeroom__V1__WhereNowReply, n_rooms),
+    offsetof(Homeroom__V1__WhereNowReply, rooms),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "truncated",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__WhereNowReply, truncated),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unanswered",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__WhereNowReply, unanswered),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__where_now_reply__field_indices_by_name[] = {
+  0,   /* field[0] = rooms */
+  1,   /* field[1] = truncated */
+  2,   /* field[2] = unanswered */
+};
+static const ProtobufCIntRange homeroom__v1__where_now_reply__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__where_now_reply__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.WhereNowReply",
+  "WhereNowReply",
+  "Homeroom__V1__WhereNowReply",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__WhereNowReply),
+  3,
+  homeroom__v1__where_now_reply__field_descriptors,
+  homeroom__v1__where_now_reply__field_indices_by_name,
+  1,  homeroom__v1__where_now_reply__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__where_now_reply__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue homeroom__v1__write_status__enum_values_by_number[6] =

@@ -36,6 +36,10 @@ typedef struct Homeroom__V1__PeerMessage Homeroom__V1__PeerMessage;
 typedef struct Homeroom__V1__ErrorReply Homeroom__V1__ErrorReply;
 typedef struct Homeroom__V1__ProbeRequest Homeroom__V1__ProbeRequest;
 typedef struct Homeroom__V1__ProbeReply Homeroom__V1__ProbeReply;
+typedef struct Homeroom__V1__RenewRequest Homeroom__V1__RenewRequest;
+typedef struct Homeroom__V1__RenewReply Homeroom__V1__RenewReply;
+typedef struct Homeroom__V1__WhereNowRequest Homeroom__V1__WhereNowRequest;
+typedef struct Homeroom__V1__WhereNowReply Homeroom__V1__WhereNowReply;
 
 
 /* --- enums --- */
@@ -91,7 +95,11 @@ typedef enum {
   HOMEROOM__V1__ENVELOPE__BODY_PEER_MESSAGE = 19,
   HOMEROOM__V1__ENVELOPE__BODY_ERROR = 20,
   HOMEROOM__V1__ENVELOPE__BODY_PROBE_REQUEST = 21,
-  HOMEROOM__V1__ENVELOPE__BODY_PROBE_REPLY = 22
+  HOMEROOM__V1__ENVELOPE__BODY_PROBE_REPLY = 22,
+  HOMEROOM__V1__ENVELOPE__BODY_RENEW_REQUEST = 23,
+  HOMEROOM__V1__ENVELOPE__BODY_RENEW_REPLY = 24,
+  HOMEROOM__V1__ENVELOPE__BODY_WHERE_NOW_REQUEST = 25,
+  HOMEROOM__V1__ENVELOPE__BODY_WHERE_NOW_REPLY = 26
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HOMEROOM__V1__ENVELOPE__BODY__CASE)
 } Homeroom__V1__Envelope__BodyCase;
 
@@ -147,6 +155,10 @@ struct  Homeroom__V1__Envelope
     Homeroom__V1__ErrorReply *error;
     Homeroom__V1__ProbeRequest *probe_request;
     Homeroom__V1__ProbeReply *probe_reply;
+    Homeroom__V1__RenewRequest *renew_request;
+    Homeroom__V1__RenewReply *renew_reply;
+    Homeroom__V1__WhereNowRequest *where_now_request;
+    Homeroom__V1__WhereNowReply *where_now_reply;
   };
 };
 #define HOMEROOM__V1__ENVELOPE__INIT \
@@ -644,6 +656,78 @@ struct  Homeroom__V1__ProbeReply
     , 0, 0, 0, 0 }
 
 
+/*
+ * A client renews its join token without rejoining (docs/PROTOCOL.md, "Token renewal"):
+ * the envelope's credential is the new token, checked as every request's is, and it
+ * must name the user and role of `session` in the envelope's room. Once answered, the
+ * client sends the new token with every request; its session, presence and
+ * subscriptions stay as they were.
+ */
+struct  Homeroom__V1__RenewRequest
+{
+  ProtobufCMessage base;
+  /*
+   * the client's live session in the envelope's room
+   */
+  char *session;
+};
+#define HOMEROOM__V1__RENEW_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__renew_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Homeroom__V1__RenewReply
+{
+  ProtobufCMessage base;
+  /*
+   * the new token's `exp`, Unix seconds
+   */
+  int64_t expires_at;
+};
+#define HOMEROOM__V1__RENEW_REPLY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__renew_reply__descriptor) \
+    , 0 }
+
+
+/*
+ * Which rooms a user has a live session in now (docs/PROTOCOL.md, "Where now"). A
+ * client asks with a join token for every room (room "*") as its credential: a teacher
+ * or assistant about anyone, others about themselves. The envelope's room is empty.
+ * The node answers from the rooms it owns and asks its live peers the same (sealed),
+ * who answer from theirs alone.
+ */
+struct  Homeroom__V1__WhereNowRequest
+{
+  ProtobufCMessage base;
+  char *user;
+};
+#define HOMEROOM__V1__WHERE_NOW_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__where_now_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Homeroom__V1__WhereNowReply
+{
+  ProtobufCMessage base;
+  /*
+   * sorted, at most 100
+   */
+  size_t n_rooms;
+  char **rooms;
+  /*
+   * more rooms than those listed
+   */
+  protobuf_c_boolean truncated;
+  /*
+   * live peers that did not answer in time (the list may lack their rooms)
+   */
+  uint32_t unanswered;
+};
+#define HOMEROOM__V1__WHERE_NOW_REPLY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__where_now_reply__descriptor) \
+    , 0,NULL, 0, 0 }
+
+
 /* Homeroom__V1__Envelope methods */
 void   homeroom__v1__envelope__init
                      (Homeroom__V1__Envelope         *message);
@@ -986,6 +1070,82 @@ Homeroom__V1__ProbeReply *
 void   homeroom__v1__probe_reply__free_unpacked
                      (Homeroom__V1__ProbeReply *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__RenewRequest methods */
+void   homeroom__v1__renew_request__init
+                     (Homeroom__V1__RenewRequest         *message);
+size_t homeroom__v1__renew_request__get_packed_size
+                     (const Homeroom__V1__RenewRequest   *message);
+size_t homeroom__v1__renew_request__pack
+                     (const Homeroom__V1__RenewRequest   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__renew_request__pack_to_buffer
+                     (const Homeroom__V1__RenewRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__RenewRequest *
+       homeroom__v1__renew_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__renew_request__free_unpacked
+                     (Homeroom__V1__RenewRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__RenewReply methods */
+void   homeroom__v1__renew_reply__init
+                     (Homeroom__V1__RenewReply         *message);
+size_t homeroom__v1__renew_reply__get_packed_size
+                     (const Homeroom__V1__RenewReply   *message);
+size_t homeroom__v1__renew_reply__pack
+                     (const Homeroom__V1__RenewReply   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__renew_reply__pack_to_buffer
+                     (const Homeroom__V1__RenewReply   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__RenewReply *
+       homeroom__v1__renew_reply__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__renew_reply__free_unpacked
+                     (Homeroom__V1__RenewReply *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__WhereNowRequest methods */
+void   homeroom__v1__where_now_request__init
+                     (Homeroom__V1__WhereNowRequest         *message);
+size_t homeroom__v1__where_now_request__get_packed_size
+                     (const Homeroom__V1__WhereNowRequest   *message);
+size_t homeroom__v1__where_now_request__pack
+                     (const Homeroom__V1__WhereNowRequest   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__where_now_request__pack_to_buffer
+                     (const Homeroom__V1__WhereNowRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__WhereNowRequest *
+       homeroom__v1__where_now_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__where_now_request__free_unpacked
+                     (Homeroom__V1__WhereNowRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__WhereNowReply methods */
+void   homeroom__v1__where_now_reply__init
+                     (Homeroom__V1__WhereNowReply         *message);
+size_t homeroom__v1__where_now_reply__get_packed_size
+                     (const Homeroom__V1__WhereNowReply   *message);
+size_t homeroom__v1__where_now_reply__pack
+                     (const Homeroom__V1__WhereNowReply   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__where_now_reply__pack_to_buffer
+                     (const Homeroom__V1__WhereNowReply   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__WhereNowReply *
+       homeroom__v1__where_now_reply__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__where_now_reply__free_unpacked
+                     (Homeroom__V1__WhereNowReply *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Homeroom__V1__Envelope_Closure)
@@ -1042,6 +1202,18 @@ typedef void (*Homeroom__V1__ProbeRequest_Closure)
 typedef void (*Homeroom__V1__ProbeReply_Closure)
                  (const Homeroom__V1__ProbeReply *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__RenewRequest_Closure)
+                 (const Homeroom__V1__RenewRequest *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__RenewReply_Closure)
+                 (const Homeroom__V1__RenewReply *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__WhereNowRequest_Closure)
+                 (const Homeroom__V1__WhereNowRequest *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__WhereNowReply_Closure)
+                 (const Homeroom__V1__WhereNowReply *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -1068,6 +1240,10 @@ extern const ProtobufCMessageDescriptor homeroom__v1__peer_message__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__error_reply__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__probe_request__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__probe_reply__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__renew_request__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__renew_reply__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__where_now_request__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__where_now_reply__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -17,25 +17,7 @@ extension ChaosRun {
                            "requests_rejected_total", "joins_total", "incarnation", "peers", "refutations_total",
                            "sessions_reclaimed_total", "links_renewed_total"]
         let tracking = observatory.snapshot
-        let checks: [JSON] = result.checks.map { check in
-            .object([("name", .string(check.name)), ("passed", .bool(check.passed)), ("target_only", .bool(check.isTarget)),
-                     ("detail", .string(check.detail))])
-        }
-        let refused: [(String, JSON)] = result.refused.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) }
-        let byOperation: [(String, JSON)] = result.byOperation.sorted { $0.key < $1.key }.map {
-            ($0.key, .object([("attempted", .int($0.value.attempted)), ("acknowledged", .int($0.value.acknowledged))]))
-        }
-        let attempted = result.byOperation.values.reduce(0) { $0 + $1.attempted }
-        let writes: JSON = .object([
-            ("attempted", .int(attempted)),
-            ("acknowledged", .int(result.acknowledged)),
-            ("refused", .object(refused)),
-            ("indeterminate", .int(result.indeterminate)),
-            ("lost", .int(result.lostCount)),
-            ("stable", .int(result.acknowledged - result.lostCount)),
-            ("lost_examples", .array(result.lost.map { .string($0) })),
-            ("by_operation", .object(byOperation)),
-        ])
+        let writes = result.writesJSON
         let convergenceJSON: JSON = .object([
             ("final_ms", convergence.map { .int($0) } ?? .null),
             ("bound_ms", .int(options.convergenceBoundMillis)),
@@ -90,7 +72,7 @@ extension ChaosRun {
         fields.append(("replay", .string(replayCommand)))
         fields.append(("runtime_ms", .int(runtime)))
         fields.append(("run_directory", .string(runDirectory)))
-        fields.append(("checks", .array(checks)))
+        fields.append(("checks", result.checksJSON))
         fields.append(("writes", writes))
         fields.append(("stable_latency", result.stableLatency.json))
         fields.append(("convergence", convergenceJSON))
@@ -113,19 +95,10 @@ extension ChaosRun {
                 + (kind == .join ? " (\(nemesis.joinsCompleted) drained out at the heal, \(nemesis.newcomerWrites) writes accepted there)" : "")
         } }
         lines.append("  faults:      \(exercised.joined(separator: ", "))" + (skipped.isEmpty ? "" : "; skipped: \(FaultKind.describeSkipped(skipped))"))
-        let attempted = result.byOperation.values.reduce(0) { $0 + $1.attempted }
-        let refused = result.refused.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        lines.append("  writes:      \(attempted) attempted, \(result.acknowledged) acknowledged, \(result.refused.values.reduce(0, +)) refused\(refused.isEmpty ? "" : " (\(refused))"), \(result.indeterminate) indeterminate")
-        lines.append("  set-full:    \(result.acknowledged - result.lostCount) stable, \(result.lostCount) lost; stable latency \(result.stableLatency.text)")
+        lines += result.writeLines
         lines.append("  convergence: final \(convergence.map { "\($0) ms" } ?? "never") after the last heal (bound \(options.convergenceBoundMillis) ms); after every heal \(result.healConvergence.text)")
         if !result.healLines.isEmpty { lines.append("  per heal:    " + result.healLines.joined(separator: ", ")) }
-        for check in result.checks {
-            let mark = check.passed ? "ok  " : (check.isTarget ? "MISS" : "FAIL")
-            lines.append("  [\(mark)] \(check.name): \(check.detail)")
-        }
-        for example in result.lost.prefix(5) { lines.append("  lost: \(example)") }
-        for difference in result.differences.prefix(5) { lines.append("  differs: \(difference)") }
-        for detail in result.presenceDetails.prefix(8) { lines.append("  offline: \(detail)") }
+        lines += result.checkLines
         lines.append("  report:      \(reportPath)")
         if !passed || options.keepRunDirectory { lines.append("  node logs:   \(runDirectory)/n*/node.log") }
         lines.append("  replay:      \(replayCommand)")

@@ -114,7 +114,7 @@ struct ChaosRun {
                          reportPath: String, started: UInt64) -> Int32 {
         let (logger, _) = Logger.capturing(label: "chaos", level: .error)
         let history = History()
-        let bannedUser = "mallory"
+        let bannedUser = WorkloadCast.bannedUser
         let observatory = Observatory(room: room, endpoints: cluster.nodes.map { NodeEndpoint($0.listen) }, logger: logger,
                                       history: history, bannedUser: bannedUser)
         cluster.onNodeState = { index, up in observatory.setNode(index, up: up) }
@@ -134,29 +134,13 @@ struct ChaosRun {
             return 2
         }
         let n = options.nodes
-        func endpoints(from first: Int) -> [NodeEndpoint] {
-            (0..<n).map { NodeEndpoint(cluster.nodes[(first + $0) % n].listen) }
-        }
         let students = (1...options.students).map { "s\($0)" }
-        var writers: [Writer] = []
-        for index in 0..<options.teachers {
-            writers.append(Writer(user: "t\(index + 1)", role: .teacher, endpoints: endpoints(from: index * 2),
-                                  seed: options.seed &+ UInt64(index) &* 7919))
-        }
-        for (index, student) in students.enumerated() {
-            writers.append(Writer(user: student, role: .student, endpoints: endpoints(from: index + 1),
-                                  seed: options.seed &+ UInt64(100 + index) &* 7919))
-        }
-        let mallory = Writer(user: bannedUser, role: .student, endpoints: endpoints(from: n - 1), seed: options.seed &+ 999)
-        writers.append(mallory)
         // Racers start at different owners of the room, so their races cross nodes (and partitions).
         let owners = options.effectiveReplicas == 0 ? Array(0..<n)
             : Placement(replicas: options.effectiveReplicas, members: (1...n).map { "n\($0)" })
                 .owners(of: room).compactMap { Int($0.dropFirst()).map { $0 - 1 } }
-        for (index, racer) in CompareAndSetRace.racerNames(options.racers).enumerated() {
-            writers.append(Writer(user: racer, role: CompareAndSetRace.role, endpoints: endpoints(from: owners.isEmpty ? index : owners[index % owners.count]),
-                                  seed: options.seed &+ UInt64(200 + index) &* 7919))
-        }
+        let writers = WorkloadCast.writers(nodes: cluster.nodes.map { NodeEndpoint($0.listen) }, owners: owners, teachers: options.teachers,
+                                           students: students, racers: options.racers, seed: options.seed)
         for writer in writers {
             guard retry(seconds: 15, { () throws(ClientError) in try writer.connect(room: room, logger: logger) }) else {
                 fputs("homeroom-chaos: \(writer.user) could not join\n", stderr)
@@ -233,23 +217,9 @@ struct ChaosRun {
         }
         if !completed { say("interrupted: checking what there is") }
 
-        func finalReplicas() -> [FinalReplica] {
-            var replicas: [FinalReplica] = []
-            for (index, state) in observatory.states().enumerated() {
-                if let state { replicas.append(FinalReplica(label: "n\(index + 1)", state: state)) }
-            }
-            for writer in writers where !writer.banned.load(ordering: .acquiring) {
-                if let client = writer.current, client.connectionState != .aborted {
-                    // Peer messages reach only their two users (observers see none): compared
-                    // without them; the message check follows each one to its recipient.
-                    replicas.append(FinalReplica(label: writer.user, state: client.replica.visible(to: nil)))
-                }
-            }
-            return replicas
-        }
-        func connectedWriters() -> [UserID] {
-            writers.filter { !$0.banned.load(ordering: .acquiring) && $0.current?.connectionState != .aborted }.map(\.user)
-        }
+        let end = WorkloadEnd(writers: writers, observatory: observatory, history: history)
+        func finalReplicas() -> [FinalReplica] { end.finalReplicas() }
+        func connectedWriters() -> [UserID] { end.connectedWriters() }
         // Past the bound the run has failed, but how long convergence took is still worth
         // knowing; an interrupted run waits only briefly. Presence settles after the data:
         // a node refutes (or reclaims a session) only once it hears it was declared down
@@ -293,41 +263,10 @@ struct ChaosRun {
                 ?? "some connected writers still offline \(Clock.now - finalHealAt) ms after the final heal")
         }
 
-        // Deliveries trail the data by up to a message hold (2 s) plus a sync: wait for
-        // the clients connected at the end to deliver what they owe (bounded).
-        func inboxes() -> (all: [ClientInbox], final: Set<String>) {
-            var all: [ClientInbox] = []
-            var final = Set<String>()
-            for writer in writers {
-                let mine = writer.inboxes.withLock { $0 }
-                all += mine
-                if !writer.banned.load(ordering: .acquiring), writer.current?.connectionState != .aborted, let last = mine.last {
-                    final.insert(MessageCheck.label(last))
-                }
-            }
-            return (all, final)
-        }
-        let deliveryDeadline = Clock.now + (interrupted.isSet ? 0 : 8_000)
-        while Clock.now < deliveryDeadline {
-            let (all, final) = inboxes()
-            let check = MessageCheck(history: history.all, inboxes: all, finalClients: final, reference: replicas.first?.state)
-            if all.allSatisfy({ check.missing(in: $0).isEmpty }) { break }
-            Clock.sleep(millis: 50)
-        }
-        let delivered = inboxes()
-        // Compare-and-set: each acknowledged write as its writer's client judges it now.
-        var compareAndSetKept: [Int: Bool?] = [:]
-        let byUser = Dictionary(uniqueKeysWithValues: writers.map { ($0.user, $0) })
-        for (index, record) in history.all.enumerated() {
-            guard let result = record.compareAndSet?.result, case .acknowledged = record.outcome else { continue }
-            compareAndSetKept[index] = byUser[record.client]?.current?.propertyWriteKept(result)
-        }
-        let presenceWriters = writers.filter { !$0.banned.load(ordering: .acquiring) && $0.current?.connectionState == .connected }
-        // Each one's current client: the last that joined.
-        let presenceSince = presenceWriters.reduce(into: [UserID: UInt64]()) { since, writer in
-            since[writer.user] = writer.inboxes.withLock { $0.last?.joinedAt } ?? .max
-        }
-        let lossesTold = writers.reduce(into: Set<Dot>()) { told, writer in told.formUnion(writer.compareAndSetLossesTold.withLock { $0 }) }
+        let delivered = end.awaitDeliveries(millis: interrupted.isSet ? 0 : 8_000, reference: replicas.first?.state)
+        let compareAndSetKept = end.compareAndSetKept()
+        let (presenceWriterNames, presenceSince) = end.presence()
+        let lossesTold = end.compareAndSetLossesTold()
         let metrics = cluster.nodes.map { ($0.name, $0.metrics()) }
         // Stop the nodes (graceful: their shutdown path is checked too), then read their logs.
         let stoppingAt = Clock.now
@@ -368,7 +307,7 @@ struct ChaosRun {
                               downsByFault: FalseDowns.byFault(downs, spans: nemesis.spans, index: nodeIndex, until: stoppingAt),
                               unexpectedExits: cluster.unexpectedExits, nemesisFailures: nemesis.failures, stuckWriters: stuck,
                               inboxes: delivered.all, finalClients: delivered.final, compareAndSetKept: compareAndSetKept,
-                              presenceWriters: presenceWriters.map(\.user), presenceSince: presenceSince, compareAndSetLossesTold: lossesTold,
+                              presenceWriters: presenceWriterNames, presenceSince: presenceSince, compareAndSetLossesTold: lossesTold,
                               cutWindows: nemesis.spans.filter { [.halves, .ring, .bridge, .isolate].contains($0.kind) }
                                   .map { $0.from...max($0.from, $0.to ?? finalHealAt) },
                               floors: WorkloadFloors(plannedMillis: schedule.map(\.endMillis).max() ?? 0, teachers: options.teachers,

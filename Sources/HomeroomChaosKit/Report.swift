@@ -74,3 +74,52 @@ struct Percentiles {
 
     var text: String { count == 0 ? "no samples" : "p50 \(p50) ms, p90 \(p90) ms, p99 \(p99) ms, max \(max) ms (\(count))" }
 }
+
+/// The parts of the report and the summary that `homeroom-chaos` and `homeroom verify` share.
+extension Checker.Result {
+    var attempted: Int { byOperation.values.reduce(0) { $0 + $1.attempted } }
+
+    var writesJSON: JSON {
+        let refusedJSON: [(String, JSON)] = refused.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) }
+        let byOperationJSON: [(String, JSON)] = byOperation.sorted { $0.key < $1.key }.map {
+            ($0.key, .object([("attempted", .int($0.value.attempted)), ("acknowledged", .int($0.value.acknowledged))]))
+        }
+        return .object([
+            ("attempted", .int(attempted)),
+            ("acknowledged", .int(acknowledged)),
+            ("refused", .object(refusedJSON)),
+            ("indeterminate", .int(indeterminate)),
+            ("lost", .int(lostCount)),
+            ("stable", .int(acknowledged - lostCount)),
+            ("lost_examples", .array(lost.map { .string($0) })),
+            ("by_operation", .object(byOperationJSON)),
+        ])
+    }
+
+    var checksJSON: JSON {
+        .array(checks.map { check in
+            .object([("name", .string(check.name)), ("passed", .bool(check.passed)), ("target_only", .bool(check.isTarget)),
+                     ("detail", .string(check.detail))])
+        })
+    }
+
+    /// The writes and set-full lines of the summary.
+    var writeLines: [String] {
+        let refusedText = refused.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        return ["  writes:      \(attempted) attempted, \(acknowledged) acknowledged, \(refused.values.reduce(0, +)) refused\(refusedText.isEmpty ? "" : " (\(refusedText))"), \(indeterminate) indeterminate",
+                "  set-full:    \(acknowledged - lostCount) stable, \(lostCount) lost; stable latency \(stableLatency.text)"]
+    }
+
+    /// One line per check, then the first lost writes, differences and offline users.
+    var checkLines: [String] {
+        var lines: [String] = []
+        for check in checks {
+            let mark = check.passed ? "ok  " : (check.isTarget ? "MISS" : "FAIL")
+            lines.append("  [\(mark)] \(check.name): \(check.detail)")
+        }
+        for example in lost.prefix(5) { lines.append("  lost: \(example)") }
+        for difference in differences.prefix(5) { lines.append("  differs: \(difference)") }
+        for detail in presenceDetails.prefix(8) { lines.append("  offline: \(detail)") }
+        return lines
+    }
+}

@@ -24,6 +24,14 @@ final class ClosedRoom: Sendable {
         nodeFlags = ["--token-key", publicKey, "--cluster-key", clusterKey, "--token-max-lifetime", "\(lifetimeSeconds)"]
     }
 
+    /// `homeroom verify`: the operator's cluster already runs with its keys; the tool signs
+    /// its clients' tokens with the secret key it was given.
+    init(signing: SigningKeys, lifetimeSeconds: Int64) {
+        self.signing = signing
+        self.lifetimeSeconds = lifetimeSeconds
+        nodeFlags = []
+    }
+
     func token(room: String, user: UserID, role: Role) -> String {
         let now = Int64(Date().timeIntervalSince1970)
         return JoinToken.create(TokenClaims(app: "homeroom", room: room, user: user, role: role, issuedAt: now, expiresAt: now + lifetimeSeconds),
