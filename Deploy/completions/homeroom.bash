@@ -4,7 +4,7 @@ _homeroom() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=( $(compgen -W "demo join roster web rooms cluster where-now context node keys token simulate verify theme completion stage board camera mic mute-all carousel reward kick ban hand class schedule room prop lock group name send whisper history presence mute unmute --help --version" -- "$cur") )
+        COMPREPLY=( $(compgen -W "demo join roster web rooms cluster where-now context node keys token simulate verify theme completion stage board camera mic mute-all carousel reward kick ban hand class schedule room prop lock group name send whisper history presence mute unmute invitation --help --version" -- "$cur") )
         return
     fi
     case "${COMP_WORDS[1]}" in
@@ -224,9 +224,10 @@ _homeroom() {
                     --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
                     --timeout-ms) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
+                    --seconds) return ;;
                 esac
-                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
-                words_here="add remove clear"
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --seconds --json --help"
+                words_here="add remove clear invite"
                 ;;
             board)
                 case "$prev" in
@@ -561,6 +562,21 @@ _homeroom() {
                 esac
                 options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --all --off --json --help"
                 words_here="all"
+                ;;
+            invitation)
+                case "$prev" in
+                    --room) return ;;
+                    --node) return ;;
+                    --as) COMPREPLY=( $(compgen -W "teacher assistant student observer" -- "$cur") ); return ;;
+                    --user) return ;;
+                    --name) return ;;
+                    --token) return ;;
+                    --tls-ca) COMPREPLY=( $(compgen -f -- "$cur") ); return ;;
+                    --timeout-ms) return ;;
+                    --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
+                esac
+                options="--room --node --as --user --name --token --tls-ca --timeout-ms --log-level --json --help"
+                words_here="accept decline"
                 ;;
     esac
     if [[ "$cur" == -* ]]; then

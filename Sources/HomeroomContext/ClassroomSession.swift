@@ -84,6 +84,8 @@ final class ClassroomSession: Sendable {
         var lastLatency: Double = 0
         var lastLatencyReport: UInt64 = 0
         var tokenWarning = TokenExpiryWarning()
+        /// Invitations seen pending, by invited user: each is reported once if it times out.
+        var watchedInvitations: [UserID: Stamp] = [:]
     }
 
     private let state = Mutex(State())
@@ -342,6 +344,7 @@ final class ClassroomSession: Sendable {
         let replica = client.replica
         var events = ContextEvent.translate(changes, localUser: config.user, room: { ReadModel.roomInfo(replica) },
                                             groups: { replica.breakout }, isOnline: { replica.isOnline($0) },
+                                            invitation: { ReadModel.invitation(replica, $0) },
                                             lookup: { ReadModel.userInfo(replica, $0) })
         let local = config.user
         let banned = changes.contains(.userBanned(local))
@@ -416,10 +419,34 @@ final class ClassroomSession: Sendable {
             if let left = state.tokenWarning.due(expiresAt: client.tokenExpiresAt, nowSeconds: Int64(WallClock.nowMillis() / 1000)) {
                 events.append(.tokenWillExpire(inSeconds: left))
             }
+            events += invitationTimeouts(client.replica, &state.watchedInvitations)
             return true
         }
         if !events.isEmpty { deliverNow(events) }
         return current
+    }
+}
+
+extension ClassroomSession {
+    /// Invitations seen pending that are now past their duration, unanswered: a timeout is
+    /// a matter of time, not of a write, so the monitor tick notices it.
+    func invitationTimeouts(_ replica: RoomState, _ watched: inout [UserID: Stamp]) -> [ContextEvent] {
+        let now = WallClock.nowMillis()
+        var events: [ContextEvent] = []
+        for (user, invitation) in replica.invitations where invitation.answer == nil && watched[user] != invitation.issued {
+            if invitation.status(nowMillis: now) == .pending { watched[user] = invitation.issued }
+        }
+        for (user, issued) in watched {
+            guard let invitation = replica.invitations[user], invitation.issued == issued, invitation.answer == nil,
+                  replica.openInvitation(for: user) != nil else {
+                watched[user] = nil
+                continue
+            }
+            guard invitation.status(nowMillis: now) == .expired, let info = ReadModel.invitation(replica, user, nowMillis: now) else { continue }
+            watched[user] = nil
+            events.append(.invitationTimedOut(info))
+        }
+        return events
     }
 }
 

@@ -36,6 +36,12 @@ public struct ContextError: Error, Equatable, Sendable, CustomStringConvertible 
     public static let deviceMuted = "device-muted"
     /// A raise while the teacher has switched hand raising off (`UserContext.allowHandsUp`).
     public static let handRaisingOff = "hand-raising-off"
+    /// An answer with no open invitation to the stage (`UserContext.acceptInvitation`).
+    public static let noInvitation = "no-invitation"
+    /// An answer after the invitation's duration.
+    public static let invitationExpired = "invitation-expired"
+    /// A second answer to one invitation.
+    public static let invitationAnswered = "invitation-answered"
     /// A conditional property write found the key at another revision: read it again.
     public static let revisionMismatch = "revision-mismatch"
     // The link.

@@ -32,6 +32,12 @@ public enum ContextEvent: Hashable, Sendable {
     case handLowered(UserInfo)
     /// Hand raising was switched on or off, or auto-stage changed (`UserContext.allowHandsUp`).
     case handRaisingUpdated(HandRaisingPolicy)
+    /// The local user was invited to the stage (`UserContext.acceptInvitation` / `declineInvitation`).
+    case invitationReceived(InvitationInfo)
+    /// An invitation was accepted or declined (its `status` says which).
+    case invitationAnswered(InvitationInfo)
+    /// An invitation this client saw pending went unanswered past its duration.
+    case invitationTimedOut(InvitationInfo)
     /// Another user was kicked out (once) of the room.
     case userKickedOut(UserInfo)
     /// Another user was banned.
@@ -71,6 +77,7 @@ extension ContextEvent {
     /// users; `localUser` splits remote events from the local user's own.
     static func translate(_ changes: [RoomChange], localUser: UserID, room: () -> RoomInfo,
                           groups: () -> [BreakoutGroup] = { [] }, isOnline: (UserID) -> Bool = { _ in true },
+                          invitation: (UserID) -> InvitationInfo? = { _ in nil },
                           lookup: (UserID) -> UserInfo) -> [ContextEvent] {
         var events: [ContextEvent] = []
         events.reserveCapacity(changes.count)
@@ -81,6 +88,13 @@ extension ContextEvent {
             case .allMicrophonesMuted: events.append(.allMicrophonesMuted)
             case let .deviceMuteUpdated(device, muted): events.append(.roomMuteUpdated(device, muted: muted))
             case let .handRaisingUpdated(policy): events.append(.handRaisingUpdated(policy))
+            case let .invitationUpdated(user):
+                guard let info = invitation(user) else { break }
+                switch info.status {
+                case .pending where user == localUser: events.append(.invitationReceived(info))
+                case .accepted, .declined: events.append(.invitationAnswered(info))
+                case .pending, .expired: break
+                }
             case let .roomPropertiesUpdated(keys): events.append(.roomPropertiesUpdated(keys: keys))
             case let .locksUpdated(names): events.append(.locksUpdated(names: names))
             case .breakoutUpdated: events.append(.breakoutUpdated(groups()))

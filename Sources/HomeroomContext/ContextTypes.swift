@@ -85,6 +85,34 @@ public struct RoomInfo: Hashable, Sendable {
     public var displayName: String { name.isEmpty ? id : name }
 }
 
+/// An invitation to the stage (Flexible Classroom's `invitePodium`), as the contexts report it.
+public struct InvitationInfo: Hashable, Sendable {
+    /// The invited user.
+    public var user: UserInfo
+    /// Who invited (nil while only the answer has reached this replica).
+    public var inviter: UserInfo?
+    public var seconds: UInt32
+    /// Wall-clock ms (Unix) after which an answer no longer counts.
+    public var expiresAtMillis: UInt64
+    /// Pending, accepted, declined, or expired (unanswered past its duration, by this clock).
+    public var status: InvitationStatus
+
+    public init(user: UserInfo, inviter: UserInfo?, seconds: UInt32, expiresAtMillis: UInt64, status: InvitationStatus) {
+        self.user = user
+        self.inviter = inviter
+        self.seconds = seconds
+        self.expiresAtMillis = expiresAtMillis
+        self.status = status
+    }
+
+    /// Whole seconds left to answer at `nowMillis` (0 once expired).
+    public func secondsLeft(nowMillis: UInt64) -> UInt64 {
+        expiresAtMillis > nowMillis ? (expiresAtMillis - nowMillis + 999) / 1000 : 0
+    }
+}
+
+public typealias InvitationStatus = HomeroomCore.StageInvitation.Status
+
 /// Class state and schedule (AgoraEduContextClassInfo).
 public struct ClassInfo: Hashable, Sendable {
     public var state: ClassState
@@ -223,6 +251,8 @@ public struct RoomSnapshot: Hashable, Sendable {
     public var carousel: CarouselStatus?
     /// The live breakout groups (each one's members and room).
     public var breakout: [BreakoutGroup] = []
+    /// Invitations to the stage waiting for an answer (`UserContext.inviteToStage`).
+    public var invitations: [InvitationInfo] = []
 
     public init(room: RoomInfo, classInfo: ClassInfo, localUser: UserInfo, connection: ConnectionState, latencyMicros: Double,
                 moderators: [UserRow], students: UserPage, stage: [UserRow], stageWaiting: [UserRow],

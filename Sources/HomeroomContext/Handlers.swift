@@ -59,6 +59,12 @@ public protocol UserHandler: AnyObject, Sendable {
     func onUserHandsDown(_ user: UserInfo)
     /// Hand raising was switched on or off, or auto-stage changed; hands it lowered come as `onUserHandsDown`.
     func onHandRaisingUpdated(_ policy: HandRaisingPolicy)
+    /// The local user was invited to the stage: answer with `UserContext.acceptInvitation` or `declineInvitation`.
+    func onInvitationReceived(_ invitation: InvitationInfo)
+    /// An invitation was accepted or declined (`invitation.status`).
+    func onInvitationAnswered(_ invitation: InvitationInfo)
+    /// An invitation this client saw pending timed out unanswered.
+    func onInvitationTimedOut(_ invitation: InvitationInfo)
     func onUserKickedOut(_ user: UserInfo)
     func onUserBanned(_ user: UserInfo)
     func onLocalUserKickedOut(banned: Bool)
@@ -77,6 +83,9 @@ extension UserHandler {
     public func onUserHandsWave(_ user: UserInfo) {}
     public func onUserHandsDown(_ user: UserInfo) {}
     public func onHandRaisingUpdated(_ policy: HandRaisingPolicy) {}
+    public func onInvitationReceived(_ invitation: InvitationInfo) {}
+    public func onInvitationAnswered(_ invitation: InvitationInfo) {}
+    public func onInvitationTimedOut(_ invitation: InvitationInfo) {}
     public func onUserKickedOut(_ user: UserInfo) {}
     public func onUserBanned(_ user: UserInfo) {}
     public func onLocalUserKickedOut(banned: Bool) {}
@@ -156,6 +165,9 @@ extension ContextEvent {
         case let .handWaved(user): (handler as? UserHandler)?.onUserHandsWave(user)
         case let .handLowered(user): (handler as? UserHandler)?.onUserHandsDown(user)
         case let .handRaisingUpdated(policy): (handler as? UserHandler)?.onHandRaisingUpdated(policy)
+        case let .invitationReceived(info): (handler as? UserHandler)?.onInvitationReceived(info)
+        case let .invitationAnswered(info): (handler as? UserHandler)?.onInvitationAnswered(info)
+        case let .invitationTimedOut(info): (handler as? UserHandler)?.onInvitationTimedOut(info)
         case let .userKickedOut(user): (handler as? UserHandler)?.onUserKickedOut(user)
         case let .userBanned(user): (handler as? UserHandler)?.onUserBanned(user)
         case let .localUserKickedOut(banned): (handler as? UserHandler)?.onLocalUserKickedOut(banned: banned)

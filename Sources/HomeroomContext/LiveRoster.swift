@@ -57,7 +57,7 @@ public struct LiveRoster: Sendable {
                     touched.formUnion(users)
                 case .roomInfoUpdated, .allMicrophonesMuted, .deviceMuteUpdated, .handRaisingUpdated, .breakoutUpdated:
                     everyRow = true
-                case .classStateUpdated, .roomPropertiesUpdated, .locksUpdated, .userPropertiesUpdated:
+                case .classStateUpdated, .roomPropertiesUpdated, .locksUpdated, .userPropertiesUpdated, .invitationUpdated:
                     break
                 }
             }
@@ -117,6 +117,7 @@ public struct LiveRoster: Sendable {
             onlineCount: online.count, observerCount: observersOnline.count,
             carousel: carousel.flatMap { settings in frame.turn.map { CarouselStatus(settings, $0) } })
         snapshot.breakout = state.breakout
+        snapshot.invitations = ReadModel.pendingInvitations(state, nowMillis: nowMillis)
         return snapshot
     }
 

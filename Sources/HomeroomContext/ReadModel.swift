@@ -17,6 +17,23 @@ enum ReadModel {
         return info
     }
 
+    /// `user`'s latest invitation to the stage, in any status.
+    static func invitation(_ state: RoomState, _ user: UserID, nowMillis: UInt64 = WallClock.nowMillis()) -> InvitationInfo? {
+        guard let invitation = state.invitations[user] else { return nil }
+        // A withdrawn invitation (a stage write or a kick since) is over: shown as expired.
+        var status = invitation.status(nowMillis: nowMillis)
+        if status == .pending && state.openInvitation(for: user) == nil { status = .expired }
+        return InvitationInfo(user: userInfo(state, user), inviter: invitation.inviter.isEmpty ? nil : userInfo(state, invitation.inviter),
+                              seconds: invitation.seconds, expiresAtMillis: invitation.expiresAtMillis, status: status)
+    }
+
+    /// The invitations still waiting for an answer, by invited user.
+    static func pendingInvitations(_ state: RoomState, nowMillis: UInt64 = WallClock.nowMillis()) -> [InvitationInfo] {
+        // Every frame: only the unanswered ones still open by this clock are looked at closely.
+        state.invitations.filter { $0.value.answer == nil && nowMillis <= $0.value.expiresAtMillis }.keys.sorted()
+            .compactMap { invitation(state, $0, nowMillis: nowMillis) }.filter { $0.status == .pending }
+    }
+
     static func classInfo(_ state: RoomState) -> ClassInfo {
         ClassInfo(state: state.classState.state,
                   sinceMillis: state.classState.stamp == .origin ? 0 : state.classState.stamp.clock.millis,
@@ -65,6 +82,7 @@ enum ReadModel {
             onlineCount: roster.onlineCount, observerCount: all.filter { $0.info.role == .observer && $0.online }.count,
             carousel: roster.carousel.flatMap { settings in roster.carouselTurn.map { CarouselStatus(settings, $0) } })
         snapshot.breakout = roster.breakout
+        snapshot.invitations = pendingInvitations(state, nowMillis: nowMillis)
         return snapshot
     }
 

@@ -118,6 +118,29 @@ public final class UserContext: Sendable {
     /// Hand raising as the room has it now: on or off, and auto-stage.
     public var handRaising: HandRaisingPolicy { session.replica.handRaisingPolicy }
 
+    // MARK: - Invitations to the stage
+
+    /// Teacher, assistant: invites `user` to the stage for `seconds` (5 to 600; Flexible
+    /// Classroom's `invitePodium(user, duration)`). It replaces an earlier invitation of
+    /// that user; refused `invalid` for a user already on stage.
+    public func inviteToStage(_ user: UserID, seconds: UInt32 = StageInvitation.defaultSeconds) throws(ContextError) {
+        try session.write(.inviteToStage(user: user, seconds: seconds))
+    }
+
+    /// Accepts the local user's invitation: it is then on stage (the invitation is what
+    /// lets a student put itself there). Refused `stage-full` when no seat is free,
+    /// `no-invitation`, `invitation-expired` or `invitation-answered` otherwise.
+    public func acceptInvitation() throws(ContextError) { try session.write(.answerInvitation(accept: true)) }
+
+    /// Declines the local user's invitation (refused as `acceptInvitation` is, but never `stage-full`).
+    public func declineInvitation() throws(ContextError) { try session.write(.answerInvitation(accept: false)) }
+
+    /// The local user's latest invitation, in any status (nil: never invited).
+    public var invitation: InvitationInfo? { ReadModel.invitation(session.replica, session.config.user) }
+
+    /// Every invitation waiting for an answer now (a teacher's view).
+    public var pendingInvitations: [InvitationInfo] { ReadModel.pendingInvitations(session.replica) }
+
     // MARK: - Name and properties
 
     public func updateName(_ name: String) throws(ContextError) {

@@ -9,6 +9,13 @@ extension NodeEngine {
         // The origin fills in what depends on the room here (a property's next revision, a lock's fence).
         let prepared = room.prepare(write, origin: replica, nowMillis: now)
         let (delta, sequencer) = stamp(room: roomID, prepared, nowMillis: now)
+        // Every replica judges an answer's timeliness by its stamp, which may run ahead of
+        // `now` (the clock keeps the largest it has seen): refused here rather than
+        // acknowledged and then of no effect anywhere.
+        if case let .answerInvitation(_, issued, seconds) = prepared.operation, issued != .origin,
+           !StageInvitation(issued: issued, seconds: seconds, inviter: "").isOpen(at: delta.stamp) {
+            return .answer(.refused(.invitationExpired(expiresAtMillis: issued.clock.millis &+ UInt64(seconds) * 1000)))
+        }
         return .persist(StampedWrite(room: roomID, delta: delta, prepared: prepared, sequencer: sequencer, nowMillis: now))
     }
 

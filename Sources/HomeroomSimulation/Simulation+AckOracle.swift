@@ -76,6 +76,21 @@ extension Simulation {
             var probe = state.handRaising
             let changed = allowed ? probe.open(ending: ending, at: stamp) : probe.close(at: stamp)
             return changed ? "hand raising \(state.handRaising)" : lost(state.autoStage, autoStage, stamp)
+        case let .inviteToStage(user, seconds):
+            // The latest invitation of the user stands for this one.
+            guard let held = state.invitations[user] else { return "no invitation of \(user)" }
+            var probe = held
+            return probe.merge(StageInvitation(issued: stamp, seconds: seconds, inviter: write.author)) ? "invitation \(held)" : nil
+        case let .answerInvitation(accept, invitation, seconds):
+            // Late by its own stamp it counts nowhere; in time, the invitation's join holds it
+            // (or a later invitation), and an accept is a stage write at the answer's stamp.
+            let answered = StageInvitation(issued: invitation, seconds: seconds, inviter: "",
+                                           answer: StageInvitation.Answer(at: stamp, accepted: accept))
+            guard invitation != .origin, answered.isOpen(at: stamp) else { return nil }
+            if accept, let stage = lost(record(write.author).stage, true, stamp) { return "accepted, but the stage \(stage)" }
+            guard let held = state.invitations[write.author] else { return "no invitation of \(write.author)" }
+            var probe = held
+            return probe.merge(answered) ? "invitation \(held)" : nil
         case let .trimHistory(beforeMillis):
             // The floor only rises (trims and the count limit both raise it).
             return state.messages.floor < RoomState.floorStamp(beforeMillis: beforeMillis) ? "history floor \(state.messages.floor)" : nil

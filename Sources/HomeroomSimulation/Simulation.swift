@@ -308,7 +308,10 @@ public struct Simulation {
         switch actor.role {
         case .teacher, .assistant, .system:
             switch Int.random(in: 0..<100, using: &rng) {
-            case 0..<30: operation = .setStage(user: someone, on: rng.chance(65))
+            case 0..<24: operation = .setStage(user: someone, on: rng.chance(65))
+            // An invitation to the stage (some short enough that answers come too late): the
+            // invited student answers it, racing stage writes, kicks and the duration.
+            case 24..<30: operation = .inviteToStage(user: someone, seconds: UInt32.random(in: 5...60, using: &rng))
             case 30..<40: operation = .setPrivilege(user: someone, device: device, allowed: rng.chance(70))
             case 40..<48: operation = .setBoard(user: someone, granted: on)
             case 48..<62: operation = .reward(user: someone, amount: Int32.random(in: 1...3, using: &rng), issuedAtMillis: nowMillis)
@@ -327,6 +330,9 @@ public struct Simulation {
             case 95..<97: operation = .setHandRaising(allowed: rng.chance(60), autoStage: rng.chance(50))
             default: operation = .setRoomName("Room \(Int.random(in: 0..<5, using: &rng))")
             }
+        case .student where state(actor.replica, room).openInvitation(for: actor.id) != nil && rng.chance(50):
+            // Invited (as its replica knows): answer, before a stage write or the duration ends it.
+            operation = .answerInvitation(accept: rng.chance(70))
         case .student:
             switch Int.random(in: 0..<100, using: &rng) {
             case 0..<40: operation = .setDevice(user: actor.id, device: device, on: on)
@@ -337,6 +343,8 @@ public struct Simulation {
             case 75..<82: operation = .setStage(user: actor.id, on: true)
             case 82..<88: operation = .reward(user: actor.id, amount: 100, issuedAtMillis: nowMillis)
             case 88..<94: operation = .setDevice(user: someone, device: device, on: true)
+            // An answer to an invitation (refused without one): an accept is the student's own stage write.
+            case 94..<97: operation = .answerInvitation(accept: rng.chance(70))
             default: operation = .setPrivilege(user: actor.id, device: device, allowed: true)
             }
         case .observer:
@@ -451,6 +459,10 @@ public struct Simulation {
         var intended: Operation? = nil
         if config.unappliedOperations.contains(write.operation.name) {
             intended = write.operation
+            if case .answerInvitation = write.operation {
+                // The oracle judges an answer by the invitation its origin names (`prepare`).
+                intended = state(replica, room).prepare(write, origin: ReplicaID(0), nowMillis: nowMillis + nodes[replica].skewMillis).operation
+            }
             write.operation = .sendMessage(type: "unapplied", payload: [], previous: 0)
         }
         report.writes += 1

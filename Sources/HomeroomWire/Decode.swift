@@ -370,6 +370,15 @@ struct CDecoder {
             let ending = op.ending_sequence == 0 ? Stamp.origin
                 : Stamp(clock: HybridTimestamp(packed: op.ending_clock, replica: ReplicaID(op.ending_replica)), sequence: op.ending_sequence)
             return .setDeviceMuted(device: try device(op.device, "\(field()).set_device_muted.device"), muted: bool(op.muted), ending: ending)
+        case 45:
+            let op = d.invite_to_stage!.pointee
+            return .inviteToStage(user: try user(op.user, author: author, strings: strings, "\(field()).invite_to_stage"), seconds: op.seconds)
+        case 46:
+            let op = d.answer_invitation!.pointee
+            // All three 0: a client's answer, before its origin names the invitation.
+            let invitation = op.invitation_sequence == 0 ? Stamp.origin
+                : Stamp(clock: HybridTimestamp(packed: op.invitation_clock, replica: ReplicaID(op.invitation_replica)), sequence: op.invitation_sequence)
+            return .answerInvitation(accept: bool(op.accept), invitation: invitation, seconds: op.seconds)
         case 44:
             let op = d.set_hand_raising!.pointee
             let ending = op.ending_sequence == 0 ? Stamp.origin

@@ -119,6 +119,23 @@ extension CDecoder {
         state.cameraMute = try roomGate(patch.camera_mute, tables, "\(field).camera_mute")
         state.microphoneMute = try roomGate(patch.microphone_mute, tables, "\(field).microphone_mute")
         state.handRaising = try roomGate(patch.hand_raising, tables, "\(field).hand_raising")
+        try count(patch.n_invitations, max: limits.maxMapEntries, "\(field).invitations")
+        for index in 0..<patch.n_invitations {
+            let entry = patch.invitations[index]!.pointee
+            let path = "\(field).invitations[\(index)]"
+            let user = try tableString(entry.user, tables, "\(path).user")
+            guard entry.issued != nil else { throw .missingField("\(path).issued") }
+            guard StageInvitation.durationRange.contains(entry.seconds) else {
+                throw .invalidValue(field: "\(path).seconds", reason: "an invitation lasts 5 to 600 s")
+            }
+            let answer = entry.answered == nil ? nil
+                : StageInvitation.Answer(at: try stamp(entry.answered, tables, "\(path).answered"), accepted: entry.accepted != 0)
+            let invitation = StageInvitation(issued: try stamp(entry.issued, tables, "\(path).issued"), seconds: entry.seconds,
+                                             inviter: try string(entry.inviter, "\(path).inviter"), answer: answer)
+            if state.invitations.updateValue(invitation, forKey: user) != nil {
+                throw .invalidValue(field: "\(path).user", reason: "user \(user) appears twice")
+            }
+        }
         try bool(patch.auto_stage, &state.autoStage, tables, "\(field).auto_stage")
         for index in 0..<patch.n_dead_incarnations {
             let entry = patch.dead_incarnations[index]!.pointee

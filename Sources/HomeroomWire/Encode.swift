@@ -433,6 +433,23 @@ struct CEncoder {
             op.pointee.reward_floors = list
             delta.pointee.retire_predecessors = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_RETIRE_PREDECESSORS
+        case let .inviteToStage(user, seconds):
+            let op = make(homeroom__v1__invite_to_stage__init)
+            op.pointee.user = target(user, author: author, &interner)
+            op.pointee.seconds = seconds
+            delta.pointee.invite_to_stage = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_INVITE_TO_STAGE
+        case let .answerInvitation(accept, invitation, seconds):
+            let op = make(homeroom__v1__answer_invitation__init)
+            op.pointee.accept = accept ? 1 : 0
+            if invitation != .origin {
+                op.pointee.invitation_clock = invitation.clock.packed
+                op.pointee.invitation_replica = invitation.clock.replica.rawValue
+                op.pointee.invitation_sequence = invitation.sequence
+            }
+            op.pointee.seconds = seconds
+            delta.pointee.answer_invitation = op
+            delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_ANSWER_INVITATION
         case let .kick(user):
             let op = make(homeroom__v1__kick__init)
             op.pointee.user = target(user, author: author, &interner)

@@ -141,6 +141,25 @@ struct PatchEncoder {
         patch.pointee.camera_mute = roomGate(state.cameraMute)
         patch.pointee.microphone_mute = roomGate(state.microphoneMute)
         patch.pointee.hand_raising = roomGate(state.handRaising)
+        if !state.invitations.isEmpty {
+            let users = state.invitations.keys.sorted(by: utf8Less)
+            let list = encoder.arena.pointers(Homeroom__V1__StageInvitation.self, count: users.count)
+            for (index, user) in users.enumerated() {
+                let invitation = state.invitations[user]!
+                let message = encoder.make(homeroom__v1__stage_invitation__init)
+                internString(user, into: field(message, \.user))
+                message.pointee.issued = stamp(invitation.issued)
+                message.pointee.seconds = invitation.seconds
+                message.pointee.inviter = encoder.string(invitation.inviter)
+                if let answer = invitation.answer {
+                    message.pointee.answered = stamp(answer.at)
+                    message.pointee.accepted = answer.accepted ? 1 : 0
+                }
+                list[index] = message
+            }
+            patch.pointee.n_invitations = users.count
+            patch.pointee.invitations = list
+        }
         patch.pointee.auto_stage = boolRegister(state.autoStage, default: room.autoStage)
 
         let dead = state.deadIncarnations.sorted { $0.key < $1.key }

@@ -7,8 +7,8 @@
 public enum WireLane {
     /// The Delta `op` field numbers of `Operation.isTeacherControl` (delta.proto):
     /// set_stage, set_privilege, set_board, set_class_state, mute_all, kick, ban,
-    /// set_chat_muted, set_device_muted, set_hand_raising.
-    static let teacherControlFields: Set<UInt64> = [6, 8, 9, 21, 22, 25, 26, 29, 43, 44]
+    /// set_chat_muted, set_device_muted, set_hand_raising, invite_to_stage, answer_invitation.
+    static let teacherControlFields: Set<UInt64> = [6, 8, 9, 21, 22, 25, 26, 29, 43, 44, 45, 46]
 
     /// Whether `request` (an encoded Envelope) is a write of a teacher's control.
     public static func isTeacherControl(request: [UInt8]) -> Bool {

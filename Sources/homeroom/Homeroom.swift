@@ -27,7 +27,8 @@ enum Homeroom {
           completion  Print a bash, zsh or fish completion script.
 
         ONE-SHOT ACTIONS (join, act once, print the result, leave; for scripts):
-          stage       Put users on stage or take them off.
+          stage       Put users on stage or take them off, or invite one.
+          invitation  Show, accept or decline your invitation to the stage.
           board       Grant or revoke the whiteboard.
           camera, mic Your own device on or off, allow or deny a user's, or mute every student's.
           mute-all    Turn off every microphone privilege.

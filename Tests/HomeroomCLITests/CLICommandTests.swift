@@ -254,7 +254,7 @@ import Testing
         probe.waitUntilExit()
         let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
         #expect(lines.first == "stage")
-        #expect(lines.last == "add remove clear")
+        #expect(lines.last == "add remove clear invite")
         // Each subcommand's options complete (a second case: bash runs only the first matching branch).
         let options = Process()
         options.executableURL = URL(fileURLWithPath: "/bin/bash")

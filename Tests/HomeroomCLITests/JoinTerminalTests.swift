@@ -51,8 +51,12 @@ import Testing
         teacher.send("mic mute\n")
         #expect(teacher.waitFor("ok: every student's microphone is muted: students cannot turn it on until you unmute it"), "\(teacher.shown)")
         #expect(teacher.waitFor("every student's microphone is muted by the teacher (students cannot turn it on)"), "\(teacher.shown)")
+        // An invitation to the stage: said as done; the roster shows it pending to the teacher.
+        teacher.send("stage invite bob --seconds 60\n")
+        #expect(teacher.waitFor("ok: Bob is invited to the stage for 60 s (they answer with invitation accept|decline)"), "\(teacher.shown)")
 
         teacher.send("roster\n")
+        #expect(teacher.waitFor("Invited: Bob "), "\(teacher.shown)")
         // The roster arrives in several writes: wait for each line, not only the header.
         #expect(teacher.waitFor("Rewards"), "\(teacher.shown)")
         #expect(teacher.shown.contains("Stage 1/1"))
@@ -75,6 +79,11 @@ import Testing
         let json = try CLI.run(["roster", "--json", "--room", "e2e", "--node", first.listen])
         #expect(json.stdout.contains(#""user":"alice","name":"Alice","role":"student","online":false,"stage":"on","auth":false,"camera":"live""#),
                 "\(json.stdout)")
+
+        // Bob declines through the other node: the teacher's session hears it.
+        let declined = try CLI.run(["invitation", "decline", "--user", "bob", "--room", "e2e", "--node", second.listen])
+        #expect(declined.status == 0 && declined.stdout == "you declined the invitation to the stage\n", "\(declined.stdout) \(declined.stderr)")
+        #expect(teacher.waitFor("Bob declined the invitation to the stage"), "\(teacher.shown)")
 
         teacher.send("quit\n")
         #expect(teacher.waitForExit() == 0)

@@ -87,6 +87,9 @@ final class Recorder: RoomHandler, UserHandler, StreamHandler, MonitorHandler, S
     func onUserHandsWave(_ user: UserInfo) { record("hand up \(user.id)") }
     func onUserHandsDown(_ user: UserInfo) { record("hand down \(user.id)") }
     func onHandRaisingUpdated(_ policy: HandRaisingPolicy) { record("hand raising \(policy)") }
+    func onInvitationReceived(_ invitation: InvitationInfo) { record("invited \(invitation.user.id) by \(invitation.inviter?.id ?? "?")") }
+    func onInvitationAnswered(_ invitation: InvitationInfo) { record("invitation \(invitation.user.id) \(invitation.status.rawValue)") }
+    func onInvitationTimedOut(_ invitation: InvitationInfo) { record("invitation \(invitation.user.id) timed out") }
     func onUserKickedOut(_ user: UserInfo) { record("kicked \(user.id)") }
     func onUserBanned(_ user: UserInfo) { record("banned \(user.id)") }
     func onLocalUserKickedOut(banned: Bool) { record("I was \(banned ? "banned" : "kicked")") }

@@ -153,3 +153,28 @@ import Testing
         #expect(handler.names == ["New"])
     }
 }
+
+/// Invitations to the stage as user events.
+@Suite struct InvitationEventTests {
+    @Test func invitationsBecomeUserEvents() {
+        func info(_ user: UserID, _ status: InvitationStatus) -> InvitationInfo {
+            InvitationInfo(user: EventTranslationTests.info(user), inviter: EventTranslationTests.info("tom"), seconds: 30, expiresAtMillis: 9_000, status: status)
+        }
+        let statuses: [UserID: InvitationStatus] = ["me": .pending, "bob": .pending, "cy": .accepted, "dee": .declined, "eve": .expired]
+        let events = ContextEvent.translate(["me", "bob", "cy", "dee", "eve", "zed"].map { RoomChange.invitationUpdated($0) },
+                                            localUser: "me", room: { EventTranslationTests.room }, invitation: { user in statuses[user].map { info(user, $0) } },
+                                            lookup: EventTranslationTests.info)
+        // Only the local user hears its own invitation; answers are heard by all.
+        #expect(events == [.invitationReceived(info("me", .pending)), .invitationAnswered(info("cy", .accepted)),
+                           .invitationAnswered(info("dee", .declined))])
+        final class Invitations: UserHandler, @unchecked Sendable {
+            var heard: [String] = []
+            func onInvitationReceived(_ invitation: InvitationInfo) { heard.append("invited \(invitation.user.id)") }
+            func onInvitationAnswered(_ invitation: InvitationInfo) { heard.append("\(invitation.user.id) \(invitation.status.rawValue)") }
+            func onInvitationTimedOut(_ invitation: InvitationInfo) { heard.append("\(invitation.user.id) timed out") }
+        }
+        let handler = Invitations()
+        for event in events + [.invitationTimedOut(info("bob", .expired))] { event.deliver(to: handler) }
+        #expect(handler.heard == ["invited me", "cy accepted", "dee declined", "bob timed out"])
+    }
+}

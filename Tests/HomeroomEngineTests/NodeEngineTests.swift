@@ -210,6 +210,30 @@ import HomeroomCore
         #expect(restarted.rooms[Self.room]?.name.value == "after")
     }
 
+    /// Every replica judges an answer to an invitation by its stamp. A node whose clock
+    /// a peer pushed ahead of its wall clock would stamp an accept made in time (by the
+    /// wall clock) after the deadline: it refuses it, rather than acknowledging a write
+    /// that then does nothing anywhere.
+    @Test func anAnswerThatWouldBeStampedPastItsInvitationIsRefusedNotAcknowledged() throws {
+        var ahead = NodeEngine(replica: ReplicaID(2))
+        let fast = try #require(Self.write(Self.join("a", .assistant, at: ahead), at: &ahead, room: "other", now: Self.now + 30_000)).delta
+        var engine = NodeEngine(replica: ReplicaID(1))
+        Self.write(Self.join("t", .teacher, at: engine), at: &engine)
+        Self.write(Self.join("s", .student, at: engine), at: &engine)
+        Self.write(Write(author: "t", authorRole: .teacher, authorCounter: 2, operation: .inviteToStage(user: "s", seconds: 5)), at: &engine)
+        let accept = Write(author: "s", authorRole: .student, authorCounter: 2, operation: .answerInvitation(accept: true))
+        // In time, and nothing pushed the clock: taken.
+        var calm = engine
+        #expect(Self.write(accept, at: &calm, now: Self.now + 1_000)?.outcome.status == .accepted)
+        #expect(calm.rooms[Self.room]?.isOnStage("s") == true)
+        // A peer's delta moves the clock 30 s ahead: the same accept is refused, and says why.
+        _ = engine.applyRemote(room: "other", [fast], origin: ReplicaID(2), nowMillis: Self.now)
+        guard case let .answer(outcome) = engine.decide(room: Self.room, accept, nowMillis: Self.now + 1_000) else {
+            Issue.record("an accept that every replica would find late was acknowledged"); return
+        }
+        #expect(outcome.code == "invitation-expired")
+    }
+
     /// A client gone with its node never ends its session: once the node is back (a new
     /// incarnation) and the reclaim grace has passed, the node folds it.
     @Test func sessionsOfACrashedIncarnationFoldAfterTheReclaimGrace() throws {

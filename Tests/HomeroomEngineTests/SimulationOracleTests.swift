@@ -10,7 +10,7 @@ import HomeroomSimulation
     /// other check notices), each written often enough by one 600-step schedule.
     static let registerKinds = ["set-stage", "set-hand", "set-board", "set-device", "set-privilege", "kick", "mute-all",
                                 "set-room-name", "set-class-state", "set-chat-muted", "assign-breakout-group", "set-presence-state",
-                                "set-device-muted", "set-hand-raising"]
+                                "set-device-muted", "set-hand-raising", "invite-to-stage", "answer-invitation"]
 
     @Test(arguments: registerKinds)
     func aWriteKindNoReplicaAppliesFailsTheOracle(_ kind: String) {

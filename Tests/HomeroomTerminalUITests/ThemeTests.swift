@@ -223,3 +223,24 @@ import HomeroomCore
         #expect(off.hasPrefix("Hands off  switched off by the teacher") && !off.contains("auto-stage"), "\(off)")
     }
 }
+
+/// The stage strip shows a pending invitation to the invited student (with how to answer)
+/// and every pending one to a teacher; other students, and expired ones, show nothing.
+@Suite struct InvitationDisplayTests {
+    @Test func theInvitedStudentAndTheTeacherSeeAPendingInvitation() {
+        let sam = Fixtures.user("s1", "Sam")
+        var snapshot = Fixtures.snapshot(type: .smallClassroom, name: "Maths", stageLimit: 2, moderators: [Fixtures.teacherRow], students: [])
+        snapshot.invitations = [InvitationInfo(user: sam, inviter: Fixtures.ada, seconds: 30, expiresAtMillis: Fixtures.now + 12_000, status: .pending)]
+        let teacher = Golden.render(StageComponent(), snapshot, colors: false)
+        #expect(teacher.contains("Invited: Sam 12 s") && !teacher.contains("invitation accept"), "\(teacher)")
+        snapshot.localUser = sam
+        let student = Golden.render(StageComponent(), snapshot, colors: false)
+        #expect(student.contains("Invited on stage by Ada Lovelace, 12 s left: invitation accept|decline") && !student.contains("Invited: "),
+                "\(student)")
+        snapshot.localUser = Fixtures.user("s2", "Kim")
+        #expect(!Golden.render(StageComponent(), snapshot, colors: false).contains("Invited"))
+        snapshot.localUser = Fixtures.ada
+        snapshot.invitations[0].expiresAtMillis = Fixtures.now - 1
+        #expect(!Golden.render(StageComponent(), snapshot, colors: false).contains("Invited"))
+    }
+}

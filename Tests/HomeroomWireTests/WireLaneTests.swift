@@ -19,6 +19,8 @@ import Testing
             ("ann", .student, .releaseLock(name: "board", revoke: false)),
             ("node:a", .system, .foldRewards(user: "ann", upTo: 3, sum: 4)),
             ("node:a", .system, .retirePredecessors(generation: 2, rewardFloors: [])),
+            ("ada", .teacher, .inviteToStage(user: "ann", seconds: 30)),
+            ("ann", .student, .answerInvitation(accept: true)),
         ]
     }
 
@@ -35,8 +37,8 @@ import Testing
             #expect(WireLane.isTeacherControl(request: bytes) == entry.operation.isTeacherControl, "\(entry.operation.name)")
             if entry.operation.isTeacherControl { controls.insert(entry.operation.name) }
         }
-        // Each of the ten control kinds was tried, so a wrong field number fails above.
-        #expect(controls.count == 10, "\(controls.sorted())")
+        // Each of the twelve control kinds was tried, so a wrong field number fails above.
+        #expect(controls.count == 12, "\(controls.sorted())")
     }
 
     @Test func whatIsNotAWriteOrCannotBeReadIsOrdinary() throws {

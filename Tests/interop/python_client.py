@@ -951,6 +951,7 @@ def run(args, hw, pynng, checks):
                      muted_ok and rejected(reply2, "muted") and accepted(reply3), show(reply2))
         run_room_mutes(args, hw, checks, teacher, student, room_id)
         run_hand_raising(args, hw, checks, teacher, student, room_id)
+        run_invitations(hw, checks, teacher, student)
 
         def presence(e):
             item = e.items.add()
@@ -1279,6 +1280,36 @@ def run_room_mutes(args, hw, checks, teacher, student, room_id):
     reply, _ = student.write("set_device", target="stu-1", device=C.DEVICE_CAMERA, on=True)
     checks.check("the student turns its camera on again: live on both replicas",
                  accepted(reply) and all(p.wait_for(lambda p=p: camera(p) == "live") for p in both), show(reply))
+
+
+def run_invitations(hw, checks, teacher, student):
+    """Invitations to the stage ("Invitations to the stage"): the teacher takes the student off the
+    stage and invites it; the student's answer, sent with the invitation fields 0, comes back naming
+    the invitation (its node filled them in), is ACCEPTED and puts it on stage on both replicas, the
+    record accepted; a second answer is REJECTED invitation-answered."""
+    E = hw.envelope_pb2
+    show, accepted = (lambda reply: describe_reply(E, reply)), (lambda reply: is_accepted(E, reply))
+    both = (teacher, student)
+    reply, _ = teacher.write("set_stage", target="stu-1", on=False)
+    off = accepted(reply) and all(p.wait_for(lambda p=p: "stu-1" not in p.room.stage()) for p in both)
+    reply2, _ = teacher.write("invite_to_stage", target="stu-1", seconds=60)
+    invited = accepted(reply2) and all(
+        p.wait_for(lambda p=p: "stu-1" in p.room.invitations and p.room.invitations["stu-1"][3] is None) for p in both)
+    reply3, _ = student.write("answer_invitation", accept=True)
+
+    def answered(p):
+        record = p.room.invitations.get("stu-1")
+        return "stu-1" in p.room.stage() and record is not None and record[3] is not None and record[3][1] is True
+    seated = accepted(reply3) and all(p.wait_for(lambda p=p: answered(p)) for p in both)
+    record = teacher.room.invitations.get("stu-1")
+    named = record is not None and record[2] == "teach" and record[1] == 60 and record[3] is not None \
+        and teacher.room.users["stu-1"].flags["stage"] == (True, record[3][0])
+    reply4, _ = student.write("answer_invitation", accept=False)
+    again = reply4.WhichOneof("body") == "write_ack" and reply4.write_ack.error_code == "invitation-answered"
+    checks.check("invite_to_stage is ACCEPTED; the student's answer_invitation accept is ACCEPTED and puts it on stage on both "
+                 "replicas (its stage register written at the answer's stamp, the record accepted); a second answer is "
+                 "REJECTED invitation-answered", off and invited and seated and named and again,
+                 f"{show(reply)} / {show(reply2)} / {show(reply3)} / {show(reply4)}: {record}")
 
 
 def run_hand_raising(args, hw, checks, teacher, student, room_id):

@@ -22,6 +22,13 @@ public enum Operation: Hashable, Sendable {
     /// `autoStage`: the origin turns a student's raise into its promotion to the stage
     /// while a seat is free (`RoomState.autoStages`). `ending`: as for `setDeviceMuted`.
     case setHandRaising(allowed: Bool, autoStage: Bool, ending: Stamp = .origin)
+    /// Teacher, assistant: invites `user` to the stage for `seconds` (Flexible Classroom's
+    /// `invitePodium`), replacing any earlier invitation of it. See `StageInvitation`.
+    case inviteToStage(user: UserID, seconds: UInt32)
+    /// The author, for itself: accepts (and is on stage) or declines its open invitation.
+    /// `invitation`, `seconds`: the invitation answered, as its origin knows it (filled in by
+    /// `RoomState.prepare`), so every replica decides from stamps whether it came in time.
+    case answerInvitation(accept: Bool, invitation: Stamp = .origin, seconds: UInt32 = 0)
     /// `revision`: a condition from the client, the assigned revision and lineage from the origin node.
     case setRoomProperty(key: String, value: [UInt8]?, cause: String, revision: PropertyRevision = .unconditional)
 
@@ -96,11 +103,11 @@ public enum Operation: Hashable, Sendable {
     public var target: UserID? {
         switch self {
         case .setRoomName, .setRoomType, .setStageLimit, .setHandLimit, .setSchedule, .setCarousel, .setClassState,
-             .muteAll, .setDeviceMuted, .setHandRaising, .setRoomProperty, .replicaDown, .retirePredecessors, .sendMessage, .trimHistory, .setHistoryLimit,
+             .muteAll, .setDeviceMuted, .setHandRaising, .answerInvitation, .setRoomProperty, .replicaDown, .retirePredecessors, .sendMessage, .trimHistory, .setHistoryLimit,
              .acquireLock, .releaseLock, .setBreakoutGroup, .endBreakout:
             return nil
         case let .joinSession(user, _, _, _, _, _), let .leaveSession(user, _, _), let .foldSessions(user, _, _), let .foldRewards(user, _, _, _), let .setName(user, _),
-             let .setDevice(user, _, _), let .setHand(user, _), let .setStage(user, _), let .setBoard(user, _),
+             let .setDevice(user, _, _), let .setHand(user, _), let .setStage(user, _), let .inviteToStage(user, _), let .setBoard(user, _),
              let .setPrivilege(user, _, _), let .reward(user, _, _), let .kick(user), let .ban(user),
              let .setUserProperty(user, _, _, _, _), let .sendPeerMessage(user, _, _, _), let .setPresenceState(user, _, _),
              let .assignBreakoutGroup(user, _):
@@ -137,6 +144,8 @@ public enum Operation: Hashable, Sendable {
         case .muteAll: return "mute-all"
         case .setDeviceMuted: return "set-device-muted"
         case .setHandRaising: return "set-hand-raising"
+        case .inviteToStage: return "invite-to-stage"
+        case .answerInvitation: return "answer-invitation"
         case .setRoomProperty: return "set-room-property"
         case .joinSession: return "join"
         case .leaveSession: return "leave"

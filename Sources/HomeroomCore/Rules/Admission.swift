@@ -17,6 +17,13 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
     case deviceMuted(Device)
     /// A raise while hand raising is switched off.
     case handRaisingOff
+    /// An answer from a user with no invitation to the stage (never invited, or the
+    /// invitation was withdrawn by a stage write or a kick after it).
+    case noInvitation
+    /// An answer to an invitation whose duration has passed (`expiresAtMillis`).
+    case invitationExpired(expiresAtMillis: UInt64)
+    /// An answer to an invitation already answered (`accepted`: how).
+    case invitationAnswered(accepted: Bool)
     /// A conditional property write whose key has moved on.
     case revisionMismatch(key: String, expected: UInt64, actual: UInt64)
     /// A write conditional on the whole property set, which has moved on.
@@ -57,6 +64,9 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case .chatMuted: return "muted"
         case .deviceMuted: return "device-muted"
         case .handRaisingOff: return "hand-raising-off"
+        case .noInvitation: return "no-invitation"
+        case .invitationExpired: return "invitation-expired"
+        case .invitationAnswered: return "invitation-answered"
         case .revisionMismatch, .setRevisionMismatch: return "revision-mismatch"
         case .tooManySessions: return "too-many-sessions"
         case .sessionUnknown: return "session-unknown"
@@ -84,6 +94,12 @@ public enum WriteError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .invalid(reason): return reason
         case let .chatMuted(user):
             return user.map { "chat is muted for \($0) by a teacher or an assistant" } ?? "chat is muted for the room: only teachers and assistants may send"
+        case .noInvitation:
+            return "you have no invitation to the stage (never invited, or a teacher changed your stage or removed you since): ask a teacher to invite you"
+        case let .invitationExpired(expires):
+            return "your invitation to the stage timed out (it was open until \(expires / 1000) s Unix time): ask a teacher to invite you again"
+        case let .invitationAnswered(accepted):
+            return "you have \(accepted ? "accepted" : "declined") this invitation already: ask a teacher to invite you again"
         case let .deviceMuted(device):
             return "a teacher has muted every student's \(device) in this room: you can turn yours on once they unmute it"
         case .handRaisingOff:
@@ -151,6 +167,10 @@ extension RoomState {
         switch op {
         case let .setStage(user, true) where !isOnStage(user) && type.value != .oneToOne:
             if stageWinners.count >= stageLimitValue { return .stageFull(limit: stageLimitValue) }
+        case let .inviteToStage(user, _):
+            if let refusal = invitationRefusal(invite: user) { return refusal }
+        case let .answerInvitation(accept, _, _):
+            if let refusal = answerRefusal(write.author, accept: accept, nowMillis: nowMillis) { return refusal }
         case .setHand(_, true) where handRaising.isClosed:
             return .handRaisingOff
         case let .setHand(user, true) where !isHandUp(user) && !autoStages(write):

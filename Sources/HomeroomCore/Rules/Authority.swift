@@ -174,6 +174,19 @@ public enum Authority {
         case .setStage, .setBoard, .setPrivilege, .kick, .ban:
             return role.moderates ? nil : .requiresModerator(operation: name, role: role)
 
+        case let .inviteToStage(_, seconds):
+            guard role.moderates else { return .requiresModerator(operation: name, role: role) }
+            let range = StageInvitation.durationRange
+            return range.contains(seconds) ? nil
+                : .invalidValue(operation: name, reason: "an invitation lasts \(range.lowerBound) to \(range.upperBound) s, not \(seconds)")
+
+        case let .answerInvitation(_, invitation, seconds):
+            // The author answers for itself (the open invitation is what authorises a
+            // student's own way onto the stage); the invitation is filled in by its origin.
+            let range = StageInvitation.durationRange
+            return (invitation == .origin && seconds == 0) || (invitation != .origin && range.contains(seconds)) ? nil
+                : .invalidValue(operation: name, reason: "an answer names an invitation of \(range.lowerBound) to \(range.upperBound) s")
+
         case let .reward(_, amount, _):
             guard role.moderates else { return .requiresModerator(operation: name, role: role) }
             return amount > 0 && amount <= 1_000 ? nil : .invalidValue(operation: name, reason: "a reward is 1 to 1000, not \(amount)")

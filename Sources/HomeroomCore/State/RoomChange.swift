@@ -9,6 +9,8 @@ public enum RoomChange: Hashable, Sendable {
     case deviceMuteUpdated(Device, muted: Bool)
     /// Hand raising was switched on or off, or auto-stage changed (hands it lowered come as `handLowered`).
     case handRaisingUpdated(HandRaisingPolicy)
+    /// `user`'s invitation to the stage was issued or answered (the seat an accept takes comes as `coHostsAdded`).
+    case invitationUpdated(UserID)
     case roomPropertiesUpdated(keys: [String])
     /// A lock was acquired, renewed, released or revoked.
     case locksUpdated(names: [String])

@@ -161,6 +161,17 @@ extension RoomState {
             return requeue(user) { $0.stage.write(on, at: stamp) }
         case let .setHand(user, raised):
             return requeue(user) { $0.hand.write(raised, at: stamp) }
+        case let .inviteToStage(user, seconds):
+            return mergeInvitation(user, StageInvitation(issued: stamp, seconds: seconds, inviter: delta.author))
+        case let .answerInvitation(accept, invitation, seconds):
+            // Decided from the stamps the answer carries alone: in time or nothing.
+            let answered = StageInvitation(issued: invitation, seconds: seconds, inviter: "",
+                                           answer: StageInvitation.Answer(at: stamp, accepted: accept))
+            guard invitation != .origin, answered.isOpen(at: stamp) else { return [] }
+            var changes = mergeInvitation(delta.author, answered)
+            // The accept is the student's stage add, at its own stamp: a later stage write wins as any does.
+            if accept { changes += requeue(delta.author) { $0.stage.write(true, at: stamp) } }
+            return changes
         case let .kick(user):
             return updateUser(user, keepsRanks: false) { record in
                 if record.kicked < stamp { record.kicked = stamp }

@@ -193,6 +193,8 @@ extension RoomState {
             // An unmute ends the mute this origin sees, and only that one (`RoomGate`); none: it changes nothing.
             let gate = mute(device)
             prepared.operation = .setDeviceMuted(device: device, muted: muted, ending: !muted && gate.isClosed ? gate.closedAt : .origin)
+        case let .answerInvitation(accept, _, _):
+            prepared.operation = prepareAnswer(accept, author: write.author)
         case let .setHandRaising(allowed, autoStage, _):
             prepared.operation = .setHandRaising(allowed: allowed, autoStage: autoStage,
                                                  ending: allowed && handRaising.isClosed ? handRaising.closedAt : .origin)

@@ -91,6 +91,7 @@ extension RoomState {
         for stamp in [name.stamp, type.stamp, stageLimit.stamp, handLimit.stamp, schedule.stamp, classState.stamp, muteAll,
                       chatMuted.stamp, historyLimit.stamp, messages.floor] { note(stamp) }
         for stamp in cameraMute.stamps + microphoneMute.stamps + handRaising.stamps + [autoStage.stamp] { note(stamp) }
+        for invitation in invitations.values { for stamp in invitation.stamps { note(stamp) } }
         for register in properties.values { note(register.stamp) }
         note(carousel.stamp)
         note(breakoutEnded)

@@ -33,6 +33,9 @@ extension RoomState {
         patch.microphoneMute = microphoneMute.missing(other.contains)
         patch.handRaising = handRaising.missing(other.contains)
         take(autoStage, &patch.autoStage)
+        for (user, invitation) in invitations where invitation.stamps.contains(where: { !other.contains($0.dot) }) {
+            patch.invitations[user] = invitation
+        }
         take(historyLimit, &patch.historyLimit)
         patch.retiredGenerations = retiredGenerations
         patch.messages = messages.missing(from: other)
@@ -69,6 +72,7 @@ extension RoomState {
             && cameraMute.stamps.allSatisfy { $0.sequence != 0 || $0 == .origin }
             && microphoneMute.stamps.allSatisfy { $0.sequence != 0 || $0 == .origin }
             && handRaising.stamps.allSatisfy { $0.sequence != 0 || $0 == .origin } && autoStage.isWritten(or: fresh.autoStage)
+            && invitations.values.allSatisfy { $0.stamps.allSatisfy { $0.sequence != 0 } }
             && messages.entries.values.allSatisfy { $0.stamp.sequence != 0 }
             && users.values.allSatisfy { $0.isOwnSnapshot }
     }
@@ -181,6 +185,8 @@ extension RoomState {
         // Before the users: their hands are placed by the gate as merged.
         let handGateChanged = handRaising.merge(patch.handRaising)
         autoStage.merge(patch.autoStage)
+        var invitationChanges: [RoomChange] = []
+        for user in patch.invitations.keys.sorted() { invitationChanges += mergeInvitation(user, patch.invitations[user]!) }
         historyLimit.merge(patch.historyLimit)
         messages.merge(patch.messages, limit: effectiveHistoryLimit, added: &addedMessages, removed: &removedMessages)
         // A snapshot into a (nearly) empty replica: grow once, not by doubling.
@@ -244,6 +250,7 @@ extension RoomState {
             head.append(.deviceMuteUpdated(device, muted: !before))
         }
         if handRaisingPolicy != handRaisingBefore { head.append(.handRaisingUpdated(handRaisingPolicy)) }
+        head += invitationChanges
         if !propertyKeys.isEmpty { head.append(.roomPropertiesUpdated(keys: propertyKeys.sorted())) }
         if !lockNames.isEmpty { head.append(.locksUpdated(names: lockNames.sorted())) }
         if breakoutChanged { head.append(.breakoutUpdated) }

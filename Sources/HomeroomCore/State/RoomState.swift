@@ -39,6 +39,8 @@ public struct RoomState: Sendable {
     public var handRaising = RoomGate()
     /// Whether a student's raise puts it on stage while seats remain (with hand raising on).
     public var autoStage = Register(false, stamp: .origin)
+    /// Invitations to the stage, by invited user: the latest of each (`StageInvitation`).
+    public var invitations: [UserID: StageInvitation] = [:]
     /// How many messages the history keeps.
     public var historyLimit = Register(MessageLog.defaultLimit, stamp: .origin)
     /// Room and peer messages, newest `historyLimit` above the floor.
@@ -73,7 +75,7 @@ extension RoomState: Equatable {
             && a.breakoutAssignments == b.breakoutAssignments && a.breakoutEnded == b.breakoutEnded && a.users == b.users && a.seen == b.seen
             && a.retiredGenerations == b.retiredGenerations && a.chatMuted == b.chatMuted && a.historyLimit == b.historyLimit && a.messages == b.messages
             && a.cameraMute == b.cameraMute && a.microphoneMute == b.microphoneMute
-            && a.handRaising == b.handRaising && a.autoStage == b.autoStage
+            && a.handRaising == b.handRaising && a.autoStage == b.autoStage && a.invitations == b.invitations
     }
 }
 

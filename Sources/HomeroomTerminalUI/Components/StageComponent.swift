@@ -21,6 +21,9 @@ public struct StageComponent: Component {
         if let muted = Self.roomMuteText(snapshot.room.mutedDevices) {
             lines.append(StyledLine(muted, TextStyle(foreground: theme.waitingColor)))
         }
+        for text in Self.invitationTexts(snapshot, now: context.nowMillis) {
+            lines.append(StyledLine(text, TextStyle(foreground: theme.waitingColor, bold: true)))
+        }
         if !snapshot.stageWaiting.isEmpty {
             lines.append(NameList.line(title: "Waiting for a seat", titleStyle: title, names: snapshot.stageWaiting.map(\.info.displayName),
                                        nameStyle: TextStyle(foreground: theme.waitingColor), emptyText: "", maxNames: Int.max,
@@ -31,6 +34,23 @@ public struct StageComponent: Component {
 }
 
 extension StageComponent {
+    /// The pending invitations this user should see: its own ("Invited on stage by
+    /// Ms T, 12 s left: invitation accept|decline"), and, for a teacher or an
+    /// assistant, everyone's ("Invited: bob 12 s · carol 5 s"). Past their duration by
+    /// this frame's clock they are gone.
+    static func invitationTexts(_ snapshot: RoomSnapshot, now: UInt64) -> [String] {
+        let pending = snapshot.invitations.filter { $0.status == .pending && $0.expiresAtMillis >= now }
+        var texts: [String] = []
+        if let mine = pending.first(where: { $0.user.id == snapshot.localUser.id }) {
+            let by = mine.inviter.map { " by \($0.displayName)" } ?? ""
+            texts.append("Invited on stage\(by), \(mine.secondsLeft(nowMillis: now)) s left: invitation accept|decline")
+        }
+        if snapshot.localUser.role.moderates, !pending.isEmpty {
+            texts.append("Invited: " + pending.map { "\($0.user.displayName) \($0.secondsLeft(nowMillis: now)) s" }.joined(separator: " · "))
+        }
+        return texts
+    }
+
     /// "Muted by the teacher: every student's camera and microphone" (nil: no room mute).
     static func roomMuteText(_ devices: Set<Device>) -> String? {
         let names = Device.allCases.filter(devices.contains).map(\.description)

@@ -84,7 +84,7 @@ enum CommandCatalog {
     }
 
     static let actionWords: [String: [String]] = [
-        "stage": ["add", "remove", "clear"], "board": ["grant", "revoke"], "camera": ["on", "off", "allow", "deny", "mute", "unmute"],
+        "stage": ["add", "remove", "clear", "invite"], "invitation": ["accept", "decline"], "board": ["grant", "revoke"], "camera": ["on", "off", "allow", "deny", "mute", "unmute"],
         "mic": ["on", "off", "allow", "deny", "mute", "unmute"], "hand": ["up", "down", "on", "off"], "class": ["start", "end"],
         "room": ["name", "type", "stage-limit", "hand-limit"], "prop": ["room", "me", "get", "set", "unset"],
         "history": ["limit", "clear"], "presence": ["set", "unset"], "mute": ["all"], "unmute": ["all"],

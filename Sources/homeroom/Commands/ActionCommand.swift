@@ -6,7 +6,8 @@ import HomeroomSupport
 /// prints what happened, and leaves. `homeroom stage add bob --room maths --node tcp://...`
 enum ActionCommand {
     static let summaries: [String: String] = [
-        "stage": "Put users on stage or take them off (teacher, assistant).",
+        "stage": "Put users on stage or take them off, or invite one (teacher, assistant).",
+        "invitation": "Show, accept or decline your invitation to the stage.",
         "board": "Grant or revoke whiteboard authorization.",
         "camera": "Turn your camera on or off, allow or deny a user's camera, or mute every student's.",
         "mic": "Turn your microphone on or off, allow or deny a user's microphone, or mute every student's.",
@@ -54,6 +55,7 @@ enum ActionCommand {
                               + "                         lasts that long; then leave (Ctrl-C leaves early).")],
             "mute": mute,
             "unmute": mute,
+            "stage": [("--seconds", "--seconds <s>          With stage invite: how long the invitation stays open, 5-600 (default 30).")],
             "hand": [("--auto-stage", "--auto-stage           With hand on: a student's raise puts it on stage while a seat is free.")],
         ]
     }()
@@ -124,6 +126,7 @@ enum ActionCommand {
         let order = own.contains("--order") ? try reader.string("--order") : nil
         let bodyFile = own.contains("--file") ? try reader.string("--file") : nil
         let limit = own.contains("--limit") ? try reader.integer("--limit", in: 1...10_000) : nil
+        let seconds = own.contains("--seconds") ? try reader.integer("--seconds", in: 5...600) : nil
         let hold = own.contains("--hold") ? try reader.integer("--hold", in: UInt64(1)...UInt64(86_400)) : nil
         let all = own.contains("--all") && reader.flag("--all")
         let off = own.contains("--off") && reader.flag("--off")
@@ -145,6 +148,7 @@ enum ActionCommand {
         if let range { words += ["--range", range] }
         if let order { words += ["--order", order] }
         if let limit { words += ["--limit", String(limit)] }
+        if let seconds { words += ["--seconds", String(seconds)] }
         if let bodyFile {
             guard verb == "send" || verb == "whisper" else { throw .usage("--file goes with send and whisper", usage: usage) }
             // The message body from a file, or "-" for standard input (a shell argument

@@ -18,6 +18,12 @@ enum Action: Equatable {
     case device(Device, on: Bool)
     case privilege(Device, UserID, allowed: Bool)
     case muteAll
+    /// Invites a user to the stage for `seconds` (teacher, assistant).
+    case invite(UserID, seconds: UInt32)
+    /// The local user's answer to its invitation to the stage.
+    case answerInvitation(accept: Bool)
+    /// The local user's invitation, and every one still pending.
+    case invitationStatus
     /// The room's camera or microphone mute, for every student (teacher, assistant).
     case roomMute(Device, muted: Bool)
     case carouselStart(intervalSeconds: UInt32, range: Carousel.Range, order: Carousel.Order)
@@ -67,12 +73,12 @@ enum Action: Equatable {
 
     /// The verbs, as subcommands and as the first word of a line.
     static let verbs = ["stage", "board", "camera", "mic", "mute-all", "carousel", "reward", "kick", "ban", "hand", "class", "schedule",
-                        "room", "prop", "lock", "group", "name", "send", "whisper", "history", "presence", "mute", "unmute"]
+                        "room", "prop", "lock", "group", "name", "send", "whisper", "history", "presence", "mute", "unmute", "invitation"]
 
     /// The theme section whose component an action belongs to (a disabled component refuses it).
     var component: String? {
         switch self {
-        case .stage, .stageClear: return "stage"
+        case .stage, .stageClear, .invite: return "stage"
         case .hand, .lowerHand, .handRaising: return "hands"
         default: return nil
         }
@@ -84,7 +90,7 @@ enum Action: Equatable {
         switch verb {
         case "hand": return words.count == 2 && (words[1] == "up" || words[1] == "down")
         case "camera", "mic": return words.count == 2 && (words[1] == "on" || words[1] == "off")
-        case "name", "send", "whisper": return true
+        case "name", "send", "whisper", "invitation": return true
         case "presence": return words.count >= 2
         default: return false
         }
@@ -93,6 +99,12 @@ enum Action: Equatable {
     static let grammar = """
           stage add|remove <user>...     Put users on stage, or take them off (teacher, assistant).
           stage clear                    Take everyone off the stage and out of its waiting list.
+          stage invite <user>            Invite a student to the stage (teacher, assistant) for --seconds <s>
+                                           (5-600, default 30); unanswered by then, it times out.
+          invitation                     Your invitation to the stage, and every one still pending.
+          invitation accept|decline      Answer yours: accept puts you on stage (stage-full when no seat
+                                           is free), decline leaves you off; no-invitation, invitation-
+                                           expired or invitation-answered when there is nothing to answer.
           board grant|revoke <user>      Whiteboard authorization.
           camera on|off                  Your own camera (mic on|off: your microphone).
           camera allow|deny <user>       Let a user publish the camera, or stop it (mic allow|deny: the microphone).
@@ -190,6 +202,7 @@ enum Action: Equatable {
         let orderText = try option("--order", "carousel start --order random")
         let messageType = try option("--type", "send --type poll yes") ?? "chat"
         let limitOption = try option("--limit", "history --limit 50")
+        let secondsText = try option("--seconds", "stage invite bob --seconds 60")
         let autoStage = words.contains("--auto-stage")
         words.removeAll { $0 == "--auto-stage" }
 
@@ -217,7 +230,19 @@ enum Action: Equatable {
             case "add", "on": return .stage(on: true, users: try users(rest.dropFirst(), "stage add bob"))
             case "remove", "off": return .stage(on: false, users: try users(rest.dropFirst(), "stage remove bob"))
             case "clear" where rest.count == 1: return .stageClear
-            default: throw ActionError("use: stage add <user>..., stage remove <user>... or stage clear")
+            case "invite":
+                let seconds = try secondsText.map { text throws(ActionError) in
+                    UInt32(try number(text, Int(StageInvitation.durationRange.lowerBound)...Int(StageInvitation.durationRange.upperBound), "--seconds"))
+                } ?? StageInvitation.defaultSeconds
+                return .invite(try one(rest.dropFirst(), "stage invite bob"), seconds: seconds)
+            default: throw ActionError("use: stage add <user>..., stage remove <user>..., stage clear or stage invite <user> [--seconds <s>]")
+            }
+        case "invitation":
+            switch (rest.first, rest.count) {
+            case (nil, _): return .invitationStatus
+            case ("accept", 1): return .answerInvitation(accept: true)
+            case ("decline", 1): return .answerInvitation(accept: false)
+            default: throw ActionError("use: invitation, invitation accept or invitation decline")
             }
         case "board":
             switch rest.first {
@@ -427,6 +452,25 @@ extension Action {
             var text = users.map(name).joined(separator: ", ") + (on ? " on stage" : " off stage")
             if !waiting.isEmpty { text += " (waiting for a seat: " + waiting.map(name).joined(separator: ", ") + ")" }
             return ActionOutcome(text: text, fields: [("users", .array(users.map { .string($0) }))])
+        case let .invite(user, seconds):
+            try pool.user.inviteToStage(user, seconds: seconds)
+            return ActionOutcome(text: "\(name(user)) is invited to the stage for \(seconds) s (they answer with invitation accept|decline)",
+                                 fields: [("user", .string(user)), ("seconds", .int(Int64(seconds)))])
+        case let .answerInvitation(accept):
+            try accept ? pool.user.acceptInvitation() : pool.user.declineInvitation()
+            guard accept else { return ActionOutcome(text: "you declined the invitation to the stage", fields: [("accepted", .bool(false))]) }
+            let waiting = pool.user.row(local)?.waitingForStage == true
+            return ActionOutcome(text: waiting ? "you accepted: waiting for a seat on stage" : "you accepted: you are on stage",
+                                 fields: [("accepted", .bool(true)), ("stage", .string(waiting ? "waiting" : "on"))])
+        case .invitationStatus:
+            let now = WallClock.nowMillis()
+            let mine = pool.user.invitation
+            let pending = pool.user.pendingInvitations
+            var lines: [String] = [mine.map { "yours: " + Self.describe($0, nowMillis: now) } ?? "you have no invitation to the stage"]
+            lines += pending.filter { $0.user.id != local }.map { Self.describe($0, nowMillis: now) }
+            return ActionOutcome(text: lines.joined(separator: "\n"), fields: [
+                ("invitation", mine.map { Self.json($0) } ?? .null), ("pending", .array(pending.map { Self.json($0) })),
+            ])
         case .stageClear:
             let count = try pool.user.removeAllCoHosts()
             return ActionOutcome(text: "stage cleared (\(count) taken off)", fields: [("removed", .int(Int64(count)))])
@@ -678,6 +722,19 @@ extension Action {
     }
 
     /// The four states in words.
+    /// "bob invited by Ms T for 30 s: pending, 12 s left".
+    static func describe(_ invitation: InvitationInfo, nowMillis: UInt64) -> String {
+        let by = invitation.inviter.map { " by \($0.displayName)" } ?? ""
+        let left = invitation.status == .pending ? ", \(invitation.secondsLeft(nowMillis: nowMillis)) s left" : ""
+        return "\(invitation.user.displayName) invited\(by) for \(invitation.seconds) s: \(invitation.status.rawValue)\(left)"
+    }
+
+    static func json(_ invitation: InvitationInfo) -> JSONText {
+        .object([("user", .string(invitation.user.id)), ("inviter", invitation.inviter.map { .string($0.id) } ?? .null),
+                 ("seconds", .int(Int64(invitation.seconds))), ("expires_ms", .int(Int64(invitation.expiresAtMillis))),
+                 ("status", .string(invitation.status.rawValue))])
+    }
+
     static func describe(_ state: StreamState) -> String {
         switch state {
         case .inoperable: return "not on stage"

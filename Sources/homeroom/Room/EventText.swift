@@ -34,6 +34,13 @@ enum EventText {
         case let .handRaisingUpdated(policy):
             if !policy.allowed { return "hand raising is off (raised hands are lowered; students cannot raise theirs)" }
             return policy.autoStage ? "hand raising is on, with auto-stage (a raise takes a free stage seat)" : "hand raising is on"
+        case let .invitationReceived(invitation):
+            let by = invitation.inviter.map { " by \($0.displayName)" } ?? ""
+            return "you are invited to the stage\(by) for \(invitation.seconds) s: invitation accept, or invitation decline"
+        case let .invitationAnswered(invitation):
+            return "\(who(invitation.user)) \(invitation.status == .accepted ? "accepted" : "declined") the invitation to the stage"
+        case let .invitationTimedOut(invitation):
+            return "\(who(invitation.user))'s invitation to the stage timed out unanswered"
         case let .userKickedOut(user): return "\(user.displayName) was kicked out"
         case let .userBanned(user): return "\(user.displayName) was banned"
         case let .localUserKickedOut(banned): return banned ? "you were banned from the room" : "you were kicked out of the room"

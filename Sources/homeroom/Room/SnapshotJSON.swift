@@ -26,6 +26,7 @@ enum SnapshotJSON {
             ("students", .array(snapshot.students.rows.map(row))),
             ("page", .object([("index", .int(Int64(snapshot.students.index))), ("size", .int(Int64(snapshot.students.size))),
                               ("total", .int(Int64(snapshot.students.total)))])),
+            ("invitations", .array(snapshot.invitations.map(Action.json))),
         ])
     }
 

@@ -1312,6 +1312,96 @@ void   homeroom__v1__set_hand_raising__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__set_hand_raising__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__invite_to_stage__init
+                     (Homeroom__V1__InviteToStage         *message)
+{
+  static const Homeroom__V1__InviteToStage init_value = HOMEROOM__V1__INVITE_TO_STAGE__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__invite_to_stage__get_packed_size
+                     (const Homeroom__V1__InviteToStage *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__invite_to_stage__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__invite_to_stage__pack
+                     (const Homeroom__V1__InviteToStage *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__invite_to_stage__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__invite_to_stage__pack_to_buffer
+                     (const Homeroom__V1__InviteToStage *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__invite_to_stage__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__InviteToStage *
+       homeroom__v1__invite_to_stage__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__InviteToStage *)
+     protobuf_c_message_unpack (&homeroom__v1__invite_to_stage__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__invite_to_stage__free_unpacked
+                     (Homeroom__V1__InviteToStage *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__invite_to_stage__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   homeroom__v1__answer_invitation__init
+                     (Homeroom__V1__AnswerInvitation         *message)
+{
+  static const Homeroom__V1__AnswerInvitation init_value = HOMEROOM__V1__ANSWER_INVITATION__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__answer_invitation__get_packed_size
+                     (const Homeroom__V1__AnswerInvitation *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__answer_invitation__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__answer_invitation__pack
+                     (const Homeroom__V1__AnswerInvitation *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__answer_invitation__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__answer_invitation__pack_to_buffer
+                     (const Homeroom__V1__AnswerInvitation *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__answer_invitation__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__AnswerInvitation *
+       homeroom__v1__answer_invitation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__AnswerInvitation *)
+     protobuf_c_message_unpack (&homeroom__v1__answer_invitation__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__answer_invitation__free_unpacked
+                     (Homeroom__V1__AnswerInvitation *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__answer_invitation__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__set_room_property__init
                      (Homeroom__V1__SetRoomProperty         *message)
 {
@@ -2006,7 +2096,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta_batch__descriptor =
   (ProtobufCMessageInit) homeroom__v1__delta_batch__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[44] =
+static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[46] =
 {
   {
     "clock_delta",
@@ -2536,9 +2626,34 @@ static const ProtobufCFieldDescriptor homeroom__v1__delta__field_descriptors[44]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "invite_to_stage",
+    45,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, invite_to_stage),
+    &homeroom__v1__invite_to_stage__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "answer_invitation",
+    46,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__Delta, op_case),
+    offsetof(Homeroom__V1__Delta, answer_invitation),
+    &homeroom__v1__answer_invitation__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   36,   /* field[36] = acquire_lock */
+  45,   /* field[45] = answer_invitation */
   40,   /* field[40] = assign_breakout_group */
   2,   /* field[2] = author */
   4,   /* field[4] = author_counter_delta */
@@ -2548,6 +2663,7 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
   41,   /* field[41] = end_breakout */
   33,   /* field[33] = fold_rewards */
   32,   /* field[32] = fold_sessions */
+  44,   /* field[44] = invite_to_stage */
   11,   /* field[11] = join_session */
   24,   /* field[24] = kick */
   12,   /* field[12] = leave_session */
@@ -2586,7 +2702,7 @@ static const unsigned homeroom__v1__delta__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__delta__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 44 }
+  { 0, 46 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
 {
@@ -2596,7 +2712,7 @@ const ProtobufCMessageDescriptor homeroom__v1__delta__descriptor =
   "Homeroom__V1__Delta",
   "homeroom.v1",
   sizeof(Homeroom__V1__Delta),
-  44,
+  46,
   homeroom__v1__delta__field_descriptors,
   homeroom__v1__delta__field_indices_by_name,
   1,  homeroom__v1__delta__number_ranges,
@@ -4192,6 +4308,147 @@ const ProtobufCMessageDescriptor homeroom__v1__set_hand_raising__descriptor =
   homeroom__v1__set_hand_raising__field_indices_by_name,
   1,  homeroom__v1__set_hand_raising__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__set_hand_raising__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__invite_to_stage__field_descriptors[2] =
+{
+  {
+    "user",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__InviteToStage, user),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "seconds",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__InviteToStage, seconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__invite_to_stage__field_indices_by_name[] = {
+  1,   /* field[1] = seconds */
+  0,   /* field[0] = user */
+};
+static const ProtobufCIntRange homeroom__v1__invite_to_stage__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__invite_to_stage__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.InviteToStage",
+  "InviteToStage",
+  "Homeroom__V1__InviteToStage",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__InviteToStage),
+  2,
+  homeroom__v1__invite_to_stage__field_descriptors,
+  homeroom__v1__invite_to_stage__field_indices_by_name,
+  1,  homeroom__v1__invite_to_stage__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__invite_to_stage__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__answer_invitation__field_descriptors[5] =
+{
+  {
+    "accept",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__AnswerInvitation, accept),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "invitation_clock",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__AnswerInvitation, invitation_clock),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "invitation_replica",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FIXED64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__AnswerInvitation, invitation_replica),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "invitation_sequence",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__AnswerInvitation, invitation_sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "seconds",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__AnswerInvitation, seconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__answer_invitation__field_indices_by_name[] = {
+  0,   /* field[0] = accept */
+  1,   /* field[1] = invitation_clock */
+  2,   /* field[2] = invitation_replica */
+  3,   /* field[3] = invitation_sequence */
+  4,   /* field[4] = seconds */
+};
+static const ProtobufCIntRange homeroom__v1__answer_invitation__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__answer_invitation__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.AnswerInvitation",
+  "AnswerInvitation",
+  "Homeroom__V1__AnswerInvitation",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__AnswerInvitation),
+  5,
+  homeroom__v1__answer_invitation__field_descriptors,
+  homeroom__v1__answer_invitation__field_indices_by_name,
+  1,  homeroom__v1__answer_invitation__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__answer_invitation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__set_room_property__field_descriptors[9] =

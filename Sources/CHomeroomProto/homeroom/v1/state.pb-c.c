@@ -952,6 +952,51 @@ void   homeroom__v1__room_patch__free_unpacked
   assert(message->base.descriptor == &homeroom__v1__room_patch__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   homeroom__v1__stage_invitation__init
+                     (Homeroom__V1__StageInvitation         *message)
+{
+  static const Homeroom__V1__StageInvitation init_value = HOMEROOM__V1__STAGE_INVITATION__INIT;
+  *message = init_value;
+}
+size_t homeroom__v1__stage_invitation__get_packed_size
+                     (const Homeroom__V1__StageInvitation *message)
+{
+  assert(message->base.descriptor == &homeroom__v1__stage_invitation__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t homeroom__v1__stage_invitation__pack
+                     (const Homeroom__V1__StageInvitation *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &homeroom__v1__stage_invitation__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t homeroom__v1__stage_invitation__pack_to_buffer
+                     (const Homeroom__V1__StageInvitation *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &homeroom__v1__stage_invitation__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Homeroom__V1__StageInvitation *
+       homeroom__v1__stage_invitation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Homeroom__V1__StageInvitation *)
+     protobuf_c_message_unpack (&homeroom__v1__stage_invitation__descriptor,
+                                allocator, len, data);
+}
+void   homeroom__v1__stage_invitation__free_unpacked
+                     (Homeroom__V1__StageInvitation *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &homeroom__v1__stage_invitation__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   homeroom__v1__room_gate__init
                      (Homeroom__V1__RoomGate         *message)
 {
@@ -2770,7 +2815,7 @@ const ProtobufCMessageDescriptor homeroom__v1__retired_name__descriptor =
   (ProtobufCMessageInit) homeroom__v1__retired_name__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptors[28] =
+static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptors[29] =
 {
   {
     "room_id",
@@ -3108,6 +3153,18 @@ static const ProtobufCFieldDescriptor homeroom__v1__room_patch__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "invitations",
+    29,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Homeroom__V1__RoomPatch, n_invitations),
+    offsetof(Homeroom__V1__RoomPatch, invitations),
+    &homeroom__v1__stage_invitation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
   27,   /* field[27] = auto_stage */
@@ -3123,6 +3180,7 @@ static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
   26,   /* field[26] = hand_raising */
   16,   /* field[16] = history_floor */
   15,   /* field[15] = history_limit */
+  28,   /* field[28] = invitations */
   20,   /* field[20] = locks */
   17,   /* field[17] = messages */
   25,   /* field[25] = microphone_mute */
@@ -3142,7 +3200,7 @@ static const unsigned homeroom__v1__room_patch__field_indices_by_name[] = {
 static const ProtobufCIntRange homeroom__v1__room_patch__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 28 }
+  { 0, 29 }
 };
 const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor =
 {
@@ -3152,11 +3210,114 @@ const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor =
   "Homeroom__V1__RoomPatch",
   "homeroom.v1",
   sizeof(Homeroom__V1__RoomPatch),
-  28,
+  29,
   homeroom__v1__room_patch__field_descriptors,
   homeroom__v1__room_patch__field_indices_by_name,
   1,  homeroom__v1__room_patch__number_ranges,
   (ProtobufCMessageInit) homeroom__v1__room_patch__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor homeroom__v1__stage_invitation__field_descriptors[6] =
+{
+  {
+    "user",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__StageInvitation, user),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "issued",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__StageInvitation, issued),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "seconds",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__StageInvitation, seconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "inviter",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__StageInvitation, inviter),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "answered",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__StageInvitation, answered),
+    &homeroom__v1__stamp__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "accepted",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Homeroom__V1__StageInvitation, accepted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned homeroom__v1__stage_invitation__field_indices_by_name[] = {
+  5,   /* field[5] = accepted */
+  4,   /* field[4] = answered */
+  3,   /* field[3] = inviter */
+  1,   /* field[1] = issued */
+  2,   /* field[2] = seconds */
+  0,   /* field[0] = user */
+};
+static const ProtobufCIntRange homeroom__v1__stage_invitation__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor homeroom__v1__stage_invitation__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "homeroom.v1.StageInvitation",
+  "StageInvitation",
+  "Homeroom__V1__StageInvitation",
+  "homeroom.v1",
+  sizeof(Homeroom__V1__StageInvitation),
+  6,
+  homeroom__v1__stage_invitation__field_descriptors,
+  homeroom__v1__stage_invitation__field_indices_by_name,
+  1,  homeroom__v1__stage_invitation__number_ranges,
+  (ProtobufCMessageInit) homeroom__v1__stage_invitation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor homeroom__v1__room_gate__field_descriptors[3] =

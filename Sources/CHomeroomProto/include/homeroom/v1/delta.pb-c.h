@@ -45,6 +45,8 @@ typedef struct Homeroom__V1__SetClassState Homeroom__V1__SetClassState;
 typedef struct Homeroom__V1__MuteAll Homeroom__V1__MuteAll;
 typedef struct Homeroom__V1__SetDeviceMuted Homeroom__V1__SetDeviceMuted;
 typedef struct Homeroom__V1__SetHandRaising Homeroom__V1__SetHandRaising;
+typedef struct Homeroom__V1__InviteToStage Homeroom__V1__InviteToStage;
+typedef struct Homeroom__V1__AnswerInvitation Homeroom__V1__AnswerInvitation;
 typedef struct Homeroom__V1__SetRoomProperty Homeroom__V1__SetRoomProperty;
 typedef struct Homeroom__V1__AcquireLock Homeroom__V1__AcquireLock;
 typedef struct Homeroom__V1__SetBreakoutGroup Homeroom__V1__SetBreakoutGroup;
@@ -125,7 +127,9 @@ typedef enum {
   HOMEROOM__V1__DELTA__OP_ASSIGN_BREAKOUT_GROUP = 41,
   HOMEROOM__V1__DELTA__OP_END_BREAKOUT = 42,
   HOMEROOM__V1__DELTA__OP_SET_DEVICE_MUTED = 43,
-  HOMEROOM__V1__DELTA__OP_SET_HAND_RAISING = 44
+  HOMEROOM__V1__DELTA__OP_SET_HAND_RAISING = 44,
+  HOMEROOM__V1__DELTA__OP_INVITE_TO_STAGE = 45,
+  HOMEROOM__V1__DELTA__OP_ANSWER_INVITATION = 46
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(HOMEROOM__V1__DELTA__OP__CASE)
 } Homeroom__V1__Delta__OpCase;
 
@@ -214,6 +218,11 @@ struct  Homeroom__V1__Delta
      */
     Homeroom__V1__SetDeviceMuted *set_device_muted;
     Homeroom__V1__SetHandRaising *set_hand_raising;
+    /*
+     * Flexible Classroom's invitation to the stage (docs/PROTOCOL.md, "Invitations to the stage").
+     */
+    Homeroom__V1__InviteToStage *invite_to_stage;
+    Homeroom__V1__AnswerInvitation *answer_invitation;
   };
 };
 #define HOMEROOM__V1__DELTA__INIT \
@@ -646,6 +655,56 @@ struct  Homeroom__V1__SetHandRaising
 };
 #define HOMEROOM__V1__SET_HAND_RAISING__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__set_hand_raising__descriptor) \
+    , 0, 0, 0, 0, 0 }
+
+
+/*
+ * A teacher or an assistant invites a student to the stage for `seconds` (5 to 600;
+ * Flexible Classroom's invitePodium(user, duration)); it replaces an earlier invitation.
+ */
+struct  Homeroom__V1__InviteToStage
+{
+  ProtobufCMessage base;
+  /*
+   * as in SetStage: 0 the author, else 1 + an index into Batch.strings
+   */
+  uint32_t user;
+  uint32_t seconds;
+};
+#define HOMEROOM__V1__INVITE_TO_STAGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__invite_to_stage__descriptor) \
+    , 0, 0 }
+
+
+/*
+ * The author accepts (and is then on stage) or declines its invitation. A client leaves
+ * the invitation fields 0; the sequencing node fills in the invitation it answers, and
+ * every replica counts the answer only if its stamp's wall clock is at most `seconds`
+ * after `invitation_clock`'s.
+ */
+struct  Homeroom__V1__AnswerInvitation
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean accept;
+  /*
+   * the invitation's stamp: HLC packed reading,
+   */
+  uint64_t invitation_clock;
+  /*
+   * the node that sequenced it,
+   */
+  uint64_t invitation_replica;
+  /*
+   * and its sequence there
+   */
+  uint64_t invitation_sequence;
+  /*
+   * the invitation's duration
+   */
+  uint32_t seconds;
+};
+#define HOMEROOM__V1__ANSWER_INVITATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__answer_invitation__descriptor) \
     , 0, 0, 0, 0, 0 }
 
 
@@ -1463,6 +1522,44 @@ Homeroom__V1__SetHandRaising *
 void   homeroom__v1__set_hand_raising__free_unpacked
                      (Homeroom__V1__SetHandRaising *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__InviteToStage methods */
+void   homeroom__v1__invite_to_stage__init
+                     (Homeroom__V1__InviteToStage         *message);
+size_t homeroom__v1__invite_to_stage__get_packed_size
+                     (const Homeroom__V1__InviteToStage   *message);
+size_t homeroom__v1__invite_to_stage__pack
+                     (const Homeroom__V1__InviteToStage   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__invite_to_stage__pack_to_buffer
+                     (const Homeroom__V1__InviteToStage   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__InviteToStage *
+       homeroom__v1__invite_to_stage__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__invite_to_stage__free_unpacked
+                     (Homeroom__V1__InviteToStage *message,
+                      ProtobufCAllocator *allocator);
+/* Homeroom__V1__AnswerInvitation methods */
+void   homeroom__v1__answer_invitation__init
+                     (Homeroom__V1__AnswerInvitation         *message);
+size_t homeroom__v1__answer_invitation__get_packed_size
+                     (const Homeroom__V1__AnswerInvitation   *message);
+size_t homeroom__v1__answer_invitation__pack
+                     (const Homeroom__V1__AnswerInvitation   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__answer_invitation__pack_to_buffer
+                     (const Homeroom__V1__AnswerInvitation   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__AnswerInvitation *
+       homeroom__v1__answer_invitation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__answer_invitation__free_unpacked
+                     (Homeroom__V1__AnswerInvitation *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__SetRoomProperty methods */
 void   homeroom__v1__set_room_property__init
                      (Homeroom__V1__SetRoomProperty         *message);
@@ -1818,6 +1915,12 @@ typedef void (*Homeroom__V1__SetDeviceMuted_Closure)
 typedef void (*Homeroom__V1__SetHandRaising_Closure)
                  (const Homeroom__V1__SetHandRaising *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__InviteToStage_Closure)
+                 (const Homeroom__V1__InviteToStage *message,
+                  void *closure_data);
+typedef void (*Homeroom__V1__AnswerInvitation_Closure)
+                 (const Homeroom__V1__AnswerInvitation *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__SetRoomProperty_Closure)
                  (const Homeroom__V1__SetRoomProperty *message,
                   void *closure_data);
@@ -1895,6 +1998,8 @@ extern const ProtobufCMessageDescriptor homeroom__v1__set_class_state__descripto
 extern const ProtobufCMessageDescriptor homeroom__v1__mute_all__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_device_muted__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_hand_raising__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__invite_to_stage__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__answer_invitation__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_room_property__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__acquire_lock__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__set_breakout_group__descriptor;

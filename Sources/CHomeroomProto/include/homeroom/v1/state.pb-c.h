@@ -37,6 +37,7 @@ typedef struct Homeroom__V1__SessionFloor Homeroom__V1__SessionFloor;
 typedef struct Homeroom__V1__DeadIncarnation Homeroom__V1__DeadIncarnation;
 typedef struct Homeroom__V1__RetiredName Homeroom__V1__RetiredName;
 typedef struct Homeroom__V1__RoomPatch Homeroom__V1__RoomPatch;
+typedef struct Homeroom__V1__StageInvitation Homeroom__V1__StageInvitation;
 typedef struct Homeroom__V1__RoomGate Homeroom__V1__RoomGate;
 typedef struct Homeroom__V1__BreakoutGroupRecord Homeroom__V1__BreakoutGroupRecord;
 typedef struct Homeroom__V1__BreakoutAssignment Homeroom__V1__BreakoutAssignment;
@@ -557,10 +558,53 @@ struct  Homeroom__V1__RoomPatch
    * LWW; counts only while hand raising is on; absent: false
    */
   Homeroom__V1__BoolRegister *auto_stage;
+  /*
+   * the latest invitation of each invited user
+   */
+  size_t n_invitations;
+  Homeroom__V1__StageInvitation **invitations;
 };
 #define HOMEROOM__V1__ROOM_PATCH__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__room_patch__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, 0,NULL, 0,NULL, NULL, 0,NULL, 0,NULL, 0,NULL, NULL, NULL, NULL, NULL, NULL, 0,NULL }
+
+
+/*
+ * An invitation to the stage (docs/PROTOCOL.md, "Invitations to the stage"). Merge per
+ * user: the larger `issued` wins whole; for the same one, an accept beats a decline, then
+ * the earlier answer.
+ */
+struct  Homeroom__V1__StageInvitation
+{
+  ProtobufCMessage base;
+  /*
+   * the invited user: index into RoomPatch.strings
+   */
+  uint32_t user;
+  /*
+   * the invitation's stamp
+   */
+  Homeroom__V1__Stamp *issued;
+  /*
+   * open until issued's wall clock + seconds
+   */
+  uint32_t seconds;
+  /*
+   * empty while only an answer is known
+   */
+  char *inviter;
+  /*
+   * the answer that counts; absent: unanswered
+   */
+  Homeroom__V1__Stamp *answered;
+  /*
+   * with answered
+   */
+  protobuf_c_boolean accepted;
+};
+#define HOMEROOM__V1__STAGE_INVITATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&homeroom__v1__stage_invitation__descriptor) \
+    , 0, NULL, 0, (char *)protobuf_c_empty_string, NULL, 0 }
 
 
 /*
@@ -1026,6 +1070,25 @@ Homeroom__V1__RoomPatch *
 void   homeroom__v1__room_patch__free_unpacked
                      (Homeroom__V1__RoomPatch *message,
                       ProtobufCAllocator *allocator);
+/* Homeroom__V1__StageInvitation methods */
+void   homeroom__v1__stage_invitation__init
+                     (Homeroom__V1__StageInvitation         *message);
+size_t homeroom__v1__stage_invitation__get_packed_size
+                     (const Homeroom__V1__StageInvitation   *message);
+size_t homeroom__v1__stage_invitation__pack
+                     (const Homeroom__V1__StageInvitation   *message,
+                      uint8_t             *out);
+size_t homeroom__v1__stage_invitation__pack_to_buffer
+                     (const Homeroom__V1__StageInvitation   *message,
+                      ProtobufCBuffer     *buffer);
+Homeroom__V1__StageInvitation *
+       homeroom__v1__stage_invitation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   homeroom__v1__stage_invitation__free_unpacked
+                     (Homeroom__V1__StageInvitation *message,
+                      ProtobufCAllocator *allocator);
 /* Homeroom__V1__RoomGate methods */
 void   homeroom__v1__room_gate__init
                      (Homeroom__V1__RoomGate         *message);
@@ -1148,6 +1211,9 @@ typedef void (*Homeroom__V1__RetiredName_Closure)
 typedef void (*Homeroom__V1__RoomPatch_Closure)
                  (const Homeroom__V1__RoomPatch *message,
                   void *closure_data);
+typedef void (*Homeroom__V1__StageInvitation_Closure)
+                 (const Homeroom__V1__StageInvitation *message,
+                  void *closure_data);
 typedef void (*Homeroom__V1__RoomGate_Closure)
                  (const Homeroom__V1__RoomGate *message,
                   void *closure_data);
@@ -1184,6 +1250,7 @@ extern const ProtobufCMessageDescriptor homeroom__v1__session_floor__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__dead_incarnation__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__retired_name__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__room_patch__descriptor;
+extern const ProtobufCMessageDescriptor homeroom__v1__stage_invitation__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__room_gate__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__breakout_group_record__descriptor;
 extern const ProtobufCMessageDescriptor homeroom__v1__breakout_assignment__descriptor;
