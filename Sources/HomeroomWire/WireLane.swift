@@ -10,33 +10,52 @@ public enum WireLane {
     /// set_chat_muted, set_device_muted, set_hand_raising, invite_to_stage, answer_invitation.
     static let teacherControlFields: Set<UInt64> = [6, 8, 9, 21, 22, 25, 26, 29, 43, 44, 45, 46]
 
+    /// Control writes are small (a user id, a flag): a request larger than this is
+    /// ordinary, so the walk costs the loop thread little whatever a peer sends.
+    public static let maxControlBytes = 4_096
+
     /// Whether `request` (an encoded Envelope) is a write of a teacher's control.
     public static func isTeacherControl(request: [UInt8]) -> Bool {
-        request.withUnsafeBytes { bytes in
-            guard let write = field(13, in: bytes, 0..<bytes.count),          // Envelope.write_request
-                  let delta = field(3, in: bytes, write) else { return false } // WriteRequest.write
-            return firstOperation(in: bytes, delta).map(teacherControlFields.contains) ?? false
+        guard request.count <= maxControlBytes else { return false }
+        return request.withUnsafeBytes { bytes in
+            // Envelope: one body, and it is write_request (13); WriteRequest: one write (3).
+            guard let write = single(13, in: bytes, 0..<bytes.count, otherFieldsFrom: 7),
+                  let delta = single(3, in: bytes, write, otherFieldsFrom: nil) else { return false }
+            return operation(in: bytes, delta).map(teacherControlFields.contains) ?? false
         }
     }
 
-    /// The range of the last length-delimited field `number` in `range`, or nil.
-    private static func field(_ number: UInt64, in bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Range<Int>? {
+    /// The payload of field `number` when it occurs exactly once, is length-delimited, and
+    /// no other field numbered `otherFieldsFrom` or more occurs (a oneof's other members);
+    /// nil otherwise. The decoder keeps the last of a oneof and merges a repeated message,
+    /// so anything but one clean occurrence is ordinary.
+    private static func single(_ number: UInt64, in bytes: UnsafeRawBufferPointer, _ range: Range<Int>,
+                               otherFieldsFrom: UInt64?) -> Range<Int>? {
         var found: Range<Int>?
+        var count = 0
         var walk = Walk(bytes: bytes, position: range.lowerBound, end: range.upperBound)
         while let (field, value) = walk.next() {
-            if field == number, let value { found = value }
+            if field == number {
+                count += 1
+                found = value
+            } else if let floor = otherFieldsFrom, field >= floor {
+                return nil
+            }
         }
-        return walk.failed ? nil : found
+        return walk.failed || count != 1 ? nil : found
     }
 
     /// The Delta's op field number: its one length-delimited field numbered 6 or more,
-    /// other than 40 (origin).
-    private static func firstOperation(in bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> UInt64? {
+    /// other than 40 (origin). Two of them, or framing it cannot read: nil.
+    private static func operation(in bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> UInt64? {
         var walk = Walk(bytes: bytes, position: range.lowerBound, end: range.upperBound)
+        var operation: UInt64?
         while let (field, value) = walk.next() {
-            if field >= 6, field != 40, value != nil { return field }
+            guard field >= 6, field != 40, value != nil else { continue }
+            if operation != nil { return nil }
+            operation = field
         }
-        return nil
+        return walk.failed ? nil : operation
     }
 
     /// Protobuf fields one after another: (number, payload range if length-delimited).

@@ -111,6 +111,25 @@ import Testing
         #expect(empty.invitations == a.room.invitations)
     }
 
+    /// Of two answers made apart, an accept wins over a decline whichever came first, and
+    /// of two accepts the earlier: the same on every replica in any order.
+    @Test func anAcceptBeatsALaterDeclineAndTheEarlierOfTwoAcceptsWins() throws {
+        for secondAccepts in [false, true] {
+            var a = try Self.classroom()
+            _ = try Self.invite(&a, "ana", at: Self.now + 1)
+            var b = Node("n2", room: a.room)
+            let first = try Self.answer(&a, "ana", accept: true, at: Self.now + 1_000).get()
+            let second = try Self.answer(&b, "ana", accept: secondAccepts, at: Self.now + 2_000).get()
+            var firstThenSecond = a.room, secondThenFirst = b.room
+            _ = firstThenSecond.apply(second)
+            _ = secondThenFirst.apply(first)
+            #expect(firstThenSecond == secondThenFirst, "second accepts: \(secondAccepts)")
+            let answer = try #require(firstThenSecond.invitations["ana"]?.answer)
+            #expect(answer.accepted && answer.at == first.stamp, "the earlier accept wins (second accepts: \(secondAccepts))")
+            #expect(firstThenSecond.stageWinners == ["ana"])
+        }
+    }
+
     /// The stage full, an accept is refused `stage-full` as a teacher's stage add is.
     @Test func anAcceptRespectsTheStageLimit() throws {
         var node = try Self.classroom()

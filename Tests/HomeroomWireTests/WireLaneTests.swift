@@ -30,6 +30,69 @@ import Testing
                                              message: .writeRequest(.init(requestID: 3, write: write))))
     }
 
+    /// A message's top-level fields: (number, wire type, raw value bytes; for length-
+    /// delimited fields the payload without its length). Enough protobuf for these tests.
+    struct Field { var number: UInt64; var type: UInt64; var value: [UInt8] }
+
+    static func varint(_ bytes: [UInt8], _ at: inout Int) -> UInt64? {
+        var value: UInt64 = 0, shift: UInt64 = 0
+        while at < bytes.count, shift < 64 {
+            let byte = bytes[at]; at += 1
+            value |= UInt64(byte & 0x7f) << shift
+            if byte & 0x80 == 0 { return value }
+            shift += 7
+        }
+        return nil
+    }
+
+    static func encodeVarint(_ value: UInt64) -> [UInt8] {
+        var value = value, out: [UInt8] = []
+        while value >= 0x80 { out.append(UInt8(value & 0x7f) | 0x80); value >>= 7 }
+        return out + [UInt8(value)]
+    }
+
+    static func fields(_ bytes: [UInt8]) -> [Field]? {
+        var at = 0, out: [Field] = []
+        while at < bytes.count {
+            guard let tag = varint(bytes, &at) else { return nil }
+            let start = at
+            switch tag & 7 {
+            case 0: guard varint(bytes, &at) != nil else { return nil }; out.append(Field(number: tag >> 3, type: 0, value: Array(bytes[start..<at])))
+            case 1, 5:
+                let size = tag & 7 == 1 ? 8 : 4
+                guard bytes.count - at >= size else { return nil }
+                at += size; out.append(Field(number: tag >> 3, type: tag & 7, value: Array(bytes[start..<at])))
+            case 2:
+                guard let length = varint(bytes, &at), Int(length) <= bytes.count - at else { return nil }
+                out.append(Field(number: tag >> 3, type: 2, value: Array(bytes[at..<(at + Int(length))]))); at += Int(length)
+            default: return nil
+            }
+        }
+        return out
+    }
+
+    static func encode(_ fields: [Field]) -> [UInt8] {
+        fields.flatMap { field in
+            encodeVarint(field.number << 3 | field.type) + (field.type == 2 ? encodeVarint(UInt64(field.value.count)) : []) + field.value
+        }
+    }
+
+    /// `control`'s envelope with `other`'s delta op appended inside its delta (the
+    /// decoder keeps the last member of a oneof, so it reads as `other`'s operation).
+    static func appendingToDelta(_ control: [UInt8], from other: [UInt8]) -> [UInt8]? {
+        func path(_ envelope: [UInt8]) -> (envelope: [Field], write: [Field], delta: [Field])? {
+            guard let outer = fields(envelope), let body = outer.first(where: { $0.number == 13 })?.value,
+                  let write = fields(body), let deltaBytes = write.first(where: { $0.number == 3 })?.value,
+                  let delta = fields(deltaBytes) else { return nil }
+            return (outer, write, delta)
+        }
+        guard let mine = path(control), let theirs = path(other),
+              let op = theirs.delta.last(where: { $0.number >= 6 && $0.number != 40 }) else { return nil }
+        let delta = mine.delta + [op]
+        let write = mine.write.map { $0.number == 3 ? Field(number: 3, type: 2, value: encode(delta)) : $0 }
+        return encode(mine.envelope.map { $0.number == 13 ? Field(number: 13, type: 2, value: encode(write)) : $0 })
+    }
+
     @Test func theBytesSayWhatCoreSaysForEveryOperation() {
         var controls: Set<String> = []
         for entry in Self.operations {
@@ -50,6 +113,20 @@ import Testing
                                                  message: .joinRequest(.init(user: "ann", role: .student, session: "s", name: "Ann"))))
         #expect(!WireLane.isTeacherControl(request: join))
         #expect(!WireLane.isTeacherControl(request: []))
+        // Bytes shaped to ride the lane while decoding as something else: a second op
+        // after the control one (the decoder keeps the last), a second body, a second write.
+        let chat = Self.request(.sendMessage(type: "chat", payload: Array("hi".utf8), previous: 0), author: "ann", role: .student)
+        #expect(!WireLane.isTeacherControl(request: chat))
+        let mixed = try #require(Self.appendingToDelta(mute, from: chat))
+        guard case let .writeRequest(decoded) = try WireCodec.decode(mixed).message, case .sendMessage = decoded.write.operation else {
+            Issue.record("the mixed request does not decode as a chat write: the test built it wrong"); return
+        }
+        #expect(!WireLane.isTeacherControl(request: mixed), "a control op followed by a chat op")
+        #expect(!WireLane.isTeacherControl(request: mute + Self.encode([Field(number: 20, type: 2, value: [])])), "a control write followed by another body")
+        #expect(!WireLane.isTeacherControl(request: mute + mute), "two write requests")
+        // Too large to be a control write: ordinary without a walk.
+        let long = Self.request(.kick(user: String(repeating: "x", count: WireLane.maxControlBytes)), author: "ada", role: .teacher)
+        #expect(!WireLane.isTeacherControl(request: long))
         // Random bytes (seeded): never a crash, and ordinary unless they happen to frame a control write.
         let seed = UInt64.random(in: 1...UInt64.max)
         var generator = SplitMix64(seed: seed)

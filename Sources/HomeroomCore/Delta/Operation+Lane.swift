@@ -19,4 +19,10 @@ extension Operation {
             return false
         }
     }
+
+    /// A student's answer to an invitation to the stage (it rides the lane whoever writes it).
+    public var isInvitationAnswer: Bool {
+        if case .answerInvitation = self { return true }
+        return false
+    }
 }

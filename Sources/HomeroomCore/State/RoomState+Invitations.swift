@@ -11,6 +11,7 @@ extension RoomState {
     /// Why a teacher may not invite `user` now (nil: it may).
     func invitationRefusal(invite user: UserID) -> WriteError? {
         if type.value == .oneToOne { return .invalid("both parties of a one-to-one room are always on stage: nobody to invite") }
+        if carousel.value.running { return .invalid("the carousel decides the stage while it runs: stop it to invite") }
         if isOnStage(user) { return .invalid("\(user) is on stage already") }
         return nil
     }
@@ -22,6 +23,9 @@ extension RoomState {
         if let answer = invitation.answer { return .invitationAnswered(accepted: answer.accepted) }
         guard openInvitation(for: user) != nil else { return .noInvitation }
         if nowMillis > invitation.expiresAtMillis { return .invitationExpired(expiresAtMillis: invitation.expiresAtMillis) }
+        // Where the stage register decides nothing, an accept would be acknowledged and of no effect.
+        if accept && type.value == .oneToOne { return .invalid("the room became one-to-one: both parties are on stage, there is no seat to accept") }
+        if accept && carousel.value.running { return .invalid("the carousel decides the stage while it runs: accept once it stops") }
         // An accept takes a seat the way a teacher's stage add does.
         if accept && !isOnStage(user) && type.value != .oneToOne && stageWinners.count >= stageLimitValue {
             return .stageFull(limit: stageLimitValue)

@@ -224,9 +224,20 @@ extension ClusterNode {
             if !allowSync("where-now\u{0}\(asker.user)") {
                 return errorReply("rate-limited", "\(asker.user) asks where-now more than \(config.syncsPerSecond) times per second: slow down", room)
             }
+            // One client's question gathered at a time: each holds a request worker while the
+            // peers answer (up to about a second), and the node has few.
+            guard whereNowInFlight.add(1, ordering: .relaxed).newValue == 1 else {
+                whereNowInFlight.subtract(1, ordering: .relaxed)
+                return errorReply("rate-limited", "this node is answering another where-now: retry in a second", room)
+            }
+            defer { whereNowInFlight.subtract(1, ordering: .relaxed) }
             reply = .whereNowReply(whereNow(user: user, fromNode: false))
         case let .renewRequest(session):
             if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
+            // Each renewal costs a signature check and a look at the room: limited as syncs are.
+            if !allowSync("renew\u{0}\(room)\u{0}\(claims?.user ?? "")") {
+                return errorReply("rate-limited", "token renewals come faster than \(config.syncsPerSecond) per second: slow down", room)
+            }
             switch renewal(room: room, session: session, claims: claims) {
             case let .success(expiresAt): reply = .renewReply(expiresAt: expiresAt)
             case let .failure(refusal): return errorReply(refusal.code, refusal.message, room)
@@ -265,7 +276,10 @@ extension ClusterNode {
             return ack(request, .accepted, "", "", dot: lost)
         }
         enum Decision { case answered(WireMessage.WriteAck), persist(StampedWrite, NodeStore?) }
+        // At the gate the author's role is known (checked against the token, when the node
+        // requires one): a student's refused "mute all" does not jump the room's queue.
         let urgent = config.teacherLane && write.operation.isTeacherControl
+            && (write.authorRole == .teacher || write.authorRole == .assistant || write.operation.isInvitationAnswer)
         let result = writeGates.withGate(roomID, urgent: urgent) { () -> (WireMessage.WriteAck, Delta?, StoreError?) in
             let decision = state.withLock { state -> Decision in
                 // Read under the lock: a heartbeat (also built under it) then tells peers the
@@ -297,6 +311,9 @@ extension ClusterNode {
                 case let .failure(error):
                     return (ack(request, .unavailable, "store-failed", "the node could not store the write: \(error); retry on another node"), nil, error)
                 case let .success(committed):
+                    if committed.outcome.isAccepted, case .answerInvitation(accept: true, _, _) = stamped.prepared.operation {
+                        stageForOlderClients(room: roomID, user: stamped.prepared.author, store: store)
+                    }
                     return (ack(request, committed.outcome), committed.delta, nil)
                 }
             }
@@ -309,6 +326,23 @@ extension ClusterNode {
             metrics.add("writes_refused_total{code=\"\(result.0.errorCode)\"}")
         }
         return result.0
+    }
+
+    /// An accepted invitation puts its student on stage through op 46, which a client
+    /// written before invitations existed marks seen and skips, and no repair would send
+    /// it the stage register then. So the node follows the accept, under the same gate,
+    /// with the plain stage write such a client applies (as auto-stage does), before the
+    /// accept is acknowledged. A store failure here leaves only older clients behind.
+    private func stageForOlderClients(room roomID: String, user: UserID, store: NodeStore?) {
+        let write = Write(author: "node:\(name)", authorRole: .system, authorCounter: 0, operation: .setStage(user: user, on: true))
+        guard let stamped = state.withLock({ state -> StampedWrite? in
+            guard let stamped = state.engine.stampSystemWrite(room: roomID, write, nowMillis: wallMillis()) else { return nil }
+            state.engine.storing(stamped)
+            return stamped
+        }) else { return }
+        if case let .failure(error) = carryOut(stamped, store: store) {
+            logger.warning("store failed for the stage write that follows an accepted invitation", ["room": roomID, "error": "\(error)"])
+        }
     }
 
     /// A client's leave, which the group-room gate always lets through.

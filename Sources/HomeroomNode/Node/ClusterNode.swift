@@ -62,6 +62,8 @@ public final class ClusterNode: Sendable {
     /// Teacher-control writes that went ahead of other requests waiting: for a worker,
     /// and at their room's write gate (the teacher lane at work; 0 with it off).
     public var teacherLaneOvertakes: Int { replier.urgentOvertakes + writeGates.overtakes.load(ordering: .relaxed) }
+    /// Client where-now questions being gathered now (at most one: `handleRequest`).
+    let whereNowInFlight = Atomic<Int>(0)
     /// Which client writes `TestFault.loseAcknowledgedWrites` loses (unused otherwise).
     let writeLoss = WriteLoss()
     /// Tests only: called with the room of each write the store has just taken, before it

@@ -39,6 +39,9 @@ final class RoomWriteGates: Sendable {
             wake?.wait()
         }
 
+        /// Callers queued for the gate (not the holder): for tests.
+        var queued: Int { line.withLock { $0.urgent.count + $0.ordinary.count } }
+
         /// Hands the gate to the next waiter (urgent first), or opens it; true when an
         /// urgent waiter went ahead of ordinary ones.
         @discardableResult
@@ -93,6 +96,9 @@ final class RoomWriteGates: Sendable {
 
     /// Callers holding or waiting for `room`'s gate: for tests.
     func holders(of room: String) -> Int { table.withLock { $0[room]?.holders ?? 0 } }
+
+    /// Callers queued at `room`'s gate, behind its holder: for tests.
+    func queued(at room: String) -> Int { table.withLock { $0[room]?.gate }?.queued ?? 0 }
 
     /// Rooms with a gate now (held or waited for): for tests.
     var count: Int { table.withLock { $0.count } }

@@ -16,7 +16,14 @@ public enum TokenRenewal {
     /// The new token's expiry when `claims` may renew `session` in `room`.
     public static func check(_ claims: TokenClaims, session: SessionID, in room: RoomState) -> Result<Int64, Refusal> {
         let dead = room.deadIncarnations
-        guard let holder = room.users.first(where: { $0.value.isLive(session: session, deadIncarnations: dead) }) else {
+        // The token's own user first: session ids are chosen by clients, so another user
+        // may hold the same id, and must not make this user's renewal fail.
+        let holder: (key: UserID, value: UserRecord)
+        if let own = room.users[claims.user], own.isLive(session: session, deadIncarnations: dead) {
+            holder = (claims.user, own)
+        } else if let other = room.users.lazy.sorted(by: { $0.key < $1.key }).first(where: { $0.value.isLive(session: session, deadIncarnations: dead) }) {
+            holder = other
+        } else {
             return .failure(Refusal(code: "not-joined",
                                     message: "session \(session) is not live in room \(room.roomID): join again with the new token"))
         }

@@ -73,7 +73,8 @@ final class BrowserSession: WebSocketHandler {
                 end(code: ContextError.invalidArgument, "one login per socket: open a new one to log in again")
                 return
             }
-            work.async { self.logIn(login) }
+            // On the actions queue: the actions a page sends after its login wait for it.
+            actions.async { self.logIn(login) }
         case "action":
             guard let action = try? JSONDecoder().decode(PageAction.self, from: bytes) else {
                 end(code: ContextError.invalidArgument, "an action carries an id and what to do")

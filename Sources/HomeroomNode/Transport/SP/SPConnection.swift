@@ -30,6 +30,8 @@ final class SPConnection {
     var starved = false
     /// Requests read but not yet answered (REP), or anything else a role counts.
     var pending = 0
+    /// Of `pending`, those waiting in the urgent lane (REP): at most one per connection.
+    var urgentPending = 0
     /// TLS (`tls+tcp://`): frames are encrypted into `sealed`, which is what the socket gets.
     var tls: TLSChannel?
     var sealed: [UInt8] = []

@@ -86,6 +86,7 @@ struct SPJob: Sendable {
     let connection: UInt64
     let backtrace: [UInt8]
     let body: [UInt8]
+    var urgent = false
 }
 
 /// The requests waiting for a worker: two locked lanes and a counting semaphore. A
@@ -100,7 +101,12 @@ final class SPJobQueue: Sendable {
             guard head < jobs.count else { return nil }
             let job = jobs[head]
             head += 1
-            if head > 256 && head * 2 > jobs.count {
+            // Taken jobs are let go at once when the lane empties (an urgent lane rarely
+            // reaches the batch below, and its bodies would stay held, uncounted).
+            if head == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 256 && head * 2 > jobs.count {
                 jobs.removeFirst(head)
                 head = 0
             }
@@ -115,7 +121,13 @@ final class SPJobQueue: Sendable {
         var closed = false
         /// Jobs taken from the urgent lane while the ordinary one had some waiting.
         var overtaken = 0
+        /// Urgent jobs taken in a row while ordinary ones waited: bounded, so a flood of
+        /// (forged) control writes slows the rest down but never stops it.
+        var urgentRun = 0
     }
+
+    /// At most this many urgent jobs in a row go ahead of ordinary ones waiting.
+    static let maxUrgentRun = 8
     private let state = Mutex(State())
     private let ready = DispatchSemaphore(value: 0)
     private let waiters = Atomic<Int>(0)
@@ -126,10 +138,10 @@ final class SPJobQueue: Sendable {
     /// Urgent jobs that went ahead of ordinary ones waiting (metrics).
     var overtaken: Int { state.withLock { $0.overtaken } }
 
-    func push(_ job: SPJob, urgent: Bool = false) {
+    func push(_ job: SPJob) {
         let accepted = state.withLock { s -> Bool in
             if s.closed { return false }
-            if urgent { s.urgent.jobs.append(job) } else { s.ordinary.jobs.append(job) }
+            if job.urgent { s.urgent.jobs.append(job) } else { s.ordinary.jobs.append(job) }
             s.bytes += job.body.count
             return true
         }
@@ -143,11 +155,17 @@ final class SPJobQueue: Sendable {
             let next = state.withLock { s -> SPJob?? in
                 if s.closed { return .some(nil) }
                 let waitingOrdinary = s.ordinary.count > 0
-                if let job = s.urgent.pop() {
-                    if waitingOrdinary { s.overtaken += 1 }
+                if s.urgentRun < Self.maxUrgentRun || !waitingOrdinary, let job = s.urgent.pop() {
+                    if waitingOrdinary {
+                        s.overtaken += 1
+                        s.urgentRun += 1
+                    } else {
+                        s.urgentRun = 0
+                    }
                     s.bytes -= job.body.count
                     return .some(job)
                 }
+                s.urgentRun = 0
                 guard let job = s.ordinary.pop() else { return .none }
                 s.bytes -= job.body.count
                 return .some(job)
@@ -198,7 +216,10 @@ final class ReplyRole: SPRole, @unchecked Sendable {
         }
         c.pending += 1
         let body = Array(message[length...])
-        queue.push(SPJob(connection: c.id, backtrace: Array(message[..<length]), body: body), urgent: urgent?(body) ?? false)
+        // One urgent request per connection at a time: a client cannot fill the lane alone.
+        let urgent = c.urgentPending == 0 && (self.urgent?(body) ?? false)
+        if urgent { c.urgentPending += 1 }
+        queue.push(SPJob(connection: c.id, backtrace: Array(message[..<length]), body: body, urgent: urgent))
         if c.pending >= maxPendingPerConnection {
             loop.pauseReading(c)
         } else if queueFull {
@@ -212,6 +233,7 @@ final class ReplyRole: SPRole, @unchecked Sendable {
     func answer(_ job: SPJob, reply: [UInt8], loop: SPLoop) {
         if let c = loop.connections[job.connection] {
             c.pending -= 1
+            if job.urgent { c.urgentPending -= 1 }
             loop.send(job.backtrace + reply, on: c)
             if c.pending < maxPendingPerConnection && !queueFull { loop.resumeReading(c) }
         } else {
