@@ -150,7 +150,7 @@ struct ChaosRun {
         let teacher = writers[0]
         // The class starts; the stage limit is the default.
         for operation in [Operation.setClassState(.during), .setRoomName("chaos"), .setStageLimit(6)] {
-            _ = recordWrite(history, teacher, operation)
+            _ = history.recordWrite(by: teacher, operation)
         }
         // Formed: every observer sees every writer and the class running.
         let formed = waitUntil(seconds: 20) {
@@ -180,8 +180,8 @@ struct ChaosRun {
             guard retry(seconds: 10, { () throws(ClientError) in try visitor.connect(room: room, logger: logger) }) else { return false }
             defer { visitor.current?.close() }
             let mark = PropertyMark(user: user, key: "joined-through", value: newcomer.name)
-            let dot = recordWrite(history, visitor, .setUserProperty(user: user, key: mark.key, value: Array(mark.value.utf8), cause: "chaos"),
-                                  property: mark)
+            let dot = history.recordWrite(by: visitor, .setUserProperty(user: user, key: mark.key, value: Array(mark.value.utf8), cause: "chaos"),
+                                           property: mark)
             // Sequenced by the newcomer itself: the acknowledged dot's origin is its replica id.
             return dot.map { $0.origin.description == newcomer.replica } ?? false
         }
@@ -194,13 +194,13 @@ struct ChaosRun {
             _ = cluster.reapUnexpected()
             if !banned && Clock.now >= banAt {
                 banned = true
-                banAcknowledged = recordWrite(history, teacher, .ban(user: bannedUser)) != nil
+                banAcknowledged = history.recordWrite(by: teacher, .ban(user: bannedUser)) != nil
                 say("\(teacher.user) banned \(bannedUser): \(banAcknowledged ? "acknowledged" : "not acknowledged")")
             }
             return true
         }
         if !banned {
-            banAcknowledged = recordWrite(history, teacher, .ban(user: bannedUser)) != nil
+            banAcknowledged = history.recordWrite(by: teacher, .ban(user: bannedUser)) != nil
         }
 
         // Final heal; stop the workload; wait for convergence.
@@ -350,22 +350,6 @@ struct ChaosRun {
         return Check(name: "closed-room", passed: problems.isEmpty,
                      detail: problems.isEmpty ? "sealed topics: every writer held keys, 0 messages failed to open; key rotations: \(counts)"
                                               : problems.joined(separator: "; ") + " (rotations: \(counts))")
-    }
-
-    /// One write through `writer`'s client, recorded in the history; its dot when acknowledged.
-    func recordWrite(_ history: History, _ writer: Writer, _ operation: Operation, property: PropertyMark? = nil) -> Dot? {
-        guard let client = writer.current else { return nil }
-        let invoked = Clock.now
-        let outcome: Outcome
-        do {
-            outcome = .acknowledged(try client.write(operation))
-        } catch {
-            if case let .refused(code, _) = error { outcome = .refused(code) } else { outcome = .indeterminate(error.code) }
-        }
-        history.append(WriteRecord(client: writer.user, operation: operation.name, invokedAt: invoked, completedAt: Clock.now,
-                                   outcome: outcome, reward: nil, property: property, register: RegisterMark(operation)))
-        if case let .acknowledged(dot) = outcome { return dot }
-        return nil
     }
 
     func retry(seconds: UInt64, _ body: () throws(ClientError) -> Void) -> Bool {

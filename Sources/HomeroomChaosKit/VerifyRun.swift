@@ -77,7 +77,7 @@ package struct VerifyRun {
         }
         let teacher = writers[0]
         for operation in [Operation.setClassState(.during), .setRoomName("verify"), .setStageLimit(6)] {
-            _ = record(history, teacher, operation)
+            _ = history.recordWrite(by: teacher, operation)
         }
         let formed = waitUntil(seconds: 20) {
             observatory.states().allSatisfy { state in
@@ -110,11 +110,11 @@ package struct VerifyRun {
             }
             if !banned && Clock.now >= start + (end - start) / 2 {
                 banned = true
-                banAcknowledged = record(history, teacher, .ban(user: bannedUser)) != nil
+                banAcknowledged = history.recordWrite(by: teacher, .ban(user: bannedUser)) != nil
             }
             Clock.sleep(millis: 100)
         }
-        if !banned { banAcknowledged = record(history, teacher, .ban(user: bannedUser)) != nil }
+        if !banned { banAcknowledged = history.recordWrite(by: teacher, .ban(user: bannedUser)) != nil }
 
         // The workload stops: from here every replica must come to agree.
         for writer in writers { writer.stop() }
@@ -226,22 +226,6 @@ package struct VerifyRun {
             ("join_storm", .object([("clients", .int(options.stormClients)), ("full_roster", Percentiles(storm.latencies).json),
                                     ("problems", .array(storm.problems.map { .string($0) }))])),
         ])
-    }
-
-    @discardableResult
-    private func record(_ history: History, _ writer: Writer, _ operation: Operation) -> Dot? {
-        guard let client = writer.current else { return nil }
-        let invoked = Clock.now
-        let outcome: Outcome
-        do {
-            outcome = .acknowledged(try client.write(operation))
-        } catch {
-            if case let .refused(code, _) = error { outcome = .refused(code) } else { outcome = .indeterminate(error.code) }
-        }
-        history.append(WriteRecord(client: writer.user, operation: operation.name, invokedAt: invoked, completedAt: Clock.now,
-                                   outcome: outcome, reward: nil, property: nil, register: RegisterMark(operation)))
-        if case let .acknowledged(dot) = outcome { return dot }
-        return nil
     }
 
     private func retry(seconds: UInt64, _ body: () throws(ClientError) -> Void, lastError: inout String) -> Bool {

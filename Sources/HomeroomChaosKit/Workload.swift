@@ -151,6 +151,24 @@ final class History: Sendable {
     var count: Int { records.withLock { $0.count } }
     /// Records from `start` on, for the sampler's incremental reads.
     func since(_ start: Int) -> [WriteRecord] { records.withLock { Array($0[min(start, $0.count)...]) } }
+
+    /// Sends `operation` through `writer`'s client and records what came of it; returns
+    /// the write's dot when it was acknowledged (nil: refused, or its fate unknown).
+    @discardableResult
+    func recordWrite(by writer: Writer, _ operation: Operation, property: PropertyMark? = nil) -> Dot? {
+        guard let client = writer.current else { return nil }
+        let invoked = Clock.now
+        let outcome: Outcome
+        do {
+            outcome = .acknowledged(try client.write(operation))
+        } catch {
+            if case let .refused(code, _) = error { outcome = .refused(code) } else { outcome = .indeterminate(error.code) }
+        }
+        append(WriteRecord(client: writer.user, operation: operation.name, invokedAt: invoked, completedAt: Clock.now,
+                           outcome: outcome, reward: nil, property: property, register: RegisterMark(operation)))
+        if case let .acknowledged(dot) = outcome { return dot }
+        return nil
+    }
 }
 
 /// A user of the room writing through a `RoomClient` that it re-creates when the

@@ -336,8 +336,7 @@ struct CDecoder {
         case 13:
             let op = d.leave_session!.pointee
             // All three 0: an older node that did not say where the session started.
-            let started = op.started_sequence == 0 ? nil
-                : Stamp(clock: HybridTimestamp(packed: op.started_clock, replica: ReplicaID(op.started_replica)), sequence: op.started_sequence)
+            let started = FlatStamp(clock: op.started_clock, replica: op.started_replica, sequence: op.started_sequence).stamp
             return .leaveSession(user: try user(op.user, author: author, strings: strings, "\(field()).leave_session"),
                                  session: try string(op.session, "\(field()).leave_session.session"), started: started)
         case 14:
@@ -367,8 +366,7 @@ struct CDecoder {
         case 43:
             let op = d.set_device_muted!.pointee
             // All three 0: no mute to end (a mute, or an unmute of a room that was not muted).
-            let ending = op.ending_sequence == 0 ? Stamp.origin
-                : Stamp(clock: HybridTimestamp(packed: op.ending_clock, replica: ReplicaID(op.ending_replica)), sequence: op.ending_sequence)
+            let ending = FlatStamp(clock: op.ending_clock, replica: op.ending_replica, sequence: op.ending_sequence).stamp ?? .origin
             return .setDeviceMuted(device: try device(op.device, "\(field()).set_device_muted.device"), muted: bool(op.muted), ending: ending)
         case 45:
             let op = d.invite_to_stage!.pointee
@@ -376,13 +374,11 @@ struct CDecoder {
         case 46:
             let op = d.answer_invitation!.pointee
             // All three 0: a client's answer, before its origin names the invitation.
-            let invitation = op.invitation_sequence == 0 ? Stamp.origin
-                : Stamp(clock: HybridTimestamp(packed: op.invitation_clock, replica: ReplicaID(op.invitation_replica)), sequence: op.invitation_sequence)
+            let invitation = FlatStamp(clock: op.invitation_clock, replica: op.invitation_replica, sequence: op.invitation_sequence).stamp ?? .origin
             return .answerInvitation(accept: bool(op.accept), invitation: invitation, seconds: op.seconds)
         case 44:
             let op = d.set_hand_raising!.pointee
-            let ending = op.ending_sequence == 0 ? Stamp.origin
-                : Stamp(clock: HybridTimestamp(packed: op.ending_clock, replica: ReplicaID(op.ending_replica)), sequence: op.ending_sequence)
+            let ending = FlatStamp(clock: op.ending_clock, replica: op.ending_replica, sequence: op.ending_sequence).stamp ?? .origin
             return .setHandRaising(allowed: bool(op.allowed), autoStage: bool(op.auto_stage), ending: ending)
         case 23:
             let op = d.set_room_property!.pointee

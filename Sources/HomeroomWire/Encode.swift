@@ -269,11 +269,7 @@ struct CEncoder {
             let op = make(homeroom__v1__leave_session__init)
             op.pointee.user = target(user, author: author, &interner)
             op.pointee.session = string(session)
-            if let started {
-                op.pointee.started_clock = started.clock.packed
-                op.pointee.started_replica = started.clock.replica.rawValue
-                op.pointee.started_sequence = started.sequence
-            }
+            (op.pointee.started_clock, op.pointee.started_replica, op.pointee.started_sequence) = FlatStamp(started).fields
             delta.pointee.leave_session = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_LEAVE_SESSION
         case let .setName(user, name):
@@ -366,22 +362,14 @@ struct CEncoder {
             let op = make(homeroom__v1__set_device_muted__init)
             op.pointee.device = Self.device(device)
             op.pointee.muted = muted ? 1 : 0
-            if ending != .origin {
-                op.pointee.ending_clock = ending.clock.packed
-                op.pointee.ending_replica = ending.clock.replica.rawValue
-                op.pointee.ending_sequence = ending.sequence
-            }
+            (op.pointee.ending_clock, op.pointee.ending_replica, op.pointee.ending_sequence) = FlatStamp(ending).fields
             delta.pointee.set_device_muted = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_DEVICE_MUTED
         case let .setHandRaising(allowed, autoStage, ending):
             let op = make(homeroom__v1__set_hand_raising__init)
             op.pointee.allowed = allowed ? 1 : 0
             op.pointee.auto_stage = autoStage ? 1 : 0
-            if ending != .origin {
-                op.pointee.ending_clock = ending.clock.packed
-                op.pointee.ending_replica = ending.clock.replica.rawValue
-                op.pointee.ending_sequence = ending.sequence
-            }
+            (op.pointee.ending_clock, op.pointee.ending_replica, op.pointee.ending_sequence) = FlatStamp(ending).fields
             delta.pointee.set_hand_raising = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_SET_HAND_RAISING
         case let .setRoomProperty(key, value, cause, revision):
@@ -442,11 +430,7 @@ struct CEncoder {
         case let .answerInvitation(accept, invitation, seconds):
             let op = make(homeroom__v1__answer_invitation__init)
             op.pointee.accept = accept ? 1 : 0
-            if invitation != .origin {
-                op.pointee.invitation_clock = invitation.clock.packed
-                op.pointee.invitation_replica = invitation.clock.replica.rawValue
-                op.pointee.invitation_sequence = invitation.sequence
-            }
+            (op.pointee.invitation_clock, op.pointee.invitation_replica, op.pointee.invitation_sequence) = FlatStamp(invitation).fields
             op.pointee.seconds = seconds
             delta.pointee.answer_invitation = op
             delta.pointee.op_case = HOMEROOM__V1__DELTA__OP_ANSWER_INVITATION
