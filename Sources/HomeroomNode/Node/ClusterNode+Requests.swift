@@ -7,7 +7,10 @@ extension ClusterNode {
     /// One request on the REP socket: decode, dispatch, encode the reply. Never throws,
     /// never crashes on bad input: every failure is an `ErrorReply` with a code.
     /// `connection` is the REP connection's id (0 in tests that call this directly).
-    func handleRequest(_ bytes: [UInt8], connection: UInt64 = 0) -> [UInt8] {
+    /// `deferral`: where a request that waits on other nodes (a client's where-now) leaves
+    /// how to send its reply later, so it holds no worker meanwhile; without one (tests),
+    /// such a request is answered before this returns.
+    func handleRequest(_ bytes: [UInt8], connection: UInt64 = 0, deferral: ReplyDeferral? = nil) -> [UInt8] {
         // Node messages are sealed with the cluster key (when the cluster has one).
         let body: ArraySlice<UInt8>
         var fromNode = false
@@ -202,7 +205,7 @@ extension ClusterNode {
                 return errorReply("invalid", "where-now's user must be 1 to 128 bytes, got \(user.utf8.count)", room)
             }
             if asNode {
-                reply = .whereNowReply(whereNow(user: user, fromNode: true))
+                reply = .whereNowReply(ownWhereNow(of: user))
                 break
             }
             // Never to a stranger: the asker's token says who asks (docs/PROTOCOL.md, "Where now").
@@ -224,14 +227,30 @@ extension ClusterNode {
             if !allowSync("where-now\u{0}\(asker.user)") {
                 return errorReply("rate-limited", "\(asker.user) asks where-now more than \(config.syncsPerSecond) times per second: slow down", room)
             }
-            // One client's question gathered at a time: each holds a request worker while the
-            // peers answer (up to about a second), and the node has few.
-            guard whereNowInFlight.add(1, ordering: .relaxed).newValue == 1 else {
+            // A few questions gathered at a time: each asks every live peer.
+            guard whereNowInFlight.add(1, ordering: .relaxed).newValue <= Self.maxWhereNowInFlight else {
                 whereNowInFlight.subtract(1, ordering: .relaxed)
-                return errorReply("rate-limited", "this node is answering another where-now: retry in a second", room)
+                return errorReply("rate-limited", "this node is answering \(Self.maxWhereNowInFlight) other where-now questions: retry in a second", room)
             }
-            defer { whereNowInFlight.subtract(1, ordering: .relaxed) }
-            reply = .whereNowReply(whereNow(user: user, fromNode: false))
+            guard let deferral else {
+                defer { whereNowInFlight.subtract(1, ordering: .relaxed) }
+                reply = .whereNowReply(whereNow(user: user))
+                break
+            }
+            // The peers answer within about a second: the worker goes back to other requests.
+            deferral.start = { [weak self] send in
+                guard let self else {
+                    send(WireCodec.encode(Self.errorEnvelope(code: "unavailable", message: "the node is stopping")))
+                    return
+                }
+                self.gatherWhereNow(user: user) { gathered in
+                    self.whereNowInFlight.subtract(1, ordering: .relaxed)
+                    let encoded = WireCodec.encode(self.envelope(room: room, .whereNowReply(gathered)))
+                    self.metrics.add("reply_bytes_total", UInt64(encoded.count))
+                    send(encoded)
+                }
+            }
+            return []
         case let .renewRequest(session):
             if let problem = RoomID.validate(room) { return errorReply("invalid-room", problem, room) }
             // Each renewal costs a signature check and a look at the room: limited as syncs are.

@@ -239,8 +239,12 @@ public final class ClusterNode: Sendable {
             throw .bind(address: "cluster subscriber", error)
         }
         do {
-            try replier.serveConnections(workers: config.workers) { [weak self] request, connection in
-                self?.handleRequest(request, connection: connection) ?? WireCodec.encode(Self.errorEnvelope(code: "unavailable", message: "the node is stopping"))
+            try replier.serveDeferring(workers: config.workers) { [weak self] request, connection in
+                guard let self else { return .now(WireCodec.encode(Self.errorEnvelope(code: "unavailable", message: "the node is stopping"))) }
+                let deferral = ReplyDeferral()
+                let reply = self.handleRequest(request, connection: connection, deferral: deferral)
+                if let start = deferral.start { return .later(start) }
+                return .now(reply)
             }
         } catch {
             subscriber.close()

@@ -87,7 +87,14 @@ final class SPLoop: @unchecked Sendable {
     private let role: SPRole
     private let epoll: Int32
     private let wakeFD: Int32
-    private let mailbox = Mutex<[@Sendable (SPLoop) -> Void]>([])
+    /// Work posted from other threads; `shut` once the loop has closed its descriptors, so
+    /// a late post (a reply given after the replier closed) is dropped, never written to a
+    /// descriptor number the process may have reused.
+    private struct Mailbox {
+        var work: [@Sendable (SPLoop) -> Void] = []
+        var shut = false
+    }
+    private let mailbox = Mutex(Mailbox())
     private let stopping = Atomic<Bool>(false)
     private let ids = Atomic<UInt64>(1)
     private var thread: NNGThread?
@@ -166,11 +173,12 @@ final class SPLoop: @unchecked Sendable {
 
     /// Runs `body` on the loop thread soon.
     func post(_ body: @escaping @Sendable (SPLoop) -> Void) {
-        let first = mailbox.withLock { box -> Bool in
-            box.append(body)
-            return box.count == 1
+        mailbox.withLock { box in
+            guard !box.shut else { return }
+            box.work.append(body)
+            // Under the lock, so `shutdown` cannot close the descriptor in between.
+            if box.work.count == 1 { wake() }
         }
-        if first { wake() }
     }
 
     func wake() {
@@ -440,8 +448,8 @@ final class SPLoop: @unchecked Sendable {
     /// turn for 10 s is taken as wedged: the node steps aside).
     private func runMailbox() -> Bool {
         let work = mailbox.withLock { box -> [@Sendable (SPLoop) -> Void] in
-            defer { box.removeAll(keepingCapacity: true) }
-            return box
+            defer { box.work.removeAll(keepingCapacity: true) }
+            return box.work
         }
         let deadline = WallClock.monotonicMillis() + Self.mailboxBudgetMillis
         var done = 0
@@ -451,7 +459,7 @@ final class SPLoop: @unchecked Sendable {
             if done % 8 == 0 && done < work.count && WallClock.monotonicMillis() >= deadline { break }
         }
         guard done < work.count else { return false }
-        mailbox.withLock { box in box.insert(contentsOf: work[done...], at: 0) }
+        mailbox.withLock { box in box.work.insert(contentsOf: work[done...], at: 0) }
         return true
     }
 
@@ -459,7 +467,9 @@ final class SPLoop: @unchecked Sendable {
     static let mailboxBudgetMillis: UInt64 = 20
 
     private func shutdown() {
-        runMailbox() // listeners registered late still get closed
+        // Listeners registered late still get closed; nothing posted after this runs.
+        mailbox.withLock { $0.shut = true }
+        while runMailbox() {}
         for c in Array(connections.values) { drop(c) }
         for name in inprocNames { SPInproc.unregister(name) }
         for path in socketFiles { unlink(path) }

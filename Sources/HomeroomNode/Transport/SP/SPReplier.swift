@@ -41,6 +41,14 @@ public final class SPReplier: Sendable {
     /// `serve`, with the id of the connection each request came on (unique for the
     /// replier's life), so the handler can keep per-connection limits.
     public func serveConnections(workers count: Int = 2, handler: @escaping @Sendable ([UInt8], UInt64) -> [UInt8]) throws(TransportError) {
+        try serveDeferring(workers: count) { body, connection in .now(handler(body, connection)) }
+    }
+
+    /// `serveConnections`, where the handler may answer later: `.later(start)` frees the
+    /// worker at once, and `start` is given the function that sends the reply (from any
+    /// thread, once; later calls are ignored). The connection's request stays pending,
+    /// and counts against its limit, until then.
+    public func serveDeferring(workers count: Int = 2, handler: @escaping @Sendable ([UInt8], UInt64) -> SPReply) throws(TransportError) {
         precondition(count > 0, "serve needs at least one worker")
         for index in 0..<count {
             let queue = self.queue
@@ -50,8 +58,16 @@ public final class SPReplier: Sendable {
             do {
                 thread = try NNGThread(name: "hr-rep-\(index)") {
                     while let job = queue.take() {
-                        let reply = handler(job.body, job.connection)
-                        loop.post { loop in role.answer(job, reply: reply, loop: loop) }
+                        switch handler(job.body, job.connection) {
+                        case let .now(reply):
+                            loop.post { loop in role.answer(job, reply: reply, loop: loop) }
+                        case let .later(start):
+                            let once = Atomic<Bool>(false)
+                            start { reply in
+                                guard !once.exchange(true, ordering: .acquiringAndReleasing) else { return }
+                                loop.post { loop in role.answer(job, reply: reply, loop: loop) }
+                            }
+                        }
                     }
                 }
             } catch {
@@ -79,6 +95,13 @@ public final class SPReplier: Sendable {
         for thread in threads { thread.join() }
         loop.close()
     }
+}
+
+/// What a request handler gives back: the reply, or how to send it later (without
+/// holding a worker while, for instance, other nodes are asked).
+public enum SPReply: Sendable {
+    case now([UInt8])
+    case later(@Sendable (_ reply: @escaping @Sendable ([UInt8]) -> Void) -> Void)
 }
 
 /// A request taken from a connection, waiting for or held by a worker.
