@@ -257,12 +257,19 @@ public final class ClusterNode: Sendable {
         let wants = WeakNode()
         wants.set(self)
         nodePublisher.whenSubscriberConnects { wants.node?.heartbeatWanted.store(true, ordering: .relaxed) }
-        let thread = try? NNGThread(name: "hr-tick") { [weak self] in self?.tickLoop() }
-        ticker.withLock { $0 = thread }
-        let publishing = try? NNGThread(name: "hr-publish") { [weak self] in self?.publishLoop() }
-        sender.withLock { $0 = publishing }
-        let watching = try? NNGThread(name: "hr-presence") { [weak self] in self?.presenceLoop() }
-        presence.withLock { $0 = watching }
+        // Without its tick (heartbeats, leases), publisher or presence loop a node would
+        // look alive and serve nothing right: it does not start at all.
+        do throws(NNGError) {
+            let thread = try NNGThread(name: "hr-tick") { [weak self] in self?.tickLoop() }
+            ticker.withLock { $0 = thread }
+            let publishing = try NNGThread(name: "hr-publish") { [weak self] in self?.publishLoop() }
+            sender.withLock { $0 = publishing }
+            let watching = try NNGThread(name: "hr-presence") { [weak self] in self?.presenceLoop() }
+            presence.withLock { $0 = watching }
+        } catch {
+            stop()
+            throw .thread(error.description)
+        }
         let delays = WeakNode()
         delays.set(self)
         delayLine.start { message in delays.node?.releaseDelayed(message) }
@@ -433,6 +440,8 @@ public enum NodeError: Error, CustomStringConvertible {
     case bind(address: String, any Error & CustomStringConvertible & Sendable)
     case store(StoreError)
     case wrongDataDirectory(path: String, name: String)
+    /// One of the node's own threads could not start (the process is at its thread limit).
+    case thread(String)
 
     public var description: String {
         switch self {
@@ -441,6 +450,8 @@ public enum NodeError: Error, CustomStringConvertible {
         case let .store(error): return error.description
         case let .wrongDataDirectory(path, name):
             return "the data directory \(path) belongs to another node, not \(name): give each node its own directory"
+        case let .thread(why):
+            return "cannot start the node's threads (\(why)): raise the process's thread limit (ulimit -u, systemd TasksMax) or free memory, then start again"
         }
     }
 }
