@@ -51,6 +51,8 @@ import Testing
         #expect(try Self.code(#"{"id":5,"do":"group-random","count":21}"#) == ContextError.invalidArgument)
         #expect(try Self.code(#"{"id":6,"do":"group-teleport"}"#) == ContextError.invalidArgument)
         #expect(try Self.code(#"{"id":7,"do":"carousel-start","range":"sideways"}"#) == ContextError.invalidArgument)
+        #expect(try Self.code(#"{"id":17,"do":"invite","seconds":30}"#) == ContextError.invalidArgument)
+        #expect(try Self.code(#"{"id":18,"do":"invite","user":"ann","seconds":-5}"#) == ContextError.invalidArgument)
         // Well formed: it reaches the contexts, which need a joined pool.
         for json in [#"{"id":8,"do":"whisper","user":"ann","text":"see me after class"}"#,
                      #"{"id":9,"do":"board","user":"ann","on":true}"#,
@@ -58,7 +60,9 @@ import Testing
                      #"{"id":11,"do":"group-move","user":"ann","group":"g1"}"#,
                      #"{"id":12,"do":"group-end"}"#,
                      #"{"id":13,"do":"carousel-start","seconds":30}"#,
-                     #"{"id":14,"do":"carousel-stop"}"#] {
+                     #"{"id":14,"do":"carousel-stop"}"#,
+                     #"{"id":19,"do":"invite","user":"ann","seconds":30}"#, #"{"id":20,"do":"invite","user":"ann"}"#,
+                     #"{"id":21,"do":"invitation-accept"}"#, #"{"id":22,"do":"invitation-decline"}"#] {
             #expect(try Self.code(json) == ContextError.notJoined, "\(json)")
         }
         // A student's group action is refused before any group room is visited.

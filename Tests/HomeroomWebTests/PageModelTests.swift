@@ -83,4 +83,24 @@ import Testing
         let text = Self.json(aborted)
         #expect(text.contains(#""connection":"aborted""#) && text.contains(#""link":"\#(lost)""#), "\(text)")
     }
+
+    @Test func aTeachersPageShowsEveryInvitationAStudentsOnlyItsOwn() {
+        let ben = UserInfo(id: "ben", name: "Ben", role: .student)
+        var snapshot = Self.snapshot()
+        snapshot.invitations = [
+            InvitationInfo(user: Self.ann, inviter: Self.ada, seconds: 30, expiresAtMillis: 90_000, status: .pending),
+            InvitationInfo(user: ben, inviter: Self.ada, seconds: 30, expiresAtMillis: 95_000, status: .pending),
+        ]
+        let teachers = PageModel(snapshot: snapshot, reading: Self.reading(), chatLimit: 40)
+        #expect(teachers.invitations.map(\.user.id) == ["ann", "ben"])
+        #expect(teachers.invitations.first?.inviter?.name == "Ada" && teachers.invitations.first?.expiresAtMillis == 90_000)
+        snapshot.localUser = Self.ann
+        let anns = PageModel(snapshot: snapshot, reading: Self.reading(), chatLimit: 40)
+        #expect(anns.invitations.map(\.user.id) == ["ann"])
+        #expect(Self.json(anns).contains(#""invitations":[{"expiresAtMillis":90000,"inviter":{"id":"ada","name":"Ada","role":"teacher"},"user":{"id":"ann","name":"Ann","role":"student"}}]"#),
+                "\(Self.json(anns))")
+        snapshot.localUser = ben
+        snapshot.invitations.removeLast()
+        #expect(PageModel(snapshot: snapshot, reading: Self.reading(), chatLimit: 40).invitations.isEmpty)
+    }
 }

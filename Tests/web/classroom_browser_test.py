@@ -15,6 +15,8 @@ Checks, on the pages' content:
   - the teacher mutes every camera and switches hand raising off: every page's state
     bar says so, and a student's camera and hand are refused [device-muted] and
     [hand-raising-off]; lifting both clears it;
+  - the teacher invites a student to the stage from the roster: the student (and no
+    other) is asked on the page, accepts, and is on stage on the teacher's page;
   - private messages: the teacher whispers a student from the roster and the student
     answers from her page; each shows on the two pages, never on the other student's;
   - the teacher grants the board on the roster: the student's page says it is granted;
@@ -321,6 +323,19 @@ def main():
         for page in pages:
             page.gone("#room-rules", "the room's rules once lifted")
         print("ok: cameras muted and hands off on every page, ben refused [device-muted] and [hand-raising-off]", file=sys.stderr)
+
+        # An invitation to the stage: the teacher invites ben from the roster; ben (and
+        # only ben) is asked on his page, accepts, and is on stage on the teacher's page.
+        teacher.click('tr.roster-row[data-user="ben"] button[data-action="invite"]', "ben's invite button")
+        teacher.wait_for('#invitations li[data-user="ben"]', "ben's invitation on the teacher's page", text="Ben invited")
+        ben.wait_for("#invitations li.mine", "ben's invitation on his page", text="invites you on stage")
+        ann.lacks("#scene", "invites you", "an invitation meant for ben")
+        ben.click("#invitation-accept", "ben's accept button")
+        teacher.wait_for('#stage .seat[data-user="ben"]', "ben's seat on the stage after his accept")
+        ben.gone("#invitations", "ben's answered invitation")
+        teacher.click('tr.roster-row[data-user="ben"] button[data-action="stage-off"]', "ben's off-stage button")
+        teacher.gone('#stage .seat[data-user="ben"]', "ben's seat once he is off stage")
+        print("ok: ben invited, asked on his page only, accepted, on stage, then off again", file=sys.stderr)
 
         # Private messages: the teacher whispers ann from the roster; ann answers from her
         # page. Each is on its two pages only: never on ben's.

@@ -8,6 +8,7 @@ import { render } from './scene.js';
 import { classText } from './statebar.js';
 import { carouselText } from './carousel.js';
 import { syncClock } from './clock.js';
+import { secondsLeft } from './invitations.js';
 
 const root = document.getElementById('app');
 // The login form as served, to show again after a session ends.
@@ -95,6 +96,14 @@ setInterval(() => {
   if (label) label.textContent = classText(view.model);
   const carousel = document.getElementById('carousel');
   if (carousel) carousel.textContent = carouselText(view.model.carousel);
+  // An invitation's countdown; one that ran out goes with the next drawing.
+  let expired = false;
+  for (const left of document.querySelectorAll('[data-expires]')) {
+    const seconds = secondsLeft(Number(left.dataset.expires));
+    left.textContent = `${seconds} s left`;
+    if (seconds === 0) expired = true;
+  }
+  if (expired) redraw();
 }, 1000);
 // A link may carry the token (`homeroom demo --web` prints one): taken off the address bar at once.
 const linked = new URLSearchParams(location.hash.slice(1)).get('token');

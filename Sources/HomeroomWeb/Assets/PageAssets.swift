@@ -28,6 +28,7 @@ enum PageAssets {
             "/js/roster.js": PageAsset(script, rosterJS),
             "/js/stage.js": PageAsset(script, stageJS),
             "/js/hands.js": PageAsset(script, handsJS),
+            "/js/invitations.js": PageAsset(script, invitationsJS),
             "/js/chat.js": PageAsset(script, chatJS),
             "/js/controls.js": PageAsset(script, controlsJS),
             "/js/clock.js": PageAsset(script, clockJS),

@@ -14,6 +14,8 @@ function actions(row, { act, model, draft, redraw }) {
   const onStage = row.onStage || row.waitingForStage;
   return [
     button(onStage ? 'Off stage' : 'On stage', onStage ? 'stage-off' : 'stage-on', { do: 'stage', user: row.id, on: !onStage }),
+    // Asks rather than puts: the student accepts or declines within 30 s.
+    onStage || model.room.type === 'one-to-one' ? null : button('Invite', 'invite', { do: 'invite', user: row.id, seconds: 30 }),
     button('Cam ✓', 'allow-camera', { do: 'allow', user: row.id, device: 'camera', on: true }),
     button('Cam ✗', 'deny-camera', { do: 'allow', user: row.id, device: 'camera', on: false }),
     button('Mic ✓', 'allow-mic', { do: 'allow', user: row.id, device: 'mic', on: true }),

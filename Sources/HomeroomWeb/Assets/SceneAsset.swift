@@ -6,6 +6,7 @@ import { stateBar } from './statebar.js';
 import { roster } from './roster.js';
 import { stage, seat } from './stage.js';
 import { hands } from './hands.js';
+import { invitations } from './invitations.js';
 import { chat } from './chat.js';
 import { whispers } from './whispers.js';
 import { groups } from './groups.js';
@@ -41,14 +42,14 @@ function oneToOne(view) {
 function smallClassroom(view) {
   return h('div', { class: 'scene small-classroom', id: 'scene', 'data-scene': 'small-classroom' },
     h('div', { class: 'main' }, stage(view), groups(view), roster(view)),
-    h('div', { class: 'side' }, controls(view), hands(view), chat(view), whispers(view)));
+    h('div', { class: 'side' }, controls(view), invitations(view), hands(view), chat(view), whispers(view)));
 }
 
 // Lecture hall: counts, the stage, and the students a page at a time.
 function lectureHall(view) {
   return h('div', { class: 'scene lecture-hall', id: 'scene', 'data-scene': 'lecture-hall' },
     h('div', { class: 'main' }, counts(view), stage(view), groups(view), roster(view)),
-    h('div', { class: 'side' }, controls(view), hands(view), chat(view), whispers(view)));
+    h('div', { class: 'side' }, controls(view), invitations(view), hands(view), chat(view), whispers(view)));
 }
 
 const SCENES = { 'one-to-one': oneToOne, 'small-classroom': smallClassroom, 'lecture-hall': lectureHall };

@@ -28,6 +28,8 @@ table.roster button { font-size: .75rem; margin: 0 .1rem; }
 .counts { display: flex; gap: 1.5rem; }
 .pager { display: flex; gap: .5rem; align-items: center; margin-top: .5rem; }
 .hands li { color: var(--hand); }
+.invitations li.mine { font-weight: bold; }
+.invitations button { margin-left: 0.4em; }
 .chat-log { list-style: none; padding: 0; margin: 0; max-height: 16rem; overflow-y: auto; font-size: .9rem; }
 .chat-log .sent, .chat-log .received { font-style: italic; }
 .chat-form { display: flex; gap: .3rem; margin-top: .5rem; }

@@ -18,7 +18,7 @@ struct PageAction: Decodable {
     var name: String?
     /// How many groups (random groups).
     var count: Int?
-    /// The carousel's interval.
+    /// The carousel's interval, or how long an invitation to the stage lasts.
     var seconds: Int?
     /// The carousel's range (all, camera-on) and order (join-order, random).
     var range: String?
@@ -42,6 +42,15 @@ struct PageAction: Decodable {
         case "room-mute": try streams.muteRoom(try deviceChosen(), muted: on ?? true)
         case "hand-raising": try users.allowHandsUp(on ?? true, autoStage: autoStage ?? false)
         case "board": try users.setBoard(try target(), granted: on ?? true)
+        case "invite":
+            if let seconds {
+                guard let duration = UInt32(exactly: seconds) else { throw .invalidArgument("an invitation lasts 5 to 600 seconds") }
+                try users.inviteToStage(try target(), seconds: duration)
+            } else {
+                try users.inviteToStage(try target())
+            }
+        case "invitation-accept": try users.acceptInvitation()
+        case "invitation-decline": try users.declineInvitation()
         case "chat": try pool.message.sendRoomMessage(try typedText())
         case "whisper": try pool.message.sendPeerMessage(to: try target(), try typedText())
         case "class-start": try pool.room.startClass()

@@ -70,6 +70,10 @@ extension PageModel {
             Carousel(intervalSeconds: $0.intervalSeconds, range: $0.range.name, order: $0.order.name, turn: $0.turn,
                      nextTurnAtMillis: $0.nextTurnAtMillis, rotates: $0.rotates)
         }
+        let moderates = snapshot.localUser.role == .teacher || snapshot.localUser.role == .assistant
+        invitations = snapshot.invitations.filter { moderates || $0.user.id == snapshot.localUser.id }.map {
+            Invitation(user: user($0.user), inviter: $0.inviter.map(user), expiresAtMillis: $0.expiresAtMillis)
+        }
         groups = snapshot.breakout.map { Group(id: $0.id, name: $0.name, members: $0.members.map { user(id: $0) }, room: $0.roomID) }
         chat = reading.messages.filter { !$0.isPeer }.suffix(chatLimit).map(message)
         whispers = reading.messages.filter(\.isPeer).suffix(chatLimit).map(message)

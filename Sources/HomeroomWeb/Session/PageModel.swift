@@ -58,6 +58,14 @@ struct PageModel: Encodable, Equatable {
         var rotates: Bool
     }
 
+    /// An invitation to the stage waiting for its answer.
+    struct Invitation: Encodable, Equatable {
+        var user: User
+        var inviter: User?
+        /// Wall-clock ms (the server's) after which an answer no longer counts: the page counts down to it.
+        var expiresAtMillis: UInt64
+    }
+
     struct Group: Encodable, Equatable {
         var id: String
         var name: String
@@ -87,6 +95,9 @@ struct PageModel: Encodable, Equatable {
     var onlineCount: Int
     var observerCount: Int
     var carousel: Carousel?
+    /// Invitations to the stage waiting for an answer: every one on a teacher's or an
+    /// assistant's page, only the local user's own on anyone else's.
+    var invitations: [Invitation]
     var groups: [Group]
     /// Room messages, oldest first.
     var chat: [Message]
