@@ -84,7 +84,15 @@ struct SPAddress: Sendable, Hashable, CustomStringConvertible {
         return (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
     }
 
-    /// The socket addresses to try, in order. Resolves names (may block briefly).
+    /// A tcp host given by name (not a numeric address): looking it up may block.
+    var needsNameLookup: Bool {
+        guard case .tcp(let host, _) = kind, !host.isEmpty, host != "*" else { return false }
+        var v4 = in_addr(), v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) != 1 && inet_pton(AF_INET6, host, &v6) != 1
+    }
+
+    /// The socket addresses to try, in order. Resolves names (may block: a dial looks
+    /// names up through `SPResolver`, off the loop thread).
     func resolve(passive: Bool) throws(TransportError) -> [SPSocketAddress] {
         switch kind {
         case .inproc:

@@ -56,6 +56,8 @@ final class SPLoopStats: Sendable {
     let oversized = Atomic<Int>(0)
     let open = Atomic<Int>(0)
     let dialFailures = Atomic<Int>(0)
+    /// Descriptors the kernel refused to watch (epoll_ctl failed): their connections were dropped.
+    let watchFailures = Atomic<Int>(0)
     /// TLS sessions that failed (handshake or later), and why the last one did, so a
     /// request that times out can say the certificate did not verify.
     let tlsFailures = Atomic<Int>(0)
@@ -129,6 +131,10 @@ final class SPLoop: @unchecked Sendable {
         var connection: UInt64?
         var nextAttemptMillis: UInt64
         var backoffMillis: UInt64
+        /// A host name being looked up off the loop thread (`SPResolver`).
+        var resolving = false
+        /// What the lookup found, for the attempt it was made for.
+        var resolved: [SPSocketAddress]? = nil
     }
 
     private static let wakeToken: UInt64 = 0
@@ -148,7 +154,12 @@ final class SPLoop: @unchecked Sendable {
         }
         var event = epoll_event()
         clinux_event_set(&event, EPOLLIN.rawValue, Self.wakeToken)
-        _ = epoll_ctl(epoll, EPOLL_CTL_ADD, wakeFD, &event)
+        guard epoll_ctl(epoll, EPOLL_CTL_ADD, wakeFD, &event) == 0 else {
+            let e = Glibc.errno
+            Glibc.close(wakeFD)
+            Glibc.close(epoll)
+            throw .system("watch the event loop wake-up", errno: e)
+        }
         do {
             thread = try NNGThread(name: name) { [self] in run() }
         } catch {
@@ -508,9 +519,7 @@ final class SPLoop: @unchecked Sendable {
             guard let until = listener.pausedUntil else { continue }
             if until <= now {
                 listeners[id]?.pausedUntil = nil
-                var event = epoll_event()
-                clinux_event_set(&event, EPOLLIN.rawValue, id)
-                _ = epoll_ctl(epoll, EPOLL_CTL_ADD, listener.fd, &event)
+                watch(listener: id, fd: listener.fd, now: now)
             } else {
                 consider(until)
             }
@@ -522,9 +531,18 @@ final class SPLoop: @unchecked Sendable {
     private func addListener(id: UInt64, fd: Int32, framing: SPFraming, tls: TLSContext?) {
         if stopping.load(ordering: .acquiring) { Glibc.close(fd); return }
         listeners[id] = Listener(fd: fd, framing: framing, tls: tls, pausedUntil: nil)
+        watch(listener: id, fd: fd, now: WallClock.monotonicMillis())
+    }
+
+    /// Watches a listener; if the kernel refuses (out of memory, or the user's epoll
+    /// watches), it is tried again in a second rather than left deaf for good.
+    private func watch(listener id: UInt64, fd: Int32, now: UInt64) {
         var event = epoll_event()
         clinux_event_set(&event, EPOLLIN.rawValue, id)
-        _ = epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event)
+        if epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) != 0 {
+            stats.watchFailures.add(1, ordering: .relaxed)
+            listeners[id]?.pausedUntil = now + 1_000
+        }
     }
 
     private func acceptAll(listener id: UInt64) {
@@ -581,7 +599,7 @@ final class SPLoop: @unchecked Sendable {
     }
 
     private func startDial(_ id: UInt64) {
-        guard var dialer = dialers[id] else { return }
+        guard var dialer = dialers[id], !dialer.resolving else { return }
         let now = WallClock.monotonicMillis()
         if case .inproc(let name) = dialer.address.kind {
             guard let fd = SPInproc.connect(name) else {
@@ -602,15 +620,25 @@ final class SPLoop: @unchecked Sendable {
             return
         }
         let candidates: [SPSocketAddress]
-        do {
-            candidates = try dialer.address.resolve(passive: false)
-        } catch {
-            stats.lastDialFailure.withLock { $0 = "the host in \(dialer.address.url) does not resolve (\(error.reason))" }
-            dialer.nextAttemptMillis = now + dialer.backoffMillis
-            dialer.backoffMillis = min(dialer.backoffMillis * 2, limits.reconnectMaxMillis)
+        if let found = dialer.resolved {
+            candidates = found
+            dialer.resolved = nil   // each attempt looks the name up again: it may move
+        } else if dialer.address.needsNameLookup {
+            // getaddrinfo can block for seconds on a slow resolver: never on this thread,
+            // which serves every other connection meanwhile.
+            dialer.resolving = true
             dialers[id] = dialer
-            stats.dialFailures.add(1, ordering: .relaxed)
+            SPResolver.lookUp(dialer.address) { [weak self] result in
+                self?.post { loop in loop.lookedUp(id, result) }
+            }
             return
+        } else {
+            do {
+                candidates = try dialer.address.resolve(passive: false)
+            } catch {
+                dialNotResolved(id, dialer, error, now: now)
+                return
+            }
         }
         let target = candidates[0]
         let fd = socket(target.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -664,13 +692,40 @@ final class SPLoop: @unchecked Sendable {
         updateInterest(c)
     }
 
+    /// A dialer's name lookup ended: dial what it found, or back off.
+    private func lookedUp(_ id: UInt64, _ result: Result<[SPSocketAddress], TransportError>) {
+        guard var dialer = dialers[id] else { return }
+        dialer.resolving = false
+        switch result {
+        case let .success(found):
+            dialer.resolved = found
+            dialers[id] = dialer
+            startDial(id)
+        case let .failure(error):
+            dialNotResolved(id, dialer, error, now: WallClock.monotonicMillis())
+        }
+    }
+
+    private func dialNotResolved(_ id: UInt64, _ failed: Dialer, _ error: TransportError, now: UInt64) {
+        var dialer = failed
+        stats.lastDialFailure.withLock { $0 = "the host in \(dialer.address.url) does not resolve (\(error.reason))" }
+        dialer.nextAttemptMillis = now + dialer.backoffMillis
+        dialer.backoffMillis = min(dialer.backoffMillis * 2, limits.reconnectMaxMillis)
+        dialers[id] = dialer
+        stats.dialFailures.add(1, ordering: .relaxed)
+    }
+
     private func register(_ c: SPConnection) {
         connections[c.id] = c
         if c.phase != .open { unopened.insert(c.id) }
         var event = epoll_event()
         c.interest = wantedInterest(c)
         clinux_event_set(&event, c.interest, c.id)
-        _ = epoll_ctl(epoll, EPOLL_CTL_ADD, c.fd, &event)
+        // Unwatched, it would never be read or written: it goes now (a dialer retries).
+        if epoll_ctl(epoll, EPOLL_CTL_ADD, c.fd, &event) != 0 {
+            stats.watchFailures.add(1, ordering: .relaxed)
+            drop(c)
+        }
     }
 
     private func wantedInterest(_ c: SPConnection) -> UInt32 {
@@ -693,7 +748,10 @@ final class SPLoop: @unchecked Sendable {
         c.interest = wanted
         var event = epoll_event()
         clinux_event_set(&event, wanted, c.id)
-        _ = epoll_ctl(epoll, EPOLL_CTL_MOD, c.fd, &event)
+        if epoll_ctl(epoll, EPOLL_CTL_MOD, c.fd, &event) != 0 {
+            stats.watchFailures.add(1, ordering: .relaxed)
+            drop(c)
+        }
     }
 
     /// A failed connect in words an operator acts on.
