@@ -46,8 +46,11 @@ let package = Package(
         .target(name: "HomeroomSimulation", dependencies: ["HomeroomCore", "HomeroomEngine"], swiftSettings: strict),
         // Swift <-> protobuf mapping, limits and validation of untrusted bytes.
         .target(name: "HomeroomWire", dependencies: ["HomeroomCore", "CHomeroomProto"], swiftSettings: strict),
-        // nng transport, cluster membership, anti-entropy.
-        .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomEngine", "HomeroomWire", "HomeroomSupport", "CNNG", "CLinuxEvents", "CSQLite", "CSodium", "COpenSSL"], swiftSettings: strict),
+        // The SP transport (wire-compatible with nng), cluster membership, anti-entropy.
+        .target(name: "HomeroomNode", dependencies: ["HomeroomCore", "HomeroomEngine", "HomeroomWire", "HomeroomSupport", "CLinuxEvents", "CSQLite", "CSodium", "COpenSSL"], swiftSettings: strict),
+        // libnng itself, for the benchmark's baselines and the tests that compare with it:
+        // nothing a node or client runs links it (docs/NNG.md).
+        .target(name: "HomeroomNNG", dependencies: ["HomeroomNode", "CNNG"], swiftSettings: strict),
         // The only door between a UI and the engine: room, user, stream, message, monitor contexts.
         .target(name: "HomeroomContext", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomNode"], swiftSettings: strict),
         // Terminal scenes and components, themed by a JSON config.
@@ -59,7 +62,7 @@ let package = Package(
 
         .executableTarget(name: "homeroom", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomSimulation", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTerminalUI", "HomeroomWeb", "HomeroomChaosKit"], swiftSettings: strict),
         // The bench borrows the tests' raw-socket adversary (HomeroomTestSupport) for its resources suite.
-        .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomWire", "HomeroomNode", "HomeroomContext", "HomeroomTestSupport", "HomeroomHarness"], swiftSettings: strict),
+        .executableTarget(name: "homeroom-bench", dependencies: ["HomeroomCore", "HomeroomSupport", "HomeroomWire", "HomeroomNode", "HomeroomNNG", "HomeroomContext", "HomeroomTestSupport", "HomeroomHarness"], swiftSettings: strict),
         // Child processes and network namespaces for the chaos harness and the benchmarks.
         .target(name: "HomeroomHarness", swiftSettings: strict),
         // The chaos harness as a library: workload, observatory, checker and report (shared by
@@ -73,7 +76,7 @@ let package = Package(
         .testTarget(name: "HomeroomWireTests", dependencies: ["HomeroomWire", "HomeroomCore"], swiftSettings: strict),
         // Spawns `homeroom node` children for the node and CLI tests.
         .target(name: "HomeroomTestSupport", path: "Tests/HomeroomTestSupport", swiftSettings: strict),
-        .testTarget(name: "HomeroomNodeTests", dependencies: ["HomeroomNode", "HomeroomWire", "HomeroomCore", "HomeroomTestSupport"], swiftSettings: strict),
+        .testTarget(name: "HomeroomNodeTests", dependencies: ["HomeroomNode", "HomeroomNNG", "HomeroomWire", "HomeroomCore", "HomeroomTestSupport"], swiftSettings: strict),
         .testTarget(name: "HomeroomContextTests", dependencies: ["HomeroomContext", "HomeroomNode", "HomeroomCore"], swiftSettings: strict),
         .testTarget(name: "HomeroomWebTests", dependencies: ["HomeroomWeb", "HomeroomContext", "HomeroomCore", "HomeroomSupport", "HomeroomTestSupport"], swiftSettings: strict),
         .testTarget(name: "HomeroomTerminalUITests", dependencies: ["HomeroomTerminalUI", "HomeroomContext", "HomeroomCore"], swiftSettings: strict),

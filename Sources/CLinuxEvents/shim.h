@@ -19,3 +19,11 @@ extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int fl
 static inline int clinux_accept_nonblocking(int listener) {
     return accept4(listener, 0, 0, SOCK_NONBLOCK | SOCK_CLOEXEC);
 }
+
+// Thread names for Homeroom's own threads (seen in gdb, top -H, /proc): pthread_setname_np
+// is a GNU extension the Glibc module hides without _GNU_SOURCE (glibc 2.12+).
+#include <pthread.h>
+extern int pthread_setname_np(pthread_t thread, const char *name);
+static inline int clinux_set_current_thread_name(const char *name) {
+    return pthread_setname_np(pthread_self(), name);
+}

@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import HomeroomCore
 import HomeroomNode
+import HomeroomNNG
 import HomeroomWire
 import Synchronization
 

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import HomeroomNode
+import HomeroomNNG
 
 /// The raw baseline of a large reply: nng REQ/REP on tcp loopback, a small request
 /// answered with `replyBytes` prebuilt bytes, nothing decoded. What a join's snapshot

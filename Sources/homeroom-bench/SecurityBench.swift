@@ -177,7 +177,7 @@ enum SecurityBench {
         let eve = Array(token("eve", .student).utf8)
         for kind in FloodKind.allCases {
             let flood = Flood(kind: kind, address: node.listenAddress, credential: eve, connections: 2)
-            NNGSleepShim.milliseconds(200)
+            Sleep.milliseconds(200)
             let during = victimLatencies()
             let report = flood.stop()
             let p99 = percentile(during, 0.99)
@@ -267,7 +267,3 @@ enum SecurityBench {
     }
 }
 
-/// A sleep without the node's internals.
-enum NNGSleepShim {
-    static func milliseconds(_ value: UInt32) { usleep(value * 1_000) }
-}

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import HomeroomNode
+import HomeroomNNG
 import Synchronization
 
 /// Subscribers in child processes of their own (`homeroom-bench --subscriber-child`),

@@ -232,9 +232,9 @@ final class Received: Sendable {
         var cut = FaultPolicy()
         cut.isolated = true
         cluster.nodes[1].faults = cut
-        NNGSleep.milliseconds(100)
+        Sleep.milliseconds(100)
         let mine = try left.setRoomProperty("quiz", value: Self.text("left"), ifRevision: 1)
-        NNGSleep.milliseconds(5)
+        Sleep.milliseconds(5)
         let theirs = try right.setRoomProperty("quiz", value: Self.text("right"), ifRevision: 1)
         #expect(mine.revision == 2 && theirs.revision == 2)
         cluster.nodes[1].faults = FaultPolicy()
@@ -317,7 +317,7 @@ final class Received: Sendable {
         for index in 0..<5 { try teacher.send(Self.text("m\(index)")) }
         #expect(eventually(5) { log.texts.count == 5 })
         #expect(eventually(5) { cluster.converged(room: room, clients: [teacher, sam]) })
-        NNGSleep.milliseconds(300)   // a few heartbeat periods
+        Sleep.milliseconds(300)   // a few heartbeat periods
         var kinds: [UInt8: Int] = [:]
         for message in sniffer.messages {
             if let (kind, _) = Topics.split(message) { kinds[kind, default: 0] += 1 }

@@ -1,5 +1,6 @@
 import Testing
 import HomeroomNode
+import HomeroomNNG
 
 /// The benchmark's baseline (raw nng sockets, what the SP transport is compared with).
 @Suite("Raw nng baseline")

@@ -3,6 +3,7 @@ import HomeroomTestSupport
 import Synchronization
 import Testing
 @testable import HomeroomNode
+import HomeroomNNG
 
 /// The publisher's room streams with real sockets: libnng's own ws:// SUB socket and
 /// this transport's SUB follow one room each and get nothing else, while an SP/TCP

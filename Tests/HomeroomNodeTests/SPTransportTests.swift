@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import HomeroomNode
+import HomeroomNNG
 import HomeroomTestSupport
 
 // Every test uses its own system-picked tcp port or ipc path and closes what it opens

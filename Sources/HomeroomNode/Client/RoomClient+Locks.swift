@@ -29,7 +29,7 @@ extension RoomClient {
             } catch {
                 guard case let .refused(code, _) = error, code == "lock-held", WallClock.monotonicMillis() < deadline else { throw error }
                 // A release reaches this client's replica within the cluster's convergence; poll gently.
-                NNGSleep.milliseconds(min(200, max(1, deadline &- WallClock.monotonicMillis())))
+                Sleep.milliseconds(min(200, max(1, deadline &- WallClock.monotonicMillis())))
             }
         }
     }

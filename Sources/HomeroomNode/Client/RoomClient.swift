@@ -151,7 +151,7 @@ public final class RoomClient: Sendable {
     let state: Mutex<State>
     /// Held while events are handed to listeners, so they arrive in order from any thread.
     let emitting = Mutex<Void>(())
-    private let ticker = Mutex<NNGThread?>(nil)
+    private let ticker = Mutex<OSThread?>(nil)
     /// Held while attaching, so the sync loop and a writer never attach twice at once.
     private let attaching = Mutex<Void>(())
 
@@ -218,7 +218,7 @@ public final class RoomClient: Sendable {
 
     public func connect() throws(ClientError) {
         try attachToSomeNode(initial: true)
-        let thread = try? NNGThread(name: "hr-client") { [weak self] in self?.syncLoop() }
+        let thread = try? OSThread(name: "hr-client") { [weak self] in self?.syncLoop() }
         ticker.withLock { $0 = thread }
     }
 
@@ -268,7 +268,7 @@ public final class RoomClient: Sendable {
                     if owner == nil { state.withLock { $0.endpointIndex = (index + 1) % max(1, endpoints.count) } }
                 }
             }
-            if round + 1 < rounds { NNGSleep.milliseconds(min(100 * UInt64(round + 1), 1_000)) }
+            if round + 1 < rounds { Sleep.milliseconds(min(100 * UInt64(round + 1), 1_000)) }
         }
         state.withLock { state in
             state.connection = .aborted
@@ -312,7 +312,7 @@ public final class RoomClient: Sendable {
         }
         // The stream open before the join (up to a second): a delta between the join's
         // snapshot and the stream would otherwise wait for the next sync.
-        for _ in 0..<200 where subscriber.connected == 0 { NNGSleep.milliseconds(5) }
+        for _ in 0..<200 where subscriber.connected == 0 { Sleep.milliseconds(5) }
         if !options.joins {
             try attachWithoutSession(requester, subscriber, endpoint)
             return
@@ -415,7 +415,7 @@ public final class RoomClient: Sendable {
         while case let .error(refusal) = reply.message, refusal.code == "rate-limited", waits < Self.rateLimitedJoinRetries,
               !state.withLock({ $0.closing }) {
             waits += 1
-            NNGSleep.milliseconds(100 * UInt64(waits))
+            Sleep.milliseconds(100 * UInt64(waits))
             reply = try request(requester, message)
         }
         return reply
@@ -632,7 +632,7 @@ public final class RoomClient: Sendable {
         let deadline = WallClock.monotonicMillis() + 100
         while WallClock.monotonicMillis() < deadline {
             if state.withLock({ $0.replica.seen.contains(dot) }) { return }
-            NNGSleep.milliseconds(1)
+            Sleep.milliseconds(1)
         }
         let (seen, session) = state.withLock { ($0.replica.seen, $0.session) }
         guard let reply = try? request(link, .syncRequest(WireMessage.SyncRequest(seen: seen, user: user, session: session))),
@@ -691,7 +691,7 @@ public final class RoomClient: Sendable {
         while !state.withLock({ $0.closing }) {
             let elapsed = WallClock.monotonicMillis() &- started
             if elapsed < options.syncIntervalMillis, !state.withLock({ $0.keysWanted && $0.link != nil }) {
-                NNGSleep.milliseconds(min(20, options.syncIntervalMillis - elapsed))
+                Sleep.milliseconds(min(20, options.syncIntervalMillis - elapsed))
                 continue
             }
             started = WallClock.monotonicMillis()

@@ -22,7 +22,7 @@ final class DelayLine: Sendable {
     }
 
     private let queue = Mutex<State>(State())
-    private let thread = Mutex<NNGThread?>(nil)
+    private let thread = Mutex<OSThread?>(nil)
     /// How long the release thread stays once the queue is empty.
     static let lingerMillis: UInt64 = 1_000
 
@@ -51,12 +51,12 @@ final class DelayLine: Sendable {
     /// new one is made and stored under `thread`, after a look at `running`, so `stop()`
     /// (which clears `running`, then takes `thread`) joins every thread ever started.
     private func startReleasing() {
-        let previous = thread.withLock { slot -> NNGThread? in
+        let previous = thread.withLock { slot -> OSThread? in
             guard queue.withLock({ $0.running }) else {
                 queue.withLock { $0.releasing = false }
                 return nil
             }
-            guard let started = try? NNGThread(name: "hr-delay", { [weak self] in self?.releaseUntilIdle() }) else {
+            guard let started = try? OSThread(name: "hr-delay", { [weak self] in self?.releaseUntilIdle() }) else {
                 // No thread: the next message held tries again.
                 queue.withLock { $0.releasing = false }
                 return nil
@@ -91,7 +91,7 @@ final class DelayLine: Sendable {
             }
             if done { return }
             for message in due { release?(message) }
-            NNGSleep.milliseconds(1)
+            Sleep.milliseconds(1)
         }
     }
 

@@ -383,7 +383,7 @@ extension ClusterNode {
                 let elapsed = WallClock.monotonicMillis() &- started
                 if elapsed >= period { break }
                 if !sentEarly && heartbeatWanted.exchange(false, ordering: .relaxed) { sentEarly = publishHeartbeat() }
-                NNGSleep.milliseconds(min(20, period - elapsed))
+                Sleep.milliseconds(min(20, period - elapsed))
             }
         }
     }
@@ -509,7 +509,7 @@ extension ClusterNode {
         guard !wanted.isEmpty else { return }
         for seed in state.withLock({ $0.peers.startGreeting(wanted) }) {
             do {
-                _ = try NNGThread(name: "hr-greet") { [weak self] in
+                _ = try OSThread(name: "hr-greet") { [weak self] in
                     self?.greet(seed)
                     self?.state.withLock { $0.peers.finishGreeting(seed) }
                 }
@@ -578,7 +578,7 @@ extension ClusterNode {
         }
         for batch in batches {
             do {
-                _ = try NNGThread(name: "hr-pull") { [weak self] in self?.pull(batch.keys, from: batch.address, peer: batch.peer) }
+                _ = try OSThread(name: "hr-pull") { [weak self] in self?.pull(batch.keys, from: batch.address, peer: batch.peer) }
             } catch {
                 // No thread: ask again next tick.
                 state.withLock { $0.pulls.finished(peer: batch.peer, unanswered: batch.keys) }

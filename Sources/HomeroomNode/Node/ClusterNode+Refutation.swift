@@ -21,7 +21,7 @@ extension ClusterNode {
             if round % 150 == 3 { dropRetiredEntries() }
             var slept: UInt64 = 0
             while slept < config.heartbeatMillis && !state.withLock({ $0.stopping }) {
-                NNGSleep.milliseconds(20)
+                Sleep.milliseconds(20)
                 slept += 20
             }
         }

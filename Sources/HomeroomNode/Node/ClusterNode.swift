@@ -73,9 +73,9 @@ public final class ClusterNode: Sendable {
     /// Run once a drain is over (`drain()`), and whether it is.
     let drainedHandlers = Mutex<[@Sendable () -> Void]>([])
     let drainedReported = Atomic<Bool>(false)
-    private let ticker: Mutex<NNGThread?> = Mutex(nil)
-    private let sender: Mutex<NNGThread?> = Mutex(nil)
-    private let presence: Mutex<NNGThread?> = Mutex(nil)
+    private let ticker: Mutex<OSThread?> = Mutex(nil)
+    private let sender: Mutex<OSThread?> = Mutex(nil)
+    private let presence: Mutex<OSThread?> = Mutex(nil)
     private let http = Mutex<HTTPEndpoint?>(nil)
     /// The port /healthz and /metrics are served on, once started (0 without HTTP).
     public var httpPort: UInt16 { http.withLock { $0?.port ?? 0 } }
@@ -259,12 +259,12 @@ public final class ClusterNode: Sendable {
         nodePublisher.whenSubscriberConnects { wants.node?.heartbeatWanted.store(true, ordering: .relaxed) }
         // Without its tick (heartbeats, leases), publisher or presence loop a node would
         // look alive and serve nothing right: it does not start at all.
-        do throws(NNGError) {
-            let thread = try NNGThread(name: "hr-tick") { [weak self] in self?.tickLoop() }
+        do throws(ThreadStartError) {
+            let thread = try OSThread(name: "hr-tick") { [weak self] in self?.tickLoop() }
             ticker.withLock { $0 = thread }
-            let publishing = try NNGThread(name: "hr-publish") { [weak self] in self?.publishLoop() }
+            let publishing = try OSThread(name: "hr-publish") { [weak self] in self?.publishLoop() }
             sender.withLock { $0 = publishing }
-            let watching = try NNGThread(name: "hr-presence") { [weak self] in self?.presenceLoop() }
+            let watching = try OSThread(name: "hr-presence") { [weak self] in self?.presenceLoop() }
             presence.withLock { $0 = watching }
         } catch {
             stop()

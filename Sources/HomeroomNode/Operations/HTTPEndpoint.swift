@@ -61,7 +61,7 @@ final class HTTPEndpoint: Sendable {
 
     let port: UInt16
     private let server: Server
-    private let thread: NNGThread
+    private let thread: OSThread
 
     init(address: String, routes: [String: Route], access: OperatorAccess = OperatorAccess()) throws(TransportError) {
         guard address.hasPrefix("http://") else {
@@ -91,7 +91,7 @@ final class HTTPEndpoint: Sendable {
         }
         let server = Server(listener: listener, wake: wake, routes: routes, access: access)
         do {
-            thread = try NNGThread(name: "hr-http") { server.run() }
+            thread = try OSThread(name: "hr-http") { server.run() }
         } catch {
             Glibc.close(listener)
             Glibc.close(wake)

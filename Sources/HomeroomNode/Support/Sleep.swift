@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 
-enum NNGSleep {
-    static func milliseconds(_ value: UInt64) { usleep(useconds_t(min(value, 1_000_000) * 1000)) }
+/// Sleeps the calling OS thread (at most a second per call).
+public enum Sleep {
+    public static func milliseconds(_ value: UInt64) { usleep(useconds_t(min(value, 1_000_000) * 1000)) }
 }

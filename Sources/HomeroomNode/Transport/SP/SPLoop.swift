@@ -99,7 +99,7 @@ final class SPLoop: @unchecked Sendable {
     private let mailbox = Mutex(Mailbox())
     private let stopping = Atomic<Bool>(false)
     private let ids = Atomic<UInt64>(1)
-    private var thread: NNGThread?
+    private var thread: OSThread?
 
     // Loop-confined.
     private(set) var connections: [UInt64: SPConnection] = [:]
@@ -161,7 +161,7 @@ final class SPLoop: @unchecked Sendable {
             throw .system("watch the event loop wake-up", errno: e)
         }
         do {
-            thread = try NNGThread(name: name) { [self] in run() }
+            thread = try OSThread(name: name) { [self] in run() }
         } catch {
             Glibc.close(wakeFD)
             Glibc.close(epoll)

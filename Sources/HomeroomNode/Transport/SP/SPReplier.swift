@@ -12,7 +12,7 @@ public final class SPReplier: Sendable {
     private let loop: SPLoop
     private let role: ReplyRole
     private let queue: SPJobQueue
-    private let workers = Mutex<[NNGThread]>([])
+    private let workers = Mutex<[OSThread]>([])
 
     /// `urgent` (run on the loop thread as each request arrives: keep it cheap) picks the
     /// requests that workers take before any other waiting (the teacher lane).
@@ -54,9 +54,9 @@ public final class SPReplier: Sendable {
             let queue = self.queue
             let loop = self.loop
             let role = self.role
-            let thread: NNGThread
+            let thread: OSThread
             do {
-                thread = try NNGThread(name: "hr-rep-\(index)") {
+                thread = try OSThread(name: "hr-rep-\(index)") {
                     while let job = queue.take() {
                         switch handler(job.body, job.connection) {
                         case let .now(reply):

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import CNNG
+import HomeroomNode
 import Synchronization
 
 /// One nng socket (PUB, SUB, REQ or REP), owning its handle.

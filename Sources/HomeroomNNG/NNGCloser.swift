@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import CNNG
+import HomeroomNode
 import Synchronization
 
 /// Runs `nng_close` on a helper thread and waits for it for a bounded time, because
@@ -31,9 +32,9 @@ enum NNGCloser {
     /// Runs one closing call on a helper thread; true when it returned within `timeout`.
     private static func run(timeout: Duration, _ closing: @escaping @Sendable () -> Void) -> Bool {
         let attempt = Attempt()
-        let closer: NNGThread
+        let closer: OSThread
         do {
-            closer = try NNGThread(name: "hr-close") {
+            closer = try OSThread(name: "hr-close") {
                 closing()
                 attempt.state.withLock { state in
                     state.done = true

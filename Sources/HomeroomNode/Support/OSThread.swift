@@ -1,12 +1,13 @@
 @preconcurrency import Glibc
-import CNNG
+import CLinuxEvents
 import Synchronization
 
-/// A dedicated OS thread for blocking nng calls, kept off the Swift concurrency pool.
+/// A dedicated OS thread for blocking work (an event loop, a request worker, a tick),
+/// kept off the Swift concurrency pool.
 /// `join()` waits for it to end; it may be called from several threads and only the
 /// first really joins (the others return at once). Joining from the thread itself is
 /// a no-op, so a handler may close its own owner.
-final class NNGThread: Sendable {
+public final class OSThread: Sendable {
     private let handle: Mutex<pthread_t?>
     private let doneFlag: DoneFlag
 
@@ -22,7 +23,7 @@ final class NNGThread: Sendable {
     }
 
     /// Starts `body` on a new thread named `name` (Linux keeps the first 15 bytes).
-    init(name: String, _ body: @escaping @Sendable () -> Void) throws(NNGError) {
+    public init(name: String, _ body: @escaping @Sendable () -> Void) throws(ThreadStartError) {
         handle = Mutex(nil)
         let doneRef = DoneFlag()
         let start = Start(name: name, body: body, finished: { doneRef.set() })
@@ -30,15 +31,14 @@ final class NNGThread: Sendable {
         var tid = pthread_t()
         let rv = pthread_create(&tid, nil, { raw in
             let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
-            _ = cnng_set_current_thread_name(String(start.name.utf8.prefix(15))!)
+            _ = clinux_set_current_thread_name(String(start.name.utf8.prefix(15))!)
             start.body()
             start.finished()
             return nil
         }, arg)
         if rv != 0 {
             Unmanaged<Start>.fromOpaque(arg).release()
-            throw NNGError(code: .other, errno: rv, reason: String(cString: strerror(rv)),
-                           operation: "start thread \(name)")
+            throw ThreadStartError(name: name, errno: rv)
         }
         handle.withLock { $0 = tid }
         doneFlag = doneRef
@@ -50,15 +50,15 @@ final class NNGThread: Sendable {
     }
 
     /// True once the body has returned.
-    var isFinished: Bool { doneFlag.value.load(ordering: .acquiring) }
+    public var isFinished: Bool { doneFlag.value.load(ordering: .acquiring) }
 
     /// True when called on this thread.
-    var isCurrent: Bool {
+    public var isCurrent: Bool {
         handle.withLock { tid in tid.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
     /// Waits for the thread to end. Safe to call more than once and from the thread itself.
-    func join() {
+    public func join() {
         let tid: pthread_t? = handle.withLock { tid in
             guard let t = tid, pthread_equal(t, pthread_self()) == 0 else { return nil }
             tid = nil
@@ -73,7 +73,10 @@ final class NNGThread: Sendable {
     }
 }
 
-/// A shared counter that threads can hold without holding its owner.
-final class NNGCounter: Sendable {
-    let value = Atomic<Int>(0)
+/// A thread that could not start: the process is at its thread limit, or out of memory.
+public struct ThreadStartError: Error, Sendable, CustomStringConvertible {
+    public let name: String
+    public let errno: Int32
+    public var reason: String { String(cString: strerror(errno)) }
+    public var description: String { "cannot start thread \(name): \(reason)" }
 }

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import CNNG
+import HomeroomNode
 import Synchronization
 
 /// Many SUB sockets on one address and topic, received asynchronously (one nng aio

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import CNNG
+import HomeroomNode
 import Synchronization
 
 /// Measurements of bare nng (C calls only, none of the Swift wrappers), so the
@@ -67,7 +68,7 @@ public enum RawBaseline {
         let progress = NNGCounter()
         let outcome = Mutex<(delivered: Int, last: ContinuousClock.Instant?)>((0, nil))
         let subID = sub.id
-        let receiver = try NNGThread(name: "hr-bench-sub") {
+        let receiver = try thread(name: "hr-bench-sub") {
             let sub = nng_socket(id: subID)
             var seen = [Bool](repeating: false, count: count)
             var delivered = 0
@@ -152,7 +153,7 @@ public enum RawBaseline {
         let bound = try nngListen(rep, url)
         let repID = rep.id
         // Echo server; an empty request means "stop" and is answered before it stops.
-        let server = try NNGThread(name: "hr-bench-rep") {
+        let server = try thread(name: "hr-bench-rep") {
             let rep = nng_socket(id: repID)
             while true {
                 var msg: OpaquePointer? = nil
@@ -340,4 +341,18 @@ fileprivate extension Duration {
         let (s, atto) = components
         return Double(s) + Double(atto) * 1e-18
     }
+}
+
+/// A shared counter that threads can hold without holding its owner.
+/// A thread for a baseline, its failure told as the baseline's other errors are.
+private func thread(name: String, _ body: @escaping @Sendable () -> Void) throws(NNGError) -> OSThread {
+    do {
+        return try OSThread(name: name, body)
+    } catch {
+        throw NNGError(code: .other, errno: error.errno, reason: error.reason, operation: "start thread \(name)")
+    }
+}
+
+private final class NNGCounter: Sendable {
+    let value = Atomic<Int>(0)
 }

@@ -1,4 +1,5 @@
 import CNNG
+import HomeroomNode
 
 /// An error from nng, with the operation that failed and what to do about it.
 ///
