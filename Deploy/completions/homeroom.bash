@@ -62,10 +62,11 @@ _homeroom() {
                     --max-sessions) return ;;
                     --max-sessions-per-peer) return ;;
                     --timeout-ms) return ;;
+                    --reconnect-waits) return ;;
                     --reconnect-rounds) return ;;
                     --log-level) COMPREPLY=( $(compgen -W "trace debug info notice warning error" -- "$cur") ); return ;;
                 esac
-                options="--listen --node --tls-ca --theme --public-origin --max-sessions --max-sessions-per-peer --timeout-ms --reconnect-rounds --log-level --help"
+                options="--listen --node --tls-ca --theme --public-origin --max-sessions --max-sessions-per-peer --timeout-ms --reconnect-waits --reconnect-rounds --log-level --help"
                 ;;
             rooms)
                 case "$prev" in

@@ -19,8 +19,8 @@ struct DeliveryMark: Sendable, Hashable {
     }
 }
 
-/// What one client of a writer delivered, in order (a writer makes a new client after
-/// every node failed for long; each starts from the history it joins with).
+/// What one client of a writer delivered, in order (a writer makes a new client after a
+/// kick or a refusal for good, or to return home; each starts from the history it joins with).
 struct ClientInbox: Sendable {
     var writer: UserID
     var instance: Int

@@ -56,7 +56,6 @@ final class Observatory: Sendable {
 
     private func makeObserver(_ index: Int) throws(ClientError) -> RoomClient {
         var options = Writer.options(syncMillis: 200, room: room, user: observerName(index), role: .observer)
-        options.reconnectRounds = 10
         let client = RoomClient(room: room, user: observerName(index), role: .observer, name: observerName(index),
                                 endpoints: [endpoints[index]], options: options, logger: logger)
         try client.connect()
@@ -101,7 +100,8 @@ final class Observatory: Sendable {
     var clients: [RoomClient?] { observers.withLock { $0 } }
 
     func sample(reattach: Bool = true) {
-        // Re-attach observers that gave up, once their node runs again.
+        // Replace observers whose link ended (aborted) once their node runs again; one
+        // whose node was down keeps trying by itself (reconnecting, suspended).
         let up = nodeUp.withLock { $0 }
         for (index, client) in observers.withLock({ $0 }).enumerated() where up[index] && reattach {
             if client == nil || client?.connectionState == .aborted {

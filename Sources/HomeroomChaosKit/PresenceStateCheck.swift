@@ -8,8 +8,8 @@ struct PresenceStateCheck {
     var replicas: [FinalReplica]
     /// Writers connected at the end.
     var writers: [UserID]
-    /// When each writer's current client joined: a new client (after a kick, or after
-    /// every node failed it) starts with no presence state, and an earlier client's
+    /// When each writer's current client joined: a new client (after a kick, or a refusal
+    /// for good) starts with no presence state, and an earlier client's
     /// state ended with its session, so only writes made since count.
     var since: [UserID: UInt64] = [:]
 

@@ -172,7 +172,8 @@ final class History: Sendable {
 }
 
 /// A user of the room writing through a `RoomClient` that it re-creates when the
-/// client gives up (every node unreachable for a long time).
+/// client's link ends (`aborted`: refused for good); a client whose nodes all failed
+/// keeps trying by itself (reconnecting, then suspended), on a brisk schedule here.
 final class Writer: Sendable {
     let user: UserID
     let role: Role
@@ -208,6 +209,8 @@ final class Writer: Sendable {
         options.token = ClosedRoom.token(room: room, user: user, role: role)
         options.syncIntervalMillis = syncMillis
         options.requestTimeoutMillis = 1_000
+        // Nodes come back within seconds in a chaos run: a brisk schedule, not Signaling's 2-16 s.
+        options.reconnect = ReconnectSchedule.Options(backoffMillis: [200, 400, 800, 1_600], suspendedIntervalMillis: 2_000)
         return options
     }
 
@@ -308,7 +311,8 @@ final class Writer: Sendable {
             guard let current else { break }
             if current.connectionState == .aborted {
                 if banned.load(ordering: .acquiring) { break }
-                // Every node failed for a long while: start over with a new client.
+                // Refused for good (a token, not a ban): start over with a new client. Every
+                // node failing is not the end: the client keeps trying (reconnecting, suspended).
                 do {
                     try connect(room: room, logger: logger)
                     recreated.add(1, ordering: .relaxed)

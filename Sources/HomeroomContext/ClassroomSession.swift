@@ -20,8 +20,9 @@ public struct ClassroomConfig: Sendable, Equatable {
     public var token: String?
     public var requestTimeoutMillis: UInt64 = 1_000
     public var syncIntervalMillis: UInt64 = 300
-    /// Rounds over every node before the link is given up (`aborted`).
-    public var reconnectRounds = 20
+    /// Once the node is lost: a round over the nodes at once, then waits of 2, 4, 8,
+    /// 16 s between rounds, then `suspended` with a round every 30 s (never given up).
+    public var reconnect = ReconnectOptions()
     /// An acknowledged write returns once the local replica holds it (`RoomClient.Options.readsOwnWrites`).
     public var readsOwnWrites = false
     /// False: `join()` reads the room and writes without a session (no join or leave,
@@ -127,7 +128,7 @@ final class ClassroomSession: Sendable {
         var options = RoomClient.Options()
         options.requestTimeoutMillis = config.requestTimeoutMillis
         options.syncIntervalMillis = config.syncIntervalMillis
-        options.reconnectRounds = config.reconnectRounds
+        options.reconnect = config.reconnect.schedule
         options.readsOwnWrites = config.readsOwnWrites
         options.token = config.token
         options.joins = config.joinsWithSession
@@ -156,7 +157,7 @@ final class ClassroomSession: Sendable {
             state.generation += 1
             state.lastConnection = .connected
             let link = client.linkStatus
-            state.lastLinkMark = LinkMark(node: link.node, sinceMillis: link.sinceMillis)
+            state.lastLinkMark = LinkMark(node: link.node, sinceMillis: link.sinceMillis, reason: LinkReason(link.reason))
             return state.generation
         }
         scheduleMonitor(generation)
@@ -239,7 +240,7 @@ final class ClassroomSession: Sendable {
     var link: LinkInfo {
         let (client, everJoined) = state.withLock { ($0.client, $0.everJoined) }
         if let client { return LinkInfo(client.linkStatus) }
-        return LinkInfo(ClientLinkStatus(state: everJoined ? .aborted : .connecting))
+        return LinkInfo(ClientLinkStatus(state: everJoined ? .aborted : .connecting, reason: everJoined ? .closedByClient : .starting))
     }
 
     var attachedNode: String { state.withLock { $0.client }.map { $0.attachedNode.description } ?? "" }
@@ -404,8 +405,10 @@ final class ClassroomSession: Sendable {
             let link = client.linkStatus
             let connection = ConnectionState(link.state)
             // A failover quicker than a tick changes the node, not the state: an event too.
-            let mark = LinkMark(node: link.node, sinceMillis: link.sinceMillis)
-            if connection != state.lastConnection || (connection == .connected && mark != state.lastLinkMark) {
+            // A new reason in the same state (reconnecting: the first round failed too) is one as well.
+            let mark = LinkMark(node: link.node, sinceMillis: link.sinceMillis, reason: LinkReason(link.reason))
+            if connection != state.lastConnection || mark.reason != state.lastLinkMark?.reason
+                || (connection == .connected && mark != state.lastLinkMark) {
                 state.lastConnection = connection
                 events.append(.connectionStateUpdated(connection))
             }
@@ -450,8 +453,9 @@ extension ClassroomSession {
     }
 }
 
-/// Which node a link is on and since when: a new mark while connected is a failover.
+/// Which node a link is on, since when, and why: a new mark while connected is a failover.
 struct LinkMark: Equatable, Sendable {
     var node: String?
     var sinceMillis: UInt64
+    var reason: LinkReason
 }

@@ -50,6 +50,8 @@ public enum ContextEvent: Hashable, Sendable {
     /// The room's camera or microphone mute was switched on or off (`StreamContext.muteRoom`).
     case roomMuteUpdated(Device, muted: Bool)
     // Monitor
+    /// The link's state changed, or its reason did (reconnecting: every node failed a
+    /// round). Why, and what is tried next: `MonitorContext.link` (`reason`, `nextTryMillis`).
     case connectionStateUpdated(ConnectionState)
     case latencyUpdated(micros: Double)
     /// The join token expires in `seconds` (0: already past): renew it with

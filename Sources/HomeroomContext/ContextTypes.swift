@@ -13,15 +13,22 @@ public typealias BreakoutGroup = HomeroomCore.BreakoutGroup
 public typealias LockStatus = HomeroomCore.LockStatus
 public typealias HandRaisingPolicy = HomeroomCore.HandRaisingPolicy
 public typealias LockFence = HomeroomCore.LockFence
-/// The link between this client and the cluster, as a UI shows it.
+
+/// The link between this client and the cluster, as a UI shows it. `reconnecting`
+/// and `suspended` heal by themselves (`LinkInfo.nextTryMillis` says when the next
+/// round over the nodes is); only `aborted` is the end (`LinkInfo.reason` says why).
 public enum ConnectionState: String, Sendable, Equatable {
-    case connecting, connected, reconnecting, aborted
+    case connecting, connected, reconnecting
+    /// Every node failed through the whole backoff (2, 4, 8, 16 s): still trying, every 30 s.
+    case suspended
+    case aborted
 
     init(_ state: ClientLinkState) {
         switch state {
         case .connecting: self = .connecting
         case .connected: self = .connected
         case .reconnecting: self = .reconnecting
+        case .suspended: self = .suspended
         case .aborted: self = .aborted
         }
     }
@@ -35,8 +42,13 @@ public struct LinkInfo: Sendable, Equatable {
     public var node: String? { status.node }
     /// Wall-clock milliseconds since which the node is attached, or lost.
     public var sinceMillis: UInt64 { status.sinceMillis }
-    /// Why the node was lost.
+    /// Why the node was lost, in the failure's words.
     public var cause: String? { status.cause }
+    /// Why the link is in `state` (set with every change of state; reconnecting, also
+    /// after a round in which every node failed).
+    public var reason: LinkReason { LinkReason(status.reason) }
+    /// While reconnecting or suspended: when (wall clock) the next round over the nodes starts.
+    public var nextTryMillis: UInt64? { status.nextRoundMillis }
     let status: ClientLinkStatus
 
     init(_ status: ClientLinkStatus) { self.status = status }

@@ -12,7 +12,8 @@ public final class MonitorContext: Sendable {
 
     public var connectionState: ConnectionState { session.connectionState }
 
-    /// The link for people: which node, since when, why it was lost, what is tried now.
+    /// The link for people: which node, since when, why it was lost (`reason`), what is
+    /// tried now and when the next round over the nodes starts.
     public var link: LinkInfo { session.link }
 
     /// The last sync round trip to the node, in microseconds (0 before the first).

@@ -124,7 +124,7 @@ import Testing
         #expect(watch.waitFor("Carol"), "\(watch.shown)")
         node.crash()
         #expect(watch.waitFor("reconnecting as", timeout: 20), "the view never said it lost the node: \(watch.shown.suffix(300).debugDescription)")
-        // Past the reconnect rounds (gave up, `aborted`): it keeps trying by itself.
+        // Every node failed a round: it keeps trying by itself, on the schedule (2, 4, 8, 16 s, then every 30 s).
         #expect(watch.waitFor("trying the nodes again", timeout: 30), "no retry after giving up: \(watch.shown.suffix(300).debugDescription)")
         // The node is back (a new process on the same addresses): the view heals with no key pressed.
         node = try NodeChild(name: "cli-heal", extra: pinned)

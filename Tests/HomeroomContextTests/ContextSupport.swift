@@ -41,13 +41,13 @@ final class ContextCluster {
     func meshed() -> Bool { eventually(10) { nodes.allSatisfy { $0.alivePeers.count == nodes.count - 1 } } }
 
     /// A pool for `user`, attached first to node `node` (the others are fallbacks); not joined yet.
-    func pool(_ user: String, _ role: Role, node: Int = 0, room: String) throws -> ContextPool {
+    func pool(_ user: String, _ role: Role, node: Int = 0, room: String, reconnect: ReconnectOptions? = nil) throws -> ContextPool {
         let order = [node] + nodes.indices.filter { $0 != node }
         var config = ClassroomConfig(room: room, user: user, name: user.capitalized, role: role, nodes: order.map { nodes[$0].listenAddress })
         config.requestTimeoutMillis = 400
         config.syncIntervalMillis = 100
         config.monitorIntervalMillis = 20
-        config.reconnectRounds = 5
+        if let reconnect { config.reconnect = reconnect }
         let pool = try ContextPool(config: config, logger: logger)
         pools.append(pool)
         return pool

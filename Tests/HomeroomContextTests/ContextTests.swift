@@ -1,5 +1,6 @@
 import HomeroomContext
 import HomeroomNode
+import HomeroomSupport
 import Testing
 
 /// The contexts against a real in-process cluster: events fire, read models follow,
@@ -124,6 +125,35 @@ import Testing
         bob.room.leave()
         #expect(bob.monitor.connectionState == .aborted)
         #expect(eventually { heard.saw("connection aborted") })
+    }
+
+    /// Issue 43: every node lost, the monitor goes reconnecting, then suspended (a short
+    /// schedule here), with the reason for each change, an event for each, and when the
+    /// next round starts; the summary says so for people.
+    @Test func theMonitorSaysSuspendedWithItsReasonOnceTheBackoffIsSpent() throws {
+        let cluster = try ContextCluster(size: 1, label: "ctx-suspend", transport: "tcp")
+        let bob = try cluster.pool("bob", .student, room: "suspend",
+                                   reconnect: ReconnectOptions(backoffMillis: [150], suspendedIntervalMillis: 300, jitter: 0))
+        let heard = Recorder()
+        bob.monitor.registerEventHandler(heard)
+        try bob.room.join()
+        #expect(bob.monitor.link.reason == .joined && bob.monitor.link.nextTryMillis == nil)
+        cluster.nodes[0].stop()
+        #expect(eventually(10) { bob.monitor.connectionState == .suspended }, "\(bob.monitor.link.summary(nowMillis: WallClock.nowMillis()))")
+        let link = bob.monitor.link
+        #expect(link.state == .suspended && link.reason == .backoffSpent)
+        #expect(link.node == cluster.nodes[0].listenAddress && link.cause != nil)
+        #expect(link.nextTryMillis != nil)
+        #expect(link.summary(nowMillis: WallClock.nowMillis()).hasPrefix("suspended: lost \(cluster.nodes[0].listenAddress)"))
+        #expect(eventually { heard.saw("connection suspended") })
+        #expect(heard.saw("connection reconnecting"))
+        // Suspended is not the end: the state keeps trying, and only leaving aborts it.
+        bob.room.leave()
+        #expect(bob.monitor.connectionState == .aborted && bob.monitor.link.reason == .closedByClient)
+    }
+
+    @Test func everyLinkReasonOfTheClientHasAContextCode() {
+        #expect(LinkReason.allCases.map(\.rawValue) == ClientLinkReason.allCases.map(\.rawValue))
     }
 
     @Test func eventsAlsoArriveAsAnAsyncSequence() async throws {

@@ -82,7 +82,6 @@ import Testing
         options.token = token
         options.requestTimeoutMillis = 500
         options.syncIntervalMillis = 50
-        options.reconnectRounds = 2
         return RoomClient(room: "redirected", user: "ann", role: .student, name: "Ann", endpoints: [NodeEndpoint(node.address)],
                           options: options, logger: logger)
     }

@@ -26,6 +26,14 @@ import HomeroomContext
                      Golden.render(RosterComponent(), Fixtures.streams(state), colors: colors))
     }
 
+    /// Issue 43: a suspended link (every node failed through the backoff) in the state bar, bold as any link not connected.
+    @Test(arguments: [false, true])
+    func suspendedLinkInTheStateBar(colors: Bool) {
+        var snapshot = Fixtures.smallClassroom
+        snapshot.connection = .suspended
+        Golden.check("state-bar-suspended-\(colors ? "color" : "plain")", Golden.render(StateBarComponent(), snapshot, colors: colors))
+    }
+
     /// Offline users (teacher, assistant, student) whose registers say live: drawn off.
     @Test(arguments: [false, true])
     func offlineUsersInASmallClassroom(colors: Bool) {

@@ -225,5 +225,11 @@ enum Goldens {
         Dave (offline)  cam-     ·       -              0
         cam/mic cam on (live)  cam off (privilege-off)  cam off (device-off)  c…
         """#,
+        "state-bar-suspended-plain": #"""
+         Maths 101 · small classroom   in class 12:03 · 32:57 left    suspended
+        """#,
+        "state-bar-suspended-color": #"""
+        ␛[1;97;44m Maths 101 · small classroom␛[0m␛[97;44m   in class 12:03 · 32:57 left␛[0m␛[97;44m    ␛[0m␛[1;97;44msuspended ␛[0m
+        """#,
     ]
 }

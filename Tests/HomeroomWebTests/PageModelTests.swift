@@ -24,8 +24,9 @@ import Testing
         return snapshot
     }
 
-    static func reading(link: String = "connected to tcp://127.0.0.1:7100", messages: [MessageInfo] = []) -> PageModel.Reading {
-        PageModel.Reading(node: "tcp://127.0.0.1:7100", link: link, messages: messages, localChatMuted: false,
+    static func reading(link: String = "connected to tcp://127.0.0.1:7100", reason: LinkReason = .joined,
+                        messages: [MessageInfo] = []) -> PageModel.Reading {
+        PageModel.Reading(node: "tcp://127.0.0.1:7100", link: link, reason: reason.rawValue, messages: messages, localChatMuted: false,
                           isChatMuted: { _ in false }, userInfo: lookup)
     }
 
@@ -79,9 +80,15 @@ import Testing
         let lost = "lost tcp://127.0.0.1:7100 4 s ago; every node failed; next try in 2 s"
         let connected = PageModel(snapshot: Self.snapshot(), reading: Self.reading(link: lost), chatLimit: 40)
         #expect(connected.link == nil && !Self.json(connected).contains(#""link""#))
-        let aborted = PageModel(snapshot: Self.snapshot(connection: .aborted), reading: Self.reading(link: lost), chatLimit: 40)
+        #expect(!Self.json(connected).contains(#""linkReason""#))
+        let aborted = PageModel(snapshot: Self.snapshot(connection: .aborted), reading: Self.reading(link: lost, reason: .banned), chatLimit: 40)
         let text = Self.json(aborted)
         #expect(text.contains(#""connection":"aborted""#) && text.contains(#""link":"\#(lost)""#), "\(text)")
+        #expect(text.contains(#""linkReason":"banned""#), "\(text)")
+        let suspended = PageModel(snapshot: Self.snapshot(connection: .suspended), reading: Self.reading(link: lost, reason: .backoffSpent),
+                                  chatLimit: 40)
+        let waiting = Self.json(suspended)
+        #expect(waiting.contains(#""connection":"suspended""#) && waiting.contains(#""linkReason":"backoff-spent""#), "\(waiting)")
     }
 
     @Test func aTeachersPageShowsEveryInvitationAStudentsOnlyItsOwn() {

@@ -256,7 +256,7 @@ import HomeroomTestSupport
         defer { Glibc.close(mute) }
         let port = try #require(bindLoopback(mute))
         #expect(Glibc.listen(mute, 8) == 0)
-        let server = try Self.server(options: { $0.nodes = ["tcp://127.0.0.1:\(port)"]; $0.reconnectRounds = 1 })
+        let server = try Self.server(options: { $0.nodes = ["tcp://127.0.0.1:\(port)"] })
         defer { server.stop() }
         let socket = try #require(Self.upgrade(server.port))
         defer { socket.close() }

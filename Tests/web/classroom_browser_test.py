@@ -253,7 +253,7 @@ def main():
         with open(theme, "w") as file:
             json.dump({"roster": {"camera": {"live": {"text": "◉ on air", "color": "green"}}}}, file)
         web = children.start("web", ["web", "--listen", "127.0.0.1:0", "--node", n1["listen"], "--node", n2["listen"], "--tls-ca", authority,
-                                     "--theme", theme, "--reconnect-rounds", "1"])
+                                     "--theme", theme, "--reconnect-waits", "500,1000"])
         url = web["url"]
         # For the CLI commands below (`run`); set after the web process started, which has only its --tls-ca.
         os.environ["HOMEROOM_TLS_CA"] = authority
@@ -457,6 +457,10 @@ def main():
         for page in [teacher, ann]:
             page.wait_for("#link-lost", "that every node failed", text="every node failed", timeout=30)
         teacher.screenshot("every-node-failed-teacher")
+        # Past the (short) backoff: suspended, still trying, and the page says so.
+        teacher.wait_for('#link-lost[data-state="suspended"][data-reason="backoff-spent"]', "the suspended link", timeout=30)
+        teacher.wait_for('#connection[data-state="suspended"]', "the state bar's suspended link")
+        teacher.screenshot("suspended-teacher")
         teacher.click("#relogin", "the log-in-again button")
         teacher.wait_for("#login-error", "why the new login failed", text="[unavailable]")
         if not teacher.driver.execute_script("return document.getElementById('login-token').value;").startswith("hr1."):

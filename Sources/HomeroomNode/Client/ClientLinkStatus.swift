@@ -5,11 +5,15 @@ import HomeroomSupport
 /// the CLI prints it when the link changes and refuses commands with it meanwhile.
 public struct ClientLinkStatus: Sendable, Equatable {
     public var state: ClientLinkState
-    /// The node attached now (connected), or the one lost (reconnecting, aborted).
+    /// Why the link is in `state` (or, reconnecting, what the last step was): set with
+    /// every change of state.
+    public var reason: ClientLinkReason
+    /// The node attached now (connected), or the one lost (reconnecting, suspended, aborted).
     public var node: String?
-    /// Wall-clock milliseconds when `state` began.
+    /// Wall-clock milliseconds since which the node is attached (connected), or lost
+    /// (reconnecting and suspended count from the loss).
     public var sinceMillis: UInt64
-    /// Why the node was lost.
+    /// Why the node was lost, in the words of the failure.
     public var cause: String?
     /// The node being tried now.
     public var trying: String?
@@ -31,9 +35,10 @@ public struct ClientLinkStatus: Sendable, Equatable {
         }
     }
 
-    public init(state: ClientLinkState, node: String? = nil, sinceMillis: UInt64 = 0, cause: String? = nil,
-                trying: String? = nil, lastFailure: String? = nil, nextRoundMillis: UInt64? = nil) {
+    public init(state: ClientLinkState, reason: ClientLinkReason = .starting, node: String? = nil, sinceMillis: UInt64 = 0,
+                cause: String? = nil, trying: String? = nil, lastFailure: String? = nil, nextRoundMillis: UInt64? = nil) {
         self.state = state
+        self.reason = reason
         self.node = node
         self.sinceMillis = sinceMillis
         self.cause = cause
@@ -43,7 +48,9 @@ public struct ClientLinkStatus: Sendable, Equatable {
     }
 
     /// One line: "connected to tcp://…", or "lost tcp://… 12 s ago (why); trying tcp://…",
-    /// or "lost tcp://… 40 s ago (why); every node failed (last: …); next try in 2 s".
+    /// or "lost tcp://… 40 s ago (why); every node failed (last: …); next try in 2 s", or
+    /// "suspended: lost tcp://… 2 min ago (why); every node failed for 2 min (last: …); next try in 28 s",
+    /// or "given up: banned from the room (was on tcp://…)".
     public func summary(nowMillis: UInt64) -> String {
         let age = Self.seconds(nowMillis >= sinceMillis ? nowMillis - sinceMillis : 0)
         switch state {
@@ -56,18 +63,26 @@ public struct ClientLinkStatus: Sendable, Equatable {
             return text
         case .connecting:
             return "connecting" + (trying.map { " to \($0)" } ?? "")
-        case .reconnecting, .aborted:
-            var text = node.map { "lost \($0) \(age) ago" } ?? "not connected for \(age)"
+        case .reconnecting, .suspended:
+            var text = state == .suspended ? "suspended: " : ""
+            text += node.map { "lost \($0) \(age) ago" } ?? "not connected for \(age)"
             if let cause { text += " (\(cause))" }
-            if state == .reconnecting {
-                text += "; " + (trying.map { "trying \($0)" } ?? "trying the nodes")
-                if let lastFailure, trying != nil { text += " (before: \(lastFailure))" }
-            } else {
-                text += "; every node failed" + (lastFailure.map { " (last: \($0))" } ?? "")
+            if let trying {
+                text += "; trying \(trying)"
+                if let lastFailure { text += " (before: \(lastFailure))" }
+            } else if nextRoundMillis != nil || state == .suspended {
+                text += "; every node failed" + (state == .suspended ? " for \(age)" : "") + (lastFailure.map { " (last: \($0))" } ?? "")
                 if let next = nextRoundMillis {
                     text += next > nowMillis ? "; next try in \(Self.seconds(next - nowMillis))" : "; trying again now"
                 }
+            } else {
+                text += "; trying the nodes"
             }
+            return text
+        case .aborted:
+            var text = "given up: \(reason.text)"
+            if reason == .joinFailed, let lastFailure { text += " (last: \(lastFailure))" }
+            if let node { text += " (was on \(node))" }
             return text
         }
     }
@@ -75,10 +90,42 @@ public struct ClientLinkStatus: Sendable, Equatable {
     /// The status once attached to `address`: connected since now, remembering the
     /// loss it recovers from (which node, how long, why), if there was one.
     func attached(to address: String, after previous: ClientLinkState, nowMillis: UInt64) -> ClientLinkStatus {
-        var next = ClientLinkStatus(state: .connected, node: address, sinceMillis: nowMillis)
-        if previous == .reconnecting || previous == .aborted, cause != nil || node != nil {
+        let recovering = previous == .reconnecting || previous == .suspended || previous == .aborted
+        var next = ClientLinkStatus(state: .connected, reason: recovering ? .reattached : .joined, node: address, sinceMillis: nowMillis)
+        if recovering, cause != nil || node != nil {
             next.recoveredFrom = Recovery(node: node, millis: nowMillis >= sinceMillis ? nowMillis - sinceMillis : 0, cause: cause)
         }
+        return next
+    }
+
+    /// The node is lost (the state was connected): reconnecting since now, for `reason`.
+    func lost(_ reason: ClientLinkReason, cause: String, nowMillis: UInt64) -> ClientLinkStatus {
+        ClientLinkStatus(state: .reconnecting, reason: reason, node: node, sinceMillis: nowMillis, cause: cause)
+    }
+
+    /// A whole round over the nodes failed: the next one is `step.waitMillis` from now;
+    /// suspended once the schedule's backoff is spent.
+    func roundFailed(_ step: ReconnectSchedule.Step, nowMillis: UInt64) -> ClientLinkStatus {
+        var next = self
+        next.trying = nil
+        next.nextRoundMillis = nowMillis + step.waitMillis
+        if step.suspended {
+            if state != .suspended { next.reason = .backoffSpent }
+            next.state = .suspended
+        } else {
+            next.state = .reconnecting
+            next.reason = .everyNodeFailed
+        }
+        return next
+    }
+
+    /// Given up for good (a final refusal, a failed first join, or closed): aborted for `reason`.
+    func ended(_ reason: ClientLinkReason) -> ClientLinkStatus {
+        var next = self
+        next.state = .aborted
+        next.reason = reason
+        next.trying = nil
+        next.nextRoundMillis = nil
         return next
     }
 

@@ -10,8 +10,14 @@ public struct NodeEndpoint: Sendable, Hashable {
     public init(_ address: String) { self.address = address }
 }
 
+/// Where a client's link is (Signaling's link states). `reconnecting` and `suspended`
+/// both try the nodes by themselves (`ReconnectSchedule`); only `aborted` is the end.
 public enum ClientLinkState: String, Sendable, Equatable {
-    case connecting, connected, reconnecting, aborted
+    case connecting, connected, reconnecting
+    /// Every node failed through the whole backoff: still trying, a round every 30 s.
+    case suspended
+    /// For good: refused (banned, token, moved out of the group), the first join failed, or closed.
+    case aborted
 }
 
 public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -19,7 +25,7 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     case refused(code: String, message: String)
     /// No node answered in time, after every retry.
     case unavailable(String)
-    /// The client gave up reconnecting.
+    /// The link is over: the client was closed, or the nodes refuse it for good.
     case aborted
     case protocolError(String)
 
@@ -36,7 +42,7 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case let .refused(code, message): return "\(message) (\(code))"
         case let .unavailable(detail): return "no node answered: \(detail)"
-        case .aborted: return "the connection was given up after every node failed; reconnect to try again"
+        case .aborted: return "the connection is closed (left, or refused for good); join again to go on"
         case let .protocolError(detail): return "unexpected reply: \(detail)"
         }
     }
@@ -49,12 +55,13 @@ public final class RoomClient: Sendable {
     public struct Options: Sendable {
         public var requestTimeoutMillis: UInt64 = 1_000
         public var syncIntervalMillis: UInt64 = 300
-        /// Failed probes before switching node; attempts over all nodes before giving up.
+        /// Failed probes before switching node.
         public var failuresBeforeReconnect = 2
-        public var reconnectRounds = 20
-        /// After every node failed (`aborted`), how often the client tries them all again
-        /// (plus up to half as much again, at random).
-        public var revivalIntervalMillis: UInt64 = 2_000
+        /// Once the node is lost: a round over the nodes at once, then the waits between
+        /// rounds (2, 4, 8, 16 s, then suspended: every 30 s). Tests shorten them.
+        public var reconnect = ReconnectSchedule.Options()
+        /// Seeds the reconnect waits' jitter (a test replays it); nil: a random seed.
+        public var reconnectJitterSeed: UInt64?
         /// Read-your-writes: an acknowledged write returns once this replica holds it
         /// (its delta came on the stream, or a sync brought it), so what the caller
         /// reads next includes it. Off by default: it adds the stream's delay to a write.
@@ -88,7 +95,8 @@ public final class RoomClient: Sendable {
 
     struct State {
         var replica: RoomState
-        var connection = ClientLinkState.connecting
+        /// The link's state: `linkStatus.state`, changed only with a reason.
+        var connection: ClientLinkState { linkStatus.state }
         var endpointIndex = 0
         var session: SessionID
         var sessionCount = 0
@@ -140,8 +148,12 @@ public final class RoomClient: Sendable {
         /// Per configured endpoint (`RedirectPolicy.key`): the members its node named in
         /// its last hello answer (its own address and its peers').
         var members: [String: Set<String>] = [:]
-        /// The link told for people (`ClientLinkStatus`), less `state`, which is `connection`.
+        /// The link told for people (`ClientLinkStatus`): its state, the reason, the node.
         var linkStatus = ClientLinkStatus(state: .connecting)
+        /// When the next round over the nodes is due while the node is lost (`ReconnectSchedule`).
+        var schedule: ReconnectSchedule
+        var nextRoundMonotonic: UInt64 = 0
+        var jitter: SplitMix64
         /// The join token sent with every request: `options.token`, then each renewal's.
         var token: String?
         /// That token's `exp` (Unix seconds), read once per token.
@@ -164,7 +176,9 @@ public final class RoomClient: Sendable {
         self.endpoints = endpoints
         self.options = options
         self.logger = logger.with("user", user)
-        var initial = State(replica: RoomState(roomID: room), session: "\(user)-\(UInt32.random(in: 0...UInt32.max))")
+        var initial = State(replica: RoomState(roomID: room), session: "\(user)-\(UInt32.random(in: 0...UInt32.max))",
+                            schedule: ReconnectSchedule(options.reconnect),
+                            jitter: SplitMix64(seed: options.reconnectJitterSeed ?? UInt64.random(in: 0...UInt64.max)))
         initial.inbox = MessageInbox(holdMillis: options.messageHoldMillis)
         initial.presence = PresenceBatcher(threshold: options.presenceThreshold, intervalMillis: options.presenceIntervalMillis)
         initial.receiveDice = options.receiveFaults.map { FaultDice(seed: $0.seed) }
@@ -190,13 +204,7 @@ public final class RoomClient: Sendable {
     public var latencyMicros: Double { state.withLock { $0.latencyMicros } }
     public var attachedNode: ReplicaID { state.withLock { $0.node } }
     /// The link for people: node attached or lost, since when, why, what is tried now.
-    public var linkStatus: ClientLinkStatus {
-        state.withLock { state in
-            var status = state.linkStatus
-            status.state = state.connection
-            return status
-        }
-    }
+    public var linkStatus: ClientLinkStatus { state.withLock { $0.linkStatus } }
 
     /// Calls `handler` with every change set this client applies; returns a token for `removeListener`.
     @discardableResult
@@ -226,55 +234,78 @@ public final class RoomClient: Sendable {
     static let ownersTriedPerRound = 16
 
     func attachToSomeNode(initial: Bool) throws(ClientError) {
-        var lastError = ClientError.unavailable("no node endpoints given")
-        let rounds = initial ? 1 : options.reconnectRounds
-        for round in 0..<rounds {
-            var configuredTried = 0
-            var ownersTried: Set<NodeEndpoint> = []
-            while true {
-                if state.withLock({ $0.closing }) { throw .aborted }
-                // The room's owners first, once a node named them (also when the last
-                // configured node is what named them); then the configured nodes in turn.
-                let owner = ownersTried.count < Self.ownersTriedPerRound
-                    ? state.withLock { $0.owners.first { !ownersTried.contains($0) } } : nil
-                if owner == nil && configuredTried >= endpoints.count { break }
-                let index = state.withLock { $0.endpointIndex }
-                let endpoint: NodeEndpoint
-                if let owner {
-                    ownersTried.insert(owner)
-                    endpoint = owner
-                } else {
-                    configuredTried += 1
-                    endpoint = endpoints[index % endpoints.count]
+        do {
+            try attachInOneRound()
+        } catch {
+            if initial {
+                state.withLock { state in
+                    if state.connection != .aborted { state.linkStatus = state.linkStatus.ended(.joinFailed) }
                 }
-                state.withLock { $0.linkStatus.trying = endpoint.address }
-                do {
-                    try attach(to: endpoint)
-                    return
-                } catch {
-                    lastError = error
-                    state.withLock { state in
-                        state.linkStatus.trying = nil
-                        state.linkStatus.lastFailure = "\(endpoint.address): \(error.description)"
-                    }
-                    if case let .refused(code, _) = error, Self.isFinal(code) {
-                        state.withLock { state in
-                            state.finalRefusal = code
-                            state.connection = .aborted
-                        }
-                        throw error
-                    }
-                    logger.debug("attach failed", ["node": endpoint.address, "error": error.description])
-                    if owner == nil { state.withLock { $0.endpointIndex = (index + 1) % max(1, endpoints.count) } }
-                }
+            } else if state.withLock({ $0.finalRefusal == nil && !$0.closing }) {
+                roundFailed()
             }
-            if round + 1 < rounds { Sleep.milliseconds(min(100 * UInt64(round + 1), 1_000)) }
+            throw error
         }
-        state.withLock { state in
-            state.connection = .aborted
-            state.linkStatus.trying = nil
+    }
+
+    /// One round: the room's owners, once a node named them, then every configured node
+    /// in turn; returns attached to the first that takes the client. No waits: the
+    /// schedule between rounds is the caller's (`ReconnectSchedule`).
+    private func attachInOneRound() throws(ClientError) {
+        var lastError = ClientError.unavailable("no node endpoints given")
+        var configuredTried = 0
+        var ownersTried: Set<NodeEndpoint> = []
+        while true {
+            if state.withLock({ $0.closing }) { throw .aborted }
+            // The room's owners first, once a node named them (also when the last
+            // configured node is what named them); then the configured nodes in turn.
+            let owner = ownersTried.count < Self.ownersTriedPerRound
+                ? state.withLock { $0.owners.first { !ownersTried.contains($0) } } : nil
+            if owner == nil && configuredTried >= endpoints.count { break }
+            let index = state.withLock { $0.endpointIndex }
+            let endpoint: NodeEndpoint
+            if let owner {
+                ownersTried.insert(owner)
+                endpoint = owner
+            } else {
+                configuredTried += 1
+                endpoint = endpoints[index % endpoints.count]
+            }
+            state.withLock { $0.linkStatus.trying = endpoint.address }
+            do {
+                try attach(to: endpoint)
+                return
+            } catch {
+                lastError = error
+                state.withLock { state in
+                    state.linkStatus.trying = nil
+                    state.linkStatus.lastFailure = "\(endpoint.address): \(error.description)"
+                }
+                if case let .refused(code, _) = error, Self.isFinal(code) {
+                    state.withLock { state in
+                        state.finalRefusal = code
+                        state.linkStatus = state.linkStatus.ended(.finalRefusal(code))
+                    }
+                    throw error
+                }
+                logger.debug("attach failed", ["node": endpoint.address, "error": error.description])
+                if owner == nil { state.withLock { $0.endpointIndex = (index + 1) % max(1, endpoints.count) } }
+            }
         }
         throw lastError
+    }
+
+    /// A whole round failed: the schedule says when the next is due, and whether the
+    /// client is suspended now.
+    private func roundFailed() {
+        let (status, wait) = state.withLock { state -> (ClientLinkStatus, UInt64) in
+            let step = state.schedule.roundFailed(using: &state.jitter)
+            state.nextRoundMonotonic = WallClock.monotonicMillis() + step.waitMillis
+            state.linkStatus = state.linkStatus.roundFailed(step, nowMillis: WallClock.nowMillis())
+            return (state.linkStatus, step.waitMillis)
+        }
+        logger.info(status.state == .suspended ? "every node failed; suspended" : "every node failed",
+                    ["room": room, "next_try_ms": "\(wait)", "reason": status.reason.rawValue])
     }
 
     private func attach(to endpoint: NodeEndpoint) throws(ClientError) {
@@ -342,7 +373,7 @@ public final class RoomClient: Sendable {
                 state.link = requester
                 state.subscriber = subscriber
                 state.linkStatus = state.linkStatus.attached(to: endpoint.address, after: state.connection, nowMillis: WallClock.nowMillis())
-                state.connection = .connected
+                state.schedule.reset()
                 state.failures = 0
                 state.node = response.host
                 state.generation += 1
@@ -390,7 +421,7 @@ public final class RoomClient: Sendable {
                 state.link = requester
                 state.subscriber = subscriber
                 state.linkStatus = state.linkStatus.attached(to: endpoint.address, after: state.connection, nowMillis: WallClock.nowMillis())
-                state.connection = .connected
+                state.schedule.reset()
                 state.failures = 0
                 state.generation += 1
             }
@@ -451,7 +482,9 @@ public final class RoomClient: Sendable {
         if alreadyClosing { return }
         if let thread = ticker.withLock({ $0 }) { thread.join() }
         detach()
-        state.withLock { $0.connection = .aborted }
+        state.withLock { state in
+            if state.connection != .aborted { state.linkStatus = state.linkStatus.ended(.closedByClient) }
+        }
     }
 
     /// Leaves the room (best effort) and closes every socket.
@@ -467,7 +500,9 @@ public final class RoomClient: Sendable {
         }
         if let thread = ticker.withLock({ $0 }) { thread.join() }
         detach()
-        state.withLock { $0.connection = .aborted }
+        state.withLock { state in
+            if state.connection != .aborted { state.linkStatus = state.linkStatus.ended(.closedByClient) }
+        }
     }
 
     // MARK: - Writing
@@ -501,7 +536,7 @@ public final class RoomClient: Sendable {
             guard let link = current else {
                 if attempt >= retries { throw .unavailable("not connected") }
                 attempt += 1
-                try reconnect(observed: generation, cause: "not connected")
+                try reconnect(observed: generation, .linkLost, cause: "not connected")
                 continue
             }
             do throws(ClientError) {
@@ -523,14 +558,14 @@ public final class RoomClient: Sendable {
                             "the node already holds a write of \(user) with author counter \(write.authorCounter), which this client never sent: another client of \(user) uses the same counters; this write was not applied")
                     case .unavailable where attempt < retries:
                         attempt += 1
-                        try reconnect(observed: generation, cause: "the node could not take the write: \(ack.message)")
+                        try reconnect(observed: generation, .nodeUnavailable, cause: "the node could not take the write: \(ack.message)")
                     default:
                         throw ClientError.refused(code: ack.errorCode, message: ack.message)
                     }
                 case let .error(reply) where reply.code == "not-owner" && attempt < retries:
                     // The room moved (placement): to its owners, then the same write again.
                     attempt += 1
-                    try reconnect(observed: generation, cause: "the room moved to other nodes")
+                    try reconnect(observed: generation, .roomMoved, cause: "the room moved to other nodes")
                 case let .error(reply):
                     throw ClientError.refused(code: reply.code, message: reply.message)
                 default:
@@ -539,28 +574,37 @@ public final class RoomClient: Sendable {
             } catch {
                 guard case .unavailable = error, attempt < retries else { throw error }
                 attempt += 1
-                try reconnect(observed: generation, cause: error.description)
+                try reconnect(observed: generation, .linkLost, cause: error.description)
             }
         }
     }
 
-    /// Moves to the next node, unless someone else already did since `observed`.
-    private func reconnect(observed: UInt64, cause: String) throws(ClientError) {
+    /// Moves to the next node, unless someone else already did since `observed`: one
+    /// round over the nodes, now. Connected until now, the node is lost for `reason`
+    /// (`cause` in the failure's words) and the reconnect schedule starts over; already
+    /// lost, this is one more round (a scheduled one, or a writer's), whose failure
+    /// counts in the schedule.
+    /// `scheduled`: the sync loop's round, run only if still due once the lock is held
+    /// (a writer's round may have failed meanwhile, and moved the next one on).
+    private func reconnect(observed: UInt64, _ reason: ClientLinkReason, cause: String, scheduled: Bool = false) throws(ClientError) {
         try attaching.withLock { _ throws(ClientError) in
             let current = state.withLock { state -> Bool in
                 if state.generation != observed && state.connection == .connected { return true }
+                if state.closing || state.connection == .aborted { return true }
+                if scheduled && (state.connection == .connected || WallClock.monotonicMillis() < state.nextRoundMonotonic) { return true }
                 if state.connection == .connected {
                     // The node is lost now: say which, since when and why (it stays named until another attaches).
-                    state.linkStatus.sinceMillis = WallClock.nowMillis()
-                    state.linkStatus.cause = cause
-                    state.linkStatus.lastFailure = nil
+                    state.linkStatus = state.linkStatus.lost(reason, cause: cause, nowMillis: WallClock.nowMillis())
+                    state.schedule.reset()
                 }
                 state.linkStatus.nextRoundMillis = nil
-                state.connection = .reconnecting
                 state.endpointIndex = (state.endpointIndex + 1) % max(1, endpoints.count)
                 return false
             }
-            if current { return }
+            if current {
+                if state.withLock({ $0.connection == .aborted }) { throw .aborted }
+                return
+            }
             try attachToSomeNode(initial: false)
         }
     }
@@ -651,7 +695,7 @@ public final class RoomClient: Sendable {
         let first = state.withLock { state -> Bool in
             guard state.finalRefusal == nil else { return false }
             state.finalRefusal = code
-            state.connection = .aborted
+            state.linkStatus = state.linkStatus.ended(.finalRefusal(code))
             return true
         }
         guard first else { return }
@@ -687,7 +731,6 @@ public final class RoomClient: Sendable {
     func syncLoop() {
         // The join (or first read) just brought the room: the first sync is one interval later.
         var started = WallClock.monotonicMillis()
-        var nextRevival: UInt64 = 0
         while !state.withLock({ $0.closing }) {
             let elapsed = WallClock.monotonicMillis() &- started
             if elapsed < options.syncIntervalMillis, !state.withLock({ $0.keysWanted && $0.link != nil }) {
@@ -696,21 +739,16 @@ public final class RoomClient: Sendable {
             }
             started = WallClock.monotonicMillis()
             // Asked for once: a refused sync waits for the next interval, it does not spin.
-            let (current, generation, gaveUp) = state.withLock { state in
+            let (current, generation, roundDue) = state.withLock { state in
                 state.keysWanted = false
-                return (state.link, state.generation, state.connection == .aborted && state.finalRefusal == nil)
+                let lost = state.connection == .reconnecting || state.connection == .suspended
+                return (state.link, state.generation, lost && state.finalRefusal == nil && started >= state.nextRoundMonotonic)
             }
-            if current == nil, gaveUp, started >= nextRevival {
+            if current == nil, roundDue {
                 // Every node failed (all down, or this machine offline): a live view or an
-                // interactive session keeps trying, every few seconds, and heals by itself.
+                // interactive session keeps trying on the schedule, and heals by itself.
                 logger.info("trying the nodes again", ["room": room])
-                try? reconnect(observed: generation, cause: "every node failed")
-                // Jittered, so the clients of a node that comes back do not all arrive at once.
-                nextRevival = WallClock.monotonicMillis() + options.revivalIntervalMillis + UInt64.random(in: 0...(options.revivalIntervalMillis / 2))
-                let wait = nextRevival &- WallClock.monotonicMillis()
-                state.withLock { state in
-                    if state.connection == .aborted { state.linkStatus.nextRoundMillis = WallClock.nowMillis() + wait }
-                }
+                try? reconnect(observed: generation, .everyNodeFailed, cause: "every node failed", scheduled: true)
             }
             if let link = current {
                 let (seen, session) = state.withLock { ($0.replica.seen, $0.session) }
@@ -723,7 +761,7 @@ public final class RoomClient: Sendable {
                     // The room moved to other nodes (placement): to its owners, now.
                     if case let .error(refusal) = reply.message, refusal.code == "not-owner" {
                         logger.info("the room is kept on other nodes; moving", ["room": room, "reason": refusal.message])
-                        try? reconnect(observed: generation, cause: "the room moved to other nodes")
+                        try? reconnect(observed: generation, .roomMoved, cause: "the room moved to other nodes")
                         continue
                     }
                     // Banned, or the token revoked or expired: no node will serve this client again.
@@ -739,13 +777,17 @@ public final class RoomClient: Sendable {
                     state.withLock { state in
                         state.failures = 0
                         state.latencyMicros = Double(elapsed.components.attoseconds) / 1e12 + Double(elapsed.components.seconds) * 1e6
-                        if state.connection == .reconnecting { state.connection = .connected }
+                        // A sync through the old link answered while a reconnect was under way.
+                        if state.connection == .reconnecting {
+                            state.linkStatus.state = .connected
+                            state.linkStatus.reason = .reattached
+                        }
                     }
                     if sessionWasEndedForUs() {
                         // The node ended this session (its lease ran out while this process
                         // was frozen, or a sync could not get through): join again.
                         logger.notice("this session was ended by the node; joining again", ["session": session])
-                        try? reconnect(observed: generation, cause: "the node ended this session")
+                        try? reconnect(observed: generation, .sessionEnded, cause: "the node ended this session")
                     }
                 } catch {
                     let failures = state.withLock { state -> Int in
@@ -754,7 +796,7 @@ public final class RoomClient: Sendable {
                     }
                     if failures >= options.failuresBeforeReconnect {
                         logger.notice("node unreachable, reconnecting", ["error": error.description])
-                        try? reconnect(observed: generation, cause: error.description)
+                        try? reconnect(observed: generation, .linkLost, cause: error.description)
                     }
                 }
             }

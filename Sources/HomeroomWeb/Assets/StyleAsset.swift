@@ -9,6 +9,7 @@ body { margin: 0; background: #f4f5f7; color: #222; }
 .state-bar .room { font-weight: 600; }
 .state-bar .connection[data-state="connected"] { color: #9f9; }
 .state-bar .connection[data-state="reconnecting"], .state-bar .connection[data-state="connecting"] { color: #fd6; }
+.state-bar .connection[data-state="suspended"] { color: #fa6; }
 .state-bar .connection[data-state="aborted"] { color: #f99; }
 .scene { display: grid; grid-template-columns: 1fr 20rem; gap: 1rem; padding: 1rem; }
 .scene > .main { display: grid; gap: 1rem; align-content: start; }

@@ -18,8 +18,9 @@ public final class WebServer: Sendable {
         public var themeJSON: String
         public var limits = WebLimits()
         public var requestTimeoutMillis: UInt64 = 1_000
-        /// Rounds over every node before a session's pool gives up (aborted); the pool's default.
-        public var reconnectRounds = 20
+        /// When a session's pool tries the nodes again once its node is lost (never given up:
+        /// 2, 4, 8, 16 s between rounds, then suspended, every 30 s); the pool's default.
+        public var reconnect = ReconnectOptions()
         /// Where a reverse proxy serves the page to browsers (`https://class.example.org`),
         /// normalized by `WebSocketHandshake.normalizedOrigin`: their Origin and Host are accepted.
         public var publicOrigins: Set<String> = []
@@ -49,7 +50,7 @@ public final class WebServer: Sendable {
             throw WebServerError("cannot create an eventfd: \(String(cString: strerror(errno)))")
         }
         let settings = BrowserSession.Settings(nodes: options.nodes, requestTimeoutMillis: options.requestTimeoutMillis,
-                                               reconnectRounds: options.reconnectRounds,
+                                               reconnect: options.reconnect,
                                                backpressure: options.limits.pushBackpressure, maxPendingActions: options.limits.maxPendingActions)
         // A socket's Host must name this server as the browser reached it (not a rebound DNS name).
         let listenHost = options.listen[..<(options.listen.lastIndex(of: ":") ?? options.listen.endIndex)].lowercased()

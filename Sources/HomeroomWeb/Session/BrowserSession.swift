@@ -12,8 +12,8 @@ final class BrowserSession: WebSocketHandler {
     struct Settings: Sendable {
         var nodes: [String]
         var requestTimeoutMillis: UInt64
-        /// Rounds over every node before a pool gives up (aborted: the page offers to log in again).
-        var reconnectRounds: Int
+        /// When a pool whose node is lost tries the nodes again (reconnecting, then suspended).
+        var reconnect: ReconnectOptions
         var backpressure: Int
         var maxPendingActions: Int
         var pageSize = 20
@@ -123,7 +123,7 @@ final class BrowserSession: WebSocketHandler {
             var config = try ClassroomConfig(token: login.token, room: login.room, name: login.name ?? "", nodes: settings.nodes)
             config.requestTimeoutMillis = settings.requestTimeoutMillis
             config.readsOwnWrites = true
-            config.reconnectRounds = settings.reconnectRounds
+            config.reconnect = settings.reconnect
             pool = try ContextPool(config: config, logger: logger.with("user", config.user))
             try pool.room.join()
         } catch {

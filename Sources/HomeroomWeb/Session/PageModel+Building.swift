@@ -9,6 +9,8 @@ extension PageModel {
         var node: String
         /// The link for people (the frame carries it only while the link is not connected).
         var link: String
+        /// Why the link is in its state (`LinkReason`'s code: "every-node-failed", "backoff-spent", "banned", ...).
+        var reason: String = LinkReason.joined.rawValue
         /// The newest messages the local user may see (room and its own peer messages), oldest first.
         var messages: [MessageInfo]
         var localChatMuted: Bool
@@ -23,7 +25,7 @@ extension PageModel {
         let message = pool.message, users = pool.user
         let link = pool.monitor.link
         // Twice the window: a burst of room chat does not push every peer message out of it.
-        let reading = Reading(node: link.node ?? "", link: link.summary(nowMillis: WallClock.nowMillis()),
+        let reading = Reading(node: link.node ?? "", link: link.summary(nowMillis: WallClock.nowMillis()), reason: link.reason.rawValue,
                               messages: message.history(limit: chatLimit * 2), localChatMuted: message.isLocalUserMuted,
                               isChatMuted: { message.isChatMuted($0) }, userInfo: { users.userInfo($0) })
         self.init(snapshot: snapshot, reading: reading, chatLimit: chatLimit)
@@ -55,6 +57,7 @@ extension PageModel {
         node = reading.node
         // Only while not connected: a connected frame stays equal from one second to the next.
         link = snapshot.connection == .connected ? nil : reading.link
+        linkReason = snapshot.connection == .connected ? nil : reading.reason
         // Rounded to the millisecond: a frame that differs only in noise is not sent again.
         latencyMicros = Int(snapshot.latencyMicros / 1000) * 1000
         moderators = snapshot.moderators.map(row)

@@ -85,6 +85,9 @@ struct PageModel: Encodable, Equatable {
     var node: String
     /// The link for people while it is not connected ("lost …; every node failed; next try in 2 s"); nil while connected.
     var link: String?
+    /// Why the link is not connected (`LinkReason`'s code: "link-lost", "every-node-failed",
+    /// "backoff-spent", "banned", ...); nil while connected.
+    var linkReason: String?
     var latencyMicros: Int
     var moderators: [Row]
     var students: Page

@@ -31,8 +31,12 @@ enum WebCommand {
                                  Sessions one peer address may hold (default 8). Behind a
                                  reverse proxy every browser has the proxy's address: raise it.
           --timeout-ms <n>       How long to wait for a node's answer (default 1000).
-          --reconnect-rounds <n> Rounds over every node before a session gives up and its page
-                                 offers to log in again (default 20).
+          --reconnect-waits <ms,...>
+                                 Once a session's node is lost, the waits between rounds over
+                                 the nodes; the last repeats while suspended (default
+                                 2000,4000,8000,16000,30000). A session never gives up.
+          --reconnect-rounds <n> Ignored, with a warning: sessions no longer give up. Kept so
+                                 scripts written for it still start.
           --log-level <level>    trace, debug, info, notice, warning, error (default notice).
           -h, --help             Show help information.
         """
@@ -57,9 +61,22 @@ enum WebCommand {
         let maxSessions = try reader.integer("--max-sessions", in: 1...4_096) ?? 32
         let maxPerPeer = try reader.integer("--max-sessions-per-peer", in: 1...4_096) ?? min(8, maxSessions)
         let timeout = try reader.integer("--timeout-ms", in: UInt64(50)...UInt64(60_000)) ?? 1_000
-        let rounds = try reader.integer("--reconnect-rounds", in: 1...1_000) ?? 20
+        let waits = try reader.string("--reconnect-waits").map { text throws(CommandLineError) in
+            let values = text.split(separator: ",").map { UInt64(String($0).trimmed) }
+            guard !values.isEmpty, values.allSatisfy({ ($0 ?? 0) >= 50 && ($0 ?? 0) <= 600_000 }) else {
+                throw .usage("--reconnect-waits '\(text)' must be milliseconds (50 to 600000) separated by commas, e.g. 2000,4000,8000,16000,30000",
+                             usage: usage)
+            }
+            return values.compactMap { $0 }
+        }
+        // Before the schedule, sessions gave up after this many rounds; they no longer do.
+        // Still accepted, so a script written for it keeps starting.
+        let oldRounds = try reader.integer("--reconnect-rounds", in: 1...1_000)
         let levelName = try reader.string("--log-level") ?? "notice"
         try reader.finish()
+        if oldRounds != nil {
+            Console.error("warning: --reconnect-rounds is ignored: sessions no longer give up (they back off, then retry every 30 s); --reconnect-waits sets the waits")
+        }
         guard !nodes.isEmpty else { throw .usage("missing --node <address>: the node the sessions join through", usage: usage) }
         for node in nodes where !["tcp://", "tls+tcp://", "ipc://", "inproc://"].contains(where: { node.hasPrefix($0) }) {
             throw .usage("node address '\(node)' must start with tcp://, tls+tcp://, ipc:// or inproc://", usage: usage)
@@ -74,7 +91,9 @@ enum WebCommand {
         options.limits.maxSessionsPerPeer = min(maxPerPeer, maxSessions)
         options.publicOrigins = publicOrigins
         options.requestTimeoutMillis = timeout
-        options.reconnectRounds = rounds
+        if let waits {
+            options.reconnect = ReconnectOptions(backoffMillis: Array(waits.dropLast()), suspendedIntervalMillis: waits[waits.count - 1])
+        }
         let logger = Logger(label: "homeroom-web", level: level)
         Console.catchInterrupts()
         let server: WebServer

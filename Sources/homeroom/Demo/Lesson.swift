@@ -80,7 +80,6 @@ final class Lesson: Sendable {
         var config = ClassroomConfig(room: room, user: user, name: name, role: role, nodes: ordered)
         config.requestTimeoutMillis = 400
         config.syncIntervalMillis = 150
-        config.reconnectRounds = 10
         do {
             let pool = try ContextPool(config: config, logger: logger)
             try pool.room.join()

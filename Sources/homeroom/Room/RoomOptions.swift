@@ -125,7 +125,6 @@ struct RoomOptions {
         // Without --name the join keeps the name the user has in the room (a new user shows its id).
         var config = ClassroomConfig(room: room, user: user, name: nameGiven ? name : "", role: role, nodes: nodes)
         config.requestTimeoutMillis = timeoutMillis
-        config.reconnectRounds = 5
         // A script's next line (history, roster, "now 4") reads what the last one wrote.
         config.readsOwnWrites = true
         config.token = token
