@@ -142,6 +142,7 @@ _homeroom() {
                     --max-rooms) return ;;
                     --room-creations-per-second) return ;;
                     --room-retention) return ;;
+                    --closed-room-retention) return ;;
                     --max-users) return ;;
                     --replicas) return ;;
                     --room-replicas) return ;;
@@ -161,7 +162,7 @@ _homeroom() {
                     --clock-skew-ms) return ;;
                     --test-fault) COMPREPLY=( $(compgen -W "lose-acknowledged-writes" -- "$cur") ); return ;;
                 esac
-                options="--name --listen --publish --seed --cluster-publish --message-retention --session-timeout-ms --config --heartbeat-ms --suspect-ms --probe-helpers --down-ms --workers --data-dir --sync --http --http-token-file --wait-s --token-key --app --revoked --token-max-lifetime --token-leeway --cluster-key --tls-cert --tls-key --tls-ca --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --room-creations-per-second --room-retention --max-users --replicas --room-replicas --handoff-settle-ms --node-streams --permanent-down-ms --reward-window-ms --max-clock-drift-ms --max-connections --wedge-descriptors --log-level --log-format --fault-seed --fault-drop-percent --fault-duplicate-percent --fault-delay-ms --fault-jitter-ms --clock-skew-ms --test-fault --test-only --help"
+                options="--name --listen --publish --seed --cluster-publish --message-retention --session-timeout-ms --config --heartbeat-ms --suspect-ms --probe-helpers --down-ms --workers --data-dir --sync --http --http-token-file --wait-s --token-key --app --revoked --token-max-lifetime --token-leeway --cluster-key --tls-cert --tls-key --tls-ca --writes-per-second --joins-per-second --syncs-per-second --sync-bytes-per-second --max-rooms --room-creations-per-second --room-retention --closed-room-retention --max-users --replicas --room-replicas --handoff-settle-ms --node-streams --permanent-down-ms --reward-window-ms --max-clock-drift-ms --max-connections --wedge-descriptors --log-level --log-format --fault-seed --fault-drop-percent --fault-duplicate-percent --fault-delay-ms --fault-jitter-ms --clock-skew-ms --test-fault --test-only --help"
                 words_here="drain"
                 ;;
             keys)

@@ -116,6 +116,7 @@ complete -c homeroom -n '__homeroom_subcommand node' -l sync-bytes-per-second -x
 complete -c homeroom -n '__homeroom_subcommand node' -l max-rooms -x -d 'Rooms this node accepts (default 10000).'
 complete -c homeroom -n '__homeroom_subcommand node' -l room-creations-per-second -x -d 'Rooms this node opens a second (default 10, 10 s'
 complete -c homeroom -n '__homeroom_subcommand node' -l room-retention -x -d 'Remove a room nobody is in and nothing was written to for this'
+complete -c homeroom -n '__homeroom_subcommand node' -l closed-room-retention -x -d 'Remove a room this long after its class closed (after, and'
 complete -c homeroom -n '__homeroom_subcommand node' -l max-users -x -d 'Users per room (default 200000).'
 complete -c homeroom -n '__homeroom_subcommand node' -l replicas -x -d 'Keep each room on n nodes, picked by rendezvous hashing (default 3'
 complete -c homeroom -n '__homeroom_subcommand node' -l room-replicas -x -d '=<n>  (--replicas) Keep this room (a lecture hall) on n nodes instead'

@@ -348,17 +348,21 @@ final class ClassroomSession: Sendable {
                                             invitation: { ReadModel.invitation(replica, $0) },
                                             lookup: { ReadModel.userInfo(replica, $0) })
         let local = config.user
+        // The class closed (`.roomClosed`, from the client's final refusal), or the local
+        // user was banned or kicked: the pool leaves the room, once.
+        let closed = changes.contains(.roomClosed)
         let banned = changes.contains(.userBanned(local))
         let kicked = changes.contains(.userKicked(local)) && !replica.isOnline(local)
-        if banned || kicked {
+        if closed || banned || kicked {
             let first = state.withLock { state -> Bool in
                 guard state.client === client, !state.kickedOut else { return false }
                 state.kickedOut = true
                 return true
             }
             if first {
-                logger.notice(banned ? "banned from the room" : "kicked out of the room")
-                events.append(.localUserKickedOut(banned: banned))
+                logger.notice(closed ? "the class closed: the room refuses everyone now" : banned ? "banned from the room" : "kicked out of the room")
+                // `.roomClosed` is among the translated events already.
+                if !closed { events.append(.localUserKickedOut(banned: banned)) }
                 emit(events)
                 // Closing joins the client's threads: never from one of them.
                 queue.async { [self] in leave() }

@@ -12,6 +12,9 @@ public enum ContextEvent: Hashable, Sendable {
     case classStateUpdated(ClassState)
     case roomPropertiesUpdated(keys: [String])
     case allMicrophonesMuted
+    /// The class closed (`after`, and its close delay passed): the nodes refused this
+    /// client `room-closed`, nobody rejoins, and the pool has left the room for good.
+    case roomClosed
     // Locks (LockHandler)
     /// Locks were acquired, renewed, released or revoked (`LockContext.lock(_:)` reads one).
     case locksUpdated(names: [String])
@@ -88,6 +91,7 @@ extension ContextEvent {
             case .roomInfoUpdated: events.append(.roomInfoUpdated(room()))
             case let .classStateUpdated(state): events.append(.classStateUpdated(state))
             case .allMicrophonesMuted: events.append(.allMicrophonesMuted)
+            case .roomClosed: events.append(.roomClosed)
             case let .deviceMuteUpdated(device, muted): events.append(.roomMuteUpdated(device, muted: muted))
             case let .handRaisingUpdated(policy): events.append(.handRaisingUpdated(policy))
             case let .invitationUpdated(user):

@@ -138,6 +138,19 @@ public struct ClassInfo: Hashable, Sendable {
         self.schedule = schedule
     }
 
+    /// The state as a UI shows it at `now`: `closed` once the class is over and its close
+    /// delay has passed (the nodes then refuse the room `room-closed`).
+    public func display(now: UInt64) -> ClassDisplayState {
+        ClassDisplayState(state: state, sinceMillis: sinceMillis, schedule: schedule, nowMillis: now)
+    }
+
+    /// Milliseconds until the room closes, after the class (nil before it ends or once closed).
+    public func untilClosedMillis(now: UInt64) -> UInt64? {
+        guard state == .after, sinceMillis > 0 else { return nil }
+        let closesAt = sinceMillis &+ UInt64(schedule.closeDelaySeconds) * 1000
+        return now < closesAt ? closesAt - now : nil
+    }
+
     /// Milliseconds since the class started, while it runs.
     public func elapsedMillis(now: UInt64) -> UInt64? {
         guard state == .during, sinceMillis > 0 else { return nil }

@@ -8,6 +8,8 @@ public protocol RoomHandler: AnyObject, Sendable {
     func onClassStateUpdated(_ state: ClassState)
     func onRoomPropertiesUpdated(keys: [String])
     func onAllMicrophonesMuted()
+    /// The class closed (the nodes refuse the room `room-closed`): the pool has left the room for good.
+    func onRoomClosed()
     /// A property write lost to a concurrent write that had not seen it.
     func onPropertyConflict(_ conflict: PropertyConflictInfo)
 }
@@ -19,6 +21,7 @@ extension RoomHandler {
     public func onClassStateUpdated(_ state: ClassState) {}
     public func onRoomPropertiesUpdated(keys: [String]) {}
     public func onAllMicrophonesMuted() {}
+    public func onRoomClosed() {}
     public func onPropertyConflict(_ conflict: PropertyConflictInfo) {}
 }
 
@@ -149,6 +152,7 @@ extension ContextEvent {
         switch self {
         case let .joinedRoom(room): (handler as? RoomHandler)?.onJoinRoomSuccess(room)
         case .leftRoom: (handler as? RoomHandler)?.onLeftRoom()
+        case .roomClosed: (handler as? RoomHandler)?.onRoomClosed()
         case let .roomInfoUpdated(room): (handler as? RoomHandler)?.onRoomInfoUpdated(room)
         case let .classStateUpdated(state): (handler as? RoomHandler)?.onClassStateUpdated(state)
         case let .roomPropertiesUpdated(keys): (handler as? RoomHandler)?.onRoomPropertiesUpdated(keys: keys)

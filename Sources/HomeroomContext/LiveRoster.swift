@@ -57,7 +57,7 @@ public struct LiveRoster: Sendable {
                     touched.formUnion(users)
                 case .roomInfoUpdated, .allMicrophonesMuted, .deviceMuteUpdated, .handRaisingUpdated, .breakoutUpdated:
                     everyRow = true
-                case .classStateUpdated, .roomPropertiesUpdated, .locksUpdated, .userPropertiesUpdated, .invitationUpdated:
+                case .classStateUpdated, .roomClosed, .roomPropertiesUpdated, .locksUpdated, .userPropertiesUpdated, .invitationUpdated:
                     break
                 }
             }

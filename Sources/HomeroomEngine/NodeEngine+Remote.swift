@@ -33,6 +33,8 @@ extension NodeEngine {
     /// announces lives in memory alone; one the apply then defers is replayed (and deferred)
     /// again on a restart, which changes nothing.
     public func deltasToStore(room roomID: String, _ deltas: [Delta], nowMillis now: UInt64) -> [Delta] {
+        // A late delta of a room removed after closing brings nothing back.
+        if isTombstoned(roomID) { return [] }
         let seen = rooms[roomID]?.seen ?? VersionVector()
         var taken = Set<Dot>()
         return deltas.filter { !seen.contains($0.dot) && sequencer.admits($0.clock, nowMillis: now) && taken.insert($0.dot).inserted }
@@ -41,12 +43,14 @@ extension NodeEngine {
     /// Whether a repair patch would bring this room anything its version vector lacks:
     /// then it is stored before it is merged (when the room's store is not behind).
     public func patchBringsWrites(room roomID: String, _ patch: RoomState) -> Bool {
-        !(rooms[roomID]?.seen ?? VersionVector()).dominates(patch.seen)
+        if isTombstoned(roomID) { return false }
+        return !(rooms[roomID]?.seen ?? VersionVector()).dominates(patch.seen)
     }
 
     /// Another node's deltas for a room.
     public mutating func applyRemote(room roomID: String, _ deltas: [Delta], origin: ReplicaID, nowMillis now: UInt64) -> RemoteApplication {
         var result = RemoteApplication()
+        if isTombstoned(roomID) { return result }
         var room = rooms.removeValue(forKey: roomID) ?? RoomState(roomID: roomID)
         defer { rooms[roomID] = room }
         for delta in deltas {
@@ -76,6 +80,7 @@ extension NodeEngine {
     /// A repair patch pulled from a peer.
     public mutating func merge(room roomID: String, _ patch: RoomState) -> PatchMerge {
         var result = PatchMerge()
+        if isTombstoned(roomID) { return result }
         var room = rooms.removeValue(forKey: roomID) ?? RoomState(roomID: roomID)
         defer { rooms[roomID] = room }
         let before = room.seen

@@ -104,6 +104,7 @@ extension NodeEngine {
     /// Why a client's write is refused (or answered as a duplicate) before it is numbered, or nil.
     func refusal(room roomID: String, _ write: Write, nowMillis now: UInt64) -> WriteOutcome? {
         if write.authorRole == .system { return .refused("not-allowed", "clients cannot write as the system") }
+        if isTombstoned(roomID) { return .refused(.roomClosed) }
         // A breakout group's room: the main room (held here, as every room is) says who may
         // come in and write there, at every write, so a move or a ban takes effect (leaving
         // is always allowed).

@@ -53,6 +53,8 @@ public struct NodeEngine: Sendable {
     /// Per room, when the reward decided there and not yet committed was decided: it is
     /// being stored, with the node's lock free (`storing`, `checkpointMillis`).
     public internal(set) var rewardsInFlight: [String: UInt64] = [:]
+    /// Rooms removed after their class closed (`NodeEngine+ClosedRooms`): never opened again.
+    public var tombstones = ClosedRoomTombstones()
 
     /// An engine over the rooms a store holds: numbering continues above everything this
     /// replica id already gave out in them, so a restart never reuses a sequence number,

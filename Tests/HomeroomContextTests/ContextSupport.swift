@@ -75,6 +75,7 @@ final class Recorder: RoomHandler, UserHandler, StreamHandler, MonitorHandler, S
 
     func onJoinRoomSuccess(_ room: RoomInfo) { record("joined \(room.id)") }
     func onLeftRoom() { record("left") }
+    func onRoomClosed() { record("room closed") }
     func onClassStateUpdated(_ state: ClassState) { record("class \(state)") }
     func onRoomInfoUpdated(_ room: RoomInfo) { record("room \(room.name)") }
     func onRoomPropertiesUpdated(keys: [String]) { record("room properties \(keys.joined(separator: ","))") }

@@ -147,7 +147,10 @@ import HomeroomCore
         #expect(StateBarComponent.classText(info, now: 1_000_000 + 660_000) == "in class 11:00 · 1:00 over")
         let before = ClassInfo(state: .before, sinceMillis: 0, schedule: Schedule(startMillis: 2_000_000, durationSeconds: 600))
         #expect(StateBarComponent.classText(before, now: 1_760_000) == "before class · starts in 4:00")
-        #expect(StateBarComponent.classText(ClassInfo(state: .after, sinceMillis: 5, schedule: schedule), now: 9) == "class over")
+        #expect(StateBarComponent.classText(ClassInfo(state: .after, sinceMillis: 5, schedule: schedule), now: 9) == "class over · closes in 1:00")
+        // Closed (Agora's class state 3): the close delay has passed since the class ended.
+        #expect(StateBarComponent.classText(ClassInfo(state: .after, sinceMillis: 5, schedule: schedule), now: 60_005) == "class closed")
+        #expect(StateBarComponent.classText(ClassInfo(state: .after, sinceMillis: 0, schedule: schedule), now: 60_005) == "class over")
     }
 
     static func strip(_ text: String) -> String {

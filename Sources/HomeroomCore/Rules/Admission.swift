@@ -267,7 +267,22 @@ extension RoomState {
 
     /// The room closes `closeDelay` after the class ended.
     public func isClosed(nowMillis: UInt64) -> Bool {
-        guard classState.state == .after, classState.stamp != .origin else { return false }
-        return nowMillis >= classState.stamp.clock.millis + UInt64(schedule.value.closeDelaySeconds) * 1000
+        guard let closesAt = closesAtMillis else { return false }
+        return nowMillis >= closesAt
+    }
+
+    /// When the room closes (Unix ms): the stamp of the class-state write that ended the
+    /// class plus the schedule's close delay; nil while the class has not ended. Read only
+    /// from replicated registers, so every replica names the same instant.
+    public var closesAtMillis: UInt64? {
+        guard classState.state == .after, classState.stamp != .origin else { return nil }
+        return classState.stamp.clock.millis &+ UInt64(schedule.value.closeDelaySeconds) * 1000
+    }
+
+    /// Whether a closed room has been closed for `retentionMillis` (a node's
+    /// `--closed-room-retention`) at `nowMillis`: then the node drops it and keeps a tombstone.
+    public func isRemovableAfterClosing(nowMillis: UInt64, retentionMillis: UInt64) -> Bool {
+        guard let closesAt = closesAtMillis else { return false }
+        return nowMillis >= closesAt &+ retentionMillis
     }
 }

@@ -35,6 +35,9 @@ public enum RoomChange: Hashable, Sendable {
     case userKicked(UserID)
     case userBanned(UserID)
     case userPropertiesUpdated(UserID, keys: [String])
+    /// The class closed (`after`, and its close delay passed): the nodes refused this
+    /// client `room-closed` and it stopped for good. Never from a delta: the client says it.
+    case roomClosed
 }
 
 /// The result of applying one delta.

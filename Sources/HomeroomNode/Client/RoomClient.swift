@@ -687,7 +687,10 @@ public final class RoomClient: Sendable {
 
     /// Refusals no retry can change: the user is banned, or its token is not valid.
     /// `not-in-group`: a breakout group's room whose group the user was moved out of.
-    static func isFinal(_ code: String) -> Bool { code == "banned" || code == "not-in-group" || code.hasPrefix("token-") }
+    /// `room-closed`: the class is over and the room closed (or removed); nobody rejoins.
+    static func isFinal(_ code: String) -> Bool {
+        code == "banned" || code == "not-in-group" || code == "room-closed" || code.hasPrefix("token-")
+    }
 
     /// The nodes refuse this client for good: it stops syncing, is not revived, and
     /// tells its listeners that the local user is out (a ban, as a revocation is).
@@ -701,9 +704,9 @@ public final class RoomClient: Sendable {
         guard first else { return }
         logger.notice("the nodes refuse this client for good", ["code": code, "reason": message])
         detach()
-        if code == "banned" || code == "token-revoked" || code == "not-in-group" {
+        if code == "banned" || code == "token-revoked" || code == "not-in-group" || code == "room-closed" {
             // Out of a group's room (moved elsewhere) reads as a kick there, not a ban.
-            let change: RoomChange = code == "not-in-group" ? .userKicked(user) : .userBanned(user)
+            let change: RoomChange = code == "room-closed" ? .roomClosed : code == "not-in-group" ? .userKicked(user) : .userBanned(user)
             emitting.withLock { _ in
                 let listeners = state.withLock { Array($0.listeners.values) }
                 for listener in listeners { listener([change]) }

@@ -72,6 +72,9 @@ public struct NodeConfig: Sendable, Equatable {
     /// A room with nobody in it and nothing written for this long is removed here, with
     /// its store rows (`ClusterNode+IdleRooms`); 0 keeps every room.
     public var roomRetentionSeconds: UInt64 = 7 * 86_400
+    /// A room whose class closed (`after`, and its close delay passed) is removed here this
+    /// long after closing, its store rows too, and a tombstone kept (`ClusterNode+ClosedClasses`).
+    public var closedRoomRetentionSeconds: UInt64 = 3_600
     public var maxUsersPerRoom = 200_000
     /// Fault hook for chaos tests: this node's wall clock runs this far off (ms, may be negative).
     public var clockSkewMillis: Int64 = 0
@@ -150,7 +153,7 @@ public struct NodeConfig: Sendable, Equatable {
             && a.messageRetentionSeconds == b.messageRetentionSeconds && a.clusterPublish == b.clusterPublish
             && a.replicas == b.replicas && a.roomReplicas == b.roomReplicas && a.probeHelpers == b.probeHelpers
             && a.nodeStreams == b.nodeStreams && a.roomCreationsPerSecond == b.roomCreationsPerSecond
-            && a.roomRetentionSeconds == b.roomRetentionSeconds
+            && a.roomRetentionSeconds == b.roomRetentionSeconds && a.closedRoomRetentionSeconds == b.closedRoomRetentionSeconds
     }
 
     public func validate() throws(NodeConfigError) {
@@ -181,6 +184,9 @@ public struct NodeConfig: Sendable, Equatable {
         }
         if roomRetentionSeconds > 10 * 365 * 86_400 {
             throw .invalid(field: "room-retention", reason: "\(roomRetentionSeconds) s is more than ten years; use 0 to keep every room")
+        }
+        if closedRoomRetentionSeconds > 10 * 365 * 86_400 {
+            throw .invalid(field: "closed-room-retention", reason: "\(closedRoomRetentionSeconds) s is more than ten years")
         }
         if writesPerSecond < 1 || joinsPerSecond < 1 || roomCreationsPerSecond < 1 || writeBytesPerSecond < 1024 || maxRooms < 1 || maxUsersPerRoom < 2 {
             throw .invalid(field: "limits", reason: "write rate at least 1/s and 1 KiB/s, at least 1 room and 2 users per room")

@@ -148,7 +148,10 @@ extension ClusterNode {
             func compare(_ roomID: String, _ theirs: VersionVector) {
                 // Owned rooms; and a quarantined one, owned or not: its broken rows go once
                 // a peer's copy replaces them (and then to its owners, if it has others).
-                guard RoomID.validate(roomID) == nil, placement.owns(name, room: roomID) || state.quarantined[roomID] != nil,
+                // Never a room removed after its class closed: a peer that still holds it (its
+                // retention not yet passed) would be pulled from at every tick, for nothing.
+                guard RoomID.validate(roomID) == nil, !state.engine.isTombstoned(roomID),
+                      placement.owns(name, room: roomID) || state.quarantined[roomID] != nil,
                       !(state.rooms[roomID]?.seen ?? VersionVector()).dominates(theirs) else { return }
                 state.pulls.wantUntilClosed(NodeState.SyncKey(peer: heartbeat.node, room: roomID))
                 gap = true
@@ -371,6 +374,7 @@ extension ClusterNode {
             runPendingSyncs(recheckGaps: true)
             if tick % 5 == 0 { trimExpiredHistory() }
             if tick % 2 == 0 { expireIdleSessions() }
+            if tick % 5 == 0 { endClosedClasses() }
             if tick % 25 == 0 { compactStore(force: true) } else { compactStore(force: false) }
             if tick % 25 == 0 { pruneRateLimiters() }
             // Sleep the rest of the period, in short steps so stop() is prompt, and so a

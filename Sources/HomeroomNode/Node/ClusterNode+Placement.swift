@@ -254,7 +254,7 @@ extension ClusterNode {
         // Owned again: the copy took no deltas meanwhile, so clients wait until it has caught up.
         for room in wasHandingOff.subtracting(state.handingOff) where state.rooms[room] != nil { state.arriving.insert(room) }
         for (peer, entry) in state.peers.entries where entry.status != .dead {
-            for (room, theirs) in entry.rooms where placement.owns(name, room: room)
+            for (room, theirs) in entry.rooms where placement.owns(name, room: room) && !state.engine.isTombstoned(room)
                 && !(state.rooms[room]?.seen ?? VersionVector()).dominates(theirs) {
                 state.pulls.wantUntilClosed(NodeState.SyncKey(peer: peer, room: room))
                 // Owned only since this change (every member owns it now, say): clients

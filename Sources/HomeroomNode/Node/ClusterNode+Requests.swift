@@ -92,6 +92,12 @@ extension ClusterNode {
         // Nodes (sealed, or node-numbered without a cluster key) get everything and no
         // limits; clients get what their token allows.
         let asNode = fromNode || (claimsToBeNode && !framing.isEnabled)
+        // A closed class (docs/PROTOCOL.md, "Closed classes"): its clients are refused for
+        // good; once removed, nothing about it is answered to anyone, so no peer pulls it back.
+        if !room.isEmpty, Self.isRoomRequest(request.message), !Self.isLeaveRequest(request.message) || asNode,
+           let closed = closedRoomRefusal(room: room, asNode: asNode) {
+            return errorReply("room-closed", closed, room)
+        }
         // A room kept on other nodes (placement): clients are sent to its owners. Nodes
         // still sync a copy held here, so a new owner can take it over.
         if !asNode, placementActive, !room.isEmpty, Self.isRoomRequest(request.message), let refusal = notOwnerReply(room: room) {

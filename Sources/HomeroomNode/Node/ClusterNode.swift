@@ -119,6 +119,7 @@ public final class ClusterNode: Sendable {
         var rooms: [String: RoomState] = [:]
         var quarantined: [String: String] = [:]
         var floors: [String: SequenceFloor] = [:]
+        var tombstones: [String: UInt64] = [:]
         var storedClock: UInt64 = 0
         var previousIncarnation: UInt64?
         var incarnation = requestedIncarnation ?? WallClock.nowMillis()
@@ -153,6 +154,7 @@ public final class ClusterNode: Sendable {
                 try opened.setMeta("incarnation", Int64(bitPattern: incarnation))
                 (rooms, quarantined, storedClock) = try opened.loadRooms()
                 floors = try opened.loadFloors()
+                tombstones = try opened.loadTombstones()
                 store = opened
             } catch let error as StoreError {
                 throw .store(error)
@@ -170,6 +172,7 @@ public final class ClusterNode: Sendable {
         // The engine numbers above everything the store holds of this replica id.
         var initial = NodeState(engine: NodeEngine(replica: replica, rooms: rooms, policy: config.enginePolicy))
         initial.engine.restore(floors: floors)
+        initial.engine.restore(tombstones: tombstones)
         initial.engine.restoreClock(atLeast: storedClock)
         initial.replicas = config.replicas
         initial.roomReplicas = config.roomReplicas

@@ -133,9 +133,10 @@ extension NodeState {
     /// quiet room no more, so a pull lost to a short cut, or one that merged nothing,
     /// would otherwise wait for the peer's next complete list (30 s).
     mutating func requeueOpenGaps() {
-        let peers = self.peers, rooms = self.rooms
+        let peers = self.peers, rooms = self.rooms, tombstones = engine.tombstones
         pulls.requeueOpenGaps { key in
-            guard let theirs = peers.entries[key.peer]?.rooms[key.room] else { return false }
+            // A room removed after closing takes nothing from a peer: no gap of it is open.
+            guard !tombstones.covers(key.room), let theirs = peers.entries[key.peer]?.rooms[key.room] else { return false }
             return !(rooms[key.room]?.seen ?? VersionVector()).dominates(theirs)
         }
     }

@@ -93,6 +93,7 @@ final class NodeStore: Sendable {
             CREATE TABLE IF NOT EXISTS log (id INTEGER PRIMARY KEY AUTOINCREMENT, room TEXT NOT NULL, kind INTEGER NOT NULL, bytes BLOB NOT NULL);
             CREATE INDEX IF NOT EXISTS log_room ON log (room, id);
             CREATE TABLE IF NOT EXISTS handed_off (room TEXT PRIMARY KEY, sequence INTEGER NOT NULL, private_sequence INTEGER NOT NULL, clock INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS closed_rooms (room TEXT PRIMARY KEY, removed_at INTEGER NOT NULL);
             """, "create the schema")
         // A handed_off table from before it kept the clock (never released, but cheap to mend).
         var hasClock = false
@@ -261,6 +262,78 @@ final class NodeStore: Sendable {
                 try? database.execute("ROLLBACK", "roll back a handoff")
                 throw error
             }
+        }
+    }
+
+    /// Removes a room whose class closed (its snapshot, log and sequence floor) and keeps
+    /// its tombstone, in one transaction; `dropped` are tombstones that went to keep the
+    /// bound (`ClosedRoomTombstones`), deleted in the same transaction. A restart keeps
+    /// refusing the room (`loadTombstones`).
+    func bury(room: String, removedAtMillis: UInt64, dropped: [String]) throws(StoreError) {
+        try connection.withLock { (connection) throws(StoreError) in
+            let database = connection.database
+            try database.execute("BEGIN IMMEDIATE", "begin removing a closed room")
+            do throws(StoreError) {
+                for table in ["rooms", "log", "handed_off"] {
+                    let delete = try database.prepare("DELETE FROM \(table) WHERE room = ?")
+                    delete.bind(1, room)
+                    try delete.run("remove the \(table) rows of closed room \(room)")
+                }
+                let keep = try database.prepare("""
+                    INSERT INTO closed_rooms (room, removed_at) VALUES (?, ?)
+                    ON CONFLICT(room) DO UPDATE SET removed_at = max(removed_at, excluded.removed_at)
+                    """)
+                keep.bind(1, room)
+                keep.bind(2, Int64(bitPattern: removedAtMillis))
+                try keep.run("keep the tombstone of closed room \(room)")
+                for old in dropped {
+                    let forget = try database.prepare("DELETE FROM closed_rooms WHERE room = ?")
+                    forget.bind(1, old)
+                    try forget.run("forget the tombstone of room \(old)")
+                }
+                try database.execute("COMMIT", "commit removing a closed room")
+                connection.lastLogID[room] = nil
+            } catch {
+                try? database.execute("ROLLBACK", "roll back removing a closed room")
+                throw error
+            }
+        }
+    }
+
+    /// Forgets tombstones past their age (`ClosedRoomTombstones.expire`).
+    func forgetTombstones(_ rooms: [String]) throws(StoreError) {
+        guard !rooms.isEmpty else { return }
+        try connection.withLock { (connection) throws(StoreError) in
+            for room in rooms {
+                let forget = try connection.database.prepare("DELETE FROM closed_rooms WHERE room = ?")
+                forget.bind(1, room)
+                try forget.run("forget the tombstone of room \(room)")
+            }
+        }
+    }
+
+    /// Every tombstone of a room removed after its class closed: room -> when (Unix ms).
+    func loadTombstones() throws(StoreError) -> [String: UInt64] {
+        try connection.withLock { (connection) throws(StoreError) -> [String: UInt64] in
+            let statement = try connection.database.prepare("SELECT room, removed_at FROM closed_rooms")
+            var tombstones: [String: UInt64] = [:]
+            try statement.query("read the closed rooms' tombstones") { (row) throws(StoreError) in
+                tombstones[row.text(0)] = UInt64(bitPattern: row.int64(1))
+            }
+            return tombstones
+        }
+    }
+
+    /// How many rows the store holds of a room (snapshot, log, sequence floor): 0 once removed.
+    func rowCount(room: String) throws(StoreError) -> Int64 {
+        try connection.withLock { (connection) throws(StoreError) -> Int64 in
+            var total: Int64 = 0
+            for table in ["rooms", "log", "handed_off"] {
+                let statement = try connection.database.prepare("SELECT COUNT(*) FROM \(table) WHERE room = ?")
+                statement.bind(1, room)
+                try statement.query("count the \(table) rows of room \(room)") { (row) throws(StoreError) in total += row.int64(0) }
+            }
+            return total
         }
     }
 

@@ -36,7 +36,8 @@ public struct StateBarComponent: Component {
         return [line]
     }
 
-    /// "before class · starts in 4:00", "in class 12:03 · 32:57 left", "class over".
+    /// "before class · starts in 4:00", "in class 12:03 · 32:57 left", "class over",
+    /// "class over · closes in 9:30", "class closed".
     static func classText(_ info: ClassInfo, now: UInt64) -> String {
         switch info.state {
         case .before:
@@ -52,6 +53,11 @@ public struct StateBarComponent: Component {
             let rest = remaining >= 0 ? "\(Format.duration(millis: remaining)) left" : "\(Format.duration(millis: remaining)) over"
             return "in class \(Format.duration(millis: Int64(elapsed))) · \(rest)"
         case .after:
+            if info.display(now: now) == .closed { return "class closed" }
+            // Rounded up: a countdown that says 0:00 while the room is still open would lie.
+            if let left = info.untilClosedMillis(now: now) {
+                return "class over · closes in \(Format.duration(millis: Int64((left + 999) / 1000 * 1000)))"
+            }
             return "class over"
         }
     }

@@ -137,6 +137,11 @@ final class BrowserSession: WebSocketHandler {
                          banned ? "you were banned from this room" : "you were removed from this room; log in again if the teacher allows it")
                 return
             }
+            // The class closed: the nodes refuse the room to everyone now (docs/PROTOCOL.md, "Closed classes").
+            if case .roomClosed = event {
+                self.end(code: "room-closed", "the class is over and the room is closed: nobody can rejoin it")
+                return
+            }
             self.schedulePush()
         }
         let keep = state.withLock { state -> Bool in

@@ -55,10 +55,12 @@ enum JoinCommand {
         let pool = try Console.exitingOnInterrupt { () throws(CommandLineError) in try options.join() }
         defer { pool.close() }
         let removed = Flag()
+        let closed = Flag()
         let local = options.user
         let monitor = pool.monitor
         let token = pool.addEventListener { event in
             if case .localUserKickedOut = event { removed.set() }
+            if case .roomClosed = event { closed.set() }
             guard !quiet || isLocalRemoval(event), var text = EventText.describe(event, local: local) else { return }
             // The link's changes say which node, since when, why and what is tried now.
             if case .connectionStateUpdated = event { text = "connection: " + monitor.link.summary(nowMillis: WallClock.nowMillis()) }
@@ -88,6 +90,11 @@ enum JoinCommand {
             if Console.interrupted { Console.line(""); break }
             if removed.isSet {
                 throw .failure("you were removed from room \(options.room) (kicked out or banned)")
+            }
+            // The class is over: the end of the session, not a failure (exit status 0).
+            if closed.isSet {
+                Console.line("class over: room \(options.room) is closed [room-closed], nobody can rejoin it; leaving")
+                return
             }
             guard let line = input.next(waitingMillis: 100) else { continue }
             guard case let .line(text) = line else { break }   // end of input
@@ -128,8 +135,10 @@ enum JoinCommand {
     }
 
     static func isLocalRemoval(_ event: ContextEvent) -> Bool {
-        if case .localUserKickedOut = event { return true }
-        return false
+        switch event {
+        case .localUserKickedOut, .roomClosed: return true
+        default: return false
+        }
     }
 
     /// One command line: its answer (never throws; refusals are answers too), and

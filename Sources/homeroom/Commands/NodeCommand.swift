@@ -73,6 +73,9 @@ enum NodeCommand {
                                  burst; each user a tenth, at least 1); rate-limited beyond.
           --room-retention <s>   Remove a room nobody is in and nothing was written to for this
                                  long, with its store rows (default 604800, a week; 0: keep).  (HOMEROOM_ROOM_RETENTION)
+          --closed-room-retention <s>  Remove a room this long after its class closed (after, and
+                                 its close delay passed), store rows too, keeping a tombstone so
+                                 the id is refused room-closed (default 3600; 0: at closing).
           --max-users <n>        Users per room (default 200000).
           --replicas <n>         Keep each room on n nodes, picked by rendezvous hashing (default 3;
                                  0: every node holds every room; the same on every node). Joins and
@@ -218,6 +221,7 @@ enum NodeCommand {
             guard let value = UInt64(text) else { throw .usage("HOMEROOM_ROOM_RETENTION must be a whole number of seconds, not '\(text)'", usage: usage) }
             roomRetention = value
         }
+        let closedRoomRetention = try reader.integer("--closed-room-retention", in: UInt64(0)...UInt64(315_360_000))
         let maxUsers = try reader.integer("--max-users", in: 2...500_000)
         let handoffSettle = try reader.integer("--handoff-settle-ms", in: UInt64(0)...UInt64(3_600_000))
         let probeHelpers = try reader.string("--probe-helpers")
@@ -290,6 +294,7 @@ enum NodeCommand {
         if let maxRooms { config.maxRooms = maxRooms }
         if let roomCreations { config.roomCreationsPerSecond = roomCreations }
         if let roomRetention { config.roomRetentionSeconds = roomRetention }
+        if let closedRoomRetention { config.closedRoomRetentionSeconds = closedRoomRetention }
         if let maxUsers { config.maxUsersPerRoom = maxUsers }
         if let permanentDown { config.permanentDownMillis = permanentDown }
         // The command's default: each room on 3 nodes (every node of a cluster of 3 or fewer).

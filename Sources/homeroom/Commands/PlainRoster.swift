@@ -11,8 +11,11 @@ enum PlainRoster {
         }
     }
 
-    static func render(_ roster: Roster) -> String {
-        var lines = ["\(roster.roomName.isEmpty ? roster.roomID : roster.roomName) · \(roster.roomType) · class \(roster.classState)"
+    /// `nowMillis`: the clock the room's closing is judged by (`closed` once its close
+    /// delay passed); nil (a simulation's roster, on simulated time) shows the wire's state.
+    static func render(_ roster: Roster, nowMillis: UInt64? = nil) -> String {
+        let classText = nowMillis.map { roster.classDisplay(nowMillis: $0).description } ?? roster.classState.description
+        var lines = ["\(roster.roomName.isEmpty ? roster.roomID : roster.roomName) · \(roster.roomType) · class \(classText)"
             + " · \(roster.onlineCount) online · stage \(roster.stage.count)/\(roster.stageLimit)"]
         let header = ["Name", "Role", "Stage", "Auth", "Camera", "Mic", "Rewards", "Hand", "Online"]
         var table = [header]

@@ -16,6 +16,7 @@ enum EventText {
             }
         case let .roomPropertiesUpdated(keys): return "room properties changed: " + keys.joined(separator: ", ")
         case .allMicrophonesMuted: return "every microphone was muted"
+        case .roomClosed: return "the class is over and the room is closed [room-closed]: nobody can rejoin it"
         case let .locksUpdated(names): return "locks changed: " + names.joined(separator: ", ")
         case let .breakoutUpdated(groups):
             if groups.isEmpty { return "no breakout groups: everyone is in the main room" }

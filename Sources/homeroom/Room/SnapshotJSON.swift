@@ -1,4 +1,5 @@
 import HomeroomContext
+import HomeroomSupport
 
 /// The room's read model as JSON, for `homeroom roster --json` and scripts.
 enum SnapshotJSON {
@@ -12,7 +13,9 @@ enum SnapshotJSON {
                               ("stage_limit", .int(Int64(room.stageLimit))), ("hand_limit", .int(Int64(room.handLimit))),
                               ("muted_devices", .array(Device.allCases.filter(room.mutedDevices.contains).map { .string($0.description) })),
                               ("hand_raising", .string(room.handRaising.description))])),
-            ("class", .object([("state", .string(info.state.description)), ("since_ms", .int(Int64(info.sinceMillis))),
+            // "state" keeps the wire's three; "closed" is derived (the close delay passed).
+            ("class", .object([("state", .string(info.state.description)), ("closed", .bool(info.display(now: WallClock.nowMillis()) == .closed)),
+                               ("since_ms", .int(Int64(info.sinceMillis))),
                                ("start_ms", .int(Int64(info.schedule.startMillis))),
                                ("duration_s", .int(Int64(info.schedule.durationSeconds)))])),
             ("connection", .string(snapshot.connection.rawValue)),
