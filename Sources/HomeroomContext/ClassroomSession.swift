@@ -23,6 +23,9 @@ public struct ClassroomConfig: Sendable, Equatable {
     /// Once the node is lost: a round over the nodes at once, then waits of 2, 4, 8,
     /// 16 s between rounds, then `suspended` with a round every 30 s (never given up).
     public var reconnect = ReconnectOptions()
+    /// Before the schedule: rounds before giving up. Ignored (sessions never give up now).
+    @available(*, deprecated, message: "sessions follow `reconnect` and never give up; this is ignored")
+    public var reconnectRounds = 20
     /// An acknowledged write returns once the local replica holds it (`RoomClient.Options.readsOwnWrites`).
     public var readsOwnWrites = false
     /// False: `join()` reads the room and writes without a session (no join or leave,

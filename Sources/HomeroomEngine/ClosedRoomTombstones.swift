@@ -28,9 +28,11 @@ public struct ClosedRoomTombstones: Sendable, Equatable {
 
     public func contains(_ room: String) -> Bool { removedAt[room] != nil }
 
-    /// Whether `room` was removed, or is a breakout group's room of a removed class.
+    /// Whether `room` was removed. Only the id itself: a room merely named like a group
+    /// of a removed class (`<class>:<id>`, no such group made) is an ordinary room, and a
+    /// real group's room has a tombstone of its own (`NodeEngine.closedRoomsToRemove`).
     public func covers(_ room: String) -> Bool {
-        contains(room) || Breakout.parse(roomID: room).map { contains($0.mainRoom) } == true
+        contains(room)
     }
 
     /// Records a removal; returns the rooms whose tombstones went to stay within `maxCount`

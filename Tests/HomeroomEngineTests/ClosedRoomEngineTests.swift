@@ -82,11 +82,14 @@ import HomeroomCore
     @Test func aTombstonedRoomRefusesJoinsAndIgnoresLateDeltasAndPatches() throws {
         var (first, second, closesAt, _, secondDeltas) = try Self.endedClass()
         let removedAt = closesAt + 60_000
-        let dropped = first.bury(room: Self.room, nowMillis: removedAt)
-        #expect(dropped == [])
+        let buried = first.bury(room: Self.room, nowMillis: removedAt)
+        let burial = try #require(buried)
+        #expect(burial.dropped == [])
+        #expect(burial.floor.sequence > 0, "the floor keeps the sequences this node gave in the room")
         #expect(first.rooms[Self.room] == nil && first.isTombstoned(Self.room))
         let again = first.bury(room: Self.room, nowMillis: removedAt)
         #expect(again == nil, "nothing left to bury")
+        #expect(first.roomSequences[Self.room] == burial.floor.sequence, "numbering would continue above it")
         // A join is refused, and opens no room.
         guard case let .answer(outcome) = first.decide(room: Self.room, Write(author: "t", authorRole: .teacher, authorCounter: 5,
                                                                               operation: Self.join("t", .teacher, at: first)), nowMillis: removedAt) else {
@@ -101,8 +104,8 @@ import HomeroomCore
         #expect(!first.patchBringsWrites(room: Self.room, patch))
         #expect(!first.merge(room: Self.room, patch).changed)
         #expect(first.rooms[Self.room] == nil, "a late peer message resurrected the room")
-        // Its breakout groups' rooms go with it.
-        #expect(first.isTombstoned(Breakout.roomID(of: "g1", in: Self.room)))
+        // A room only named like one of its groups (no such group was made) is not removed with it.
+        #expect(!first.isTombstoned(Breakout.roomID(of: "g1", in: Self.room)))
         // A restart (the store's tombstones) keeps refusing it.
         var restarted = NodeEngine(replica: ReplicaID(1))
         restarted.restore(tombstones: first.tombstones.removedAt)
@@ -127,5 +130,19 @@ import HomeroomCore
         #expect(defaults.count == ClosedRoomTombstones.defaultMaxCount)
         #expect(defaults.bury("one-more", atMillis: 999_999) == ["room-0"])
         #expect(defaults.count == ClosedRoomTombstones.defaultMaxCount)
+    }
+
+    @Test func aClassGoesWithItsGroupsRoomsButNotWithRoomsOnlyNamedLikeThem() throws {
+        var (first, _, closesAt, _, _) = try Self.endedClass()
+        let stamp = try #require(first.rooms[Self.room]).classState.stamp
+        first.rooms[Self.room]?.breakoutGroups["g1"] = Register("Fractions", stamp: stamp)
+        let made = Breakout.roomID(of: "g1", in: Self.room), lookalike = Breakout.roomID(of: "physics", in: Self.room)
+        first.rooms[made] = RoomState(roomID: made)
+        first.rooms[lookalike] = RoomState(roomID: lookalike)
+        #expect(first.closedRoomsToRemove(nowMillis: closesAt + 60_000, retentionMillis: 60_000) == [Self.room, made].sorted())
+        #expect(first.closedRoomsToRemove(nowMillis: closesAt + 60_000, retentionMillis: 60_000, limit: 1).count == 1)
+        let buried = first.bury(room: made, nowMillis: closesAt + 60_000)
+        #expect(buried != nil)
+        #expect(first.isTombstoned(made) && !first.isTombstoned(lookalike))
     }
 }

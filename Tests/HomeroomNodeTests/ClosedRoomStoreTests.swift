@@ -40,12 +40,16 @@ import Testing
             try store.handOff(room: "gone-too", floor: SequenceFloor(sequence: 4, privateSequence: 0, clock: 9))
             try store.append(room: "kept", deltas: [delta(4)])
             #expect(try store.rowCount(room: "gone") == 2, "a snapshot and a log entry")
-            try store.bury(room: "gone", removedAtMillis: 5_000, dropped: [])
-            try store.bury(room: "gone-too", removedAtMillis: 6_000, dropped: [])
+            try store.bury(room: "gone", floor: SequenceFloor(sequence: 3, privateSequence: 1, clock: 9), removedAtMillis: 5_000, dropped: [])
+            try store.bury(room: "gone-too", floor: SequenceFloor(sequence: 2, privateSequence: 0, clock: 8), removedAtMillis: 6_000, dropped: [])
             #expect(try store.rowCount(room: "gone") == 0 && store.rowCount(room: "gone-too") == 0)
+            // The sequence floor stays (a handoff's kept the higher of the two), so an id
+            // opened again after its tombstone goes numbers above every dot it used.
+            #expect(try store.loadFloors()["gone"] == SequenceFloor(sequence: 3, privateSequence: 1, clock: 9))
+            #expect(try store.loadFloors()["gone-too"] == SequenceFloor(sequence: 4, privateSequence: 0, clock: 9))
             #expect(try store.rowCount(room: "kept") == 1, "other rooms' rows stay")
             // A removal past the bound forgets the oldest tombstone in the same transaction.
-            try store.bury(room: "third", removedAtMillis: 7_000, dropped: ["gone"])
+            try store.bury(room: "third", floor: SequenceFloor(sequence: 1, privateSequence: 0, clock: 9), removedAtMillis: 7_000, dropped: ["gone"])
         }
         let reopened = try NodeStore(path: path)
         #expect(try reopened.loadTombstones() == ["gone-too": 6_000, "third": 7_000])

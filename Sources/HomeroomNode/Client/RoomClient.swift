@@ -62,6 +62,12 @@ public final class RoomClient: Sendable {
         public var reconnect = ReconnectSchedule.Options()
         /// Seeds the reconnect waits' jitter (a test replays it); nil: a random seed.
         public var reconnectJitterSeed: UInt64?
+        /// Before the schedule: rounds before giving up. Ignored (a client never gives up now).
+        @available(*, deprecated, message: "a client follows `reconnect` and never gives up; this is ignored")
+        public var reconnectRounds = 20
+        /// Before the schedule: the wait between rounds once given up. Ignored.
+        @available(*, deprecated, message: "set `reconnect` (its waits and its suspended interval); this is ignored")
+        public var revivalIntervalMillis: UInt64 = 2_000
         /// Read-your-writes: an acknowledged write returns once this replica holds it
         /// (its delta came on the stream, or a sync brought it), so what the caller
         /// reads next includes it. Off by default: it adds the stream's delay to a write.
@@ -138,6 +144,8 @@ public final class RoomClient: Sendable {
         /// Why the nodes refuse this client for good (banned, its token revoked or
         /// expired): it stops syncing and is not revived.
         var finalRefusal: String?
+        /// A reconnect was refused for good: its meaning is still to be told to the listeners.
+        var finalRefusalUntold = false
         /// The room's owners, as the last `not-owner` reply named them (placement): tried
         /// before the configured nodes (docs/PROTOCOL.md, "Placement"). Only those
         /// `RedirectPolicy` lets through (RoomClient+Redirects.swift).
@@ -226,14 +234,24 @@ public final class RoomClient: Sendable {
 
     public func connect() throws(ClientError) {
         try attachToSomeNode(initial: true)
-        let thread = try? OSThread(name: "hr-client") { [weak self] in self?.syncLoop() }
-        ticker.withLock { $0 = thread }
+        // Without its sync loop a client would never repair gaps or reconnect: no client.
+        do {
+            let thread = try OSThread(name: "hr-client") { [weak self] in self?.syncLoop() }
+            ticker.withLock { $0 = thread }
+        } catch {
+            state.withLock { $0.linkStatus = $0.linkStatus.ended(.closedByClient) }
+            detach()
+            throw .unavailable("this client could not start its sync thread (\(error.reason)): the process is at its thread limit")
+        }
     }
 
     /// Owners a round of attaches tries at most (a node's `not-owner` reply names a few).
     static let ownersTriedPerRound = 16
 
-    func attachToSomeNode(initial: Bool) throws(ClientError) {
+    /// `countsInSchedule`: a failed round moves the schedule on (the round right after a
+    /// loss, and the sync loop's scheduled ones); a writer's extra round while the client
+    /// is already lost only notes its failure, so writes do not hasten `suspended`.
+    func attachToSomeNode(initial: Bool, countsInSchedule: Bool = true) throws(ClientError) {
         do {
             try attachInOneRound()
         } catch {
@@ -241,7 +259,7 @@ public final class RoomClient: Sendable {
                 state.withLock { state in
                     if state.connection != .aborted { state.linkStatus = state.linkStatus.ended(.joinFailed) }
                 }
-            } else if state.withLock({ $0.finalRefusal == nil && !$0.closing }) {
+            } else if countsInSchedule, state.withLock({ $0.finalRefusal == nil && !$0.closing }) {
                 roundFailed()
             }
             throw error
@@ -285,6 +303,9 @@ public final class RoomClient: Sendable {
                     state.withLock { state in
                         state.finalRefusal = code
                         state.linkStatus = state.linkStatus.ended(.finalRefusal(code))
+                        // Refused on a reconnect (not the first join, whose caller hears it): the
+                        // sync loop tells the listeners, outside the attach lock.
+                        if state.generation > 0 { state.finalRefusalUntold = true }
                     }
                     throw error
                 }
@@ -536,7 +557,7 @@ public final class RoomClient: Sendable {
             guard let link = current else {
                 if attempt >= retries { throw .unavailable("not connected") }
                 attempt += 1
-                try reconnect(observed: generation, .linkLost, cause: "not connected")
+                try reconnectForWrite(sent: sends > 0, observed: generation, .linkLost, cause: "not connected")
                 continue
             }
             do throws(ClientError) {
@@ -558,14 +579,14 @@ public final class RoomClient: Sendable {
                             "the node already holds a write of \(user) with author counter \(write.authorCounter), which this client never sent: another client of \(user) uses the same counters; this write was not applied")
                     case .unavailable where attempt < retries:
                         attempt += 1
-                        try reconnect(observed: generation, .nodeUnavailable, cause: "the node could not take the write: \(ack.message)")
+                        try reconnectForWrite(sent: sends > 0, observed: generation, .nodeUnavailable, cause: "the node could not take the write: \(ack.message)")
                     default:
                         throw ClientError.refused(code: ack.errorCode, message: ack.message)
                     }
                 case let .error(reply) where reply.code == "not-owner" && attempt < retries:
                     // The room moved (placement): to its owners, then the same write again.
                     attempt += 1
-                    try reconnect(observed: generation, .roomMoved, cause: "the room moved to other nodes")
+                    try reconnectForWrite(sent: sends > 0, observed: generation, .roomMoved, cause: "the room moved to other nodes")
                 case let .error(reply):
                     throw ClientError.refused(code: reply.code, message: reply.message)
                 default:
@@ -574,7 +595,22 @@ public final class RoomClient: Sendable {
             } catch {
                 guard case .unavailable = error, attempt < retries else { throw error }
                 attempt += 1
-                try reconnect(observed: generation, .linkLost, cause: error.description)
+                try reconnectForWrite(sent: sends > 0, observed: generation, .linkLost, cause: error.description)
+            }
+        }
+    }
+
+    /// A write's reconnect. Once the write was sent, a round that fails leaves its fate
+    /// unknown (the lost node may have applied it before it went): never a refusal of it.
+    private func reconnectForWrite(sent: Bool, observed: UInt64, _ reason: ClientLinkReason, cause: String) throws(ClientError) {
+        do throws(ClientError) {
+            try reconnect(observed: observed, reason, cause: cause)
+        } catch {
+            guard sent else { throw error }
+            switch error {
+            case .unavailable, .aborted: throw error
+            case .refused, .protocolError:
+                throw .unavailable("the write was sent, then its node was lost and no node took the client again (\(error.description)): whether it was applied is unknown")
             }
         }
     }
@@ -588,10 +624,12 @@ public final class RoomClient: Sendable {
     /// (a writer's round may have failed meanwhile, and moved the next one on).
     private func reconnect(observed: UInt64, _ reason: ClientLinkReason, cause: String, scheduled: Bool = false) throws(ClientError) {
         try attaching.withLock { _ throws(ClientError) in
+            var wasConnected = false
             let current = state.withLock { state -> Bool in
                 if state.generation != observed && state.connection == .connected { return true }
                 if state.closing || state.connection == .aborted { return true }
                 if scheduled && (state.connection == .connected || WallClock.monotonicMillis() < state.nextRoundMonotonic) { return true }
+                wasConnected = state.connection == .connected
                 if state.connection == .connected {
                     // The node is lost now: say which, since when and why (it stays named until another attaches).
                     state.linkStatus = state.linkStatus.lost(reason, cause: cause, nowMillis: WallClock.nowMillis())
@@ -605,7 +643,7 @@ public final class RoomClient: Sendable {
                 if state.withLock({ $0.connection == .aborted }) { throw .aborted }
                 return
             }
-            try attachToSomeNode(initial: false)
+            try attachToSomeNode(initial: false, countsInSchedule: scheduled || wasConnected)
         }
     }
 
@@ -704,13 +742,18 @@ public final class RoomClient: Sendable {
         guard first else { return }
         logger.notice("the nodes refuse this client for good", ["code": code, "reason": message])
         detach()
-        if code == "banned" || code == "token-revoked" || code == "not-in-group" || code == "room-closed" {
-            // Out of a group's room (moved elsewhere) reads as a kick there, not a ban.
-            let change: RoomChange = code == "room-closed" ? .roomClosed : code == "not-in-group" ? .userKicked(user) : .userBanned(user)
-            emitting.withLock { _ in
-                let listeners = state.withLock { Array($0.listeners.values) }
-                for listener in listeners { listener([change]) }
-            }
+        tellFinalRefusal(code)
+    }
+
+    /// Tells the listeners what a final refusal means for the local user, when it means
+    /// something: out of the room (banned, revoked, moved out of its group) or the room closed.
+    private func tellFinalRefusal(_ code: String) {
+        guard code == "banned" || code == "token-revoked" || code == "not-in-group" || code == "room-closed" else { return }
+        // Out of a group's room (moved elsewhere) reads as a kick there, not a ban.
+        let change: RoomChange = code == "room-closed" ? .roomClosed : code == "not-in-group" ? .userKicked(user) : .userBanned(user)
+        emitting.withLock { _ in
+            let listeners = state.withLock { Array($0.listeners.values) }
+            for listener in listeners { listener([change]) }
         }
     }
 
@@ -741,6 +784,12 @@ public final class RoomClient: Sendable {
                 continue
             }
             started = WallClock.monotonicMillis()
+            let untold = state.withLock { state -> String? in
+                guard state.finalRefusalUntold else { return nil }
+                state.finalRefusalUntold = false
+                return state.finalRefusal
+            }
+            if let untold { tellFinalRefusal(untold) }
             // Asked for once: a refused sync waits for the next interval, it does not spin.
             let (current, generation, roundDue) = state.withLock { state in
                 state.keysWanted = false
@@ -780,8 +829,9 @@ public final class RoomClient: Sendable {
                     state.withLock { state in
                         state.failures = 0
                         state.latencyMicros = Double(elapsed.components.attoseconds) / 1e12 + Double(elapsed.components.seconds) * 1e6
-                        // A sync through the old link answered while a reconnect was under way.
-                        if state.connection == .reconnecting {
+                        // A sync through the link still attached answered while a reconnect
+                        // was under way (not one another thread has already let go).
+                        if state.connection == .reconnecting, state.link === link {
                             state.linkStatus.state = .connected
                             state.linkStatus.reason = .reattached
                         }

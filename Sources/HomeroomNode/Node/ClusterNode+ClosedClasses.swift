@@ -52,8 +52,8 @@ extension ClusterNode {
             // As a handoff's removal: under the compaction lock and the room's gate, so no
             // append or snapshot of the room runs meanwhile.
             let outcome = compacting.withLock { _ in writeGates.withGate(room) { () -> Result<Void, StoreError>? in
-                let buried = state.withLock { state -> ([String], NodeStore?)? in
-                    guard let dropped = state.engine.bury(room: room, nowMillis: now) else { return nil }
+                let buried = state.withLock { state -> ((floor: SequenceFloor, dropped: [String]), NodeStore?)? in
+                    guard let burial = state.engine.bury(room: room, nowMillis: now) else { return nil }
                     state.handingOff.remove(room)
                     state.arriving.remove(room)
                     state.coveredSince[room] = nil
@@ -61,12 +61,12 @@ extension ClusterNode {
                     state.retirementRooms.remove(room)
                     state.historyRooms.remove(room)
                     state.pulls.forget { $0.room == room }
-                    return (dropped, state.store)
+                    return (burial, state.store)
                 }
-                guard let (dropped, store) = buried else { return nil }
+                guard let (burial, store) = buried else { return nil }
                 guard let store else { return .success(()) }
                 do throws(StoreError) {
-                    try store.bury(room: room, removedAtMillis: now, dropped: dropped)
+                    try store.bury(room: room, floor: burial.floor, removedAtMillis: now, dropped: burial.dropped)
                     return .success(())
                 } catch {
                     return .failure(error)

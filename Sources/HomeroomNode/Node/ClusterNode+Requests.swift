@@ -249,7 +249,11 @@ extension ClusterNode {
                     send(WireCodec.encode(Self.errorEnvelope(code: "unavailable", message: "the node is stopping")))
                     return
                 }
-                self.gatherWhereNow(user: user) { gathered in
+                self.gatherWhereNow(user: user) { [weak self] gathered in
+                    guard let self else {
+                        send(WireCodec.encode(Self.errorEnvelope(code: "unavailable", message: "the node is stopping")))
+                        return
+                    }
                     self.whereNowInFlight.subtract(1, ordering: .relaxed)
                     let encoded = WireCodec.encode(self.envelope(room: room, .whereNowReply(gathered)))
                     self.metrics.add("reply_bytes_total", UInt64(encoded.count))

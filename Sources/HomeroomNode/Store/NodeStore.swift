@@ -269,16 +269,29 @@ final class NodeStore: Sendable {
     /// its tombstone, in one transaction; `dropped` are tombstones that went to keep the
     /// bound (`ClosedRoomTombstones`), deleted in the same transaction. A restart keeps
     /// refusing the room (`loadTombstones`).
-    func bury(room: String, removedAtMillis: UInt64, dropped: [String]) throws(StoreError) {
+    /// Removes a closed room's snapshot and log and keeps its tombstone and its sequence
+    /// floor (as a handoff does), so an id opened again, once its tombstone is gone, never
+    /// numbers a write with a dot it used before.
+    func bury(room: String, floor: SequenceFloor, removedAtMillis: UInt64, dropped: [String]) throws(StoreError) {
         try connection.withLock { (connection) throws(StoreError) in
             let database = connection.database
             try database.execute("BEGIN IMMEDIATE", "begin removing a closed room")
             do throws(StoreError) {
-                for table in ["rooms", "log", "handed_off"] {
+                for table in ["rooms", "log"] {
                     let delete = try database.prepare("DELETE FROM \(table) WHERE room = ?")
                     delete.bind(1, room)
                     try delete.run("remove the \(table) rows of closed room \(room)")
                 }
+                let floorRow = try database.prepare("""
+                    INSERT INTO handed_off (room, sequence, private_sequence, clock) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(room) DO UPDATE SET sequence = max(sequence, excluded.sequence),
+                        private_sequence = max(private_sequence, excluded.private_sequence), clock = max(clock, excluded.clock)
+                    """)
+                floorRow.bind(1, room)
+                floorRow.bind(2, Int64(bitPattern: floor.sequence))
+                floorRow.bind(3, Int64(bitPattern: floor.privateSequence))
+                floorRow.bind(4, Int64(bitPattern: floor.clock))
+                try floorRow.run("keep the sequence floor of closed room \(room)")
                 let keep = try database.prepare("""
                     INSERT INTO closed_rooms (room, removed_at) VALUES (?, ?)
                     ON CONFLICT(room) DO UPDATE SET removed_at = max(removed_at, excluded.removed_at)
@@ -324,11 +337,12 @@ final class NodeStore: Sendable {
         }
     }
 
-    /// How many rows the store holds of a room (snapshot, log, sequence floor): 0 once removed.
+    /// How many rows of a room's state the store holds (snapshot and log): 0 once removed.
+    /// Its sequence floor (`loadFloors`) is not state: it outlives the room.
     func rowCount(room: String) throws(StoreError) -> Int64 {
         try connection.withLock { (connection) throws(StoreError) -> Int64 in
             var total: Int64 = 0
-            for table in ["rooms", "log", "handed_off"] {
+            for table in ["rooms", "log"] {
                 let statement = try connection.database.prepare("SELECT COUNT(*) FROM \(table) WHERE room = ?")
                 statement.bind(1, room)
                 try statement.query("count the \(table) rows of room \(room)") { (row) throws(StoreError) in total += row.int64(0) }

@@ -31,7 +31,7 @@ public final class OSThread: Sendable {
         var tid = pthread_t()
         let rv = pthread_create(&tid, nil, { raw in
             let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
-            _ = clinux_set_current_thread_name(String(start.name.utf8.prefix(15))!)
+            _ = clinux_set_current_thread_name(OSThread.kernelName(start.name))
             start.body()
             start.finished()
             return nil
@@ -42,6 +42,16 @@ public final class OSThread: Sendable {
         }
         handle.withLock { $0 = tid }
         doneFlag = doneRef
+    }
+
+    /// Linux keeps 15 bytes of a thread's name: cut on a character boundary, never inside one.
+    static func kernelName(_ name: String) -> String {
+        var kept = ""
+        for character in name {
+            guard kept.utf8.count + character.utf8.count <= 15 else { break }
+            kept.append(character)
+        }
+        return kept
     }
 
     private final class DoneFlag: Sendable {

@@ -21,6 +21,9 @@ public final class WebServer: Sendable {
         /// When a session's pool tries the nodes again once its node is lost (never given up:
         /// 2, 4, 8, 16 s between rounds, then suspended, every 30 s); the pool's default.
         public var reconnect = ReconnectOptions()
+        /// Before the schedule: rounds before giving up. Ignored (sessions never give up now).
+        @available(*, deprecated, message: "sessions follow `reconnect` and never give up; this is ignored")
+        public var reconnectRounds = 20
         /// Where a reverse proxy serves the page to browsers (`https://class.example.org`),
         /// normalized by `WebSocketHandshake.normalizedOrigin`: their Origin and Host are accepted.
         public var publicOrigins: Set<String> = []

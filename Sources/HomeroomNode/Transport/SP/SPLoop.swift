@@ -135,6 +135,8 @@ final class SPLoop: @unchecked Sendable {
         var resolving = false
         /// What the lookup found, for the attempt it was made for.
         var resolved: [SPSocketAddress]? = nil
+        /// The lookup waiting or running: cancelled when the dialer goes.
+        var lookup: SPResolver.Ticket? = nil
     }
 
     private static let wakeToken: UInt64 = 0
@@ -257,6 +259,7 @@ final class SPLoop: @unchecked Sendable {
     func removeDialer(_ id: UInt64) {
         post { loop in
             guard let dialer = loop.dialers.removeValue(forKey: id) else { return }
+            dialer.lookup?.cancel()
             if let c = dialer.connection.flatMap({ loop.connections[$0] }) { loop.drop(c) }
         }
     }
@@ -486,6 +489,7 @@ final class SPLoop: @unchecked Sendable {
         for path in socketFiles { unlink(path) }
         for (_, listener) in listeners { Glibc.close(listener.fd) }
         listeners.removeAll()
+        for dialer in dialers.values { dialer.lookup?.cancel() }
         dialers.removeAll()
         Glibc.close(wakeFD)
         Glibc.close(epoll)
@@ -627,10 +631,11 @@ final class SPLoop: @unchecked Sendable {
             // getaddrinfo can block for seconds on a slow resolver: never on this thread,
             // which serves every other connection meanwhile.
             dialer.resolving = true
-            dialers[id] = dialer
-            SPResolver.lookUp(dialer.address) { [weak self] result in
+            dialer.lookup = SPResolver.lookUp(dialer.address) { [weak self] result in
                 self?.post { loop in loop.lookedUp(id, result) }
             }
+            // (A lookup that failed at once has already posted its answer: it comes next turn.)
+            dialers[id] = dialer
             return
         } else {
             do {
@@ -694,8 +699,9 @@ final class SPLoop: @unchecked Sendable {
 
     /// A dialer's name lookup ended: dial what it found, or back off.
     private func lookedUp(_ id: UInt64, _ result: Result<[SPSocketAddress], TransportError>) {
-        guard var dialer = dialers[id] else { return }
+        guard var dialer = dialers[id], dialer.resolving else { return }
         dialer.resolving = false
+        dialer.lookup = nil
         switch result {
         case let .success(found):
             dialer.resolved = found
