@@ -51,27 +51,10 @@ extension ClusterNode {
         for room in due {
             // As a handoff's removal: under the compaction lock and the room's gate, so no
             // append or snapshot of the room runs meanwhile.
-            let outcome = compacting.withLock { _ in writeGates.withGate(room) { () -> Result<Void, StoreError>? in
-                let buried = state.withLock { state -> ((floor: SequenceFloor, dropped: [String]), NodeStore?)? in
-                    guard let burial = state.engine.bury(room: room, nowMillis: now) else { return nil }
-                    state.handingOff.remove(room)
-                    state.arriving.remove(room)
-                    state.coveredSince[room] = nil
-                    state.lastTrim[room] = nil
-                    state.retirementRooms.remove(room)
-                    state.historyRooms.remove(room)
-                    state.pulls.forget { $0.room == room }
-                    return (burial, state.store)
-                }
-                guard let (burial, store) = buried else { return nil }
-                guard let store else { return .success(()) }
-                do throws(StoreError) {
-                    try store.bury(room: room, floor: burial.floor, removedAtMillis: now, dropped: burial.dropped)
-                    return .success(())
-                } catch {
-                    return .failure(error)
-                }
-            } }
+            let outcome = removeRoom(room, dropping: { state in state.engine.bury(room: room, nowMillis: now) },
+                                     storing: { store, burial throws(StoreError) in
+                                         try store.bury(room: room, floor: burial.floor, removedAtMillis: now, dropped: burial.dropped)
+                                     })
             switch outcome {
             case .success:
                 metrics.add("closed_rooms_removed_total")

@@ -300,9 +300,18 @@ extension ClusterNode {
     /// the room's write gate, so no write of it is between its store and its commit. The
     /// rows go outside the state lock (the gate keeps this room's writes out meanwhile).
     func removeCopy(of room: String, stillDue: (inout NodeState) -> Bool) -> Result<Void, StoreError>? {
+        removeRoom(room, dropping: { state in stillDue(&state) ? state.engine.handOff(room: room) : nil },
+                   storing: { store, floor throws(StoreError) in try store.handOff(room: room, floor: floor) })
+    }
+
+    /// Drops `room` from memory with `dropping` (nil: not now) and its rows with `storing`,
+    /// and forgets what the node keeps about it: the locking a handoff and a closed room's
+    /// removal share (see `removeCopy`).
+    func removeRoom<Dropped>(_ room: String, dropping: (inout NodeState) -> Dropped?,
+                             storing: (NodeStore, Dropped) throws(StoreError) -> Void) -> Result<Void, StoreError>? {
         compacting.withLock { _ in writeGates.withGate(room) { () -> Result<Void, StoreError>? in
-            let dropped = state.withLock { state -> (SequenceFloor, NodeStore?)? in
-                guard stillDue(&state), let floor = state.engine.handOff(room: room) else { return nil }
+            let dropped = state.withLock { state -> (Dropped, NodeStore?)? in
+                guard let dropped = dropping(&state) else { return nil }
                 state.handingOff.remove(room)
                 state.arriving.remove(room)
                 state.coveredSince[room] = nil
@@ -310,12 +319,12 @@ extension ClusterNode {
                 state.retirementRooms.remove(room)
                 state.historyRooms.remove(room)
                 state.pulls.forget { $0.room == room }
-                return (floor, state.store)
+                return (dropped, state.store)
             }
-            guard let (floor, store) = dropped else { return nil }
+            guard let (value, store) = dropped else { return nil }
             guard let store else { return .success(()) }
             do throws(StoreError) {
-                try store.handOff(room: room, floor: floor)
+                try storing(store, value)
                 return .success(())
             } catch {
                 return .failure(error)
